@@ -1,0 +1,25 @@
+"""biozoo: biomedical language models for Keras 3 / TensorFlow, loaded by name.
+
+    >>> import biozoo
+    >>> biozoo.list_presets("bioformer_*")
+    ['bioformer_16l', 'bioformer_8l']
+    >>> backbone = biozoo.from_preset("bioformer_8l")
+    >>> tokenizer = biozoo.Tokenizer.from_preset("bioformer_8l")
+
+Importing biozoo registers its Keras classes, so presets it writes also load with
+`keras_hub.models.Backbone.from_preset(directory)`.
+"""
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+__version__ = "0.1.0"
+
+from biozoo import models  # noqa: E402  (registers the backbones and tokenizers)
+from biozoo.api import from_preset  # noqa: E402
+from biozoo.registry import list_presets  # noqa: E402
+from biozoo.tokenizers import Tokenizer  # noqa: E402
+
+__all__ = ["from_preset", "list_presets", "Tokenizer", "__version__"]

@@ -1,0 +1,5 @@
+import sys
+
+from biozoo.cli import main
+
+sys.exit(main())

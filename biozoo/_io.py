@@ -1,0 +1,83 @@
+"""Atomic file and directory writes: readers never see a half-written file or preset."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+
+
+@contextlib.contextmanager
+def atomic_directory(path):
+    """Yield a temporary directory beside `path`; on success it replaces `path` in one rename.
+
+    On any error the temporary directory is removed and `path` is left as it was.
+    """
+    path = os.path.abspath(os.fspath(path))
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.partial-", dir=parent)
+    try:
+        yield tmp
+        replace_directory(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def replace_directory(src, dst):
+    """Move directory `src` to `dst`, replacing an existing `dst` (old one removed after)."""
+    if not os.path.exists(dst):
+        os.rename(src, dst)
+        return
+    old = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.old-", dir=os.path.dirname(dst))
+    os.rmdir(old)
+    os.rename(dst, old)
+    try:
+        os.rename(src, dst)
+    except BaseException:
+        os.rename(old, dst)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def atomic_write_bytes(path, data):
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.partial-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path, text):
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path, obj):
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def read_json(path, what="file"):
+    """Parse a JSON file; errors name the file (and line/column for syntax errors)."""
+    from biozoo.errors import CheckpointError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{path}: invalid JSON in {what} (line {error.lineno}, column {error.colno}: {error.msg}).") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise CheckpointError(f"{path}: unreadable {what} ({error}).") from None

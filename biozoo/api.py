@@ -1,0 +1,61 @@
+"""`biozoo.from_preset`: a Keras backbone, with weights, from any handle."""
+
+from __future__ import annotations
+
+import os
+
+
+def from_preset(handle, load_weights=True, **kwargs):
+    """The backbone of a checkpoint, by registry name or location.
+
+    `handle` is a registry name (`"bioformer_8l"`; see `biozoo.list_presets()`),
+    `"hf://org/repo[@revision]"`, a local HF model directory, a local Keras preset directory,
+    or a `gs://` directory. HF checkpoints are converted once and cached. With
+    `load_weights=False` a registry name builds the architecture from the registry config
+    alone, downloading nothing.
+
+    The backbone takes `{"token_ids", "segment_ids", "padding_mask"}` (int32 [batch, seq])
+    and returns `{"sequence_output": [batch, seq, hidden]}`, plus `"pooled_output"`
+    [batch, hidden] for families that define one.
+
+    Example:
+        >>> backbone = biozoo.from_preset("bioformer_8l")
+        >>> out = backbone({"token_ids": ids, "segment_ids": segments, "padding_mask": mask})
+    """
+    import keras_hub
+
+    from biozoo import hub, registry
+
+    kind, info = hub.parse_handle(handle)
+    if not load_weights and kind == "registry":
+        return build_from_registry(info["name"], **kwargs)
+    if not load_weights and kind == "hf_dir":
+        return _build_from_hf_config(info["path"], **kwargs)
+    preset_dir = hub.resolve_preset(handle)
+    del registry
+    return keras_hub.models.Backbone.from_preset(preset_dir, load_weights=load_weights, **kwargs)
+
+
+def build_from_registry(name, **kwargs):
+    """The architecture of a registry entry with freshly initialised weights."""
+    from biozoo import registry
+    from biozoo.models import get_family
+
+    entry = registry.get_entry(name)
+    family = get_family(entry["family"])
+    config = family.config_from_hf(entry["config"], entry["pooler"])
+    config.update(kwargs)
+    return family.backbone_cls(**config)
+
+
+def _build_from_hf_config(directory, **kwargs):
+    from biozoo.convert.hf import read_hf_config
+    from biozoo.convert.readers import open_checkpoint
+    from biozoo.models import family_for_model_type
+
+    config = read_hf_config(directory)
+    family = family_for_model_type(config["model_type"], os.path.join(directory, "config.json"))
+    names = {family.hf_table.normalize(n) for n in open_checkpoint(directory).names()}
+    arguments = family.config_from_hf(config, family.use_pooler(config, names))
+    arguments.update(kwargs)
+    return family.backbone_cls(**arguments)

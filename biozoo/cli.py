@@ -1,0 +1,72 @@
+"""The `biozoo` command line (also `python -m biozoo`).
+
+Each command lives beside the code it drives: a module in COMMAND_MODULES defines
+`register(subparsers)`, which adds its parser and sets `func` to a handler taking the
+parsed arguments and returning an exit status. Heavy imports happen inside handlers, so
+`biozoo --help` and `biozoo list` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+COMMAND_MODULES = (
+    "biozoo._commands.registry",  # list, info
+    "biozoo._commands.convert",   # convert
+    "biozoo._commands.export",    # export
+    "biozoo._commands.tasks",     # finetune, evaluate, annotate
+    "biozoo.metrics.cli",         # score
+    "biozoo._commands.train",     # pretrain, distill
+    "biozoo._commands.demo",      # demo
+)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="biozoo",
+        description="Biomedical language models for Keras 3 / TensorFlow: list, convert, "
+        "fine-tune, evaluate, score, annotate and export.",
+    )
+    from biozoo import __version__
+
+    parser.add_argument("--version", action="version", version=f"biozoo {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:
+                continue  # command not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv=None):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as error:  # every expected failure is one clear line
+        from biozoo.errors import BiozooError
+
+        if isinstance(error, (BiozooError, FileNotFoundError, KeyError, ValueError)) and not os.environ.get(
+            "BIOZOO_DEBUG"
+        ):
+            print(f"biozoo {args.command}: error: {error}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

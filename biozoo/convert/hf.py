@@ -1,0 +1,130 @@
+"""HuggingFace model directory -> biozoo Keras preset."""
+
+from __future__ import annotations
+
+import os
+
+from biozoo._io import read_json
+from biozoo.convert.mapping import apply_table
+from biozoo.convert.preset import write_preset
+from biozoo.convert.readers import open_checkpoint
+from biozoo.errors import CheckpointError
+
+WORDPIECE_FILES = ("vocab.txt",)
+SENTENCEPIECE_FILES = ("spiece.model", "sentencepiece.bpe.model")
+
+
+def read_hf_config(directory):
+    path = os.path.join(directory, "config.json")
+    if not os.path.exists(path):
+        raise CheckpointError(f"{directory}: no config.json; not a HuggingFace model directory.")
+    config = read_json(path, "model config")
+    if "model_type" not in config:
+        raise CheckpointError(f"{path}: no 'model_type' key; cannot tell the model family.")
+    return config
+
+
+def _tokenizer_settings(directory):
+    """Casing and special tokens from tokenizer.json / tokenizer_config.json, when present."""
+    settings = {}
+    config_path = os.path.join(directory, "tokenizer_config.json")
+    if os.path.exists(config_path):
+        config = read_json(config_path, "tokenizer config")
+        for key in ("do_lower_case", "strip_accents", "keep_accents"):
+            if config.get(key) is not None:
+                settings[key] = config[key]
+        for key in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token"):
+            value = config.get(key)
+            if isinstance(value, dict):
+                value = value.get("content")
+            if isinstance(value, str):
+                settings[key] = value
+    fast_path = os.path.join(directory, "tokenizer.json")
+    if os.path.exists(fast_path):
+        normalizer = read_json(fast_path, "tokenizer").get("normalizer") or {}
+        if normalizer.get("type") == "BertNormalizer":
+            settings["do_lower_case"] = bool(normalizer.get("lowercase", True))
+            settings["strip_accents"] = normalizer.get("strip_accents")
+    return settings
+
+
+def build_tokenizer(family, directory, vocab_size, casing=None):
+    """The family's tokenizer from the vocabulary files in `directory`.
+
+    `casing` ({"lowercase": bool, "strip_accents": ...}, from the registry) applies when the
+    directory says nothing about casing (no tokenizer_config.json / tokenizer.json).
+    """
+    settings = _tokenizer_settings(directory)
+    casing = casing or {}
+    specials = {k: settings[k] for k in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token") if k in settings}
+    from biozoo.tokenizers import SentencePieceTokenizer
+
+    if issubclass(family.tokenizer_cls, SentencePieceTokenizer):
+        paths = [os.path.join(directory, f) for f in SENTENCEPIECE_FILES]
+        path = next((p for p in paths if os.path.exists(p)), None)
+        if path is None:
+            raise CheckpointError(f"{directory}: no SentencePiece model (spiece.model).")
+        lowercase = settings.get("do_lower_case", casing.get("lowercase", True))
+        tokenizer = family.tokenizer_cls(
+            proto=path, lowercase=lowercase, keep_accents=settings.get("keep_accents", False), **specials
+        )
+    else:
+        path = os.path.join(directory, "vocab.txt")
+        if not os.path.exists(path):
+            raise CheckpointError(f"{directory}: no vocab.txt for the WordPiece tokenizer.")
+        lowercase = settings.get("do_lower_case", casing.get("lowercase", True))
+        strip = settings["strip_accents"] if "strip_accents" in settings else casing.get("strip_accents")
+        try:
+            tokenizer = family.tokenizer_cls(vocabulary=path, lowercase=lowercase, strip_accents=strip, **specials)
+        except ValueError as error:
+            raise CheckpointError(f"{path}: {error}") from None
+    if tokenizer.vocabulary_size() > vocab_size:
+        raise CheckpointError(
+            f"{path}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's "
+            f"embedding has {vocab_size} rows (config.json vocab_size); they must agree."
+        )
+    return tokenizer
+
+
+def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progress=True):
+    """Convert an HF model directory (config.json, weights, vocabulary) into a Keras preset.
+
+    Streams the weights tensor by tensor into a backbone built from config.json, keeps the
+    heads the checkpoint carries, and writes the preset atomically. Returns `out_dir`.
+    """
+    from biozoo.models import family_for_model_type
+
+    directory = os.fspath(directory)
+    config = read_hf_config(directory)
+    family = family_for_model_type(config["model_type"], os.path.join(directory, "config.json"))
+    reader = open_checkpoint(directory)
+    source = ", ".join(reader.paths)
+    names = {family.hf_table.normalize(n) for n in reader.names()}
+    use_pooler = family.use_pooler(config, names)
+    kwargs = family.config_from_hf(config, use_pooler)
+    tokenizer = build_tokenizer(family, directory, config["vocab_size"], casing)
+    backbone = family.backbone_cls(**kwargs, dtype="float32")
+    bar = _progress(len(names), f"converting {os.path.basename(directory.rstrip('/'))}", progress)
+    try:
+        heads = apply_table(family.hf_table, reader.tensors(), backbone, source, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    record = {
+        "format": "hf",
+        "source": os.path.abspath(directory),
+        "family": family.name,
+        "hf_config": config,
+        "weights": [os.path.basename(p) for p in reader.paths],
+    }
+    record.update(provenance or {})
+    write_preset(out_dir, backbone, tokenizer, heads, family.heads_config(config), record)
+    return out_dir
+
+
+def _progress(total, description, enabled):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=description, unit="tensor", leave=False)

@@ -1,0 +1,167 @@
+"""Name mappings as data: tables of (source name pattern, Keras target, transform).
+
+A family writes one table per source format with the helpers below, e.g.
+
+    dense("encoder.layer.{i}.intermediate.dense", "transformer_layer_{i}/feedforward_intermediate_dense")
+
+`{i}` matches a layer number. Targets are Keras variable paths of the backbone
+(`transformer_layer_0/.../kernel`), or `heads/<head>/<name>` for pretraining and task heads,
+which are kept beside the backbone in the preset. `apply_table` streams a checkpoint through a
+table into a built backbone and reports every missing, unexpected or misshapen tensor by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from biozoo.errors import CheckpointError
+
+# Source layouts. PyTorch `nn.Linear` stores weights [out, in]; Keras `Dense` kernels are
+# [in, out], so "linear" transposes. Keras MultiHeadAttention keeps q/k/v kernels as
+# [in, heads, head_dim] and the output kernel as [heads, head_dim, out].
+TRANSFORMS = {
+    "copy": lambda a, shape: a,
+    "linear": lambda a, shape: a.T,
+    "linear_to_heads": lambda a, shape: a.T.reshape(shape),
+    "linear_from_heads": lambda a, shape: a.T.reshape(shape),
+    "to_heads": lambda a, shape: a.reshape(shape),  # [in, out] kernels and [out] biases
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    pattern: str  # source name with {i}, {j} placeholders for indices
+    target: str  # Keras variable path or heads/<...>, same placeholders
+    transform: str = "copy"
+
+    @property
+    def regex(self):
+        return re.compile(
+            re.escape(self.pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{j\}", r"(?P<j>\d+)") + "$"
+        )
+
+
+def param(source, target, transform="copy"):
+    return [Rule(source, target, transform)]
+
+
+def embedding(source, target):
+    return [Rule(f"{source}.weight", f"{target}/embeddings")]
+
+
+def dense(source, target, transform="linear", bias=True):
+    """A torch Linear (`.weight`, `.bias`) -> a Keras Dense (`kernel`, `bias`)."""
+    rules = [Rule(f"{source}.weight", f"{target}/kernel", transform)]
+    if bias:
+        bias_transform = "to_heads" if transform == "linear_to_heads" else "copy"
+        rules.append(Rule(f"{source}.bias", f"{target}/bias", bias_transform))
+    return rules
+
+
+def layer_norm(source, target, weight="weight", bias="bias"):
+    return [Rule(f"{source}.{weight}", f"{target}/gamma"), Rule(f"{source}.{bias}", f"{target}/beta")]
+
+
+def attention(query, key, value, output, target):
+    """q/k/v/output torch Linears -> a Keras MultiHeadAttention."""
+    return [
+        *dense(query, f"{target}/query", "linear_to_heads"),
+        *dense(key, f"{target}/key", "linear_to_heads"),
+        *dense(value, f"{target}/value", "linear_to_heads"),
+        *dense(output, f"{target}/attention_output", "linear_from_heads"),
+    ]
+
+
+@dataclasses.dataclass
+class Table:
+    """One converter mapping: rules, names to ignore, and source-name normalization."""
+
+    rules: list
+    ignore: tuple = ()  # regexes of tensors that carry no information (tied copies, buffers)
+    strip_prefixes: tuple = ()  # model-class prefixes: "bert.", "electra.", ...
+    renames: tuple = ()  # (regex, replacement) applied to names first (legacy spellings)
+
+    def __post_init__(self):
+        self._compiled = [(rule.regex, rule) for rule in self.rules]
+        self._ignore = [re.compile(p + "$") for p in self.ignore]
+
+    def normalize(self, name):
+        for pattern, repl in self.renames:
+            name = re.sub(pattern, repl, name)
+        for prefix in self.strip_prefixes:
+            if name.startswith(prefix):
+                return name[len(prefix):]
+        return name
+
+    def lookup(self, name):
+        """(target, transform) for a source name, "ignore", or None when no rule matches."""
+        name = self.normalize(name)
+        for regex, rule in self._compiled:
+            match = regex.match(name)
+            if match:
+                return rule.target.format(**match.groupdict()), rule.transform
+        if any(r.match(name) for r in self._ignore):
+            return "ignore"
+        return None
+
+
+def _list(names, limit=40):
+    names = sorted(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+def apply_table(table, tensors, backbone, source, progress=None):
+    """Assign a stream of `(name, array)` to `backbone`'s variables through `table`.
+
+    Returns the head tensors (`{"mlm/dense/kernel": array, ...}`). Raises CheckpointError
+    naming `source` and every missing, unexpected or misshapen tensor; the backbone is then
+    partially assigned and must be discarded.
+    """
+    variables = {v.path: v for v in backbone.weights}
+    # Shared variables (ALBERT's one layer used N times) appear once per path.
+    assigned, unexpected, heads = set(), [], {}
+    for name, array in tensors:
+        found = table.lookup(name)
+        if progress is not None:
+            progress.update(1)
+        if found == "ignore":
+            continue
+        if found is None:
+            unexpected.append(name)
+            continue
+        target, transform = found
+        if target.startswith("heads/"):
+            heads[target[len("heads/"):]] = np.ascontiguousarray(TRANSFORMS[transform](array, None))
+            continue
+        variable = variables.get(target)
+        if variable is None:
+            unexpected.append(f"{name} (no {target} in this config)")
+            continue
+        shape = tuple(variable.shape)
+        try:
+            value = TRANSFORMS[transform](array, shape)
+        except ValueError:
+            value = None
+        if value is None or tuple(value.shape) != shape:
+            raise CheckpointError(
+                f"{source}: tensor '{name}' has shape {tuple(array.shape)}, which does not fit "
+                f"'{target}' of shape {shape} in the model built from the config; the checkpoint "
+                "and its config disagree."
+            )
+        if target in assigned:
+            raise CheckpointError(f"{source}: more than one tensor maps to '{target}' (last: '{name}').")
+        variable.assign(value.astype(variable.dtype, copy=False))
+        assigned.add(target)
+    missing = set(variables) - assigned
+    problems = []
+    if missing:
+        problems.append(f"missing tensors for: {_list(missing)}")
+    if unexpected:
+        problems.append(f"unexpected tensors: {_list(unexpected)}")
+    if problems:
+        raise CheckpointError(f"{source}: " + "; ".join(problems) + ".")
+    return heads

@@ -1,0 +1,56 @@
+"""Writing and reading biozoo's Keras preset directories.
+
+A preset is a KerasHub preset (config.json, model.weights.h5, tokenizer.json + assets,
+metadata.json) plus, when the source checkpoint had them, its converted heads
+(`heads.safetensors` with `heads.json`) and `biozoo.json` (where it came from).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from biozoo._io import atomic_directory, atomic_write_json, read_json
+
+HEADS_FILE = "heads.safetensors"
+HEADS_CONFIG_FILE = "heads.json"
+PROVENANCE_FILE = "biozoo.json"
+
+
+def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, provenance=None):
+    """Write a complete preset to `out_dir` atomically (nothing partial is ever visible)."""
+    from safetensors.numpy import save_file
+
+    with atomic_directory(out_dir) as tmp:
+        backbone.save_to_preset(tmp)
+        tokenizer.save_to_preset(tmp)
+        if heads:
+            save_file({k: np.ascontiguousarray(v) for k, v in heads.items()}, os.path.join(tmp, HEADS_FILE))
+            present = sorted({key.split("/")[0] for key in heads})
+            config = {name: (heads_config or {}).get(name, {}) for name in present}
+            atomic_write_json(os.path.join(tmp, HEADS_CONFIG_FILE), config)
+        atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), provenance or {})
+    return out_dir
+
+
+def read_heads(preset_dir):
+    """`({"mlm/dense/kernel": array, ...}, {"mlm": {...}})`; empty when the preset has none."""
+    from safetensors.numpy import load_file
+
+    path = os.path.join(preset_dir, HEADS_FILE)
+    if not os.path.exists(path):
+        return {}, {}
+    return load_file(path), read_json(os.path.join(preset_dir, HEADS_CONFIG_FILE), "heads config")
+
+
+def read_provenance(preset_dir):
+    path = os.path.join(preset_dir, PROVENANCE_FILE)
+    return read_json(path, "provenance") if os.path.exists(path) else {}
+
+
+def is_keras_preset(directory):
+    path = os.path.join(directory, "config.json")
+    if not os.path.exists(path):
+        return False
+    return "registered_name" in read_json(path, "config")

@@ -1,0 +1,213 @@
+"""Readers for HuggingFace checkpoint files, streaming one tensor at a time.
+
+Each reader has `names()` (all tensor names, read from headers only) and `tensors()`
+(`(name, float32-or-int numpy array)` pairs). Nothing here runs code from the checkpoint:
+safetensors is parsed directly, and `pytorch_model.bin` goes through torch's restricted
+`weights_only` unpickler.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import numpy as np
+
+from biozoo.errors import CheckpointError
+
+SAFETENSORS_DTYPES = {
+    "F64": np.float64,
+    "F32": np.float32,
+    "F16": np.float16,
+    "BF16": np.uint16,  # widened to float32 below; numpy has no bfloat16
+    "I64": np.int64,
+    "I32": np.int32,
+    "I16": np.int16,
+    "I8": np.int8,
+    "U8": np.uint8,
+    "BOOL": np.bool_,
+}
+
+
+def _to_float32(array, dtype):
+    if dtype == "BF16":
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    if array.dtype in (np.float16, np.float64):
+        return array.astype(np.float32)
+    return array
+
+
+class SafetensorsReader:
+    """One or more `.safetensors` files (a sharded checkpoint lists them in its index)."""
+
+    def __init__(self, paths):
+        self.paths = [os.fspath(p) for p in paths]
+        self._entries = {}  # name -> (path, dtype, shape, absolute offset, nbytes)
+        for path in self.paths:
+            self._read_header(path)
+
+    def _read_header(self, path):
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes, no header).")
+            (header_len,) = struct.unpack("<Q", head)
+            if header_len > size - 8 or header_len > 100_000_000:
+                raise CheckpointError(
+                    f"{path}: corrupt or truncated safetensors file (header of {header_len} bytes "
+                    f"declared, file has {size})."
+                )
+            try:
+                header = json.loads(f.read(header_len))
+            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise CheckpointError(f"{path}: corrupt safetensors header ({error}).") from None
+        if not isinstance(header, dict):
+            raise CheckpointError(f"{path}: corrupt safetensors header (not a JSON object).")
+        data_start = 8 + header_len
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            try:
+                dtype, shape, (begin, end) = info["dtype"], info["shape"], info["data_offsets"]
+            except (KeyError, TypeError, ValueError):
+                raise CheckpointError(f"{path}: corrupt safetensors header entry for '{name}'.") from None
+            if dtype not in SAFETENSORS_DTYPES:
+                raise CheckpointError(f"{path}: tensor '{name}' has unsupported dtype {dtype}.")
+            itemsize = np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
+            nbytes = int(np.prod(shape, dtype=np.int64)) * itemsize
+            if end - begin != nbytes or begin < 0:
+                raise CheckpointError(
+                    f"{path}: tensor '{name}' declares shape {shape} ({dtype}) but "
+                    f"{end - begin} bytes of data."
+                )
+            if data_start + end > size:
+                raise CheckpointError(
+                    f"{path}: truncated: tensor '{name}' needs bytes up to {data_start + end}, "
+                    f"the file has {size}."
+                )
+            if name in self._entries:
+                raise CheckpointError(f"{path}: tensor '{name}' also appears in {self._entries[name][0]}.")
+            self._entries[name] = (path, dtype, tuple(shape), data_start + begin, nbytes)
+
+    def names(self):
+        return list(self._entries)
+
+    def shape(self, name):
+        return self._entries[name][2]
+
+    def tensors(self):
+        handles = {}
+        try:
+            for name, (path, dtype, shape, offset, nbytes) in self._entries.items():
+                f = handles.get(path) or handles.setdefault(path, open(path, "rb"))
+                f.seek(offset)
+                data = f.read(nbytes)
+                if len(data) != nbytes:
+                    raise CheckpointError(f"{path}: truncated while reading tensor '{name}'.")
+                array = np.frombuffer(data, dtype=SAFETENSORS_DTYPES[dtype]).reshape(shape)
+                yield name, _to_float32(array, dtype)
+        finally:
+            for f in handles.values():
+                f.close()
+
+
+class TorchBinReader:
+    """`pytorch_model.bin` (or shards) through `torch.load(weights_only=True)`.
+
+    The restricted unpickler only rebuilds tensors and plain containers; a file that asks
+    for anything else (e.g. `os.system`) is refused, not executed.
+    """
+
+    def __init__(self, paths):
+        try:
+            import torch
+        except ImportError:
+            raise CheckpointError(
+                f"{paths[0]}: reading pytorch_model.bin needs PyTorch. Install it with "
+                "`pip install 'biozoo[torch]'` (torch==2.13.0), or convert the checkpoint to "
+                "safetensors first."
+            ) from None
+        self._torch = torch
+        self.paths = [os.fspath(p) for p in paths]
+        self._state = {}
+        for path in self.paths:
+            for name, tensor in self._load(path).items():
+                if name in self._state:
+                    raise CheckpointError(f"{path}: tensor '{name}' appears in more than one shard.")
+                self._state[name] = tensor
+
+    def _load(self, path):
+        import pickle
+        import zipfile
+
+        torch = self._torch
+        try:
+            mmap = zipfile.is_zipfile(path)  # mmap only works for the zip format
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+        except pickle.UnpicklingError as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise CheckpointError(
+                f"{path}: refused to load: the file contains Python objects other than tensors, "
+                f"which could run code when unpickled ({first})."
+            ) from None
+        except (RuntimeError, EOFError, OSError, ValueError) as error:
+            raise CheckpointError(f"{path}: unreadable PyTorch checkpoint ({error}).") from None
+        if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
+            state = state["state_dict"]
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{path}: expected a state dict of tensors, found {type(state).__name__}.")
+        return {k: v for k, v in state.items() if isinstance(v, torch.Tensor)}
+
+    def names(self):
+        return list(self._state)
+
+    def shape(self, name):
+        return tuple(self._state[name].shape)
+
+    def tensors(self):
+        torch = self._torch
+        for name in list(self._state):
+            tensor = self._state[name]
+            if tensor.dtype in (torch.bfloat16, torch.float16, torch.float64):
+                tensor = tensor.float()
+            yield name, tensor.numpy()
+
+
+WEIGHT_FILES = (
+    ("model.safetensors.index.json", SafetensorsReader),
+    ("model.safetensors", SafetensorsReader),
+    ("pytorch_model.bin.index.json", TorchBinReader),
+    ("pytorch_model.bin", TorchBinReader),
+)
+
+
+def find_weight_files(directory):
+    """(reader class, [paths]) for the weights of an HF model directory; safetensors first."""
+    directory = os.fspath(directory)
+    for filename, reader in WEIGHT_FILES:
+        path = os.path.join(directory, filename)
+        if not os.path.exists(path):
+            continue
+        if filename.endswith(".index.json"):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    weight_map = json.load(f)["weight_map"]
+            except (OSError, ValueError, KeyError) as error:
+                raise CheckpointError(f"{path}: unreadable shard index ({error}).") from None
+            shards = [os.path.join(directory, s) for s in dict.fromkeys(weight_map.values())]
+            absent = [s for s in shards if not os.path.exists(s)]
+            if absent:
+                raise CheckpointError(f"{path}: shard files missing: {', '.join(absent)}.")
+            return reader, shards
+        return reader, [path]
+    raise CheckpointError(
+        f"{directory}: no weights found (looked for model.safetensors, pytorch_model.bin and their "
+        "sharded .index.json forms)."
+    )
+
+
+def open_checkpoint(directory):
+    reader, paths = find_weight_files(directory)
+    return reader(paths)

@@ -1,0 +1,160 @@
+"""Question-answering readers: SQuAD v1.1/v2.0 json (incl. BioASQ-as-SQuAD) and BioASQ golden json.
+
+``read_squad`` returns one :class:`QAExample` per question-paragraph pair. BioASQ data
+converted for BERT-style QA (BioBERT, ``/shared/data/qa/bioasq/dev.json``) is SQuAD v1.1:
+every snippet is its own paragraph and question ids are ``<24-char BioASQ id>:<n>`` (or
+28 characters in BioBERT's files); ``is_impossible`` is absent and read as ``False``. Unlabelled test files (no ``answers``
+key) give ``answers == []``.
+
+Answers are checked against the context: ``context[answer_start:answer_start + len(text)]``
+should equal ``text``. BioASQ conversions contain case mismatches (ELECTRA's check is
+case-insensitive), so a mismatch is **reported, never dropped**: one ``UserWarning`` per file
+with the count and the first question ids; :func:`check_answers` returns the full list.
+A structurally malformed file (missing keys, wrong types) raises ``DataFormatError`` naming
+the file and the json location (json syntax errors: file and line).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from biozoo.errors import DataFormatError
+
+__all__ = ["QAExample", "AnswerMismatch", "read_squad", "check_answers", "read_bioasq_golden"]
+
+
+@dataclass
+class QAExample:
+    """One question over one context; ``answers`` = ``[{"text", "answer_start"}]``."""
+
+    qid: str
+    question: str
+    context: str
+    answers: list = field(default_factory=list)
+    is_impossible: bool = False
+
+
+@dataclass
+class AnswerMismatch:
+    """An answer whose text is not at its ``answer_start`` in the context."""
+
+    qid: str
+    text: str
+    answer_start: int
+    found: str  # the context slice at answer_start
+    case_only: bool  # True when the slice equals the text ignoring case
+
+    def __str__(self):
+        kind = "case mismatch" if self.case_only else "mismatch"
+        return f"{self.qid}: {kind}: answer {self.text!r} at {self.answer_start}, context has {self.found!r}"
+
+
+def _load_json(path):
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no json file at {path}")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as error:
+        raise DataFormatError(f"{path}:{error.lineno}: invalid json: {error.msg}") from None
+
+
+def _need(obj, key, kind, path, where):
+    if not isinstance(obj, dict) or key not in obj:
+        raise DataFormatError(f"{path}: {where}: missing key {key!r}")
+    value = obj[key]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise DataFormatError(f"{path}: {where}.{key}: expected {names}, got {type(value).__name__}")
+    return value
+
+
+def check_answers(examples) -> list[AnswerMismatch]:
+    """Every answer of ``examples`` whose text is not at its offset in the context."""
+    out = []
+    for ex in examples:
+        for ans in ex.answers:
+            start, text = ans["answer_start"], ans["text"]
+            found = ex.context[start : start + len(text)] if start >= 0 else ""
+            if found != text:
+                out.append(AnswerMismatch(ex.qid, text, start, found, found.lower() == text.lower()))
+    return out
+
+
+def read_squad(path, check=True) -> list[QAExample]:
+    """Read SQuAD v1.1/v2.0 json (or BioASQ converted to it) into :class:`QAExample` s.
+
+    Args:
+        path: the json file.
+        check: report answers not found at their offset (a ``UserWarning``; never dropped).
+    """
+    data = _load_json(path)
+    articles = _need(data, "data", list, path, "top level")
+    examples: list[QAExample] = []
+    for a, article in enumerate(articles):
+        paragraphs = _need(article, "paragraphs", list, path, f"data[{a}]")
+        for p, paragraph in enumerate(paragraphs):
+            where = f"data[{a}].paragraphs[{p}]"
+            context = _need(paragraph, "context", str, path, where)
+            qas = _need(paragraph, "qas", list, path, where)
+            for q, qa in enumerate(qas):
+                qwhere = f"{where}.qas[{q}]"
+                qid = _need(qa, "id", (str, int), path, qwhere)
+                question = _need(qa, "question", str, path, qwhere)
+                impossible = qa.get("is_impossible", False)
+                if not isinstance(impossible, bool):
+                    raise DataFormatError(f"{path}: {qwhere} (id {qid}): is_impossible must be true/false")
+                # test files (BioBERT's BioASQ-test-*.json) have no answers: read as []
+                raw_answers = _need(qa, "answers", list, path, qwhere) if "answers" in qa else []
+                answers = []
+                for n, ans in enumerate(raw_answers):
+                    awhere = f"{qwhere}.answers[{n}] (id {qid})"
+                    text = _need(ans, "text", str, path, awhere)
+                    start = _need(ans, "answer_start", int, path, awhere)
+                    if isinstance(start, bool) or start < 0 or start > len(context):
+                        raise DataFormatError(
+                            f"{path}: {awhere}: answer_start {start} outside the context (length {len(context)})"
+                        )
+                    answers.append({"text": text, "answer_start": start})
+                examples.append(QAExample(str(qid), question, context, answers, impossible))
+    if check:
+        mismatches = check_answers(examples)
+        if mismatches:
+            n_case = sum(m.case_only for m in mismatches)
+            shown = "; ".join(str(m) for m in mismatches[:5])
+            warnings.warn(
+                f"{path}: {len(mismatches)} answer(s) not at their answer_start "
+                f"({n_case} differ only in case); kept as they are. First: {shown}",
+                stacklevel=2,
+            )
+    return examples
+
+
+def read_bioasq_golden(path) -> dict:
+    """Read a BioASQ golden (or submission) json: ``{"questions": [{"id", "type", "exact_answer", ...}]}``.
+
+    Checks the structure the factoid scorer relies on (each question has a string ``id`` and
+    ``type``; a factoid ``exact_answer`` is a list of lists of strings) and returns the parsed
+    json, ready for :func:`biozoo.metrics.bioasq.factoid_scores`.
+    """
+    data = _load_json(path)
+    questions = _need(data, "questions", list, path, "top level")
+    for i, q in enumerate(questions):
+        where = f"questions[{i}]"
+        qid = _need(q, "id", str, path, where)
+        qtype = q.get("type")
+        if qtype is not None and not isinstance(qtype, str):
+            raise DataFormatError(f"{path}: {where} (id {qid}): type must be a string")
+        if qtype == "factoid" and "exact_answer" in q:
+            answer = q["exact_answer"]
+            if not isinstance(answer, list) or not all(
+                isinstance(inner, list) and all(isinstance(s, str) for s in inner) for inner in answer
+            ):
+                raise DataFormatError(
+                    f"{path}: {where} (id {qid}): factoid exact_answer must be a list of lists of strings"
+                )
+    return data

@@ -1,0 +1,146 @@
+"""Relation-extraction (sentence classification) readers: BLURB, ELECTRA and BioBERT layouts.
+
+Formats (``fmt``):
+
+===============  =====================================  =========================================
+fmt              layout                                 seen in
+===============  =====================================  =========================================
+``blurb``        ``id<TAB>sentence<TAB>label``; a       BLURB chemprot/DDI (no header), GAD
+                 header line is skipped when present    (header)
+``electra``      header ``sentence<TAB>label``, then    ``/shared/data/re/chemprot`` (ELECTRA
+                 ``sentence<TAB>label``                 fine-tuning release)
+``biobert``      ``sentence<TAB>label``, no header      BioBERT ``RE/*/train.tsv``, ``dev.tsv``
+``biobert_test`` header ``index<TAB>sentence<TAB>label``  BioBERT ``RE/*/test.tsv``;
+                 then ``index<TAB>sentence<TAB>label``    ``/shared/data/re/gad/{dev,test}.tsv``
+``auto``         detected from the first line: a header (last field ``label``) with 2 columns ->
+                 ``electra``, with 3 -> ``biobert_test``; no header: 3 columns -> ``blurb``,
+                 2 -> ``biobert``
+===============  =====================================  =========================================
+
+Rows are split on tabs only: quotes are kept literally (no csv quoting) and entity markers
+(``@GENE$``, ``BC6ENTC``, ...) are untouched. Duplicate sentences are kept (ChemProt repeats a
+sentence once per entity pair). ``\\r\\n`` line ends are accepted. Two-column formats have no id
+column; their example id is the 0-based example index (as BioBERT's test ``index``).
+
+A row with the wrong number of columns, an empty sentence, id or label, or a blank line
+followed by more rows raises ``DataFormatError`` naming the file and the 1-based line.
+Blank lines at the end of the file are ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from biozoo.errors import DataFormatError
+
+__all__ = ["RelationExample", "read_relation", "detect_relation_format", "RELATION_FORMATS"]
+
+RELATION_FORMATS = ("auto", "blurb", "electra", "biobert", "biobert_test")
+
+_COLUMNS = {"blurb": 3, "electra": 2, "biobert": 2, "biobert_test": 3}
+
+
+@dataclass
+class RelationExample:
+    """One sentence with its relation label; ``line`` is the 1-based line in ``path``."""
+
+    id: str
+    text: str
+    label: str
+    path: str = ""
+    line: int = 0
+
+
+def _is_header(fields) -> bool:
+    return len(fields) >= 2 and fields[-1].strip().lower() == "label"
+
+
+def _first_line(path):
+    with open(path, encoding="utf-8-sig") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            line = raw.rstrip("\r\n")
+            if line.strip():
+                return lineno, line
+    return None, None
+
+
+def detect_relation_format(path) -> str:
+    """The format of ``path`` by the rules of ``fmt="auto"`` (see the module doc)."""
+    path = Path(path)
+    lineno, line = _first_line(path)
+    if line is None:
+        raise DataFormatError(f"{path}: empty file, no relation examples")
+    fields = line.split("\t")
+    if _is_header(fields):
+        if len(fields) == 2:
+            return "electra"
+        if len(fields) == 3:
+            return "biobert_test"
+    elif len(fields) == 3:
+        return "blurb"
+    elif len(fields) == 2:
+        return "biobert"
+    raise DataFormatError(
+        f"{path}:{lineno}: cannot detect the relation format from {len(fields)} tab-separated column(s) "
+        "(expected 'sentence<TAB>label' or 'id<TAB>sentence<TAB>label', optionally after a header)"
+    )
+
+
+def read_relation(path, fmt="auto") -> list[RelationExample]:
+    """Read a relation-extraction file (see the module doc for the formats).
+
+    Returns:
+        list of :class:`RelationExample` in file order, duplicates kept.
+    """
+    if fmt not in RELATION_FORMATS:
+        raise ValueError(f"unknown relation format {fmt!r}; expected one of {', '.join(RELATION_FORMATS)}")
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no relation file at {path}")
+    if fmt == "auto":
+        fmt = detect_relation_format(path)
+    ncols = _COLUMNS[fmt]
+    examples: list[RelationExample] = []
+    header_seen = False
+    blank_line = None
+    with open(path, encoding="utf-8-sig") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            line = raw.rstrip("\r\n")
+            if not line.strip():
+                if blank_line is None:
+                    blank_line = lineno
+                continue
+            if blank_line is not None:
+                raise DataFormatError(f"{path}:{blank_line}: blank line between examples")
+            fields = line.split("\t")
+            if not header_seen and not examples:
+                header_seen = True
+                is_header = _is_header(fields) and len(fields) == ncols
+                if fmt in ("electra", "biobert_test") and not is_header:
+                    expected = "sentence<TAB>label" if fmt == "electra" else "index<TAB>sentence<TAB>label"
+                    raise DataFormatError(f"{path}:{lineno}: expected the header '{expected}' for format {fmt!r}, got {line!r}")
+                if fmt == "biobert" and _is_header(fields):
+                    raise DataFormatError(
+                        f"{path}:{lineno}: header line {line!r} in a headerless BioBERT file; use fmt='electra'"
+                    )
+                if is_header:
+                    continue
+            if len(fields) != ncols:
+                layout = "id<TAB>sentence<TAB>label" if ncols == 3 else "sentence<TAB>label"
+                raise DataFormatError(
+                    f"{path}:{lineno}: expected {ncols} tab-separated columns ({layout}) for format {fmt!r}, "
+                    f"got {len(fields)}"
+                )
+            if ncols == 3:
+                ex_id, text, label = fields[0].strip(), fields[1], fields[2].strip()
+                if not ex_id:
+                    raise DataFormatError(f"{path}:{lineno}: empty id")
+            else:
+                ex_id, text, label = str(len(examples)), fields[0], fields[1].strip()
+            if not text.strip():
+                raise DataFormatError(f"{path}:{lineno}: empty sentence")
+            if not label:
+                raise DataFormatError(f"{path}:{lineno}: empty label")
+            examples.append(RelationExample(ex_id, text, label, str(path), lineno))
+    return examples

@@ -1,0 +1,305 @@
+"""Handles -> local Keras preset directories: download, verify, convert once, cache.
+
+A handle is a registry name (`bioformer_8l`), `hf://org/repo[@revision]`, a local HF model
+directory, a local Keras preset directory, or a `gs://` directory (either kind).
+
+Converted presets live under `$BIOZOO_CACHE` (default `~/.cache/biozoo`), written atomically
+under a file lock: a second `from_preset` of the same handle reads only the cache, and
+concurrent processes never see a half-written preset. `HF_HUB_OFFLINE=1` or
+`BIOZOO_OFFLINE=1` forbids network access.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+
+from biozoo import registry
+from biozoo._io import atomic_directory
+from biozoo.convert.preset import PROVENANCE_FILE, is_keras_preset
+from biozoo.errors import CheckpointError, OfflineError
+
+TOKENIZER_FILES = (
+    "config.json",
+    "vocab.txt",
+    "spiece.model",
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "special_tokens_map.json",
+)
+REMOTE_SCHEMES = ("gs://",)  # read through tf.io.gfile
+_HF_HANDLE = re.compile(r"^hf://(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(?:@(?P<revision>[^/\s]+))?$")
+
+
+def cache_root():
+    root = os.environ.get("BIOZOO_CACHE")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "biozoo")
+    return root
+
+
+def offline():
+    truthy = {"1", "true", "yes", "on"}
+    return any(os.environ.get(v, "").strip().lower() in truthy for v in ("BIOZOO_OFFLINE", "HF_HUB_OFFLINE"))
+
+
+def _safe_key(text):
+    return re.sub(r"[^A-Za-z0-9_.@-]+", "--", text).strip("-")
+
+
+def _is_complete(preset_dir):
+    return os.path.exists(os.path.join(preset_dir, PROVENANCE_FILE)) and os.path.exists(
+        os.path.join(preset_dir, "config.json")
+    )
+
+
+def _cached(key, build, kind="presets"):
+    """The cache directory for `key`, created by `build(target)` under a lock if missing."""
+    from filelock import FileLock
+
+    target = os.path.join(cache_root(), kind, key)
+    if _is_complete(target):
+        return target
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with FileLock(target + ".lock"):
+        if not _is_complete(target):  # another process may have finished it meanwhile
+            build(target)
+    return target
+
+
+# --- sources ----------------------------------------------------------------------------
+
+
+def _hf_download(repo, revision, patterns, what):
+    """Files of an HF repo at a revision, through huggingface_hub (with progress bars)."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:  # pragma: no cover - a dependency
+        raise CheckpointError("downloading from the HF hub needs huggingface_hub") from None
+    try:
+        return snapshot_download(
+            repo_id=repo, revision=revision, allow_patterns=list(patterns), local_files_only=offline()
+        )
+    except Exception as error:
+        if offline() or type(error).__name__ in ("LocalEntryNotFoundError", "OfflineModeIsEnabled"):
+            raise OfflineError(
+                f"{what} is not in biozoo's cache ({cache_root()}) and offline mode is on "
+                "(HF_HUB_OFFLINE / BIOZOO_OFFLINE) with no copy of hf://"
+                f"{repo}@{revision} in the HuggingFace cache either. Run once with network "
+                "access, or point BIOZOO_CACHE at a cache that has it."
+            ) from None
+        raise
+
+
+def _hf_weight_patterns(repo, revision, declared=None):
+    """Download patterns for the weights: the declared file, else what the repo has
+    (safetensors first); offline, whatever weights the HF cache holds."""
+    if declared:
+        return [declared, declared + ".index.json", declared.split(".")[0] + "-*"]
+    if offline():
+        return ["*.safetensors", "*.bin", "*.index.json"]
+    from huggingface_hub import list_repo_files
+
+    files = set(list_repo_files(repo, revision=revision))
+    for name in ("model.safetensors.index.json", "model.safetensors", "pytorch_model.bin.index.json", "pytorch_model.bin"):
+        if name in files:
+            stem = name.split(".")[0]
+            return [name, f"{stem}-*"]
+    raise CheckpointError(f"hf://{repo}@{revision} has no model.safetensors or pytorch_model.bin.")
+
+
+def _registry_source(entry):
+    hf = entry["sources"]["hf"]
+    return hf["repo"], hf["revision"], hf["weights"]
+
+
+def _copy_remote_directory(url, target):
+    """Copy the files of a remote (gs://) directory into `target` with tf.io.gfile."""
+    import tensorflow as tf
+
+    os.makedirs(target, exist_ok=True)
+    for name in tf.io.gfile.listdir(url):
+        source = url.rstrip("/") + "/" + name
+        if tf.io.gfile.isdir(source):
+            _copy_remote_directory(source, os.path.join(target, name.rstrip("/")))
+        else:
+            tf.io.gfile.copy(source, os.path.join(target, name), overwrite=True)
+
+
+# --- handles -----------------------------------------------------------------------------
+
+
+def parse_handle(handle):
+    """("registry"|"hf"|"keras_dir"|"hf_dir"|"remote", details) for a handle string."""
+    if not isinstance(handle, (str, os.PathLike)):
+        raise TypeError(f"A preset handle must be a string or path, got {type(handle).__name__}.")
+    handle = os.fspath(handle)
+    if registry.is_registered(handle):
+        return "registry", {"name": handle}
+    match = _HF_HANDLE.match(handle)
+    if match:
+        return "hf", {"repo": match["repo"], "revision": match["revision"] or "main"}
+    if handle.startswith("hf://"):
+        raise ValueError(f"Bad HF handle '{handle}': expected hf://org/repo or hf://org/repo@revision.")
+    if handle.startswith(REMOTE_SCHEMES):
+        return "remote", {"url": handle.rstrip("/")}
+    if os.path.isdir(handle):
+        if not os.path.exists(os.path.join(handle, "config.json")):
+            raise CheckpointError(f"{handle}: no config.json; not a Keras preset or HF model directory.")
+        return ("keras_dir" if is_keras_preset(handle) else "hf_dir"), {"path": os.path.abspath(handle)}
+    if os.sep in handle or handle.startswith("."):
+        raise FileNotFoundError(f"No such directory: {handle}")
+    # Looks like a name: say which registry names are close.
+    registry.get_entry(handle)
+    raise AssertionError("unreachable")
+
+
+def _local_key(path):
+    """Cache key of a local HF directory: its path and the size/mtime of its files."""
+    digest = hashlib.sha256(os.path.abspath(path).encode())
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if os.path.isfile(full):
+            stat = os.stat(full)
+            digest.update(f"{name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return f"local/{_safe_key(os.path.basename(os.path.abspath(path)))}-{digest.hexdigest()[:16]}"
+
+
+def _convert(source_dir, casing=None, provenance=None):
+    from biozoo.convert.hf import convert_hf_directory
+
+    return lambda target: convert_hf_directory(source_dir, target, casing=casing, provenance=provenance)
+
+
+def resolve_preset(handle):
+    """A local Keras preset directory for `handle`, converting (once) when needed."""
+    kind, info = parse_handle(handle)
+    if kind == "keras_dir":
+        return info["path"]
+    if kind == "registry":
+        entry = registry.get_entry(info["name"])
+        repo, revision, weights = _registry_source(entry)
+
+        def build(target):
+            what = f"Preset '{entry['name']}'"
+            source = _hf_download(repo, revision, list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision, weights), what)
+            provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision}
+            _convert(source, entry["tokenizer"], provenance)(target)
+
+        return _cached(_safe_key(f"{entry['name']}@{revision}"), build)
+    if kind == "hf":
+        repo, revision = info["repo"], info["revision"]
+        name = registry.find_by_hf_repo(repo)
+        casing = registry.get_entry(name)["tokenizer"] if name else None
+
+        def build(target):
+            what = f"hf://{repo}@{revision}"
+            patterns = list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision)
+            source = _hf_download(repo, revision, patterns, what)
+            _convert(source, casing, {"hf_repo": repo, "revision": revision})(target)
+
+        return _cached(_safe_key(f"hf/{repo}@{revision}"), build)
+    if kind == "hf_dir":
+        return _cached(_local_key(info["path"]), _convert(info["path"], None, {}))
+    if kind == "remote":
+        return _resolve_remote(info["url"])
+    raise AssertionError(kind)
+
+
+def _resolve_remote(url):
+    import tensorflow as tf
+
+    config_url = url + "/config.json"
+    if not tf.io.gfile.exists(config_url):
+        raise FileNotFoundError(f"{config_url} does not exist (or is not readable).")
+    key = "remote/" + _safe_key(url.split("://", 1)[1])
+
+    def build(target):
+        with atomic_directory(target + ".download") as download:
+            _copy_remote_directory(url, download)
+        try:
+            if is_keras_preset(target + ".download"):
+                from biozoo._io import replace_directory
+
+                replace_directory(target + ".download", target)
+                if not os.path.exists(os.path.join(target, PROVENANCE_FILE)):
+                    from biozoo._io import atomic_write_json
+
+                    atomic_write_json(os.path.join(target, PROVENANCE_FILE), {"format": "keras", "source": url})
+            else:
+                _convert(target + ".download", None, {"source": url})(target)
+        finally:
+            shutil.rmtree(target + ".download", ignore_errors=True)
+
+    return _cached(key, build)
+
+
+def resolve_tokenizer_preset(handle):
+    """A preset directory holding at least the tokenizer of `handle`.
+
+    Uses the converted preset when cached; otherwise fetches only the vocabulary files (not
+    the weights) and writes a tokenizer-only preset.
+    """
+    kind, info = parse_handle(handle)
+    if kind == "keras_dir":
+        return info["path"]
+    if kind == "hf_dir":
+        return _cached(_local_key(info["path"]), _tokenizer_only(info["path"], None), kind="tokenizers")
+    if kind == "registry":
+        entry = registry.get_entry(info["name"])
+        repo, revision, _ = _registry_source(entry)
+        converted = os.path.join(cache_root(), "presets", _safe_key(f"{entry['name']}@{revision}"))
+        if _is_complete(converted):
+            return converted
+
+        def build(target):
+            source = _hf_download(repo, revision, TOKENIZER_FILES, f"The tokenizer of '{entry['name']}'")
+            _tokenizer_only(source, entry["tokenizer"])(target)
+
+        return _cached(_safe_key(f"{entry['name']}@{revision}"), build, kind="tokenizers")
+    if kind == "hf":
+        repo, revision = info["repo"], info["revision"]
+        name = registry.find_by_hf_repo(repo)
+        casing = registry.get_entry(name)["tokenizer"] if name else None
+
+        def build(target):
+            source = _hf_download(repo, revision, TOKENIZER_FILES, f"The tokenizer of hf://{repo}@{revision}")
+            _tokenizer_only(source, casing)(target)
+
+        return _cached(_safe_key(f"hf/{repo}@{revision}"), build, kind="tokenizers")
+    return resolve_preset(handle)
+
+
+def _tokenizer_only(source_dir, casing):
+    def build(target):
+        from biozoo._io import atomic_write_json
+        from biozoo.convert.hf import build_tokenizer, read_hf_config
+        from biozoo.models import family_for_model_type
+
+        config = read_hf_config(source_dir)
+        family = family_for_model_type(config["model_type"], os.path.join(source_dir, "config.json"))
+        tokenizer = build_tokenizer(family, source_dir, config["vocab_size"], casing)
+        with atomic_directory(target) as tmp:
+            tokenizer.save_to_preset(tmp)
+            atomic_write_json(os.path.join(tmp, "config.json"), backbone_config(family, config))
+            atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), {"format": "hf", "source": source_dir, "tokenizer_only": True})
+
+    return build
+
+
+def backbone_config(family, hf_config, use_pooler=None):
+    """The serialized Keras config of the family's backbone, without building it."""
+    if use_pooler is None:
+        use_pooler = family.use_pooler(hf_config, {"pooler.dense.weight", "pooler.weight"})
+    cls = family.backbone_cls
+    return {
+        "module": cls.__module__,
+        "class_name": cls.__name__,
+        "config": {"name": f"{family.name}_backbone", "trainable": True, "dtype": None,
+                   **family.config_from_hf(hf_config, use_pooler)},
+        "registered_name": f"biozoo>{cls.__name__}",
+    }
+

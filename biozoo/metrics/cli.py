@@ -1,0 +1,275 @@
+"""``biozoo score``: score prediction files with the official metrics; JSON on stdout.
+
+    biozoo score ner    --input conlleval.txt
+    biozoo score re     --gold test.tsv --pred predictions.txt [--negative-label False]
+    biozoo score qa     --data dev.json --pred predictions.json [--na-prob na.json]
+    biozoo score bioasq --gold golden.json (--pred system.json | --nbest nbest_predictions.json)
+    biozoo score doc    --gold HoC/test.tsv --pred predictions.txt
+
+All scores are percentages (0-100). Imports happen inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from biozoo.errors import DataFormatError
+
+
+def _emit(result) -> int:
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _load_json(path, what):
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} file not found: {path}")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as error:
+        raise DataFormatError(f"{path}:{error.lineno}: invalid json ({what}): {error.msg}") from None
+
+
+def _read_lines(path, what):
+    """Non-empty lines of a one-item-per-line file; trailing blank lines ignored, inner ones rejected."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} file not found: {path}")
+    with open(path, encoding="utf-8-sig") as handle:
+        lines = [raw.rstrip("\r\n") for raw in handle]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise DataFormatError(f"{path}:{lineno}: blank line in {what} file (one item per line expected)")
+    return lines
+
+
+def _print_warnings(caught):
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+
+
+# ------------------------------------------------------------------ handlers
+
+
+def _score_ner(args) -> int:
+    from biozoo.metrics.ner import entity_scores, read_conlleval
+
+    path = Path(args.input)
+    if not path.is_file():
+        raise FileNotFoundError(f"conlleval file not found: {path}")
+    gold, pred = read_conlleval(path)
+    return _emit(entity_scores(gold, pred))
+
+
+def _score_re(args) -> int:
+    from biozoo.data.relation import read_relation
+    from biozoo.metrics.relation import micro_prf
+
+    examples = read_relation(args.gold, fmt=args.gold_format)
+    preds = [line.strip() for line in _read_lines(args.pred, "prediction")]
+    if len(preds) != len(examples):
+        raise ValueError(
+            f"{args.pred} has {len(preds)} predictions but {args.gold} has {len(examples)} examples; "
+            "one label per line, in the gold file's order, is expected"
+        )
+    return _emit(micro_prf([ex.label for ex in examples], preds, negative_label=args.negative_label))
+
+
+def _score_qa(args) -> int:
+    from biozoo.metrics.squad import evaluate_v2
+
+    dataset = _load_json(args.data, "dataset")
+    if not isinstance(dataset, dict) or "data" not in dataset:
+        raise DataFormatError(f"{args.data}: not a SQuAD json (no 'data' list)")
+    preds = _load_json(args.pred, "predictions")
+    na_probs = _load_json(args.na_prob, "na-prob") if args.na_prob else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = evaluate_v2(dataset, preds, na_probs=na_probs, na_prob_thresh=args.na_prob_thresh)
+    _print_warnings(caught)
+    return _emit(result)
+
+
+def _score_bioasq(args) -> int:
+    from biozoo.data.qa import read_bioasq_golden
+    from biozoo.metrics.bioasq import aggregate_factoid, factoid_scores
+
+    golden = read_bioasq_golden(args.gold)
+    if args.nbest:
+        system = aggregate_factoid(_load_json(args.nbest, "n-best"), top_k=args.top_k)
+        if args.save_submission:
+            with open(args.save_submission, "w", encoding="utf-8") as handle:
+                json.dump(system, handle, indent=2)
+    else:
+        system = _load_json(args.pred, "system")
+    return _emit(factoid_scores(golden, system))
+
+
+def _parse_vector(text, n_labels, where):
+    from biozoo.data.hoc import parse_hoc_labels
+
+    text = text.strip()
+    if "_" in text:
+        try:
+            return parse_hoc_labels(text, n_labels)
+        except ValueError as error:
+            raise DataFormatError(f"{where}: {error}") from None
+    parts = text.replace(",", " ").split()
+    if len(parts) != n_labels or any(p not in ("0", "1") for p in parts):
+        raise DataFormatError(
+            f"{where}: expected {n_labels} labels as 'j_v' items or 0/1 values, got {text!r}"
+        )
+    return tuple(int(p) for p in parts)
+
+
+def _score_doc(args) -> int:
+    from biozoo.data.hoc import read_hoc
+    from biozoo.metrics.hoc import hoc_f1_blue, hoc_micro_f1_linkbert
+
+    gold = read_hoc(args.gold)
+    if not gold:
+        raise DataFormatError(f"{args.gold}: no sentences")
+    n_labels = len(gold[0].labels)
+    lines = _read_lines(args.pred, "prediction")
+    if lines and len(lines[0].split("\t")) >= 3:  # predictions in the HoC tsv layout
+        pred_rows = read_hoc(args.pred, n_labels=n_labels)
+        if len(pred_rows) != len(gold):
+            raise ValueError(f"{args.pred} has {len(pred_rows)} rows but {args.gold} has {len(gold)}")
+        for g, p in zip(gold, pred_rows):
+            if g.id != p.id:
+                raise DataFormatError(f"{p.path}:{p.line}: id {p.id!r} does not match gold id {g.id!r}")
+        pred = [p.labels for p in pred_rows]
+    else:
+        if len(lines) != len(gold):
+            raise ValueError(
+                f"{args.pred} has {len(lines)} prediction lines but {args.gold} has {len(gold)} sentences"
+            )
+        pred = [_parse_vector(line, n_labels, f"{args.pred}:{i}") for i, line in enumerate(lines, start=1)]
+    ids = [s.id for s in gold]
+    labels = [s.labels for s in gold]
+    linkbert = hoc_micro_f1_linkbert(labels, pred, ids=ids)
+    blue = hoc_f1_blue(labels, pred, ids=ids)
+    return _emit({"linkbert_micro": linkbert, "blue": blue, "abstracts": linkbert["abstracts"]})
+
+
+# ------------------------------------------------------------------ parser
+
+
+def register(subparsers):
+    """Add ``score`` and its sub-commands to the top-level parser."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    score = subparsers.add_parser(
+        "score",
+        help="score predictions with the official metrics (JSON, percentages)",
+        description=__doc__,
+        formatter_class=fmt,
+    )
+    tasks = score.add_subparsers(dest="score_task", metavar="TASK")
+    tasks.required = True
+
+    ner = tasks.add_parser(
+        "ner",
+        help="entity-level P/R/F1, equal to conlleval.pl",
+        description="Entity-level precision/recall/F1 as conlleval.pl computes them (seqeval default "
+        "mode: a stray I- starts an entity; bare B/I tags accepted).\n\nInput: one token per line, "
+        "'token ... gold pred' (space or tab separated; the last two fields are the tags); a blank "
+        "line or a -DOCSTART-/-X- line ends a sentence.\n\nOutput: {precision, recall, f1, per_type, counts}.",
+        formatter_class=fmt,
+    )
+    ner.add_argument("--input", required=True, metavar="FILE", help="conlleval-format file")
+    ner.set_defaults(func=_score_ner)
+
+    re_ = tasks.add_parser(
+        "re",
+        help="relation extraction micro P/R/F1 over positive classes (ChemProt, DDI, GAD)",
+        description="Micro precision/recall/F1 over the positive classes, the negative class excluded "
+        "(ChemProt/DDI scripts; for GAD it equals class-1 F1).\n\nGOLD: a relation file in any "
+        "supported layout (BLURB id/sentence/label, ELECTRA sentence/label with header, BioBERT with "
+        "or without index column). PRED: one label per line, in the gold file's order.\n\n"
+        "Output: {precision, recall, f1, negative_label, counts, per_label}.",
+        formatter_class=fmt,
+    )
+    re_.add_argument("--gold", required=True, metavar="GOLD.tsv", help="gold relation file")
+    re_.add_argument("--pred", required=True, metavar="PRED.txt", help="predicted labels, one per line")
+    re_.add_argument(
+        "--negative-label",
+        default=None,
+        metavar="L",
+        help="the negative class (default: the label containing 'false', any case, or equal to '0')",
+    )
+    re_.add_argument(
+        "--gold-format",
+        default="auto",
+        choices=("auto", "blurb", "electra", "biobert", "biobert_test"),
+        help="layout of GOLD (default: detected)",
+    )
+    re_.set_defaults(func=_score_re)
+
+    qa = tasks.add_parser(
+        "qa",
+        help="official SQuAD v2.0 evaluation (exact, f1, HasAns/NoAns, best thresholds)",
+        description="The official SQuAD v2.0 evaluation (evaluate-v2.0.py). Works on v1.1 data too "
+        "(BioASQ converted to SQuAD: every question answerable).\n\nDATA: SQuAD json; PRED: json "
+        "{question id: answer text} ('' = no answer); NA: json {question id: no-answer probability}. "
+        "Questions without a prediction are reported on stderr and skipped, as the official script does.\n\n"
+        "Output: exact, f1, total, HasAns_*, NoAns_*, and best_* when --na-prob is given.",
+        formatter_class=fmt,
+    )
+    qa.add_argument("--data", required=True, metavar="DATA.json", help="SQuAD-format dataset")
+    qa.add_argument("--pred", required=True, metavar="PRED.json", help="predictions {qid: text}")
+    qa.add_argument("--na-prob", default=None, metavar="NA.json", help="no-answer probabilities {qid: p}")
+    qa.add_argument(
+        "--na-prob-thresh",
+        type=float,
+        default=1.0,
+        metavar="T",
+        help="predict no-answer when na_prob > T (default: 1.0, as the official script)",
+    )
+    qa.set_defaults(func=_score_qa)
+
+    bioasq = tasks.add_parser(
+        "bioasq",
+        help="BioASQ factoid strict/lenient accuracy and MRR (official evaluator, -phaseB -e 5)",
+        description="Factoid scores as the official BioASQ evaluator (EvaluatorTask1b -phaseB -e 5): "
+        "answers lower-cased and compared exactly; gold synonym lists; only the first string of each "
+        "submitted inner list counts; questions missing from the submission are skipped.\n\n"
+        "Give either a BioASQ submission (--pred) or BioBERT-style n-best predictions (--nbest), "
+        "which are turned into a submission first (top 5 answers per question).\n\n"
+        "Output: {strict_accuracy, lenient_accuracy, mrr, questions}, percentages (the Java "
+        "evaluator prints fractions).",
+        formatter_class=fmt,
+    )
+    bioasq.add_argument("--gold", required=True, metavar="GOLDEN.json", help="BioASQ golden json")
+    source = bioasq.add_mutually_exclusive_group(required=True)
+    source.add_argument("--pred", metavar="SYSTEM.json", help="BioASQ submission json")
+    source.add_argument("--nbest", metavar="NBEST.json", help="n-best predictions {qid: [{text, probability}]}")
+    bioasq.add_argument("--top-k", type=int, default=5, help="answers kept per question with --nbest (default 5)")
+    bioasq.add_argument(
+        "--save-submission", metavar="FILE", help="with --nbest: also write the BioASQ submission json here"
+    )
+    bioasq.set_defaults(func=_score_bioasq)
+
+    doc = tasks.add_parser(
+        "doc",
+        help="HoC document-level F1 (LinkBERT micro and BLUE variants)",
+        description="Hallmarks of Cancer document-level scores. Sentences are grouped by abstract id "
+        "(PMID before '_') with labels OR-ed, then both published variants are reported:\n"
+        "  linkbert_micro: micro P/R/F1 over all abstract x label cells (LinkBERT/BioM eval_hoc)\n"
+        "  blue:           per-abstract P and R averaged, F = 2PR/(P+R) (BLUE eval_hoc.py)\n\n"
+        "GOLD: BLURB HoC tsv (header, 'label<TAB>sentence<TAB>id'). PRED: either the same layout "
+        "(ids must match) or one line per gold sentence with 10 labels as 'j_v' items or 0/1 values.",
+        formatter_class=fmt,
+    )
+    doc.add_argument("--gold", required=True, metavar="GOLD.tsv", help="BLURB HoC tsv")
+    doc.add_argument("--pred", required=True, metavar="PRED", help="predicted label vectors")
+    doc.set_defaults(func=_score_doc)
+    return score

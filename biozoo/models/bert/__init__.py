@@ -1,0 +1,19 @@
+"""BERT family: BioBERT, PubMedBERT, Bioformer, DistilBioBERT/CompactBioBERT/TinyBioBERT, BioTinyBERT."""
+
+from biozoo.models.bert import convert_hf
+from biozoo.models.bert.backbone import BertBackbone
+from biozoo.models.bert.tokenizer import BertTokenizer
+from biozoo.models.family import Family, has_tensor
+
+FAMILY = Family(
+    name="bert",
+    model_types=("bert",),
+    backbone_cls=BertBackbone,
+    config_from_hf=convert_hf.config_from_hf,
+    hf_table=convert_hf.HF_TABLE,
+    use_pooler=has_tensor("pooler.dense.weight"),
+    heads_config=convert_hf.heads_config,
+    tokenizer_cls=BertTokenizer,
+)
+
+__all__ = ["BertBackbone", "BertTokenizer", "FAMILY"]

@@ -1,0 +1,96 @@
+"""HuggingFace BERT (BertModel, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering)."""
+
+from biozoo.convert.mapping import Table, attention, dense, embedding, layer_norm, param
+from biozoo.errors import CheckpointError
+from biozoo.models.family import hf_get
+
+LAYER = "encoder.layer.{i}"
+BLOCK = "transformer_layer_{i}"
+
+# The encoder layer as HF BERT, ELECTRA and DistilBERT-free families name it.
+BERT_LAYER_RULES = [
+    *attention(
+        LAYER + ".attention.self.query",
+        LAYER + ".attention.self.key",
+        LAYER + ".attention.self.value",
+        LAYER + ".attention.output.dense",
+        BLOCK + "/self_attention_layer",
+    ),
+    *layer_norm(LAYER + ".attention.output.LayerNorm", BLOCK + "/self_attention_layer_norm"),
+    *dense(LAYER + ".intermediate.dense", BLOCK + "/feedforward_intermediate_dense"),
+    *dense(LAYER + ".output.dense", BLOCK + "/feedforward_output_dense"),
+    *layer_norm(LAYER + ".output.LayerNorm", BLOCK + "/feedforward_layer_norm"),
+]
+
+# Pretraining and QA heads of BertForPreTraining / BertForMaskedLM / *ForQuestionAnswering.
+BERT_HEAD_RULES = [
+    *dense("cls.predictions.transform.dense", "heads/mlm/dense"),
+    *layer_norm("cls.predictions.transform.LayerNorm", "heads/mlm/layer_norm"),
+    *param("cls.predictions.bias", "heads/mlm/output_bias"),
+    *dense("cls.seq_relationship", "heads/nsp/dense"),
+    *dense("qa_outputs", "heads/qa/dense"),
+]
+
+# Legacy checkpoints (TF-converted BioBERT .bin) spell LayerNorm parameters gamma/beta.
+LEGACY_RENAMES = ((r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias"))
+
+# Tied copies of the word embedding and non-persistent buffers saved by old versions.
+TIED_AND_BUFFERS = (
+    r"embeddings\.position_ids",
+    r"cls\.predictions\.decoder\.weight",
+    r"cls\.predictions\.decoder\.bias",
+)
+
+HF_TABLE = Table(
+    rules=[
+        *embedding("embeddings.word_embeddings", "token_embedding"),
+        *embedding("embeddings.position_embeddings", "position_embedding"),
+        *embedding("embeddings.token_type_embeddings", "segment_embedding"),
+        *layer_norm("embeddings.LayerNorm", "embeddings_layer_norm"),
+        *BERT_LAYER_RULES,
+        *dense("pooler.dense", "pooled_dense"),
+        *BERT_HEAD_RULES,
+    ],
+    ignore=TIED_AND_BUFFERS,
+    strip_prefixes=("bert.",),
+    renames=LEGACY_RENAMES,
+)
+
+
+def check_absolute_positions(config):
+    kind = config.get("position_embedding_type", "absolute")
+    if kind not in (None, "absolute"):
+        raise CheckpointError(
+            f"config.json: position_embedding_type '{kind}' is not supported (only 'absolute')."
+        )
+
+
+def config_from_hf(config, use_pooler):
+    check_absolute_positions(config)
+    return {
+        "vocabulary_size": config["vocab_size"],
+        "num_layers": hf_get(config, "num_hidden_layers", 12),
+        "num_heads": hf_get(config, "num_attention_heads", 12),
+        "hidden_dim": hf_get(config, "hidden_size", 768),
+        "intermediate_dim": hf_get(config, "intermediate_size", 3072),
+        "activation": hf_get(config, "hidden_act", "gelu"),
+        "layer_norm_epsilon": hf_get(config, "layer_norm_eps", 1e-12),
+        "dropout": hf_get(config, "hidden_dropout_prob", 0.1),
+        "max_sequence_length": hf_get(config, "max_position_embeddings", 512),
+        "num_segments": hf_get(config, "type_vocab_size", 2),
+        "use_pooler": use_pooler,
+        "initializer_range": hf_get(config, "initializer_range", 0.02),
+    }
+
+
+def heads_config(config):
+    """BERT's MLM transform uses hidden_act and layer_norm_eps; the decoder is tied."""
+    return {
+        "mlm": {
+            "activation": hf_get(config, "hidden_act", "gelu"),
+            "layer_norm_epsilon": hf_get(config, "layer_norm_eps", 1e-12),
+            "tied_embedding": True,
+        },
+        "nsp": {},
+        "qa": {},
+    }

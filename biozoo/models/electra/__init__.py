@@ -1,0 +1,19 @@
+"""ELECTRA family: BioM-ELECTRA base/large discriminators and generators, BioM-BERT-Large, SQuAD2."""
+
+from biozoo.models.electra import convert_hf
+from biozoo.models.electra.backbone import ElectraBackbone
+from biozoo.models.electra.tokenizer import ElectraTokenizer
+from biozoo.models.family import Family, never
+
+FAMILY = Family(
+    name="electra",
+    model_types=("electra",),
+    backbone_cls=ElectraBackbone,
+    config_from_hf=convert_hf.config_from_hf,
+    hf_table=convert_hf.HF_TABLE,
+    use_pooler=never,
+    heads_config=convert_hf.heads_config,
+    tokenizer_cls=ElectraTokenizer,
+)
+
+__all__ = ["ElectraBackbone", "ElectraTokenizer", "FAMILY"]

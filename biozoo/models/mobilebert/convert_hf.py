@@ -1,0 +1,110 @@
+"""HuggingFace MobileBERT (MobileBertModel, *ForMaskedLM, *ForPreTraining, *ForQuestionAnswering)."""
+
+from biozoo.convert.mapping import Table, dense, embedding, layer_norm, param
+from biozoo.models.bert.convert_hf import LEGACY_RENAMES, check_absolute_positions
+from biozoo.models.family import hf_get
+
+LAYER = "encoder.layer.{i}"
+BLOCK = "transformer_layer_{i}"
+FFN = LAYER + ".ffn.{j}"
+FFN_BLOCK = BLOCK + "/ffn_{j}"
+
+
+def norm(source, target):
+    """NoNorm and LayerNorm both store `weight` and `bias`."""
+    return layer_norm(source, target)
+
+
+HF_TABLE = Table(
+    rules=[
+        *embedding("embeddings.word_embeddings", "token_embedding"),
+        *embedding("embeddings.position_embeddings", "position_embedding"),
+        *embedding("embeddings.token_type_embeddings", "segment_embedding"),
+        *dense("embeddings.embedding_transformation", "embedding_transformation"),
+        *norm("embeddings.LayerNorm", "embeddings_norm"),
+        *dense(LAYER + ".bottleneck.input.dense", BLOCK + "/bottleneck_input_dense"),
+        *norm(LAYER + ".bottleneck.input.LayerNorm", BLOCK + "/bottleneck_input_norm"),
+        *dense(LAYER + ".bottleneck.attention.dense", BLOCK + "/bottleneck_attention_dense"),
+        *norm(LAYER + ".bottleneck.attention.LayerNorm", BLOCK + "/bottleneck_attention_norm"),
+        *dense(LAYER + ".attention.self.query", BLOCK + "/self_attention/query", "linear_to_heads"),
+        *dense(LAYER + ".attention.self.key", BLOCK + "/self_attention/key", "linear_to_heads"),
+        *dense(LAYER + ".attention.self.value", BLOCK + "/self_attention/value", "linear_to_heads"),
+        *dense(LAYER + ".attention.output.dense", BLOCK + "/self_attention/attention_output", "linear_from_heads"),
+        *norm(LAYER + ".attention.output.LayerNorm", BLOCK + "/attention_norm"),
+        *dense(FFN + ".intermediate.dense", BLOCK + "/ffn_{j}_intermediate"),
+        *dense(FFN + ".output.dense", BLOCK + "/ffn_{j}_output"),
+        *norm(FFN + ".output.LayerNorm", BLOCK + "/ffn_{j}_norm"),
+        *dense(LAYER + ".intermediate.dense", BLOCK + "/intermediate_dense"),
+        *dense(LAYER + ".output.dense", BLOCK + "/output_dense"),
+        *norm(LAYER + ".output.LayerNorm", BLOCK + "/output_norm"),
+        *dense(LAYER + ".output.bottleneck.dense", BLOCK + "/output_bottleneck_dense"),
+        *norm(LAYER + ".output.bottleneck.LayerNorm", BLOCK + "/output_bottleneck_norm"),
+        *dense("pooler.dense", "pooled_dense"),
+        # MLM head: logits = h @ [embedding.T ; cls.predictions.dense.weight] + bias
+        *dense("cls.predictions.transform.dense", "heads/mlm/dense"),
+        *layer_norm("cls.predictions.transform.LayerNorm", "heads/mlm/layer_norm"),
+        *param("cls.predictions.dense.weight", "heads/mlm/extra_output_kernel"),
+        *param("cls.predictions.bias", "heads/mlm/output_bias"),
+        *dense("cls.seq_relationship", "heads/nsp/dense"),
+        *dense("qa_outputs", "heads/qa/dense"),
+    ],
+    ignore=(
+        r"embeddings\.position_ids",
+        r"cls\.predictions\.decoder\.weight",
+        r"cls\.predictions\.decoder\.bias",
+    ),
+    strip_prefixes=("mobilebert.",),
+    renames=LEGACY_RENAMES,
+)
+
+
+def use_pooler(config, names):
+    """MobileBERT's pooled output is the first token's state, through a tanh dense layer
+    only with `classifier_activation`; that layer must then be in the checkpoint."""
+    if hf_get(config, "classifier_activation", True):
+        return "pooler.dense.weight" in names
+    return True
+
+
+def config_from_hf(config, use_pooler):
+    check_absolute_positions(config)
+    use_bottleneck = hf_get(config, "use_bottleneck", True)
+    hidden = hf_get(config, "hidden_size", 512)
+    # As HF's MobileBertConfig: the true hidden size is the bottleneck size when used.
+    true_hidden = hf_get(config, "intra_bottleneck_size", 128) if use_bottleneck else hidden
+    return {
+        "vocabulary_size": config["vocab_size"],
+        "num_layers": hf_get(config, "num_hidden_layers", 24),
+        "num_heads": hf_get(config, "num_attention_heads", 4),
+        "hidden_dim": hidden,
+        "embedding_dim": hf_get(config, "embedding_size", 128),
+        "true_hidden_dim": true_hidden,
+        "intermediate_dim": hf_get(config, "intermediate_size", 512),
+        "num_feedforward_networks": hf_get(config, "num_feedforward_networks", 4),
+        "use_bottleneck": use_bottleneck,
+        "use_bottleneck_attention": hf_get(config, "use_bottleneck_attention", False),
+        "key_query_shared_bottleneck": hf_get(config, "key_query_shared_bottleneck", True),
+        "trigram_input": hf_get(config, "trigram_input", True),
+        "normalization_type": hf_get(config, "normalization_type", "no_norm"),
+        "classifier_activation": hf_get(config, "classifier_activation", True),
+        "activation": hf_get(config, "hidden_act", "relu"),
+        "layer_norm_epsilon": hf_get(config, "layer_norm_eps", 1e-12),
+        "dropout": hf_get(config, "hidden_dropout_prob", 0.0),
+        "attention_dropout": hf_get(config, "attention_probs_dropout_prob", 0.1),
+        "max_sequence_length": hf_get(config, "max_position_embeddings", 512),
+        "num_segments": hf_get(config, "type_vocab_size", 2),
+        "use_pooler": use_pooler,
+        "initializer_range": hf_get(config, "initializer_range", 0.02),
+    }
+
+
+def heads_config(config):
+    return {
+        "mlm": {
+            "activation": hf_get(config, "hidden_act", "relu"),
+            "layer_norm_epsilon": hf_get(config, "layer_norm_eps", 1e-12),
+            "tied_embedding": True,
+        },
+        "nsp": {},
+        "qa": {},
+    }

@@ -1,0 +1,33 @@
+"""`biozoo.Tokenizer`: the KerasHub tokenizer of any biozoo handle."""
+
+from __future__ import annotations
+
+import keras_hub
+
+
+class Tokenizer(keras_hub.tokenizers.Tokenizer):
+    """The tokenizer of a checkpoint, loaded by name; its ids equal the HF tokenizer's.
+
+    `from_preset` takes every handle `biozoo.from_preset` takes (registry name,
+    `hf://org/repo[@rev]`, local HF or Keras preset directory, `gs://...`). Called on a list
+    of strings, the tokenizer returns token ids without special tokens.
+
+    Example:
+        >>> tokenizer = biozoo.Tokenizer.from_preset("biobert_v1_1")
+        >>> tokenizer(["BRCA1 mutations in breast cancer."])
+    """
+
+    # Literal strings kept as single tokens (entity markers such as "@GENE$"); they are
+    # matched in the raw text, before normalization, as HF matches its added tokens.
+    added_tokens = ()
+
+    @classmethod
+    def from_preset(cls, preset, config_file="tokenizer.json", **kwargs):
+        from biozoo import hub
+
+        preset_dir = hub.resolve_tokenizer_preset(preset)
+        return super().from_preset(preset_dir, config_file=config_file, **kwargs)
+
+    def _special_and_added_tokens(self):
+        tokens = [getattr(self, attr) for attr in getattr(self, "_special_token_attrs", [])]
+        return list(dict.fromkeys([t for t in tokens if t] + list(self.added_tokens)))

