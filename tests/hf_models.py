@@ -61,7 +61,11 @@ CONFIGS = {
         dict(embedding_size=16, hidden_size=64, intra_bottleneck_size=32, true_hidden_size=32,
              num_attention_heads=4, intermediate_size=48, num_hidden_layers=2, num_feedforward_networks=3,
              max_position_embeddings=64, hidden_act="relu", normalization_type="no_norm",
-             classifier_activation=False),
+             classifier_activation=False,
+             # NoNorm never renormalises: at 0.2 the states reach ~70 and float32 rounding alone
+             # nears 1e-4. ReLU and NoNorm have no GELU or epsilon to expose; the layer_norm
+             # variant below keeps 0.2.
+             initializer_range=0.1),
         ["MobileBertModel", "MobileBertForMaskedLM", "MobileBertForPreTraining", "MobileBertForQuestionAnswering"],
     ),
     "mobilebert_layer_norm": (
@@ -88,7 +92,7 @@ def make_config(name, **overrides):
     import transformers
 
     config_cls, kwargs, _ = CONFIGS[name]
-    kwargs = dict(kwargs, vocab_size=VOCAB_SIZE, initializer_range=0.2, **overrides)
+    kwargs = dict({"initializer_range": 0.2}, **kwargs, vocab_size=VOCAB_SIZE, **overrides)
     return getattr(transformers, config_cls)(**kwargs)
 
 
@@ -174,3 +178,36 @@ def hf_outputs(model, inputs):
 def max_diff(ours, ref, mask):
     mask = np.asarray(mask).astype(bool)
     return float(np.abs(np.asarray(ours) - np.asarray(ref))[mask].max())
+
+
+VARIANTS = {"bert_gelu_new_eps": "bert", "mobilebert_layer_norm": "mobilebert"}
+
+
+def family_of(name):
+    return VARIANTS.get(name, name)
+
+
+# head -> {suffix of the HF tensor name: name inside the head}; torch Linear weights are
+# [out, in] and kept as Keras kernels [in, out], except names marked "!" (stored as is).
+HEAD_TENSORS = {
+    "mlm": {
+        "predictions.transform.dense.weight": "dense/kernel",
+        "predictions.transform.dense.bias": "dense/bias",
+        "predictions.transform.LayerNorm.weight": "layer_norm/gamma",
+        "predictions.bias": "output_bias",
+        "generator_predictions.dense.weight": "dense/kernel",
+        "generator_lm_head.bias": "output_bias",
+        "vocab_transform.weight": "dense/kernel",
+        "vocab_projector.bias": "output_bias",
+        # already [in, out]: logits = h @ concat([embedding.T, this])
+        "cls.predictions.dense.weight": "extra_output_kernel!",
+    },
+    "nsp": {"seq_relationship.weight": "dense/kernel", "seq_relationship.bias": "dense/bias"},
+    "sop": {"sop_classifier.classifier.weight": "dense/kernel", "sop_classifier.classifier.bias": "dense/bias"},
+    "rtd": {
+        "discriminator_predictions.dense.weight": "dense/kernel",
+        "discriminator_predictions.dense_prediction.weight": "output/kernel",
+        "discriminator_predictions.dense_prediction.bias": "output/bias",
+    },
+    "qa": {"qa_outputs.weight": "dense/kernel", "qa_outputs.bias": "dense/bias"},
+}

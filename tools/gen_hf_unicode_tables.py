@@ -44,8 +44,10 @@ def main():
     clean = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=False, strip_accents=False, lowercase=False)
     strip = normalizers.BertNormalizer(clean_text=False, handle_chinese_chars=False, strip_accents=True, lowercase=False)
     chinese = normalizers.BertNormalizer(clean_text=False, handle_chinese_chars=True, strip_accents=False, lowercase=False)
+    strip_any = normalizers.StripAccents()
     pre = pre_tokenizers.BertPreTokenizer()
     control, whitespace, marks, split_space, punctuation, cjk = [], [], [], [], [], []
+    combining = []
     for c in code_points():
         ch = chr(c)
         probe = "a" + ch + "b"
@@ -56,6 +58,8 @@ def main():
             whitespace.append(c)
         if strip.normalize_str(ch) == "":
             marks.append(c)
+        if strip_any.normalize_str(ch) == "":
+            combining.append(c)
         if chinese.normalize_str(ch) == f" {ch} ":
             cjk.append(c)
         words = [w for w, _ in pre.pre_tokenize_str(probe)]
@@ -68,6 +72,7 @@ def main():
         "WHITESPACE": (whitespace, "replaced by a space by clean_text (besides the space itself)"),
         "CJK": (cjk, "surrounded by spaces by handle_chinese_chars"),
         "NONSPACING_MARKS": (marks, "removed after NFD by strip_accents"),
+        "COMBINING_MARKS": (combining, "removed by the StripAccents normalizer (ALBERT, after NFKD)"),
         "SPLIT_WHITESPACE": (split_space, "split on and dropped by BertPreTokenizer"),
         "PUNCTUATION": (punctuation, "split on and kept by BertPreTokenizer"),
     }

@@ -24,6 +24,7 @@ CONTROL = _join(U.CONTROL)
 WHITESPACE = _join(U.WHITESPACE)
 CJK = _join(U.CJK)
 NONSPACING_MARKS = _join(U.NONSPACING_MARKS)
+COMBINING_MARKS = _join(U.COMBINING_MARKS)
 SPLIT = f"{_join(U.SPLIT_WHITESPACE)}|{_join(U.PUNCTUATION)}"
 KEEP = _join(U.PUNCTUATION)
 
@@ -60,7 +61,7 @@ def albert_normalize(text, lowercase, keep_accents=False):
     text = tf.strings.regex_replace(text, "``|''", '"')
     if not keep_accents:
         text = tf_text.normalize_utf8(text, "NFKD")
-        text = tf.strings.regex_replace(text, NONSPACING_MARKS, "")
+        text = tf.strings.regex_replace(text, COMBINING_MARKS, "")
     if lowercase:
         text = lower(text)
     return text

@@ -11,6 +11,10 @@ from biozoo.tokenizers import _text
 from biozoo.tokenizers.base import Tokenizer
 
 
+# Rust's char::is_whitespace (Unicode White_Space), which HF's WhitespaceSplit splits on.
+UNICODE_WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+
 @keras.saving.register_keras_serializable(package="biozoo")
 class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokenizer):
     """ALBERT's SentencePiece tokenizer with HF's normalizers in front of the model.
@@ -54,7 +58,14 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
     def set_proto(self, proto):
         super().set_proto(proto)
         self._token_table = None
+        self._split_whitespace = None
         if self.proto is not None:
+            # HF splits words on Unicode whitespace *after* the model's own normalizer
+            # (WhitespaceSplit); SentencePiece only breaks pieces at what that normalizer turns
+            # into spaces. Characters it leaves alone (NEL, Ogham space) are spaced out first.
+            survivors = [c for c in UNICODE_WHITESPACE if c in self._sentence_piece_spm.normalize(f"x{c}y")]
+            if survivors:
+                self._split_whitespace = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in survivors) + "]"
             missing = [t for t in self.added_tokens if t not in self._token_to_id_map]
             for token in missing:
                 self._token_to_id_map[token] = len(self._vocabulary)
@@ -98,10 +109,15 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
         unbatched = inputs.shape.rank == 0
         if unbatched:
             inputs = tf.expand_dims(inputs, 0)
+        # Several string ops stop at NUL; HF reads it as an unknown character, as U+FFFF.
+        inputs = tf.strings.regex_replace(inputs, "\\x00", "\uffff")
         pattern = _text.special_tokens_pattern(self._special_and_added_tokens())
         segments, is_special = _text.split_special_tokens(inputs, pattern)
         flat = segments.flat_values
-        ids = self._sentence_piece.tokenize(_text.albert_normalize(flat, self.lowercase, self.keep_accents))
+        text = _text.albert_normalize(flat, self.lowercase, self.keep_accents)
+        if self._split_whitespace:
+            text = tf.strings.regex_replace(text, self._split_whitespace, " ")
+        ids = self._sentence_piece.tokenize(text)
         ids = _text.replace_rows(ids, is_special.flat_values, self._special_token_ids(flat))
         tokens = segments.with_flat_values(ids).merge_dims(1, 2)
         if self.sequence_length:

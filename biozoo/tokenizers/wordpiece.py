@@ -92,6 +92,8 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
 
     def words(self, inputs):
         """Normalized words, `[batch] -> ragged [batch, (words)]`, special tokens kept whole."""
+        # Several string ops stop at NUL, which HF's clean_text removes anyway.
+        inputs = tf.strings.regex_replace(inputs, "\\x00", "")
         pattern = _text.special_tokens_pattern(self._special_and_added_tokens())
         segments, is_special = _text.split_special_tokens(inputs, pattern)
         flat = segments.flat_values

@@ -1,0 +1,1 @@
+"""Checkpoint readers, name mappings and preset writers."""

@@ -1,0 +1,147 @@
+"""biozoo.Tokenizer.from_preset(handle) gives the same ids as the checkpoint's HF tokenizer
+(transformers' AutoTokenizer) on real biomedical sentences and on hard cases."""
+
+import json
+import shutil
+
+import pytest
+import tensorflow as tf
+
+import biozoo
+
+HARD_CASES = [
+    "ΟΔΟΣ Σίσυφος: α-β γ-δ Δ9-THC and TGF-β1, ΣΣ; κ-opioid",
+    "İstanbul ß ﬁ µg m² ™ café naïve Ångström",
+    "soft\u00adhyphen zero\u200bwidth no\u00a0break thin\u2009space x\u0085y",
+    "TNF‐α (tumour necrosis factor‐alpha) – 5 µM ± 2 °C × 10⁻³ ≥ 3",
+    "“quoted” ‘single’ «guillemets» ¿¡ … • † ‡ § ¶ ‰",
+    "IL-2 receptor [SEP] foo[CLS]bar [MASK] [UNK] [PAD]",
+    "中文 漢字 text 日本語 한국어",
+    "\ttabs\nand\r\nnewlines   and   spaces  ",
+    "",
+    "a" * 150 + " short",
+    "é" * 70 + " " + "é" * 120,
+    "Na+/K+-ATPase; Ca2+; [3H]-thymidine; 5'-UTR; p53-/-; (+/-)-propranolol",
+    "ŁÓDŹ Œuvre Ærø ðþ İı ǅ ǈ ǋ",
+]
+
+
+def hf_tokenizer(directory):
+    transformers = pytest.importorskip("transformers")
+    return transformers.AutoTokenizer.from_pretrained(str(directory))
+
+
+def assert_same_ids(ours, reference, texts):
+    got = [list(map(int, ids)) for ids in ours(texts)]
+    expected = [reference(text, add_special_tokens=False)["input_ids"] for text in texts]
+    mismatches = [(t, g, e) for t, g, e in zip(texts, got, expected) if g != e]
+    assert not mismatches, "first mismatch: %r\nours %s\nHF   %s" % mismatches[0]
+
+
+def test_uncased_wordpiece_minilm(minilm_dir, corpus_sentences):
+    ours = biozoo.Tokenizer.from_preset(str(minilm_dir))
+    assert ours.lowercase is True
+    assert len(corpus_sentences) >= 300
+    assert_same_ids(ours, hf_tokenizer(minilm_dir), corpus_sentences + HARD_CASES)
+
+
+@pytest.fixture(scope="module")
+def cased_vocab_dir(tmp_path_factory, shared_data):
+    """A cased WordPiece vocabulary trained on NCBI-disease with HF tokenizers."""
+    from conftest import read_sentences
+    from tokenizers import BertWordPieceTokenizer
+
+    directory = tmp_path_factory.mktemp("cased")
+    trainer = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
+    text = read_sentences(shared_data / "ner" / "NCBI-disease" / "train.tsv") + HARD_CASES
+    trainer.train_from_iterator(text, vocab_size=4000, min_frequency=2)
+    trainer.save_model(str(directory))
+    (directory / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
+    (directory / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": 4000}))
+    return directory
+
+
+def test_cased_wordpiece(cased_vocab_dir, corpus_sentences):
+    ours = biozoo.Tokenizer.from_preset(str(cased_vocab_dir))
+    assert ours.lowercase is False
+    assert_same_ids(ours, hf_tokenizer(cased_vocab_dir), corpus_sentences + HARD_CASES)
+
+
+def test_albert_sentencepiece(corpus_spiece, corpus_sentences, tmp_path):
+    shutil.copy(corpus_spiece, tmp_path / "spiece.model")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "albert", "vocab_size": 2000}))
+    ours = biozoo.Tokenizer.from_preset(str(tmp_path))
+    assert_same_ids(ours, hf_tokenizer(tmp_path), corpus_sentences + HARD_CASES + ["``double'' quotes"])
+
+
+def test_tokenizer_works_in_tf_data(minilm_dir):
+    ours = biozoo.Tokenizer.from_preset(str(minilm_dir))
+    dataset = tf.data.Dataset.from_tensor_slices(["BRCA1 mutations", "Σ µg"]).batch(2).map(ours)
+    (batch,) = list(dataset)
+    assert batch.to_list() == [list(map(int, x)) for x in ours(["BRCA1 mutations", "Σ µg"])]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_every_code_point_like_hf(lowercase):
+    """Normalization and word splitting equal HF's BertNormalizer + BertPreTokenizer for each
+    of the 1,112,064 code points. Where Unicode versions differ between the libraries, only
+    letters HF lower-cases and TensorFlow's case table does not know, or characters TensorFlow
+    decomposes and HF's NFD table does not, may differ (all in scripts added since Unicode 13)."""
+    from tokenizers import normalizers, pre_tokenizers
+
+    from biozoo.tokenizers import _text
+
+    points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    texts = ["a" + chr(c) + "b" for c in points]
+    normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase
+    )
+    pre = pre_tokenizers.BertPreTokenizer()
+    expected = [[w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(t))] for t in texts]
+    got = [[w.decode() for w in words] for words in _text.bert_pretokenize(tf.constant(texts), lowercase, lowercase).to_list()]
+    differing = [i for i in range(len(points)) if got[i] != expected[i]]
+    if not lowercase:
+        assert differing == []
+        return
+    chars = [chr(points[i]) for i in differing]
+    unexplained = sorted(hex(ord(c)) for c in set(chars) - table_drift(chars))
+    assert unexplained == []
+    assert len(differing) < 200
+
+
+def table_drift(chars):
+    """Characters whose Unicode tables differ between HF tokenizers and TensorFlow: HF lower-
+    cases them and TF's case table does not, or the NFD / NFKD decompositions differ."""
+    import tensorflow_text as tf_text
+    from tokenizers import normalizers
+
+    if not chars:
+        return set()
+    tf_lower = [s.decode() for s in tf.strings.lower(chars, encoding="utf-8").numpy()]
+    drift = set()
+    for form in ("NFD", "NFKD"):
+        hf = getattr(normalizers, form)()
+        tf_form = [s.decode() for s in tf_text.normalize_utf8(chars, form).numpy()]
+        drift |= {c for c, t in zip(chars, tf_form) if t != hf.normalize_str(c)}
+    hf_lower = normalizers.Lowercase()
+    drift |= {c for c, low in zip(chars, tf_lower) if hf_lower.normalize_str(c) != c and low == c}
+    return drift
+
+
+def test_every_bmp_code_point_albert(corpus_spiece, tmp_path):
+    """Full token ids for each Basic Multilingual Plane character inside and between words."""
+    shutil.copy(corpus_spiece, tmp_path / "spiece.model")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "albert", "vocab_size": 2000}))
+    ours = biozoo.Tokenizer.from_preset(str(tmp_path))
+    reference = hf_tokenizer(tmp_path)
+    chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    texts = [f"ab {c}x{c} y" for c in chars]
+    expected = reference(texts, add_special_tokens=False)["input_ids"]
+    got = [list(map(int, ids)) for ids in ours(texts)]
+    differing = [c for c, g, e in zip(chars, got, expected) if g != e]
+    unexplained = sorted(hex(ord(c)) for c in set(differing) - table_drift(differing))
+    assert unexplained == []
+    assert len(differing) < 50
