@@ -29,7 +29,6 @@ TOKENIZER_FILES = (
     "tokenizer.json",
     "special_tokens_map.json",
 )
-REMOTE_SCHEMES = ("gs://",)  # read through tf.io.gfile
 _HF_HANDLE = re.compile(r"^hf://(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(?:@(?P<revision>[^/\s]+))?$")
 
 
@@ -81,7 +80,11 @@ def _hf_download(repo, revision, patterns, what):
         raise CheckpointError("downloading from the HF hub needs huggingface_hub") from None
     try:
         return snapshot_download(
-            repo_id=repo, revision=revision, allow_patterns=list(patterns), local_files_only=offline()
+            repo_id=repo,
+            revision=revision,
+            allow_patterns=list(patterns),
+            local_files_only=offline(),
+            cache_dir=os.environ.get("HF_HUB_CACHE") or None,
         )
     except Exception as error:
         if offline() or type(error).__name__ in ("LocalEntryNotFoundError", "OfflineModeIsEnabled"):
@@ -144,7 +147,7 @@ def parse_handle(handle):
         return "hf", {"repo": match["repo"], "revision": match["revision"] or "main"}
     if handle.startswith("hf://"):
         raise ValueError(f"Bad HF handle '{handle}': expected hf://org/repo or hf://org/repo@revision.")
-    if handle.startswith(REMOTE_SCHEMES):
+    if _remote_scheme(handle):
         return "remote", {"url": handle.rstrip("/")}
     if os.path.isdir(handle):
         if not os.path.exists(os.path.join(handle, "config.json")):
@@ -155,6 +158,16 @@ def parse_handle(handle):
     # Looks like a name: say which registry names are close.
     registry.get_entry(handle)
     raise AssertionError("unreachable")
+
+
+def _remote_scheme(handle):
+    """True for `gs://` and the other file systems TensorFlow's gfile can read."""
+    match = re.match(r"^([a-z][a-z0-9+.-]*)://", handle)
+    if not match or match[1] in ("hf", "file"):
+        return False
+    import tensorflow as tf
+
+    return match[1] in tf.io.gfile.get_registered_schemes()
 
 
 def _local_key(path):

@@ -8,6 +8,7 @@ initializer_range 0.2 so that an approximate GELU or a wrong epsilon shows in th
 from __future__ import annotations
 
 import inspect
+import re
 import json
 import os
 
@@ -211,3 +212,18 @@ HEAD_TENSORS = {
     },
     "qa": {"qa_outputs.weight": "dense/kernel", "qa_outputs.bias": "dense/bias"},
 }
+
+
+def populate_hf_cache(hf_cache, repo, revision, source_dir):
+    """Lay out `source_dir`'s files as huggingface_hub's cache holds a downloaded snapshot of
+    `repo` at `revision`, so that offline `snapshot_download` finds them (a local mirror)."""
+    import shutil
+
+    commit = revision if re.fullmatch(r"[0-9a-f]{40}", revision) else "0" * 40
+    root = os.path.join(hf_cache, "models--" + repo.replace("/", "--"))
+    snapshot = os.path.join(root, "snapshots", commit)
+    shutil.copytree(source_dir, snapshot, dirs_exist_ok=True)
+    os.makedirs(os.path.join(root, "refs"), exist_ok=True)
+    with open(os.path.join(root, "refs", revision if revision != commit else "main"), "w") as f:
+        f.write(commit)
+    return snapshot

@@ -104,7 +104,8 @@ def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progr
     kwargs = family.config_from_hf(config, use_pooler)
     tokenizer = build_tokenizer(family, directory, config["vocab_size"], casing)
     backbone = family.backbone_cls(**kwargs, dtype="float32")
-    bar = _progress(len(names), f"converting {os.path.basename(directory.rstrip('/'))}", progress)
+    label = (provenance or {}).get("registry_name") or (provenance or {}).get("hf_repo") or os.path.basename(directory.rstrip("/"))
+    bar = _progress(len(names), f"converting {label}", progress)
     try:
         heads = apply_table(family.hf_table, reader.tensors(), backbone, source, progress=bar)
     finally:

@@ -1,0 +1,37 @@
+"""For every registry entry, the architecture built from the registry config alone has
+exactly the parameters of transformers' AutoModel (no task head) for the same config."""
+
+import gc
+
+import pytest
+
+import biozoo
+from biozoo import registry
+
+
+def transformers_count(entry):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(**entry["config"])
+    kwargs = {} if entry["family"] in ("electra", "distilbert") else {"add_pooling_layer": entry["pooler"]}
+    with torch.device("meta"):
+        model = transformers.AutoModel.from_config(config, **kwargs)
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", registry.list_presets())
+def test_parameter_count_equals_transformers(name):
+    import keras
+
+    entry = registry.get_entry(name)
+    backbone = biozoo.from_preset(name, load_weights=False)
+    try:
+        count = backbone.count_params()
+        assert count == transformers_count(entry)
+        assert count == entry["parameters"]
+        assert ("pooled_output" in backbone.output) == entry["pooler"]
+    finally:
+        del backbone
+        keras.backend.clear_session()
+        gc.collect()

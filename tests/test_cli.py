@@ -1,0 +1,76 @@
+"""The `biozoo` command line: list, info, convert, --help everywhere, `python -m biozoo`."""
+
+import json
+import subprocess
+import sys
+
+import hf_models as H
+import pytest
+
+import biozoo
+from biozoo.cli import build_parser, main
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_list_table_and_json(capsys):
+    status, out, _ = run(capsys, "list")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "FAMILY", "PARAMS"]
+    assert {line.split()[0] for line in lines[1:]} == set(biozoo.list_presets())
+    status, out, _ = run(capsys, "list", "biom_albert*", "--json")
+    entries = json.loads(out)
+    assert [e["name"] for e in entries] == ["biom_albert_xxlarge", "biom_albert_xxlarge_pmc", "biom_albert_xxlarge_squad2"]
+    assert all(e["family"] == "albert" for e in entries)
+
+
+def test_info_shows_config_sources_licence_results(capsys):
+    status, out, _ = run(capsys, "info", "bioformer_16l")
+    assert status == 0
+    assert "num_attention_heads = 6" in out and "max_position_embeddings = 1024" in out
+    assert "hf://bioformers/bioformer-16L@" in out
+    assert "Apache-2.0" in out and "reported results" in out
+    status, out, _ = run(capsys, "info", "bioformer_16l", "--json")
+    assert json.loads(out)["config"]["hidden_size"] == 384
+
+
+def test_info_unknown_name(capsys):
+    status, _, err = run(capsys, "info", "biofromer_8l")
+    assert status == 2 and "bioformer_8l" in err
+
+
+def test_convert_hf_directory(tmp_path, capsys):
+    import keras_hub
+
+    model = H.make_model("electra", "ElectraForPreTraining")
+    source = H.save_hf_directory(model, tmp_path / "hf", "bin")
+    status, out, _ = run(capsys, "convert", "--from", "hf", str(source), "--output", str(tmp_path / "preset"))
+    assert status == 0 and json.loads(out)["output"] == str(tmp_path / "preset")
+    backbone = keras_hub.models.Backbone.from_preset(str(tmp_path / "preset"))
+    inputs = H.random_inputs()
+    sequence, _ = H.hf_outputs(model, inputs)
+    assert H.max_diff(backbone(inputs)["sequence_output"], sequence, inputs["padding_mask"]) <= 1e-4
+
+
+def subcommands(parser):
+    action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return action.choices
+
+
+@pytest.mark.parametrize("command", sorted(subcommands(build_parser())))
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    assert "usage: biozoo " + command in capsys.readouterr().out
+
+
+def test_python_dash_m_is_the_same_cli():
+    result = subprocess.run([sys.executable, "-m", "biozoo", "list", "bioformer_*"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert [line.split()[0] for line in result.stdout.splitlines()[1:]] == ["bioformer_16l", "bioformer_8l"]

@@ -1,0 +1,169 @@
+"""Handles, the conversion cache, offline mode and errors for names (biozoo.hub / from_preset)."""
+
+import os
+import threading
+
+import hf_models as H
+import keras_hub
+import numpy as np
+import pytest
+
+import biozoo
+from biozoo import hub, registry
+from biozoo.convert.preset import read_provenance
+from biozoo.errors import OfflineError
+
+
+@pytest.fixture
+def tiny_bert_dir(tmp_path):
+    return H.save_hf_directory(H.make_model("bert", "BertForPreTraining"), tmp_path / "hf")
+
+
+@pytest.fixture
+def count_conversions(monkeypatch):
+    import biozoo.convert.hf as converter
+
+    calls = []
+    original = converter.convert_hf_directory
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(converter, "convert_hf_directory", counting)
+    return calls
+
+
+@pytest.fixture
+def offline_hub(tmp_path, monkeypatch):
+    """Offline, with an empty HF cache that tests fill as a local mirror."""
+    cache = tmp_path / "hf-cache"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return cache
+
+
+def assert_same_outputs(a, b, inputs):
+    for key in a:
+        np.testing.assert_array_equal(np.asarray(a[key]), np.asarray(b[key]))
+
+
+def test_registry_name_downloads_converts_and_caches(tiny_bert_dir, offline_hub, count_conversions):
+    entry = registry.get_entry("bioformer_8l")
+    repo, revision = entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"]
+    # The registry points at pytorch_model.bin: the mirror holds exactly that.
+    model = H.make_model("bert", "BertForPreTraining")
+    H.save_hf_directory(model, tiny_bert_dir.parent / "bin", "bin")
+    H.populate_hf_cache(offline_hub, repo, revision, tiny_bert_dir.parent / "bin")
+
+    first = biozoo.from_preset("bioformer_8l")
+    assert len(count_conversions) == 1
+    second = biozoo.from_preset("bioformer_8l")
+    assert len(count_conversions) == 1  # read from the cache, not converted again
+    inputs = H.random_inputs()
+    assert_same_outputs(first(inputs), second(inputs), inputs)
+    sequence, _ = H.hf_outputs(model, inputs)
+    assert H.max_diff(first(inputs)["sequence_output"], sequence, inputs["padding_mask"]) <= 1e-4
+    preset = hub.resolve_preset("bioformer_8l")
+    assert preset.startswith(os.environ["BIOZOO_CACHE"])
+    assert read_provenance(preset)["registry_name"] == "bioformer_8l"
+    assert biozoo.Tokenizer.from_preset("bioformer_8l").vocabulary_size() == H.VOCAB_SIZE
+
+
+def test_registry_casing_applies_when_the_repo_has_no_tokenizer_config(tmp_path, offline_hub):
+    """BioBERT's hub repo has only vocab.txt: HF's default would lower-case; the registry says cased."""
+    source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
+    os.remove(source / "tokenizer_config.json")
+    entry = registry.get_entry("biobert_v1_1")
+    H.populate_hf_cache(offline_hub, entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"], source)
+    assert biozoo.Tokenizer.from_preset("biobert_v1_1").lowercase is False
+    assert entry["tokenizer"]["lowercase"] is False
+
+
+def test_offline_without_cache_is_a_clear_error(offline_hub):
+    with pytest.raises(OfflineError, match="bioformer_16l.*offline"):
+        biozoo.from_preset("bioformer_16l")
+    assert not os.path.exists(os.path.join(os.environ["BIOZOO_CACHE"], "presets", "bioformer_16l"))
+
+
+def test_load_weights_false_builds_from_the_registry_without_downloading(offline_hub):
+    backbone = biozoo.from_preset("bio_tinybert", load_weights=False)
+    assert backbone.count_params() == registry.get_entry("bio_tinybert")["parameters"]
+    assert not os.path.exists(os.path.join(os.environ["BIOZOO_CACHE"], "presets"))
+
+
+def test_unknown_name_lists_the_closest():
+    with pytest.raises(registry.UnknownPresetError) as error:
+        biozoo.from_preset("bioformer_8")
+    assert "bioformer_8l" in str(error.value) and "bioformer_16l" in str(error.value)
+    with pytest.raises(registry.UnknownPresetError, match="biomegatron_345m_cased"):
+        biozoo.from_preset("megatron")
+
+
+def test_list_presets_wildcards():
+    assert biozoo.list_presets("bioformer_*") == ["bioformer_16l", "bioformer_8l"]
+    assert "biom_albert_xxlarge_pmc" in biozoo.list_presets("*albert*")
+    assert len(biozoo.list_presets()) >= 24
+    assert biozoo.list_presets("nothing*") == []
+
+
+def test_hf_handle_with_revision(tiny_bert_dir, offline_hub, count_conversions):
+    H.populate_hf_cache(offline_hub, "someone/tiny-bert", "a" * 40, tiny_bert_dir)
+    backbone = biozoo.from_preset("hf://someone/tiny-bert@" + "a" * 40)
+    biozoo.from_preset("hf://someone/tiny-bert@" + "a" * 40)
+    assert len(count_conversions) == 1
+    assert backbone.num_layers == 2
+    with pytest.raises(ValueError, match="hf://org/repo"):
+        biozoo.from_preset("hf://not-a-repo")
+
+
+def test_local_hf_directory_is_converted_once_and_again_when_it_changes(tiny_bert_dir, count_conversions):
+    biozoo.from_preset(str(tiny_bert_dir))
+    biozoo.from_preset(str(tiny_bert_dir))
+    assert len(count_conversions) == 1
+    H.save_hf_directory(H.make_model("bert", "BertForPreTraining", seed=1), tiny_bert_dir)
+    os.utime(tiny_bert_dir / "model.safetensors", ns=(1, 1))
+    biozoo.from_preset(str(tiny_bert_dir))
+    assert len(count_conversions) == 2
+
+
+def test_concurrent_loads_convert_once(tiny_bert_dir, count_conversions):
+    results, errors = [], []
+
+    def load():
+        try:
+            results.append(hub.resolve_preset(str(tiny_bert_dir)))
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=load) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(set(results)) == 1
+    assert len(count_conversions) == 1
+
+
+def test_biozoo_presets_load_with_plain_keras_hub(tiny_bert_dir):
+    preset = hub.resolve_preset(str(tiny_bert_dir))
+    backbone = keras_hub.models.Backbone.from_preset(preset)
+    tokenizer = keras_hub.models.Tokenizer.from_preset(preset)
+    assert type(backbone).__name__ == "BertBackbone" and type(backbone).__module__.startswith("biozoo")
+    assert type(tokenizer).__module__.startswith("biozoo")
+    assert biozoo.from_preset(preset).count_params() == backbone.count_params()
+
+
+def test_remote_directory_through_tf_gfile(tiny_bert_dir):
+    """`gs://` goes through tf.io.gfile; its in-memory `ram://` file system stands in here."""
+    import tensorflow as tf
+
+    remote = "ram://bucket/tiny-bert"
+    for name in os.listdir(tiny_bert_dir):
+        tf.io.gfile.makedirs(remote)
+        tf.io.gfile.copy(str(tiny_bert_dir / name), f"{remote}/{name}", overwrite=True)
+    backbone = biozoo.from_preset(remote)
+    inputs = H.random_inputs()
+    local = biozoo.from_preset(str(tiny_bert_dir))
+    assert_same_outputs(backbone(inputs), local(inputs), inputs)
