@@ -20,6 +20,16 @@ __version__ = "0.1.0"
 from biozoo import models  # noqa: E402  (registers the backbones and tokenizers)
 from biozoo.api import from_preset  # noqa: E402
 from biozoo.registry import list_presets  # noqa: E402
+from biozoo.tasks import (  # noqa: E402
+    MaskedLM,
+    QuestionAnswerer,
+    ReplacedTokenDetector,
+    SequenceClassifier,
+    TokenClassifier,
+)
 from biozoo.tokenizers import Tokenizer  # noqa: E402
 
-__all__ = ["from_preset", "list_presets", "Tokenizer", "__version__"]
+__all__ = [
+    "from_preset", "list_presets", "Tokenizer", "__version__",
+    "TokenClassifier", "SequenceClassifier", "QuestionAnswerer", "MaskedLM", "ReplacedTokenDetector",
+]

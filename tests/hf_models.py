@@ -93,7 +93,7 @@ def make_config(name, **overrides):
     import transformers
 
     config_cls, kwargs, _ = CONFIGS[name]
-    kwargs = dict({"initializer_range": 0.2}, **kwargs, vocab_size=VOCAB_SIZE, **overrides)
+    kwargs = {"initializer_range": 0.2, **kwargs, "vocab_size": VOCAB_SIZE, **overrides}
     return getattr(transformers, config_cls)(**kwargs)
 
 

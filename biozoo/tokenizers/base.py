@@ -28,6 +28,20 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
         preset_dir = hub.resolve_tokenizer_preset(preset)
         return super().from_preset(preset_dir, config_file=config_file, **kwargs)
 
+    def with_added_tokens(self, tokens):
+        """A copy of this tokenizer that keeps `tokens` whole (new ids at the end of the
+        vocabulary, as HF's `add_tokens`). Resize the model's embedding to match."""
+        config = self.get_config()
+        config["added_tokens"] = list(dict.fromkeys(list(self.added_tokens) + list(tokens)))
+        copy = type(self).from_config(config)
+        copy._copy_vocabulary(self)
+        return copy
+
+    def split_words(self, text):
+        """`[(word, start, end)]`: the words this tokenizer tokenizes separately, with their
+        character offsets in `text` (for mapping predictions back to the input)."""
+        raise NotImplementedError
+
     def _special_and_added_tokens(self):
         tokens = [getattr(self, attr) for attr in getattr(self, "_special_token_attrs", [])]
         return list(dict.fromkeys([t for t in tokens if t] + list(self.added_tokens)))

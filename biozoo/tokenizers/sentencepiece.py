@@ -71,6 +71,16 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
                 self._token_to_id_map[token] = len(self._vocabulary)
                 self._vocabulary.append(token)
 
+    def _copy_vocabulary(self, other):
+        self.set_proto(other.proto)
+
+    def split_words(self, text):
+        """Whitespace-separated words: SentencePiece (HF: WhitespaceSplit + Metaspace)
+        tokenizes each on its own, so per-word pieces equal whole-text pieces."""
+        import re
+
+        return [(m.group(), m.start(), m.end()) for m in re.finditer(f"[^{re.escape(UNICODE_WHITESPACE)}]+", text)]
+
     def vocabulary_size(self):
         self._check_vocabulary()
         return len(self._vocabulary)

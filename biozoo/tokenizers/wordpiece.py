@@ -87,6 +87,14 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
             support_detokenization=True,
         )
 
+    def _copy_vocabulary(self, other):
+        self.set_vocabulary(other.get_vocabulary())
+
+    def split_words(self, text):
+        from biozoo.tokenizers.words import split_words
+
+        return split_words(text)
+
     def _use_tf_workflow(self):
         return True
 

@@ -1,0 +1,133 @@
+"""tf.data pipelines over tokenized features: length bucketing with dynamic padding for
+CPU/GPU, or static shapes (pad to the maximum length, drop the remainder) for TPUs.
+
+Features are lists of 1-D integer arrays (one per example: token ids, labels...) or scalars.
+Batches are planned in NumPy (bucket by length, shuffle per epoch), so the number of steps
+is known in advance and Keras shows a progress bar with a total.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# Padded lengths: few distinct shapes, so XLA compiles each step only a handful of times.
+BOUNDARIES = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+def padded_length(length, max_length, static):
+    if static:
+        return max_length
+    for boundary in BOUNDARIES:
+        if length <= boundary:
+            return min(boundary, max_length)
+    return max_length
+
+
+def plan_batches(lengths, batch_size, max_length, shuffle=False, seed=0, static=False, drop_remainder=False):
+    """Lists of example indices, one per batch. Examples of similar length share a batch."""
+    lengths = np.asarray(lengths)
+    order = np.arange(len(lengths))
+    rng = np.random.default_rng(seed)
+    if shuffle:
+        rng.shuffle(order)
+    if static:
+        groups = [order]
+    else:
+        keys = np.array([padded_length(n, max_length, False) for n in lengths[order]])
+        groups = [order[keys == key] for key in np.unique(keys)]
+    batches = []
+    for group in groups:
+        for start in range(0, len(group), batch_size):
+            batch = group[start:start + batch_size]
+            if drop_remainder and len(batch) < batch_size:
+                continue
+            batches.append(batch)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+def pad_batch(arrays, length, value):
+    out = np.full((len(arrays), length), value, dtype=np.int32)
+    for row, array in enumerate(arrays):
+        n = min(len(array), length)
+        out[row, :n] = array[:n]
+    return out
+
+
+class FeatureBatches:
+    """Batches of `features` as `(x, y)` NumPy dicts, re-planned (and reshuffled) each epoch.
+
+    `sequences`: names of per-token features and their padding values; `scalars`: names of
+    per-example features. `x_keys`/`y_key` pick what the model sees. With `fill_batches`, a
+    bucket's last, short batch is filled up with padding rows (padding values everywhere, so
+    no loss and no prediction), keeping one batch size and so fewer compiled shapes.
+    """
+
+    def __init__(self, features, sequences, x_keys, y_key=None, scalars=(), length_key="token_ids",
+                 batch_size=32, max_length=512, shuffle=False, seed=0, static=False, drop_remainder=False,
+                 fill_batches=True, scalar_pad=0):
+        self.features = features
+        self.sequences = dict(sequences)
+        self.scalars = tuple(scalars)
+        self.x_keys, self.y_key = tuple(x_keys), y_key
+        self.lengths = np.array([len(t) for t in features[length_key]])
+        self.batch_size, self.max_length = batch_size, max_length
+        self.shuffle, self.seed, self.static = shuffle, seed, static
+        self.drop_remainder = drop_remainder or static
+        self.fill_batches, self.scalar_pad = fill_batches, scalar_pad
+        self.epoch = 0
+        self.plan = plan_batches(self.lengths, batch_size, max_length, shuffle, seed, self.static, self.drop_remainder)
+
+    def __len__(self):
+        return len(self.plan)
+
+    def batch(self, indices):
+        length = padded_length(int(self.lengths[indices].max()), self.max_length, self.static)
+        rows = self.batch_size if self.fill_batches else len(indices)
+        out = {}
+        for key, pad in self.sequences.items():
+            out[key] = pad_batch([self.features[key][i] for i in indices], length, pad)
+            if rows > len(indices):
+                out[key] = np.concatenate([out[key], np.full((rows - len(indices), length), pad, np.int32)])
+        for key in self.scalars:
+            values = [self.features[key][i] for i in indices] + [self.scalar_pad] * (rows - len(indices))
+            out[key] = np.asarray(values)
+        x = {k: out[k] for k in self.x_keys}
+        return (x, out[self.y_key]) if self.y_key else x
+
+    def __iter__(self):
+        plan = self.plan
+        if self.shuffle:
+            plan = plan_batches(self.lengths, self.batch_size, self.max_length, True,
+                                self.seed + self.epoch, self.static, self.drop_remainder)
+        self.epoch += 1
+        for indices in plan:
+            yield self.batch(indices)
+
+    def dataset(self, repeat=False):
+        """A tf.data.Dataset of these batches with a known number of steps per epoch."""
+        import tensorflow as tf
+
+        first = self.batch(self.plan[0]) if self.plan else None
+        if first is None:
+            raise ValueError("no examples to batch")
+
+        def spec(value):
+            shape = (None,) * value.ndim
+            if self.static:
+                shape = tuple(value.shape)
+            return tf.TensorSpec(shape=shape, dtype=tf.as_dtype(value.dtype))
+
+        signature = tf.nest.map_structure(spec, first)
+        dataset = tf.data.Dataset.from_generator(lambda: iter(self), output_signature=signature)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
+        if repeat:
+            dataset = dataset.repeat()
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def steps(count, batch_size):
+    return math.ceil(count / batch_size)

@@ -1,0 +1,13 @@
+"""Task models: NER, relation / document classification, QA, and pretraining heads."""
+
+from biozoo.tasks.pretraining import MaskedLM, ReplacedTokenDetector
+from biozoo.tasks.question_answerer import QuestionAnswerer, QuestionAnswererPreprocessor
+from biozoo.tasks.sequence_classifier import SequenceClassifier, SequenceClassifierPreprocessor
+from biozoo.tasks.token_classifier import TokenClassifier, TokenClassifierPreprocessor
+
+__all__ = [
+    "TokenClassifier", "TokenClassifierPreprocessor",
+    "SequenceClassifier", "SequenceClassifierPreprocessor",
+    "QuestionAnswerer", "QuestionAnswererPreprocessor",
+    "MaskedLM", "ReplacedTokenDetector",
+]

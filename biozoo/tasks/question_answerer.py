@@ -1,0 +1,261 @@
+"""Extractive question answering (SQuAD v1.1 / v2.0, BioASQ factoid)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import numpy as np
+from keras_hub.src.models.preprocessor import Preprocessor
+from keras_hub.src.models.task import Task
+
+from biozoo.tasks.base import PresetTaskMixin
+from biozoo.tokenizers.base import Tokenizer
+
+
+@dataclasses.dataclass
+class QAFeatures:
+    """Windows of `[CLS] question [SEP] context-part [SEP]`, and how to read answers back."""
+
+    token_ids: list
+    segment_ids: list
+    spans: list  # per window: (start, end) characters in the context of each token, (-1, -1) if none
+    max_context: list  # per window: bool per token, this window is the best one for that token
+    example: np.ndarray  # window -> example index
+    start_positions: np.ndarray
+    end_positions: np.ndarray
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+def span_loss(y_true, y_pred):
+    """Mean of the start and end cross-entropies; y_true [batch, 2] positions, y_pred
+    [batch, seq, 2] logits (BERT's run_squad loss)."""
+    y_true = keras.ops.cast(y_true, "int32")
+    start = keras.losses.sparse_categorical_crossentropy(y_true[:, 0], y_pred[:, :, 0], from_logits=True)
+    end = keras.losses.sparse_categorical_crossentropy(y_true[:, 1], y_pred[:, :, 1], from_logits=True)
+    return (start + end) / 2.0
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+class QuestionAnswererPreprocessor(Preprocessor):
+    """SQuAD features: question truncated to `max_query_length` pieces, the context cut
+    into windows of `sequence_length` with `doc_stride` (BERT's run_squad defaults:
+    384 / 128 / 64). Every context token keeps its character span, so answers map back to
+    the original text exactly."""
+
+    tokenizer_cls = Tokenizer
+
+    def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, **kwargs):
+        super().__init__(**kwargs)
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.doc_stride = doc_stride
+        self.max_query_length = max_query_length
+
+    def call(self, x, y=None, sample_weight=None):
+        if isinstance(x, dict) and "token_ids" in x:
+            return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+        raise ValueError("QuestionAnswerer takes features from `preprocessor.features(...)`; "
+                         "use `task.answer(questions, contexts)` for raw text.")
+
+    def _context_pieces(self, contexts):
+        """Per context: piece ids and their (start, end) character spans."""
+        tok = self.tokenizer
+        words = [tok.split_words(c) for c in contexts]
+        flat = [w for ws in words for w, _, _ in ws]
+        pieces = tok(flat) if flat else []
+        vocab = tok.get_vocabulary()
+        out, k = [], 0
+        for ws in words:
+            ids, spans = [], []
+            for word, start, end in ws:
+                word_ids = [int(p) for p in pieces[k]] or [tok.unk_token_id]
+                k += 1
+                texts = [vocab[i] for i in word_ids]
+                lengths = [len(t[2:] if t.startswith("##") else t.lstrip("\u2581")) for t in texts]
+                if sum(lengths) == end - start and tok.unk_token_id not in word_ids:
+                    offset = start
+                    for i, n in zip(word_ids, lengths):
+                        ids.append(i)
+                        spans.append((offset, offset + n) if n else (offset, offset))
+                        offset += n
+                else:  # normalization changed the length: every piece spans the whole word
+                    ids += word_ids
+                    spans += [(start, end)] * len(word_ids)
+            out.append((ids, spans))
+        return out
+
+    def features(self, questions, contexts, answers=None):
+        """`answers`: per example None (no answer / inference) or (char_start, text)."""
+        tok = self.tokenizer
+        question_ids = [list(map(int, q))[: self.max_query_length] for q in tok(list(questions))] if questions else []
+        context_pieces = self._context_pieces(contexts)
+        cache = {}
+        f = QAFeatures([], [], [], [], [], [], [])
+        for e, (q, (ids, spans)) in enumerate(zip(question_ids, context_pieces)):
+            budget = self.sequence_length - len(q) - 3
+            windows, start = [], 0
+            while True:
+                length = min(len(ids) - start, budget)
+                windows.append((start, length))
+                if start + length >= len(ids):
+                    break
+                start += min(length, self.doc_stride)
+            answer_tokens = None
+            if answers is not None and answers[e] is not None:
+                a_start, a_text = answers[e]
+                a_end = a_start + len(a_text)
+                inside = [i for i, (s, t) in enumerate(spans) if t > a_start and s < a_end]
+                if inside:
+                    answer_tokens = (inside[0], inside[-1])
+            for w, (start, length) in enumerate(windows):
+                offset = len(q) + 2
+                token_ids = [tok.cls_token_id] + q + [tok.sep_token_id] + ids[start:start + length] + [tok.sep_token_id]
+                segments = [0] * (len(q) + 2) + [1] * (length + 1)
+                token_spans = [(-1, -1)] * offset + spans[start:start + length] + [(-1, -1)]
+                best = [False] * len(token_ids)
+                for i in range(length):
+                    best[offset + i] = _is_max_context(windows, w, start + i, cache, e)
+                s_pos = e_pos = 0
+                if answer_tokens and start <= answer_tokens[0] and answer_tokens[1] < start + length:
+                    s_pos, e_pos = answer_tokens[0] - start + offset, answer_tokens[1] - start + offset
+                f.token_ids.append(np.asarray(token_ids, np.int32))
+                f.segment_ids.append(np.asarray(segments, np.int32))
+                f.spans.append(token_spans)
+                f.max_context.append(best)
+                f.example.append(e)
+                f.start_positions.append(s_pos)
+                f.end_positions.append(e_pos)
+        f.example = np.asarray(f.example, int)
+        f.start_positions = np.asarray(f.start_positions, np.int32)
+        f.end_positions = np.asarray(f.end_positions, np.int32)
+        return f
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"sequence_length": self.sequence_length, "doc_stride": self.doc_stride,
+                       "max_query_length": self.max_query_length})
+        return config
+
+
+def _is_max_context(windows, w, position, cache, example):
+    """BERT's _check_is_max_context: the window where `position` has the most context."""
+    key = (example, position)
+    if key not in cache:
+        best, best_score = None, None
+        for i, (start, length) in enumerate(windows):
+            if start <= position < start + length:
+                score = min(position - start, start + length - 1 - position) + 0.01 * length
+                if best_score is None or score > best_score:
+                    best, best_score = i, score
+        cache[key] = best
+    return cache[key] == w
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+class QuestionAnswerer(PresetTaskMixin, Task):
+    """Extractive QA on any biozoo backbone: start/end logits over the tokens.
+
+    Answers come with n-best lists and a null score from `[CLS]` (SQuAD v2.0: predict no
+    answer when `null - best > null_threshold`). A SQuAD2 checkpoint's converted QA head
+    (biom_electra_large_squad2, biom_albert_xxlarge_squad2) is used as is.
+
+    Example:
+        >>> qa = biozoo.QuestionAnswerer.from_preset("biom_electra_large_squad2")
+        >>> qa.answer(["Which gene is mutated?"], ["BRCA1 is mutated in breast cancer."])
+    """
+
+    backbone_cls = None
+    preprocessor_cls = QuestionAnswererPreprocessor
+
+    def __init__(self, backbone, preprocessor=None, dropout=0.1, null_threshold=0.0, **kwargs):
+        inputs = backbone.input
+        hidden = backbone(inputs)["sequence_output"]
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="output_dropout")
+        self.span_dense = keras.layers.Dense(
+            2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
+            dtype=backbone.dtype_policy, name="span_logits",
+        )
+        logits = self.span_dense(self.output_dropout(hidden))
+        logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.dropout = dropout
+        self.null_threshold = null_threshold
+
+    def _init_from_heads(self, heads, config):
+        if "qa/dense/kernel" in heads:
+            self.span_dense.set_weights([heads["qa/dense/kernel"], heads["qa/dense/bias"]])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"dropout": self.dropout, "null_threshold": self.null_threshold})
+        return config
+
+    def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
+        super().compile(optimizer=optimizer, loss=span_loss if loss == "auto" else loss, metrics=metrics, **kwargs)
+
+    def span_logits(self, features, batch_size=32):
+        """Start/end logits per window, `[(start [seq], end [seq]), ...]`."""
+        from biozoo.data.pipeline import FeatureBatches
+        from biozoo.tasks.sequence_classifier import _jit_predict
+
+        data = {"token_ids": features.token_ids, "segment_ids": features.segment_ids,
+                "padding_mask": [np.ones_like(t) for t in features.token_ids]}
+        batches = FeatureBatches(
+            data, {"token_ids": self.preprocessor.tokenizer.pad_token_id, "segment_ids": 0, "padding_mask": 0},
+            x_keys=("token_ids", "segment_ids", "padding_mask"), batch_size=batch_size,
+            max_length=self.preprocessor.sequence_length,
+        )
+        out = [None] * len(features.token_ids)
+        predict = _jit_predict(self)
+        for indices in batches.plan:
+            logits = np.asarray(predict(batches.batch(indices)))
+            for row, window in enumerate(indices):
+                n = len(features.token_ids[window])
+                out[window] = (logits[row, :n, 0], logits[row, :n, 1])
+        return out
+
+    def answer(self, questions, contexts, n_best=20, max_answer_length=30, batch_size=32):
+        """Per question: {"text", "score", "null_score_diff", "nbest": [{"text", "probability",
+        "start", "end"}]}; "text" is "" when the null answer wins (SQuAD v2.0)."""
+        features = self.preprocessor.features(questions, contexts)
+        logits = self.span_logits(features, batch_size) if features.token_ids else []
+        results = []
+        for e, context in enumerate(contexts):
+            windows = np.flatnonzero(features.example == e)
+            null_score, candidates = None, {}
+            for w in windows:
+                start_logits, end_logits = logits[w]
+                spans, best = features.spans[w], features.max_context[w]
+                score_null = float(start_logits[0] + end_logits[0])
+                null_score = score_null if null_score is None else min(null_score, score_null)
+                starts = np.argsort(-start_logits)[:n_best]
+                ends = np.argsort(-end_logits)[:n_best]
+                for s in starts:
+                    if spans[s][0] < 0 or not best[s]:
+                        continue
+                    for t in ends:
+                        if spans[t][0] < 0 or t < s or t - s + 1 > max_answer_length:
+                            continue
+                        char_start, char_end = spans[s][0], spans[t][1]
+                        text = context[char_start:char_end]
+                        score = float(start_logits[s] + end_logits[t])
+                        if text and (text not in candidates or candidates[text][0] < score):
+                            candidates[text] = (score, char_start, char_end)
+            ranked = sorted(candidates.items(), key=lambda kv: -kv[1][0])[:n_best]
+            scores = np.array([v[0] for _, v in ranked] + ([null_score] if null_score is not None else []))
+            probs = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum() if len(scores) else scores
+            nbest = [{"text": t, "probability": float(p), "start": v[1], "end": v[2], "score": v[0]}
+                     for (t, v), p in zip(ranked, probs)]
+            best_text, best_score = (ranked[0][0], ranked[0][1][0]) if ranked else ("", None)
+            diff = (null_score - best_score) if (null_score is not None and best_score is not None) else float("inf")
+            results.append({
+                "text": "" if diff > self.null_threshold else best_text,
+                "best_non_null": best_text,
+                "score": best_score,
+                "null_score_diff": diff,
+                "nbest": nbest,
+            })
+        return results

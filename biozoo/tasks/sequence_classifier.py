@@ -1,0 +1,178 @@
+"""Sequence classification: relation extraction (single label) and document classification
+(multi-label, e.g. Hallmarks of Cancer)."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+from keras_hub.src.models.text_classifier_preprocessor import TextClassifierPreprocessor
+from keras_hub.src.models.task import Task
+
+from biozoo.tasks.base import PresetTaskMixin
+from biozoo.tokenizers.base import Tokenizer
+
+# Entity markers of the biomedical RE corpora; each stays one token.
+ENTITY_MARKERS = (
+    "@GENE$", "@CHEMICAL$", "@DISEASE$", "@DRUG$", "@CHEM-GENE$", "@DRUG-DRUG$",
+    "BC6ENTC", "BC6ENTG", "BC6OTHER",
+)
+
+# Families without a trained pooler classify from the first token through a dense layer,
+# as HF's ElectraClassificationHead (gelu) and DistilBertForSequenceClassification (relu) do.
+CLS_HEAD_ACTIVATION = {"ElectraBackbone": "gelu", "DistilBertBackbone": "relu"}
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+class SequenceClassifierPreprocessor(TextClassifierPreprocessor):
+    """Text (or text pairs) -> `[CLS] a [SEP] (b [SEP])`, as KerasHub's, for any tokenizer.
+
+    Model inputs that are already tokenized (a dict with `token_ids`) pass through, so the
+    same task trains on pre-bucketed batches and predicts on raw strings.
+    """
+
+    tokenizer_cls = Tokenizer
+
+    def call(self, x, y=None, sample_weight=None):
+        if isinstance(x, dict) and "token_ids" in x:
+            return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+        return super().call(x, y=y, sample_weight=sample_weight)
+
+    def encode(self, texts, pairs=None):
+        """Packed token ids per example (NumPy, unpadded), for bucketed batching."""
+        tok = self.tokenizer
+        first = [list(map(int, ids)) for ids in tok(list(texts))] if len(texts) else []
+        second = [list(map(int, ids)) for ids in tok(list(pairs))] if pairs is not None and len(pairs) else None
+        budget = self.sequence_length - (3 if second is not None else 2)
+        out = []
+        for i, a in enumerate(first):
+            b = second[i] if second is not None else []
+            while len(a) + len(b) > budget:  # round robin: trim the longer segment first
+                if len(a) >= len(b):
+                    a = a[:-1]
+                else:
+                    b = b[:-1]
+            ids = [tok.cls_token_id] + a + [tok.sep_token_id]
+            segments = [0] * len(ids)
+            if second is not None:
+                ids += b + [tok.sep_token_id]
+                segments += [1] * (len(b) + 1)
+            out.append((np.asarray(ids, np.int32), np.asarray(segments, np.int32)))
+        return out
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+class SequenceClassifier(PresetTaskMixin, Task):
+    """Relation extraction and document classification on any biozoo backbone.
+
+    Single-label (`multi_label=False`: softmax, e.g. ChemProt, DDI, GAD) or multi-label
+    (`multi_label=True`: sigmoid with a threshold per label, e.g. HoC). The head reads the
+    pooled output, or the first token through a dense layer for families without a pooler.
+
+    Example:
+        >>> re = biozoo.SequenceClassifier.from_preset(
+        ...     "biobert_v1_1", label_names=["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"])
+        >>> re.predict_labels(["@CHEMICAL$ inhibits @GENE$ expression."])
+    """
+
+    backbone_cls = None
+    preprocessor_cls = SequenceClassifierPreprocessor
+
+    def __init__(self, backbone, label_names, preprocessor=None, multi_label=False, thresholds=None,
+                 dropout=0.1, **kwargs):
+        inputs = backbone.input
+        outputs = backbone(inputs)
+        init = keras.initializers.TruncatedNormal(stddev=0.02)
+        if "pooled_output" in outputs:
+            x = outputs["pooled_output"]
+            self.cls_dense = None
+        else:
+            activation = CLS_HEAD_ACTIVATION.get(type(backbone).__name__, "gelu")
+            self.cls_dense = keras.layers.Dense(
+                backbone.hidden_dim, activation=activation, kernel_initializer=init,
+                dtype=backbone.dtype_policy, name="cls_dense",
+            )
+            x = self.cls_dense(
+                keras.layers.Dropout(dropout, dtype=backbone.dtype_policy)(outputs["sequence_output"][:, 0, :])
+            )
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="output_dropout")
+        self.output_dense = keras.layers.Dense(
+            len(label_names), kernel_initializer=init, dtype=backbone.dtype_policy, name="logits"
+        )
+        logits = self.output_dense(self.output_dropout(x))
+        logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.label_names = list(label_names)
+        self.multi_label = multi_label
+        self.thresholds = list(thresholds) if thresholds is not None else [0.5] * len(label_names)
+        self.dropout = dropout
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"label_names": self.label_names, "multi_label": self.multi_label,
+                       "thresholds": self.thresholds, "dropout": self.dropout})
+        return config
+
+    def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
+        if loss == "auto":
+            loss = (keras.losses.BinaryCrossentropy(from_logits=True) if self.multi_label
+                    else keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100))
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def predict_probabilities(self, texts, pairs=None, batch_size=64):
+        """Class probabilities per example: softmax (single label) or sigmoid (multi-label)."""
+        from biozoo.data.pipeline import FeatureBatches
+
+        encoded = self.preprocessor.encode(texts, pairs)
+        if not encoded:
+            return np.zeros((0, len(self.label_names)), np.float32)
+        features = {
+            "token_ids": [ids for ids, _ in encoded], "segment_ids": [seg for _, seg in encoded],
+            "padding_mask": [np.ones_like(ids) for ids, _ in encoded],
+        }
+        batches = FeatureBatches(
+            features, {"token_ids": self.preprocessor.tokenizer.pad_token_id, "segment_ids": 0, "padding_mask": 0},
+            x_keys=("token_ids", "segment_ids", "padding_mask"), batch_size=batch_size,
+            max_length=self.preprocessor.sequence_length,
+        )
+        predict = _jit_predict(self)
+        probs = np.zeros((len(encoded), len(self.label_names)), np.float32)
+        for indices in batches.plan:
+            logits = np.asarray(predict(batches.batch(indices)))[: len(indices)]
+            probs[indices] = _sigmoid(logits) if self.multi_label else _softmax(logits)
+        return probs
+
+    def predict_labels(self, texts, pairs=None, batch_size=64):
+        """Label names (single label) or lists of label names (multi-label) per example."""
+        probs = self.predict_probabilities(texts, pairs, batch_size)
+        if self.multi_label:
+            return [[n for n, p, t in zip(self.label_names, row, self.thresholds) if p >= t] for row in probs]
+        return [self.label_names[i] for i in probs.argmax(-1)]
+
+
+def _jit_predict(task):
+    if getattr(task, "_compiled_predict", None) is None:
+        import tensorflow as tf
+
+        task._compiled_predict = tf.function(lambda x: task(x, training=False), jit_compile=True, reduce_retracing=True)
+    return task._compiled_predict
+
+
+def _softmax(logits):
+    z = logits - logits.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def _sigmoid(logits):
+    return 1.0 / (1.0 + np.exp(-logits))
+
+
+def markers_to_add(tokenizer, texts, markers=ENTITY_MARKERS):
+    """The entity markers present in `texts` that the tokenizer would split into pieces."""
+    present = [m for m in markers if any(m in t for t in texts)]
+    if not present:
+        return []
+    pieces = tokenizer(present)
+    return [m for m, ids in zip(present, pieces) if len(ids) != 1]

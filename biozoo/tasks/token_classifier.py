@@ -1,0 +1,263 @@
+"""Token classification (NER): word-level labels on the first sub-token of each word."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import numpy as np
+from keras_hub.src.models.preprocessor import Preprocessor
+from keras_hub.src.models.task import Task
+
+from biozoo.tasks.base import PresetTaskMixin
+from biozoo.tokenizers.base import Tokenizer
+
+IGNORE = -100  # label of positions that carry no word label (specials, continuation pieces)
+
+
+@dataclasses.dataclass
+class Windows:
+    """Model inputs for sentences split into windows, and how to read predictions back.
+
+    `owner[s][w]` is the window whose prediction word `w` of sentence `s` takes: the one
+    where the word has the most context on both sides, as SQuAD does for answer spans.
+    """
+
+    token_ids: list
+    labels: list
+    word_positions: list  # per window: token position of each word's first piece (-1: not in window)
+    sentence: np.ndarray  # window -> sentence index
+    first_word: np.ndarray  # window -> index of its first word in the sentence
+    owner: list
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+class TokenClassifierPreprocessor(Preprocessor):
+    """Words -> `[CLS] pieces [SEP]` windows with first-sub-token labels.
+
+    A sentence longer than `sequence_length` pieces is cut into overlapping windows
+    (consecutive windows share at least `stride` pieces of context), so that every word is
+    predicted and every gold entity is scored. A word that the tokenizer reduces to nothing
+    (a lone control character) becomes `[UNK]`, so it still gets a label.
+
+    Example:
+        >>> pre = TokenClassifierPreprocessor(tokenizer, sequence_length=128)
+        >>> windows = pre.windows([["BRCA1", "mutations"]], [[1, 0]])
+    """
+
+    tokenizer_cls = Tokenizer
+
+    def __init__(self, tokenizer, sequence_length=128, stride=None, **kwargs):
+        super().__init__(**kwargs)
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.stride = stride
+
+    def word_pieces(self, sentences):
+        """Piece ids of every word: `[[ids of word 0], [ids of word 1], ...]` per sentence."""
+        flat = [w for words in sentences for w in words]
+        pieces = self.tokenizer(flat) if flat else []
+        unk = self.tokenizer.unk_token_id
+        pieces = [[int(p) for p in ids] or [unk] for ids in pieces]
+        out, start = [], 0
+        for words in sentences:
+            out.append(pieces[start:start + len(words)])
+            start += len(words)
+        return out
+
+    def windows(self, sentences, tags=None):
+        budget = self.sequence_length - 2
+        stride = self.stride or max(1, budget // 2)
+        cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        token_ids, labels, positions, sentence_of, first_word, owner = [], [], [], [], [], []
+        for s, pieces in enumerate(self.word_pieces(sentences)):
+            lengths = [min(len(p), budget) for p in pieces]
+            spans, start = [], 0
+            while True:
+                end, used = start, 0
+                while end < len(pieces) and (used + lengths[end] <= budget or end == start):
+                    used += lengths[end]
+                    end += 1
+                spans.append((start, end))
+                if end >= len(pieces):
+                    break
+                # next window starts so that about `stride` pieces overlap (always advance)
+                back, kept = end, 0
+                while back > start + 1 and kept + lengths[back - 1] <= stride:
+                    back -= 1
+                    kept += lengths[back]
+                start = back
+            best = [(-1, -1)] * len(pieces)  # (context score, window)
+            for start, end in spans:
+                window = len(token_ids)
+                ids, lab, pos = [cls_id], [IGNORE], [-1] * len(pieces)
+                offsets = np.cumsum([0] + lengths[start:end])
+                total = offsets[-1]
+                for k, w in enumerate(range(start, end)):
+                    pos[w] = len(ids)
+                    ids.extend(pieces[w][: lengths[w]])
+                    lab.append(IGNORE if tags is None else int(tags[s][w]))
+                    lab.extend([IGNORE] * (lengths[w] - 1))
+                    score = min(offsets[k], total - offsets[k + 1]) + 0.01 * lengths[w]
+                    if score > best[w][0]:
+                        best[w] = (score, window)
+                ids.append(sep_id)
+                lab.append(IGNORE)
+                token_ids.append(np.asarray(ids, np.int32))
+                labels.append(np.asarray(lab, np.int32))
+                positions.append(np.asarray(pos, np.int32))
+                sentence_of.append(s)
+                first_word.append(start)
+            owner.append([w for _, w in best])
+        return Windows(token_ids, labels, positions, np.asarray(sentence_of), np.asarray(first_word), owner)
+
+    def call(self, x, y=None, sample_weight=None):
+        """In-graph: ragged words `[batch, (words)]` -> model inputs for one window each
+        (truncated to `sequence_length`; use `windows` to keep every word)."""
+        import tensorflow as tf
+        from keras_hub.src.layers.preprocessing.multi_segment_packer import MultiSegmentPacker
+
+        if isinstance(x, dict) and "token_ids" in x:  # already model inputs (windows)
+            return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+        words = x if isinstance(x, tf.RaggedTensor) else tf.ragged.constant(x)
+        pieces = self.tokenizer(words.flat_values)
+        unk = tf.fill([tf.shape(pieces.row_lengths())[0], 1], tf.cast(self.tokenizer.unk_token_id, pieces.dtype))
+        pieces = tf.where(tf.expand_dims(pieces.row_lengths() > 0, 1), pieces, tf.RaggedTensor.from_tensor(unk))
+        tokens = words.with_flat_values(pieces).merge_dims(1, 2)
+        packer = MultiSegmentPacker(
+            start_value=self.tokenizer.cls_token_id, end_value=self.tokenizer.sep_token_id,
+            pad_value=self.tokenizer.pad_token_id, sequence_length=self.sequence_length,
+        )
+        token_ids, segment_ids = packer(tokens)
+        x = {"token_ids": token_ids, "segment_ids": segment_ids,
+             "padding_mask": tf.cast(token_ids != self.tokenizer.pad_token_id, "int32")}
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"sequence_length": self.sequence_length, "stride": self.stride})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+class TokenClassifier(PresetTaskMixin, Task):
+    """Named-entity recognition on any biozoo backbone.
+
+    Each word's label sits on its first sub-token; predictions are read back per word and to
+    character offsets. Sentences longer than the model's window are split into overlapping
+    windows, so nothing is dropped.
+
+    Example:
+        >>> ner = biozoo.TokenClassifier.from_preset(
+        ...     "bioformer_8l", label_names=["O", "B-Disease", "I-Disease"])
+        >>> ner.predict_tags([["BRCA1", "causes", "breast", "cancer"]])
+        >>> ner.annotate(["BRCA1 mutations cause breast cancer."])
+    """
+
+    backbone_cls = None
+    preprocessor_cls = TokenClassifierPreprocessor
+
+    def __init__(self, backbone, label_names, preprocessor=None, dropout=0.1, **kwargs):
+        inputs = backbone.input
+        hidden = backbone(inputs)["sequence_output"]
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="output_dropout")
+        self.output_dense = keras.layers.Dense(
+            len(label_names),
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
+            dtype=backbone.dtype_policy,
+            name="logits",
+        )
+        outputs = self.output_dense(self.output_dropout(hidden))
+        # Logits stay float32 under mixed precision (the loss needs it).
+        outputs = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(outputs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.label_names = list(label_names)
+        self.dropout = dropout
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"label_names": self.label_names, "dropout": self.dropout})
+        return config
+
+    def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE)
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    # ---- inference --------------------------------------------------------------------
+
+    def predict_word_probabilities(self, sentences, batch_size=64, windows=None):
+        """Per sentence, an array [words, labels] of probabilities (every word predicted)."""
+        from biozoo.data.pipeline import FeatureBatches
+
+        windows = windows or self.preprocessor.windows(sentences)
+        if not windows.token_ids:
+            return [np.zeros((0, len(self.label_names)), np.float32) for _ in sentences]
+        features = {"token_ids": windows.token_ids, "segment_ids": [np.zeros_like(t) for t in windows.token_ids],
+                    "padding_mask": [np.ones_like(t) for t in windows.token_ids], "index": list(range(len(windows.token_ids)))}
+        batches = FeatureBatches(features, {"token_ids": self.preprocessor.tokenizer.pad_token_id, "segment_ids": 0,
+                                            "padding_mask": 0}, x_keys=("token_ids", "segment_ids", "padding_mask"),
+                                 scalars=("index",), batch_size=batch_size, max_length=self.preprocessor.sequence_length)
+        probs_per_window = [None] * len(windows.token_ids)
+        predict = self._predict_function()
+        for indices in batches.plan:
+            x = batches.batch(indices)
+            logits = np.asarray(predict(x))
+            for row, window in enumerate(indices):
+                probs_per_window[window] = _softmax(logits[row])
+        out = []
+        for s, words in enumerate(sentences):
+            probs = np.zeros((len(words), len(self.label_names)), np.float32)
+            for w, window in enumerate(windows.owner[s]):
+                probs[w] = probs_per_window[window][windows.word_positions[window][w]]
+            out.append(probs)
+        return out
+
+    def _predict_function(self):
+        if getattr(self, "_compiled_predict", None) is None:
+            import tensorflow as tf
+
+            self._compiled_predict = tf.function(lambda x: self(x, training=False), jit_compile=True, reduce_retracing=True)
+        return self._compiled_predict
+
+    def predict_tags(self, sentences, batch_size=64):
+        """Word lists in, `(tags, scores)` per sentence out."""
+        tags, scores = [], []
+        for probs in self.predict_word_probabilities(sentences, batch_size):
+            best = probs.argmax(-1) if len(probs) else np.zeros(0, int)
+            tags.append([self.label_names[i] for i in best])
+            scores.append([float(p[i]) for p, i in zip(probs, best)])
+        return tags, scores
+
+    def annotate(self, texts, batch_size=64):
+        """Raw texts in, `{"text", "entities": [{"start", "end", "type", "text", "score"}]}` out,
+        with character offsets into each text."""
+        from biozoo.tokenizers.words import split_words
+
+        # Words as NER corpora split them (whitespace and punctuation), for every tokenizer.
+        spans = [split_words(text) for text in texts]
+        tags, scores = self.predict_tags([[w for w, _, _ in s] for s in spans], batch_size)
+        results = []
+        for text, words, sentence_tags, sentence_scores in zip(texts, spans, tags, scores):
+            entities = []
+            for etype, first, last in _chunks(sentence_tags):
+                start, end = words[first][1], words[last][2]
+                score = float(np.mean(sentence_scores[first:last + 1]))
+                entities.append({"start": start, "end": end, "type": etype, "text": text[start:end], "score": round(score, 4)})
+            results.append({"text": text, "entities": entities})
+        return results
+
+
+def _softmax(logits):
+    z = logits - logits.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def _chunks(tags):
+    """(type, first word, last word) of each entity, by conlleval's rules (seqeval default)."""
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    return get_entities(list(tags))

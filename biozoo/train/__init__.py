@@ -1,0 +1,1 @@
+"""Optimisers, schedules, strategies and the fine-tuning / pretraining drivers."""
