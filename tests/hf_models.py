@@ -111,7 +111,8 @@ def make_model(name, model_cls, seed=0, **overrides):
     return model
 
 
-def save_hf_directory(model, directory, fmt="safetensors", tokenizer="wordpiece", spiece_model=None):
+def save_hf_directory(model, directory, fmt="safetensors", tokenizer="wordpiece", spiece_model=None,
+                      vocab_file=None):
     """Save `model` as an HF directory: config.json, weights in `fmt`, vocabulary."""
     import torch
 
@@ -138,6 +139,10 @@ def save_hf_directory(model, directory, fmt="safetensors", tokenizer="wordpiece"
         import shutil
 
         shutil.copy(spiece_model, os.path.join(directory, "spiece.model"))
+    elif vocab_file is not None:
+        import shutil
+
+        shutil.copy(vocab_file, os.path.join(directory, "vocab.txt"))
     else:
         with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(wordpiece_vocab()) + "\n")

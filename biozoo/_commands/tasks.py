@@ -27,7 +27,9 @@ def register(subparsers):
     parser.add_argument("--warmup-ratio", type=float, default=0.1)
     parser.add_argument("--weight-decay", type=float, default=0.01)
     parser.add_argument("--entity-type", help="ner: type for bare B/I tags (default: from the folder name)")
-    parser.add_argument("--no-xla", action="store_true", help="do not compile steps with XLA")
+    parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
+                        help="compile train steps with XLA (auto: on GPU/TPU only; on CPUs the compile "
+                        "time outweighs the gain)")
     parser.set_defaults(func=finetune_command)
 
     parser = subparsers.add_parser(
@@ -60,7 +62,7 @@ def finetune_command(args):
     hp = Hyperparameters(
         epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
         max_seq_length=args.max_seq_length or (384 if args.kind == "qa" else 128), seed=args.seed,
-        warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay, jit_compile=not args.no_xla,
+        warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay, jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
     )
     options = {"entity_type": args.entity_type} if args.kind == "ner" else {}
     metrics = run_finetune(args.kind, args.preset, args.data, args.output, hp, options,
@@ -72,7 +74,6 @@ def finetune_command(args):
 def evaluate_command(args):
     from biozoo.train.finetune import load_task_preset, run_evaluate
 
-    kind, _, _ = load_task_preset(args.model) if False else (None, None, None)
     metrics = run_evaluate(args.model, args.data, args.split)
     if metrics["task"] != args.kind:
         raise ValueError(f"{args.model} is a {metrics['task']} model, not {args.kind}.")

@@ -206,8 +206,9 @@ _SPLIT_NAMES = {
 }
 
 
-def find_split(data_dir, split) -> Path:
-    """The file of ``split`` in ``data_dir``: ``<name>.tsv`` or ``<name>.txt``.
+def find_split(data_dir, split, extensions=(".tsv", ".txt")) -> Path:
+    """The file of ``split`` in ``data_dir``: ``<name>.tsv`` or ``<name>.txt`` (or other
+    ``extensions``, e.g. ``(".json",)`` for QA).
 
     ``split`` is ``train``, ``dev``/``devel`` (aliases: both names are tried), ``test``, or
     ``train_dev`` (BioBERT's train+dev file, only when asked for by that name). Raises
@@ -219,7 +220,7 @@ def find_split(data_dir, split) -> Path:
         raise ValueError(f"unknown split {split!r}; expected one of {', '.join(_SPLIT_NAMES)}")
     if not data_dir.is_dir():
         raise FileNotFoundError(f"no data folder at {data_dir}")
-    candidates = [data_dir / f"{name}{ext}" for name in _SPLIT_NAMES[split] for ext in (".tsv", ".txt")]
+    candidates = [data_dir / f"{name}{ext}" for name in _SPLIT_NAMES[split] for ext in extensions]
     found = [c for c in candidates if c.is_file()]
     if len(found) == 1:
         return found[0]

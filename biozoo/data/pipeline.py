@@ -66,13 +66,13 @@ class FeatureBatches:
     no loss and no prediction), keeping one batch size and so fewer compiled shapes.
     """
 
-    def __init__(self, features, sequences, x_keys, y_key=None, scalars=(), length_key="token_ids",
+    def __init__(self, features, sequences, x_keys, y_key=None, scalars=(), length_key="token_ids", w_key=None,
                  batch_size=32, max_length=512, shuffle=False, seed=0, static=False, drop_remainder=False,
                  fill_batches=True, scalar_pad=0):
         self.features = features
         self.sequences = dict(sequences)
         self.scalars = tuple(scalars)
-        self.x_keys, self.y_key = tuple(x_keys), y_key
+        self.x_keys, self.y_key, self.w_key = tuple(x_keys), y_key, w_key
         self.lengths = np.array([len(t) for t in features[length_key]])
         self.batch_size, self.max_length = batch_size, max_length
         self.shuffle, self.seed, self.static = shuffle, seed, static
@@ -93,10 +93,18 @@ class FeatureBatches:
             if rows > len(indices):
                 out[key] = np.concatenate([out[key], np.full((rows - len(indices), length), pad, np.int32)])
         for key in self.scalars:
-            values = [self.features[key][i] for i in indices] + [self.scalar_pad] * (rows - len(indices))
-            out[key] = np.asarray(values)
+            values = [self.features[key][i] for i in indices]
+            # filler rows: `scalar_pad`, or zeros shaped like the values (their weight is 0)
+            pad = np.zeros_like(values[0]) if self.scalar_pad is None else self.scalar_pad
+            if key == self.w_key:
+                pad = 0.0
+            out[key] = np.asarray(values + [pad] * (rows - len(indices)))
         x = {k: out[k] for k in self.x_keys}
-        return (x, out[self.y_key]) if self.y_key else x
+        if not self.y_key:
+            return x
+        if self.w_key:
+            return x, out[self.y_key], out[self.w_key].astype(np.float32)
+        return x, out[self.y_key]
 
     def __iter__(self):
         plan = self.plan

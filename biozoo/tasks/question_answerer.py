@@ -88,7 +88,9 @@ class QuestionAnswererPreprocessor(Preprocessor):
     def features(self, questions, contexts, answers=None):
         """`answers`: per example None (no answer / inference) or (char_start, text)."""
         tok = self.tokenizer
-        question_ids = [list(map(int, q))[: self.max_query_length] for q in tok(list(questions))] if questions else []
+        # a question never leaves less than one context token per window
+        keep = min(self.max_query_length, self.sequence_length - 4)
+        question_ids = [list(map(int, q))[:keep] for q in tok(list(questions))] if questions else []
         context_pieces = self._context_pieces(contexts)
         cache = {}
         f = QAFeatures([], [], [], [], [], [], [])
@@ -199,7 +201,7 @@ class QuestionAnswerer(PresetTaskMixin, Task):
     def span_logits(self, features, batch_size=32):
         """Start/end logits per window, `[(start [seq], end [seq]), ...]`."""
         from biozoo.data.pipeline import FeatureBatches
-        from biozoo.tasks.sequence_classifier import _jit_predict
+        from biozoo.tasks._util import compiled_predict
 
         data = {"token_ids": features.token_ids, "segment_ids": features.segment_ids,
                 "padding_mask": [np.ones_like(t) for t in features.token_ids]}
@@ -209,7 +211,7 @@ class QuestionAnswerer(PresetTaskMixin, Task):
             max_length=self.preprocessor.sequence_length,
         )
         out = [None] * len(features.token_ids)
-        predict = _jit_predict(self)
+        predict = compiled_predict(self)
         for indices in batches.plan:
             logits = np.asarray(predict(batches.batch(indices)))
             for row, window in enumerate(indices):

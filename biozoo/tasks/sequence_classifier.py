@@ -8,6 +8,7 @@ import numpy as np
 from keras_hub.src.models.text_classifier_preprocessor import TextClassifierPreprocessor
 from keras_hub.src.models.task import Task
 
+from biozoo.tasks._util import compiled_predict, sigmoid, softmax
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
 
@@ -100,13 +101,16 @@ class SequenceClassifier(PresetTaskMixin, Task):
         )
         logits = self.output_dense(self.output_dropout(x))
         logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        compile_now = kwargs.pop("compile", True)
+        super().__init__(inputs=inputs, outputs=logits, compile=False, **kwargs)
         self.backbone = backbone
         self.preprocessor = preprocessor
         self.label_names = list(label_names)
         self.multi_label = multi_label
         self.thresholds = list(thresholds) if thresholds is not None else [0.5] * len(label_names)
         self.dropout = dropout
+        if compile_now:
+            self.compile()
 
     def get_config(self):
         config = super().get_config()
@@ -136,11 +140,11 @@ class SequenceClassifier(PresetTaskMixin, Task):
             x_keys=("token_ids", "segment_ids", "padding_mask"), batch_size=batch_size,
             max_length=self.preprocessor.sequence_length,
         )
-        predict = _jit_predict(self)
+        predict = compiled_predict(self)
         probs = np.zeros((len(encoded), len(self.label_names)), np.float32)
         for indices in batches.plan:
             logits = np.asarray(predict(batches.batch(indices)))[: len(indices)]
-            probs[indices] = _sigmoid(logits) if self.multi_label else _softmax(logits)
+            probs[indices] = sigmoid(logits) if self.multi_label else softmax(logits)
         return probs
 
     def predict_labels(self, texts, pairs=None, batch_size=64):
@@ -149,24 +153,6 @@ class SequenceClassifier(PresetTaskMixin, Task):
         if self.multi_label:
             return [[n for n, p, t in zip(self.label_names, row, self.thresholds) if p >= t] for row in probs]
         return [self.label_names[i] for i in probs.argmax(-1)]
-
-
-def _jit_predict(task):
-    if getattr(task, "_compiled_predict", None) is None:
-        import tensorflow as tf
-
-        task._compiled_predict = tf.function(lambda x: task(x, training=False), jit_compile=True, reduce_retracing=True)
-    return task._compiled_predict
-
-
-def _softmax(logits):
-    z = logits - logits.max(-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(-1, keepdims=True)
-
-
-def _sigmoid(logits):
-    return 1.0 / (1.0 + np.exp(-logits))
 
 
 def markers_to_add(tokenizer, texts, markers=ENTITY_MARKERS):

@@ -9,6 +9,7 @@ import numpy as np
 from keras_hub.src.models.preprocessor import Preprocessor
 from keras_hub.src.models.task import Task
 
+from biozoo.tasks._util import compiled_predict, softmax
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
 
@@ -201,12 +202,12 @@ class TokenClassifier(PresetTaskMixin, Task):
                                             "padding_mask": 0}, x_keys=("token_ids", "segment_ids", "padding_mask"),
                                  scalars=("index",), batch_size=batch_size, max_length=self.preprocessor.sequence_length)
         probs_per_window = [None] * len(windows.token_ids)
-        predict = self._predict_function()
+        predict = compiled_predict(self)
         for indices in batches.plan:
             x = batches.batch(indices)
             logits = np.asarray(predict(x))
             for row, window in enumerate(indices):
-                probs_per_window[window] = _softmax(logits[row])
+                probs_per_window[window] = softmax(logits[row])
         out = []
         for s, words in enumerate(sentences):
             probs = np.zeros((len(words), len(self.label_names)), np.float32)
@@ -214,13 +215,6 @@ class TokenClassifier(PresetTaskMixin, Task):
                 probs[w] = probs_per_window[window][windows.word_positions[window][w]]
             out.append(probs)
         return out
-
-    def _predict_function(self):
-        if getattr(self, "_compiled_predict", None) is None:
-            import tensorflow as tf
-
-            self._compiled_predict = tf.function(lambda x: self(x, training=False), jit_compile=True, reduce_retracing=True)
-        return self._compiled_predict
 
     def predict_tags(self, sentences, batch_size=64):
         """Word lists in, `(tags, scores)` per sentence out."""
@@ -248,12 +242,6 @@ class TokenClassifier(PresetTaskMixin, Task):
                 entities.append({"start": start, "end": end, "type": etype, "text": text[start:end], "score": round(score, 4)})
             results.append({"text": text, "entities": entities})
         return results
-
-
-def _softmax(logits):
-    z = logits - logits.max(-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(-1, keepdims=True)
 
 
 def _chunks(tags):

@@ -1,0 +1,65 @@
+"""Extractive QA: SQuAD features keep character spans, answers map back to the context,
+null answers follow the SQuAD v2.0 rule, BioASQ answers aggregate over snippets."""
+
+import json
+
+import numpy as np
+import pytest
+
+import biozoo
+from biozoo.data.qa import read_squad
+from biozoo.train.finetune import Hyperparameters, run_finetune
+
+
+@pytest.fixture(scope="module")
+def qa(tiny_bert_real_vocab):
+    return biozoo.QuestionAnswerer.from_preset(str(tiny_bert_real_vocab))
+
+
+@pytest.fixture(scope="module")
+def bioasq(shared_data):
+    return read_squad(shared_data / "qa" / "bioasq" / "dev.json")
+
+
+def test_answer_spans_map_back_to_the_context(qa, bioasq):
+    qa.preprocessor.sequence_length, qa.preprocessor.doc_stride = 64, 16
+    examples = bioasq[:300]
+    answers = [(e.answers[0]["answer_start"], e.answers[0]["text"]) for e in examples]
+    features = qa.preprocessor.features([e.question for e in examples], [e.context for e in examples], answers)
+    assert max(len(t) for t in features.token_ids) <= 64
+    found = 0
+    for w, e in enumerate(features.example):
+        s, t = features.start_positions[w], features.end_positions[w]
+        if s == 0:
+            continue
+        found += 1
+        start, text = answers[e]
+        span = examples[e].context[features.spans[w][s][0]:features.spans[w][t][1]]
+        # the token span covers the answer; it can only grow to whole sub-word pieces
+        assert text.lower() in span.lower() and len(span) <= len(text) + 12, (span, text)
+    assert found >= 290  # nearly every answer falls in at least one window
+    for w in range(len(features.token_ids)):  # each context token has one "max context" window
+        assert len(features.max_context[w]) == len(features.token_ids[w])
+
+
+def test_answers_are_substrings_of_the_context(qa):
+    contexts = ["BRCA1 is a tumour suppressor gene mutated in hereditary breast cancer. " * 3,
+                "Cystic fibrosis is caused by mutations in CFTR."]
+    results = qa.answer(["Which gene is mutated?", "What causes cystic fibrosis?"], contexts)
+    for result, context in zip(results, contexts):
+        assert result["best_non_null"] in context
+        for candidate in result["nbest"]:
+            assert context[candidate["start"]:candidate["end"]] == candidate["text"]
+        assert np.isclose(sum(c["probability"] for c in result["nbest"]), 1.0, atol=0.2)
+        assert (result["text"] == "") == (result["null_score_diff"] > qa.null_threshold)
+
+
+def test_finetune_qa_on_bioasq(tmp_path, shared_data, tiny_bert_real_vocab):
+    data = json.loads((shared_data / "qa" / "bioasq" / "dev.json").read_text())
+    paragraphs = data["data"][0]["paragraphs"] if len(data["data"]) == 1 else [p for a in data["data"] for p in a["paragraphs"]]
+    (tmp_path / "train.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs[:60]}]}))
+    (tmp_path / "test.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs[60:100]}]}))
+    hp = Hyperparameters(epochs=1, batch_size=8, learning_rate=1e-3, max_seq_length=64)
+    metrics = run_finetune("qa", str(tiny_bert_real_vocab), tmp_path, tmp_path / "model", hp, log=lambda m: None)
+    assert set(metrics["test"]["squad_v1"]) == {"exact_match", "f1"}
+    assert set(metrics["test"]["bioasq_factoid"]) >= {"strict_accuracy", "lenient_accuracy", "mrr"}

@@ -1,0 +1,101 @@
+"""Relation extraction and document classification: entity markers stay whole, metrics
+equal sklearn's, and the fine-tuned model reloads with its added tokens."""
+
+import json
+
+import numpy as np
+import pytest
+
+import biozoo
+from biozoo.data.hoc import LABELS
+from biozoo.data.relation import read_relation
+from biozoo.train.finetune import Hyperparameters, RelationRecipe, load_task_preset, run_evaluate, run_finetune
+
+
+def head(source, target, n):
+    lines = source.read_text(encoding="utf-8").splitlines()
+    target.write_text("\n".join(lines[: n + 1]) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def chemprot_small(tmp_path_factory, shared_data):
+    root = tmp_path_factory.mktemp("chemprot")
+    for split, n in (("train", 160), ("dev", 60), ("test", 80)):
+        head(shared_data / "re" / "chemprot" / f"{split}.tsv", root / f"{split}.tsv", n)
+    return root
+
+
+@pytest.fixture(scope="module")
+def re_model(tmp_path_factory, chemprot_small, tiny_bert_real_vocab):
+    output = tmp_path_factory.mktemp("re") / "model"
+    hp = Hyperparameters(epochs=1, batch_size=16, learning_rate=1e-3, max_seq_length=64)
+    metrics = run_finetune("re", str(tiny_bert_real_vocab), chemprot_small, output, hp, log=lambda m: None)
+    return output, metrics
+
+
+def test_entity_markers_become_single_tokens(re_model, tiny_bert_real_vocab):
+    output, _ = re_model
+    _, _, task = load_task_preset(str(output))
+    tokenizer = task.preprocessor.tokenizer
+    assert set(tokenizer.added_tokens) == {"BC6ENTC", "BC6ENTG", "BC6OTHER"}
+    base = biozoo.Tokenizer.from_preset(str(tiny_bert_real_vocab))
+    assert len(base(["BC6ENTC"])[0]) > 1  # the vocabulary alone splits it
+    ids = [int(i) for i in tokenizer(["binding of BC6ENTC to BC6ENTG"])[0]]
+    assert tokenizer.token_to_id("BC6ENTC") in ids and tokenizer.token_to_id("BC6ENTG") in ids
+    assert tokenizer.vocabulary_size() == base.vocabulary_size() + 3
+    assert task.backbone.vocabulary_size == tokenizer.vocabulary_size()
+
+
+def test_relation_metrics_equal_sklearn(re_model, chemprot_small):
+    from sklearn.metrics import precision_recall_fscore_support
+
+    output, metrics = re_model
+    _, _, task = load_task_preset(str(output))
+    examples = read_relation(chemprot_small / "test.tsv")
+    predicted = task.predict_labels([e.text for e in examples])
+    labels = task.label_names
+    positive = [i for i, name in enumerate(labels) if name != "False"]
+    index = {name: i for i, name in enumerate(labels)}
+    p, r, f, _ = precision_recall_fscore_support(
+        [index[e.label] for e in examples], [index[x] for x in predicted], labels=positive, average="micro",
+        zero_division=0)
+    assert metrics["test"]["f1"] == pytest.approx(100 * f, abs=1e-9)
+    assert metrics["test"]["precision"] == pytest.approx(100 * p, abs=1e-9)
+    assert metrics["test"]["negative_label"] == "False"
+    evaluated = run_evaluate(str(output), chemprot_small, "test")
+    assert evaluated["f1"] == metrics["test"]["f1"]
+
+
+def write_hoc(path, rows):
+    lines = ["labels\tsentence\tindex"]
+    for pmid, sentences in rows:
+        for k, (text, labels) in enumerate(sentences):
+            field = ",".join(f"{j}_{int(j in labels)}" for j in range(len(LABELS)))
+            lines.append(f"{field}\t{text}\t{pmid}_{k}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_document_classification_hoc(tmp_path, tiny_bert_real_vocab):
+    rng = np.random.default_rng(0)
+    words = ["tumour", "growth", "apoptosis", "angiogenesis", "invasion", "immune", "genome", "cells"]
+
+    def abstracts(n, start):
+        rows = []
+        for a in range(n):
+            sentences = []
+            for _ in range(3):
+                labels = set(int(x) for x in rng.choice(10, size=rng.integers(0, 3), replace=False))
+                text = " ".join(rng.choice(words, 8)) + " ."
+                sentences.append((text, labels))
+            rows.append((str(start + a), sentences))
+        return rows
+
+    for split, n, start in (("train", 40, 1000), ("dev", 12, 2000), ("test", 12, 3000)):
+        write_hoc(tmp_path / f"{split}.tsv", abstracts(n, start))
+    hp = Hyperparameters(epochs=1, batch_size=8, learning_rate=1e-3, max_seq_length=64)
+    metrics = run_finetune("doc", str(tiny_bert_real_vocab), tmp_path, tmp_path / "model", hp, log=lambda m: None)
+    assert metrics["test"]["abstracts"] == 12
+    assert set(metrics["test"]) >= {"micro_f1_linkbert", "f1_blue"}
+    _, _, task = load_task_preset(str(tmp_path / "model"))
+    assert task.multi_label and len(task.thresholds) == 10
+    json.dumps(metrics)

@@ -1,0 +1,95 @@
+"""NER: windows keep every word, predictions map back to words and character offsets."""
+
+import json
+
+import numpy as np
+import pytest
+from seqeval.metrics.sequence_labeling import get_entities
+
+import biozoo
+from biozoo.data.ner import find_split, read_ner
+from biozoo.metrics.ner import entity_scores
+from biozoo.tasks.token_classifier import IGNORE
+
+LABELS = ["O", "B-Disease", "I-Disease"]
+
+
+@pytest.fixture(scope="module")
+def ncbi_test(shared_data):
+    return read_ner(find_split(shared_data / "ner" / "NCBI-disease", "test"))
+
+
+@pytest.fixture(scope="module")
+def ner16(tiny_bert_real_vocab):
+    task = biozoo.TokenClassifier.from_preset(str(tiny_bert_real_vocab), label_names=LABELS)
+    task.preprocessor.sequence_length = 16
+    return task
+
+
+def test_windows_cover_every_word_once(ner16, ncbi_test):
+    index = {label: i for i, label in enumerate(LABELS)}
+    sentences = [s.words for s in ncbi_test]
+    gold = [[index[t] for t in s.tags] for s in ncbi_test]
+    windows = ner16.preprocessor.windows(sentences, gold)
+    assert max(len(t) for t in windows.token_ids) <= 16
+    assert len(windows.token_ids) > len(sentences)  # many sentences needed several windows
+    # Reading each word's label back from its owning window gives the gold sequence exactly.
+    for s, tags in enumerate(gold):
+        recovered = []
+        for w, window in enumerate(windows.owner[s]):
+            assert windows.sentence[window] == s
+            position = windows.word_positions[window][w]
+            assert position > 0
+            recovered.append(int(windows.labels[window][position]))
+        assert recovered == tags
+    labelled = sum(int((lab != IGNORE).sum()) for lab in windows.labels)
+    assert labelled >= sum(len(t) for t in gold)  # overlap words are labelled in several windows
+
+
+def test_every_gold_entity_is_scored_at_length_16(ner16, ncbi_test):
+    predicted, scores = ner16.predict_tags([s.words for s in ncbi_test])
+    assert [len(p) for p in predicted] == [len(s.words) for s in ncbi_test]
+    result = entity_scores([s.tags for s in ncbi_test], predicted)
+    gold_entities = sum(len(get_entities(s.tags)) for s in ncbi_test)
+    assert result["counts"]["gold"] == gold_entities == 960
+    assert all(0.0 <= x <= 1.0 for row in scores for x in row)
+
+
+def test_word_that_tokenizes_to_nothing_still_gets_a_label(ner16):
+    tags, _ = ner16.predict_tags([["BRCA1", "\u200b", "cancer"]])
+    assert len(tags[0]) == 3
+
+
+def test_annotate_maps_entities_to_character_offsets(ner16, monkeypatch):
+    from biozoo.tokenizers.words import split_words
+
+    text = "Mutations in BRCA1 (breast cancer 1) cause\u00a0hereditary breast\u2013ovarian cancer; see ΟΔΟΣ."
+    words = split_words(text)
+    assert all(text[start:end] == word for word, start, end in words)
+    assert [w for w, _, _ in words][:6] == ["Mutations", "in", "BRCA1", "(", "breast", "cancer"]
+    tags = ["O"] * len(words)
+    tags[4:6] = ["B-Disease", "I-Disease"]  # breast cancer
+    tags[9:14] = ["B-Disease"] + ["I-Disease"] * 4  # hereditary breast – ovarian cancer
+    tags[15] = "I-Disease"  # a stray I- starts an entity, as conlleval reads it
+    monkeypatch.setattr(ner16, "predict_tags", lambda sentences, batch_size=64: ([tags], [[0.9] * len(tags)]))
+    entities = ner16.annotate([text])[0]["entities"]
+    assert [e["text"] for e in entities] == ["breast cancer", "hereditary breast\u2013ovarian cancer", "see"]
+    for entity in entities:
+        assert text[entity["start"]:entity["end"]] == entity["text"]
+    real = ner16.annotate([text])[0]  # the model's own predictions map back the same way
+    assert all(text[e["start"]:e["end"]] == e["text"] for e in real["entities"])
+    json.dumps(real)
+
+
+def test_loss_ignores_unlabelled_positions(ner16):
+    """Keras' ignore_class averages over labelled tokens only, as HF's ignore_index=-100."""
+    import keras
+
+    loss = ner16.loss
+    logits = np.random.default_rng(0).normal(size=(2, 5, 3)).astype("float32")
+    labels = np.array([[IGNORE, 1, IGNORE, 2, IGNORE], [IGNORE, 0, IGNORE, IGNORE, IGNORE]])
+    keep = labels != IGNORE
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected = -np.mean([log_probs[b, t, labels[b, t]] for b, t in zip(*np.nonzero(keep))])
+    assert abs(float(loss(labels, logits)) - expected) < 1e-5
+    assert isinstance(loss, keras.losses.SparseCategoricalCrossentropy)
