@@ -1,46 +1,89 @@
 """`biozoo convert`: a checkpoint in a published format -> a Keras preset directory."""
 
 import json
+import os
+
+FORMATS = ("hf", "tf1", "gluon", "megatron")
 
 
 def register(subparsers):
     parser = subparsers.add_parser(
         "convert",
-        help="convert a checkpoint into a Keras preset directory",
+        help="convert a checkpoint (HF, TF1, GluonNLP, Megatron) into a Keras preset directory",
         description="Convert a checkpoint into a Keras preset that biozoo.from_preset(DIR) and "
-        "keras_hub.models.Backbone.from_preset(DIR) load. Missing, unexpected and misshapen "
-        "tensors are reported by name; nothing partial is left at --output.",
+        "keras_hub.models.Backbone.from_preset(DIR) load. Tensors are streamed one at a time; "
+        "missing, unexpected and misshapen tensors are reported by name; nothing partial is left "
+        "at --output.",
     )
-    parser.add_argument("--from", dest="source_format", required=True, choices=["hf"],
-                        help="source format: hf = HuggingFace model directory (safetensors or "
-                        "pytorch_model.bin), an hf://org/repo[@revision] handle or a registry name")
-    parser.add_argument("input", help="the checkpoint: a directory, hf:// handle or registry name")
+    parser.add_argument("--from", dest="source_format", required=True, choices=FORMATS,
+                        help="hf: an HF model directory (safetensors or pytorch_model.bin), hf://org/repo"
+                        "[@revision] or a registry name; tf1: a google-research BERT/ALBERT/ELECTRA "
+                        "checkpoint (prefix or directory, local or gs://); gluon: a GluonNLP ELECTRA "
+                        "model.params (with model.yml and vocab.json beside it); megatron: a Megatron-LM "
+                        "MegatronBERT.pt state dict or a NeMo .nemo archive")
+    parser.add_argument("input", help="the checkpoint")
     parser.add_argument("--output", required=True, help="the preset directory to write")
-    parser.add_argument("--name", help="registry name whose tokenizer casing applies (HF sources "
-                        "without tokenizer_config.json)")
+    parser.add_argument("--family", help="model family when it cannot be told from the checkpoint "
+                        "(bert, albert, electra, megatron_bert, ...)")
+    parser.add_argument("--config", help="config file: bert_config.json / albert_config.json (tf1), "
+                        "model.yml (gluon), model_config.yaml or an HF-style config.json (megatron)")
+    parser.add_argument("--vocab", help="vocab.txt, vocab.json (gluon) or a SentencePiece .model")
+    parser.add_argument("--num-heads", type=int, help="attention heads, where the checkpoint does not say "
+                        "(ELECTRA TF1 default: hidden // 64)")
+    parser.add_argument("--part", choices=["discriminator", "generator"], default="discriminator",
+                        help="ELECTRA: which network to convert (the generator shares the embeddings)")
+    parser.add_argument("--name", help="registry name: its tokenizer casing and provenance apply")
+    casing = parser.add_mutually_exclusive_group()
+    casing.add_argument("--lowercase", dest="lowercase", action="store_true", default=None,
+                        help="the vocabulary is uncased (default: guessed from the vocabulary)")
+    casing.add_argument("--cased", dest="lowercase", action="store_false")
     parser.set_defaults(func=convert_command)
     return parser
 
 
 def convert_command(args):
-    import os
+    from biozoo import registry
 
-    from biozoo import hub, registry
+    entry = registry.get_entry(args.name) if args.name else None
+    provenance = {"registry_name": args.name} if args.name else {}
+    lowercase = args.lowercase
+    if lowercase is None and entry is not None:
+        lowercase = entry["tokenizer"]["lowercase"]
+    if args.source_format == "hf":
+        convert_hf(args, entry, provenance)
+    elif args.source_format == "tf1":
+        from biozoo.convert.tf1 import convert_tf1
+
+        convert_tf1(args.input, args.output, family=args.family, config=args.config, vocab=args.vocab,
+                    num_heads=args.num_heads, part=args.part, lowercase=lowercase, provenance=provenance)
+    elif args.source_format == "gluon":
+        from biozoo.convert.gluon import convert_gluon
+
+        convert_gluon(args.input, args.output, config=args.config, vocab=args.vocab, part=args.part,
+                      num_heads=args.num_heads, lowercase=lowercase, provenance=provenance)
+    else:
+        from biozoo.convert.megatron import convert_megatron
+
+        convert_megatron(args.input, args.output, config=args.config, vocab=args.vocab,
+                         num_heads=args.num_heads, lowercase=lowercase, provenance=provenance)
+    print(json.dumps({"output": os.path.abspath(args.output), "format": args.source_format}))
+    return 0
+
+
+def convert_hf(args, entry, provenance):
+    import shutil
+
+    from biozoo import hub
     from biozoo._io import atomic_directory
     from biozoo.convert.hf import convert_hf_directory
 
     kind, info = hub.parse_handle(args.input)
-    casing = registry.get_entry(args.name)["tokenizer"] if args.name else None
     if kind == "hf_dir":
-        convert_hf_directory(info["path"], args.output, casing=casing,
-                             provenance={"registry_name": args.name} if args.name else None)
+        convert_hf_directory(info["path"], args.output, casing=entry["tokenizer"] if entry else None,
+                             provenance=provenance)
     elif kind == "keras_dir":
         raise ValueError(f"{args.input} is already a Keras preset.")
     else:
-        import shutil
-
         preset = hub.resolve_preset(args.input)
         with atomic_directory(args.output) as tmp:
             shutil.copytree(preset, tmp, dirs_exist_ok=True)
-    print(json.dumps({"output": os.path.abspath(args.output)}))
-    return 0

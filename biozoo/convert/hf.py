@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 
 from biozoo._io import read_json
-from biozoo.convert.mapping import apply_table
-from biozoo.convert.preset import write_preset
 from biozoo.convert.readers import open_checkpoint
 from biozoo.errors import CheckpointError
 
@@ -92,40 +90,21 @@ def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progr
     Streams the weights tensor by tensor into a backbone built from config.json, keeps the
     heads the checkpoint carries, and writes the preset atomically. Returns `out_dir`.
     """
+    from biozoo.convert.core import convert_tensors
     from biozoo.models import family_for_model_type
 
     directory = os.fspath(directory)
     config = read_hf_config(directory)
     family = family_for_model_type(config["model_type"], os.path.join(directory, "config.json"))
     reader = open_checkpoint(directory)
-    source = ", ".join(reader.paths)
-    names = {family.hf_table.normalize(n) for n in reader.names()}
-    use_pooler = family.use_pooler(config, names)
-    kwargs = family.config_from_hf(config, use_pooler)
     tokenizer = build_tokenizer(family, directory, config["vocab_size"], casing)
-    backbone = family.backbone_cls(**kwargs, dtype="float32")
-    label = (provenance or {}).get("registry_name") or (provenance or {}).get("hf_repo") or os.path.basename(directory.rstrip("/"))
-    bar = _progress(len(names), f"converting {label}", progress)
-    try:
-        heads = apply_table(family.hf_table, reader.tensors(), backbone, source, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
     record = {
         "format": "hf",
         "source": os.path.abspath(directory),
-        "family": family.name,
-        "hf_config": config,
         "weights": [os.path.basename(p) for p in reader.paths],
+        "label": (provenance or {}).get("registry_name") or (provenance or {}).get("hf_repo")
+        or os.path.basename(directory.rstrip("/")),
     }
     record.update(provenance or {})
-    write_preset(out_dir, backbone, tokenizer, heads, family.heads_config(config), record)
-    return out_dir
-
-
-def _progress(total, description, enabled):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=description, unit="tensor", leave=False)
+    return convert_tensors(family, config, family.hf_table, reader.names(), reader.tensors(), tokenizer, out_dir,
+                           ", ".join(reader.paths), record, progress)

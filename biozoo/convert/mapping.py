@@ -22,19 +22,30 @@ from biozoo.errors import CheckpointError
 # Source layouts. PyTorch `nn.Linear` stores weights [out, in]; Keras `Dense` kernels are
 # [in, out], so "linear" transposes. Keras MultiHeadAttention keeps q/k/v kernels as
 # [in, heads, head_dim] and the output kernel as [heads, head_dim, out].
+def _split3(a):
+    """Fused Q,K,V (rows [0:U] = Q, [U:2U] = K, [2U:3U] = V) -> three arrays."""
+    if a.shape[0] % 3:
+        raise ValueError("fused QKV size is not a multiple of 3")
+    return np.split(a, 3, axis=0)
+
+
 TRANSFORMS = {
     "copy": lambda a, shape: a,
     "linear": lambda a, shape: a.T,
     "linear_to_heads": lambda a, shape: a.T.reshape(shape),
     "linear_from_heads": lambda a, shape: a.T.reshape(shape),
     "to_heads": lambda a, shape: a.reshape(shape),  # [in, out] kernels and [out] biases
+    "transpose": lambda a, shape: a.T,  # TF1's [out, in] output_weights (used with transpose_b)
+    # fused [3U, U] (out, in) weights and [3U] biases -> q, k, v in Keras layout
+    "split_linear_to_heads": lambda a, shapes: [p.T.reshape(s) for p, s in zip(_split3(a), shapes)],
+    "split_to_heads": lambda a, shapes: [p.reshape(s) for p, s in zip(_split3(a), shapes)],
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
     pattern: str  # source name with {i}, {j} placeholders for indices
-    target: str  # Keras variable path or heads/<...>, same placeholders
+    target: object  # Keras variable path or heads/<...> (same placeholders); a tuple for splits
     transform: str = "copy"
 
     @property
@@ -42,6 +53,11 @@ class Rule:
         return re.compile(
             re.escape(self.pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{j\}", r"(?P<j>\d+)") + "$"
         )
+
+    def targets(self, groups):
+        if isinstance(self.target, tuple):
+            return tuple(t.format(**groups) for t in self.target)
+        return self.target.format(**groups)
 
 
 def param(source, target, transform="copy"):
@@ -75,6 +91,38 @@ def attention(query, key, value, output, target):
     ]
 
 
+def fused_attention(qkv, output, target):
+    """One fused (Q, K, V) torch Linear + the output Linear -> a Keras MultiHeadAttention."""
+    parts = ("query", "key", "value")
+    return [
+        Rule(f"{qkv}.weight", tuple(f"{target}/{p}/kernel" for p in parts), "split_linear_to_heads"),
+        Rule(f"{qkv}.bias", tuple(f"{target}/{p}/bias" for p in parts), "split_to_heads"),
+        *dense(output, f"{target}/attention_output", "linear_from_heads"),
+    ]
+
+
+# TF1 checkpoints: variables named scope/.../kernel, bias, gamma, beta; kernels already [in, out].
+
+
+def tf_dense(source, target, transform="copy"):
+    return [Rule(f"{source}/kernel", f"{target}/kernel", transform),
+            Rule(f"{source}/bias", f"{target}/bias", "to_heads" if transform == "to_heads" else "copy")]
+
+
+def tf_layer_norm(source, target):
+    return [Rule(f"{source}/gamma", f"{target}/gamma"), Rule(f"{source}/beta", f"{target}/beta")]
+
+
+def tf_attention(scope, output, target):
+    """`scope/{query,key,value}` and the output dense (TF1 [in, out] kernels) -> Keras MHA."""
+    return [
+        *tf_dense(f"{scope}/query", f"{target}/query", "to_heads"),
+        *tf_dense(f"{scope}/key", f"{target}/key", "to_heads"),
+        *tf_dense(f"{scope}/value", f"{target}/value", "to_heads"),
+        *tf_dense(output, f"{target}/attention_output", "to_heads"),
+    ]
+
+
 @dataclasses.dataclass
 class Table:
     """One converter mapping: rules, names to ignore, and source-name normalization."""
@@ -102,10 +150,20 @@ class Table:
         for regex, rule in self._compiled:
             match = regex.match(name)
             if match:
-                return rule.target.format(**match.groupdict()), rule.transform
+                return rule.targets(match.groupdict()), rule.transform
         if any(r.match(name) for r in self._ignore):
             return "ignore"
         return None
+
+
+def mapped_targets(table, names):
+    """The Keras targets that a checkpoint's tensor names map to (without reading data)."""
+    targets = set()
+    for name in names:
+        found = table.lookup(name)
+        if found not in (None, "ignore"):
+            targets.update(found[0] if isinstance(found[0], tuple) else (found[0],))
+    return targets
 
 
 def _list(names, limit=40):
@@ -133,29 +191,37 @@ def apply_table(table, tensors, backbone, source, progress=None):
         if found is None:
             unexpected.append(name)
             continue
-        target, transform = found
-        if target.startswith("heads/"):
-            heads[target[len("heads/"):]] = np.ascontiguousarray(TRANSFORMS[transform](array, None))
+        targets, transform = found
+        if isinstance(targets, str) and targets.startswith("heads/"):
+            heads[targets[len("heads/"):]] = np.ascontiguousarray(TRANSFORMS[transform](array, None))
             continue
-        variable = variables.get(target)
-        if variable is None:
-            unexpected.append(f"{name} (no {target} in this config)")
+        split = isinstance(targets, tuple)
+        targets = targets if split else (targets,)
+        missing_targets = [t for t in targets if t not in variables]
+        if missing_targets:
+            unexpected.append(f"{name} (no {', '.join(missing_targets)} in this config)")
             continue
-        shape = tuple(variable.shape)
+        shapes = [tuple(variables[t].shape) for t in targets]
         try:
-            value = TRANSFORMS[transform](array, shape)
+            values = TRANSFORMS[transform](array, shapes if split else shapes[0])
+            values = values if split else [values]
         except ValueError:
-            value = None
-        if value is None or tuple(value.shape) != shape:
+            values = None
+        if values is None or [tuple(v.shape) for v in values] != shapes:
             raise CheckpointError(
                 f"{source}: tensor '{name}' has shape {tuple(array.shape)}, which does not fit "
-                f"'{target}' of shape {shape} in the model built from the config; the checkpoint "
-                "and its config disagree."
+                f"{', '.join(repr(t) for t in targets)} of shape {', '.join(map(str, shapes))} in the "
+                "model built from the config; the checkpoint and its config disagree."
             )
-        if target in assigned:
-            raise CheckpointError(f"{source}: more than one tensor maps to '{target}' (last: '{name}').")
-        variable.assign(value.astype(variable.dtype, copy=False))
-        assigned.add(target)
+        for target, value in zip(targets, values):
+            variable = variables[target]
+            if target in assigned:
+                # tied copies (a generator's embedding saved twice) must agree
+                if not np.array_equal(np.asarray(variable.numpy()), value.astype(variable.dtype, copy=False)):
+                    raise CheckpointError(f"{source}: more than one tensor maps to '{target}' (last: '{name}').")
+                continue
+            variable.assign(value.astype(variable.dtype, copy=False))
+            assigned.add(target)
     missing = set(variables) - assigned
     problems = []
     if missing:

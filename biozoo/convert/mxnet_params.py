@@ -434,6 +434,34 @@ def iter_params(path) -> Iterator[Tuple[str, np.ndarray]]:
         yield from _iter_legacy(path, fh, size)
 
 
+def param_shapes(path) -> Dict[str, Tuple[int, ...]]:
+    """``{name: shape}`` from the headers alone (no array data is read)."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        head = fh.read(8)
+        if head.startswith(_ZIP_MAGIC) or head.startswith(_NPY_MAGIC):
+            shapes = {}
+            if head.startswith(_NPY_MAGIC):
+                fh.seek(0)
+                members = [("0", fh)]
+            else:
+                zf = zipfile.ZipFile(path)
+                members = [(strip_prefix(i.filename[: -len(".npy")]), zf.open(i)) for i in zf.infolist()]
+            for name, member in members:
+                try:
+                    version = np.lib.format.read_magic(member)
+                    reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                              else np.lib.format.read_array_header_2_0)
+                    shape, _, _ = reader(member)
+                except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+                    raise _err(path, f"entry {name!r}: unreadable .npy header: {exc}") from None
+                shapes[name] = tuple(shape)
+            return shapes
+        fh.seek(0)
+        entries, names = _scan_legacy(fh, path, size)
+        return {name: tuple(entry.shape) for entry, name in zip(entries, names)}
+
+
 def read_params(path) -> Dict[str, np.ndarray]:
     """All arrays of an MXNet ``.params`` file as an ordered ``{name: array}`` dict."""
     return dict(iter_params(path))

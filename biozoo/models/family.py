@@ -14,7 +14,7 @@ class Family:
       backbone's constructor arguments.
     - `hf_table` maps HF state-dict names (any `*Model`, `*ForMaskedLM`, `*ForPreTraining`,
       `*ForQuestionAnswering` class of the family) to the backbone's variables and heads.
-    - `use_pooler(hf_config, names)` tells from the checkpoint whether it has a pooler.
+    - `use_pooler(hf_config, targets)` tells from the checkpoint whether it has a pooler.
     - `heads_config(hf_config)` describes the converted heads (activation, epsilon), so tasks
       can rebuild them.
     """
@@ -24,7 +24,7 @@ class Family:
     backbone_cls: type
     config_from_hf: Callable
     hf_table: object
-    use_pooler: Callable  # (hf_config, tensor names without prefix) -> bool
+    use_pooler: Callable  # (hf_config, Keras targets the checkpoint's tensors map to) -> bool
     heads_config: Callable
     tokenizer_cls: type
     extra: dict = dataclasses.field(default_factory=dict)  # other source-format tables (tf1, gluon...)
@@ -35,10 +35,10 @@ def hf_get(config, key, default):
     return default if value is None else value
 
 
-def has_tensor(name):
-    """`use_pooler` for families whose pooler is a dense layer named `name`."""
-    return lambda config, names: name in names
+def has_tensor(target):
+    """`use_pooler` for families whose pooler is a dense layer: is `target` in the checkpoint?"""
+    return lambda config, targets: target in targets
 
 
-def never(config, names):
+def never(config, targets):
     return False

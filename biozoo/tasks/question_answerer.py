@@ -63,13 +63,13 @@ class QuestionAnswererPreprocessor(Preprocessor):
         tok = self.tokenizer
         words = [tok.split_words(c) for c in contexts]
         flat = [w for ws in words for w, _, _ in ws]
-        pieces = tok(flat) if flat else []
+        pieces = tok.ids(flat)
         vocab = tok.get_vocabulary()
         out, k = [], 0
         for ws in words:
             ids, spans = [], []
             for word, start, end in ws:
-                word_ids = [int(p) for p in pieces[k]] or [tok.unk_token_id]
+                word_ids = pieces[k] or [tok.unk_token_id]
                 k += 1
                 texts = [vocab[i] for i in word_ids]
                 lengths = [len(t[2:] if t.startswith("##") else t.lstrip("\u2581")) for t in texts]
@@ -90,7 +90,7 @@ class QuestionAnswererPreprocessor(Preprocessor):
         tok = self.tokenizer
         # a question never leaves less than one context token per window
         keep = min(self.max_query_length, self.sequence_length - 4)
-        question_ids = [list(map(int, q))[:keep] for q in tok(list(questions))] if questions else []
+        question_ids = [q[:keep] for q in tok.ids(questions)]
         context_pieces = self._context_pieces(contexts)
         cache = {}
         f = QAFeatures([], [], [], [], [], [], [])

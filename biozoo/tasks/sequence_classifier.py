@@ -41,8 +41,8 @@ class SequenceClassifierPreprocessor(TextClassifierPreprocessor):
     def encode(self, texts, pairs=None):
         """Packed token ids per example (NumPy, unpadded), for bucketed batching."""
         tok = self.tokenizer
-        first = [list(map(int, ids)) for ids in tok(list(texts))] if len(texts) else []
-        second = [list(map(int, ids)) for ids in tok(list(pairs))] if pairs is not None and len(pairs) else None
+        first = tok.ids(texts)
+        second = tok.ids(pairs) if pairs is not None else None
         budget = self.sequence_length - (3 if second is not None else 2)
         out = []
         for i, a in enumerate(first):

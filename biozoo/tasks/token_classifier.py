@@ -57,9 +57,9 @@ class TokenClassifierPreprocessor(Preprocessor):
     def word_pieces(self, sentences):
         """Piece ids of every word: `[[ids of word 0], [ids of word 1], ...]` per sentence."""
         flat = [w for words in sentences for w in words]
-        pieces = self.tokenizer(flat) if flat else []
+        pieces = self.tokenizer.ids(flat)
         unk = self.tokenizer.unk_token_id
-        pieces = [[int(p) for p in ids] or [unk] for ids in pieces]
+        pieces = [ids or [unk] for ids in pieces]
         out, start = [], 0
         for words in sentences:
             out.append(pieces[start:start + len(words)])

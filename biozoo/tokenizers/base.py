@@ -28,6 +28,16 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
         preset_dir = hub.resolve_tokenizer_preset(preset)
         return super().from_preset(preset_dir, config_file=config_file, **kwargs)
 
+    def ids(self, texts):
+        """Token ids of each string as Python lists (fast for long lists of strings)."""
+        import tensorflow as tf
+
+        if len(texts) == 0:
+            return []
+        # a tf.constant, not a list: Keras would inspect each element of a Python list
+        out = self(tf.constant(list(texts), tf.string))
+        return out.to_list() if hasattr(out, "to_list") else [list(map(int, x)) for x in out]
+
     def with_added_tokens(self, tokens):
         """A copy of this tokenizer that keeps `tokens` whole (new ids at the end of the
         vocabulary, as HF's `add_tokens`). Resize the model's embedding to match."""

@@ -1,6 +1,6 @@
 """ELECTRA family: BioM-ELECTRA base/large discriminators and generators, BioM-BERT-Large, SQuAD2."""
 
-from biozoo.models.electra import convert_hf
+from biozoo.models.electra import convert_hf, convert_tf1
 from biozoo.models.electra.backbone import ElectraBackbone
 from biozoo.models.electra.tokenizer import ElectraTokenizer
 from biozoo.models.family import Family, never
@@ -14,6 +14,7 @@ FAMILY = Family(
     use_pooler=never,
     heads_config=convert_hf.heads_config,
     tokenizer_cls=ElectraTokenizer,
+    extra={"tf1": convert_tf1.DISCRIMINATOR_TABLE, "tf1_generator": convert_tf1.GENERATOR_TABLE},
 )
 
 __all__ = ["ElectraBackbone", "ElectraTokenizer", "FAMILY"]

@@ -11,7 +11,7 @@ FAMILY = Family(
     backbone_cls=MegatronBertBackbone,
     config_from_hf=convert_hf.config_from_hf,
     hf_table=convert_hf.HF_TABLE,
-    use_pooler=has_tensor("pooler.dense.weight"),
+    use_pooler=has_tensor("pooled_dense/kernel"),
     heads_config=convert_hf.heads_config,
     tokenizer_cls=MegatronBertTokenizer,
 )

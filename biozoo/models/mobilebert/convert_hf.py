@@ -58,11 +58,11 @@ HF_TABLE = Table(
 )
 
 
-def use_pooler(config, names):
+def use_pooler(config, targets):
     """MobileBERT's pooled output is the first token's state, through a tanh dense layer
     only with `classifier_activation`; that layer must then be in the checkpoint."""
     if hf_get(config, "classifier_activation", True):
-        return "pooler.dense.weight" in names
+        return "pooled_dense/kernel" in targets
     return True
 
 

@@ -1,0 +1,64 @@
+"""The conversion every source format shares: build the backbone from an HF-style config,
+stream the tensors through the format's table, keep the heads, write the preset."""
+
+from __future__ import annotations
+
+import os
+
+from biozoo.convert.mapping import apply_table, mapped_targets
+from biozoo.convert.preset import write_preset
+from biozoo.errors import CheckpointError
+
+
+def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, source, provenance=None, progress=True):
+    """`tensors` (an iterator of (name, array)) -> a preset at `out_dir`, atomically.
+
+    `config` is an HF-style config (the family's config.json keys); it is kept in the
+    preset's biozoo.json so that the preset can be exported back to HF later.
+    """
+    targets = mapped_targets(table, names)
+    arguments = family.config_from_hf(config, family.use_pooler(config, targets))
+    if tokenizer.vocabulary_size() > config["vocab_size"]:
+        raise CheckpointError(
+            f"{source}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's embedding "
+            f"has {config['vocab_size']} rows; they must agree."
+        )
+    backbone = family.backbone_cls(**arguments, dtype="float32")
+    bar = _progress(len(names), f"converting {provenance.get('label', '') if provenance else ''}".strip(), progress)
+    try:
+        heads = apply_table(table, tensors, backbone, source, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    record = {"family": family.name, "hf_config": config}
+    record.update({k: v for k, v in (provenance or {}).items() if k != "label"})
+    write_preset(out_dir, backbone, tokenizer, heads, family.heads_config(config), record)
+    return out_dir
+
+
+def _progress(total, description, enabled):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=description, unit="tensor", leave=False)
+
+
+def vocabulary_is_cased(tokens):
+    """A WordPiece vocabulary with capitalised word pieces was built for cased text."""
+    words = [t for t in tokens if t.isalpha() and not t.startswith("[")]
+    return sum(t[0].isupper() for t in words) > 0.05 * max(1, len(words))
+
+
+def wordpiece_tokenizer(family, vocab_path, lowercase=None, strip_accents=None):
+    """The family's WordPiece tokenizer for a vocab.txt; casing guessed from it if not given."""
+    if not os.path.exists(vocab_path):
+        raise CheckpointError(f"no vocabulary at {vocab_path} (pass --vocab).")
+    with open(vocab_path, encoding="utf-8") as f:
+        tokens = [line.rstrip("\n") for line in f]
+    if lowercase is None:
+        lowercase = not vocabulary_is_cased(tokens)
+    try:
+        return family.tokenizer_cls(vocabulary=vocab_path, lowercase=lowercase, strip_accents=strip_accents)
+    except ValueError as error:
+        raise CheckpointError(f"{vocab_path}: {error}") from None

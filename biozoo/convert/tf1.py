@@ -1,0 +1,123 @@
+"""TF1 checkpoints (google-research BERT, ALBERT and ELECTRA naming) -> Keras presets.
+
+Read tensor by tensor with `tf.train.load_checkpoint` (local paths or `gs://`); optimizer
+slots (`adam_m`, `adam_v`, LAMB), `global_step` and ELECTRA's generator temperature are
+skipped. BERT and ALBERT take their sizes from `bert_config.json` / `albert_config.json`;
+ELECTRA releases ship none, so sizes are read off the tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from biozoo.errors import CheckpointError
+
+CONFIG_FILES = {"bert": ("bert_config.json", "config.json"), "albert": ("albert_config.json", "config.json"),
+                "electra": ("config.json",)}
+
+
+def open_tf1(path):
+    """(checkpoint prefix, {name: shape}, reader) for a checkpoint prefix or directory."""
+    import tensorflow as tf
+
+    try:
+        reader = tf.train.load_checkpoint(path)
+    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as error:
+        raise CheckpointError(f"{path}: not a readable TF1 checkpoint ({str(error).splitlines()[0]}).") from None
+    shapes = {name: tuple(shape) for name, shape in reader.get_variable_to_shape_map().items()}
+    return shapes, reader
+
+
+def guess_family(shapes):
+    names = [n[len("module/"):] if n.startswith("module/") else n for n in shapes]
+    if any(n.startswith("electra/") for n in names):
+        return "electra"
+    if any(n.startswith("bert/encoder/transformer/group_") for n in names):
+        return "albert"
+    if any(n.startswith("bert/encoder/layer_") for n in names):
+        return "bert"
+    raise CheckpointError("cannot tell the family from the variable names; pass --family.")
+
+
+def _checkpoint_dir(path):
+    import tensorflow as tf
+
+    return path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+
+
+def _read_config(family, path, config_path):
+    import tensorflow as tf
+
+    candidates = [config_path] if config_path else [
+        os.path.join(_checkpoint_dir(path), name) for name in CONFIG_FILES.get(family, ())
+    ]
+    for candidate in candidates:
+        if candidate and tf.io.gfile.exists(candidate):
+            with tf.io.gfile.GFile(candidate) as f:
+                try:
+                    return json.load(f)
+                except json.JSONDecodeError as error:
+                    raise CheckpointError(f"{candidate}: invalid JSON ({error}).") from None
+    if config_path:
+        raise CheckpointError(f"{config_path}: no such config file.")
+    return None
+
+
+def _tokenizer(family, path, vocab, config, lowercase):
+    import tensorflow as tf
+
+    from biozoo.convert.core import wordpiece_tokenizer
+    from biozoo.tokenizers import SentencePieceTokenizer
+
+    directory = _checkpoint_dir(path)
+    if issubclass(family.tokenizer_cls, SentencePieceTokenizer):
+        if vocab is None:
+            models = [f for f in tf.io.gfile.listdir(directory) if f.endswith(".model")]
+            if not models:
+                raise CheckpointError(f"{directory}: no SentencePiece .model file; pass --vocab.")
+            vocab = os.path.join(directory, models[0])
+        with tf.io.gfile.GFile(vocab, "rb") as f:
+            proto = f.read()
+        return family.tokenizer_cls(proto=proto, lowercase=True if lowercase is None else lowercase)
+    vocab = vocab or os.path.join(directory, "vocab.txt")
+    if not os.path.exists(vocab) and tf.io.gfile.exists(vocab):  # gs://: copy locally first
+        import tempfile
+
+        local = os.path.join(tempfile.mkdtemp(prefix="biozoo-vocab-"), "vocab.txt")
+        tf.io.gfile.copy(vocab, local)
+        vocab = local
+    return wordpiece_tokenizer(family, vocab, lowercase)
+
+
+def convert_tf1(path, out_dir, family=None, config=None, vocab=None, num_heads=None, part="discriminator",
+                lowercase=None, provenance=None, progress=True):
+    """Convert a TF1 checkpoint to a Keras preset at `out_dir`; returns `out_dir`."""
+    from biozoo.convert.core import convert_tensors
+    from biozoo.models import get_family
+
+    shapes, reader = open_tf1(path)
+    family_name = family or guess_family(shapes)
+    fam = get_family(family_name)
+    hf_config = _read_config(family_name, path, config)
+    if family_name == "electra":
+        from biozoo.models.electra.convert_tf1 import infer_config
+
+        inferred = infer_config(shapes, part, num_heads)
+        hf_config = {**inferred, **(hf_config or {})} if hf_config else inferred
+    elif hf_config is None:
+        raise CheckpointError(
+            f"{path}: no {' or '.join(CONFIG_FILES[family_name])} beside the checkpoint; pass --config."
+        )
+    hf_config = {**hf_config, "model_type": fam.model_types[0]}
+    if num_heads:
+        hf_config["num_attention_heads"] = num_heads
+    table = fam.extra.get("tf1_generator" if part == "generator" else "tf1")
+    if table is None:
+        raise CheckpointError(f"no TF1 mapping for the {family_name} family{' generator' if part == 'generator' else ''}.")
+    tokenizer = _tokenizer(fam, path, vocab, hf_config, lowercase)
+    names = sorted(shapes)
+    tensors = ((name, reader.get_tensor(name)) for name in names)
+    record = {"format": "tf1", "source": path, "part": part, "label": os.path.basename(path.rstrip("/"))}
+    record.update(provenance or {})
+    return convert_tensors(fam, hf_config, table, names, tensors, tokenizer, out_dir, path, record, progress)
