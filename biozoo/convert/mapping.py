@@ -42,6 +42,35 @@ TRANSFORMS = {
 }
 
 
+def _megatron_qkv(layout):
+    """Megatron-LM's fused query_key_value -> q, k, v in Keras layout.
+
+    The rows are ordered (3, heads, head_dim) in checkpoint version 0, (heads, head_dim, 3)
+    in version 1.0 and (heads, 3, head_dim) from 2.0 on (Megatron-LM checkpointing code,
+    as HF's convert_megatron_bert_checkpoint.fix_query_key_value_ordering reads it).
+    """
+    def split(a, shapes):
+        heads, head_dim = shapes[0][-2:] if len(shapes[0]) == 3 else shapes[0]
+        rest = a.shape[1:]
+        if a.shape[0] != 3 * heads * head_dim:
+            raise ValueError("fused QKV size")
+        if layout == "v0":
+            parts = a.reshape((3, heads, head_dim) + rest)
+        elif layout == "v1":
+            parts = np.moveaxis(a.reshape((heads, head_dim, 3) + rest), 2, 0)
+        else:
+            parts = np.moveaxis(a.reshape((heads, 3, head_dim) + rest), 1, 0)
+        if rest:  # weights [heads, head_dim, in] -> kernels [in, heads, head_dim]
+            return [np.ascontiguousarray(np.moveaxis(p, -1, 0)) for p in parts]
+        return [np.ascontiguousarray(p) for p in parts]
+
+    return split
+
+
+for _layout in ("v0", "v1", "v2"):
+    TRANSFORMS[f"megatron_qkv_{_layout}"] = _megatron_qkv(_layout)
+
+
 @dataclasses.dataclass(frozen=True)
 class Rule:
     pattern: str  # source name with {i}, {j} placeholders for indices

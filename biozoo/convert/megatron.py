@@ -1,0 +1,191 @@
+"""Megatron-LM `MegatronBERT.pt` state dicts and NeMo `.nemo` archives -> Keras presets
+of the megatron_bert family (BioMegatron)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tarfile
+import tempfile
+
+from biozoo.errors import CheckpointError
+
+
+def safe_extract(archive, target):
+    """Extract a tar archive, refusing members that would land outside `target`: absolute
+    paths, `..` components, and links pointing out of it. Nothing is extracted when any
+    member is refused."""
+    target = os.path.realpath(target)
+    try:
+        tar = tarfile.open(archive)
+    except (tarfile.TarError, OSError) as error:
+        raise CheckpointError(f"{archive}: not a readable .nemo (tar) archive ({error}).") from None
+    with tar:
+        members = tar.getmembers()
+        for member in members:
+            destination = os.path.realpath(os.path.join(target, member.name))
+            inside = destination == target or destination.startswith(target + os.sep)
+            if os.path.isabs(member.name) or ".." in member.name.replace("\\", "/").split("/") or not inside:
+                raise CheckpointError(f"{archive}: refused: member '{member.name}' would be written outside the extraction folder.")
+            if member.issym() or member.islnk():
+                link = os.path.realpath(os.path.join(os.path.dirname(destination), member.linkname)
+                                        if member.issym() else os.path.join(target, member.linkname))
+                if not (link == target or link.startswith(target + os.sep)):
+                    raise CheckpointError(f"{archive}: refused: link '{member.name}' -> '{member.linkname}' points outside the archive.")
+            if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+                raise CheckpointError(f"{archive}: refused: member '{member.name}' is not a regular file or folder.")
+        tar.extractall(target, members=members, filter="data")
+    return target
+
+
+def _flatten(tree, prefix=""):
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _flatten(value, name + ".")
+        else:
+            yield name, value
+
+
+def load_state(path):
+    """(flat {name: tensor}, checkpoint_version or None, Megatron-LM args as a dict) from a
+    Megatron-LM / NeMo file."""
+    try:
+        import torch
+    except ImportError:
+        raise CheckpointError(f"{path}: reading Megatron checkpoints needs PyTorch: pip install 'biozoo[torch]'.") from None
+    import argparse
+    import pickle
+
+    try:
+        # Megatron-LM stores its argparse Namespace beside the weights: plain data, allowed.
+        with torch.serialization.safe_globals([argparse.Namespace]):
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"{path}: refused to load: objects other than tensors and plain data ({first}).") from None
+    except (RuntimeError, EOFError, OSError) as error:
+        raise CheckpointError(f"{path}: unreadable PyTorch checkpoint ({error}).") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: expected a dict, found {type(state).__name__}.")
+    version = state.get("checkpoint_version")
+    args = vars(state["args"]) if isinstance(state.get("args"), argparse.Namespace) else {}
+    if "model" in state and isinstance(state["model"], dict):
+        state = {"model": state["model"]}
+    elif "state_dict" in state and isinstance(state["state_dict"], dict):
+        state = state["state_dict"]
+    flat = {name: value for name, value in _flatten(state) if isinstance(value, torch.Tensor)}
+    return flat, (None if version is None else float(version)), args
+
+
+def _config_from_yaml(path):
+    import yaml
+
+    with open(path, encoding="utf-8") as f:
+        return _megatron_keys(yaml.safe_load(f) or {})
+
+
+def _megatron_keys(config):
+    """Megatron-LM / NeMo names (num_layers, ffn_hidden_size, layernorm_epsilon...) -> HF's."""
+    sections = [config, config.get("language_model", {}) or {}, (config.get("language_model") or {}).get("config", {}) or {}]
+    merged = {}
+    for section in sections:
+        merged.update({k: v for k, v in section.items() if not isinstance(v, dict)})
+    out = {}
+    for ours, keys in {
+        "hidden_size": ("hidden_size",), "num_hidden_layers": ("num_layers", "num_hidden_layers"),
+        "num_attention_heads": ("num_attention_heads",), "intermediate_size": ("ffn_hidden_size", "intermediate_size"),
+        "max_position_embeddings": ("max_position_embeddings", "max_seq_length", "encoder_seq_length"),
+        "layer_norm_eps": ("layernorm_epsilon", "layer_norm_eps"),
+    }.items():
+        for key in keys:
+            if merged.get(key) is not None:
+                out[ours] = merged[key]
+                break
+    if merged.get("openai_gelu"):
+        out["hidden_act"] = "gelu_new"
+    return out
+
+
+def infer_config(flat, num_heads=None):
+    shapes = {re.sub(r"^(model|bert_model)\.(language_model\.)?", "", k): tuple(v.shape) for k, v in flat.items()}
+
+    def shape(suffix):
+        for name, value in shapes.items():
+            if name.endswith(suffix):
+                return value
+        raise CheckpointError(f"no '{suffix}' tensor; is this a Megatron BERT checkpoint?")
+
+    vocab, hidden = shape("embedding.word_embeddings.weight")
+    layers = 1 + max(int(m.group(1)) for n in shapes if (m := re.search(r"layers\.(\d+)\.", n)))
+    return {
+        "model_type": "megatron-bert",
+        "vocab_size": vocab,
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": num_heads or max(1, hidden // 64),
+        "intermediate_size": shape("mlp.dense_h_to_4h.weight")[0],
+        "max_position_embeddings": shape("embedding.position_embeddings.weight")[0],
+        "type_vocab_size": shape("embedding.tokentype_embeddings.weight")[0],
+        "hidden_act": "gelu",
+        "layer_norm_eps": 1e-5,  # Megatron-LM's default layernorm_epsilon
+    }
+
+
+def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, lowercase=None, checkpoint_version=None,
+                     provenance=None, progress=True):
+    """Convert a MegatronBERT.pt / .nemo checkpoint into a Keras preset at `out_dir`."""
+    import json
+
+    from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
+    from biozoo.models import get_family
+    from biozoo.models.megatron_bert.convert_megatron import megatron_table
+
+    workdir = None
+    weights, yaml_config, found_vocab = path, None, None
+    if tarfile.is_tarfile(path):
+        workdir = tempfile.mkdtemp(prefix="biozoo-nemo-")
+        safe_extract(path, workdir)
+        files = [os.path.join(d, f) for d, _, fs in os.walk(workdir) for f in fs]
+        weights = next((f for f in files if os.path.basename(f) == "model_weights.ckpt"), None)
+        if weights is None:
+            raise CheckpointError(f"{path}: no model_weights.ckpt inside the .nemo archive.")
+        yaml_config = next((f for f in files if f.endswith("model_config.yaml")), None)
+        found_vocab = next((f for f in files if re.search(r"vocab\.txt$", f)), None)
+    else:
+        directory = os.path.dirname(os.path.abspath(path))
+        candidate = os.path.join(directory, "vocab.txt")
+        found_vocab = candidate if os.path.exists(candidate) else None
+    flat, version, args = load_state(weights)
+    if checkpoint_version is not None:
+        version = float(checkpoint_version)
+    elif version is None:
+        version = 3.0 if workdir else 0.0  # NeMo's Megatron BERT: per-head (heads, 3, dim) layout
+    hf_config = infer_config(flat, num_heads)
+    hf_config.update(_megatron_keys(args))
+    if yaml_config:
+        hf_config.update(_config_from_yaml(yaml_config))
+    if config:
+        with open(config, encoding="utf-8") as f:
+            hf_config.update(_config_from_yaml(config) if config.endswith((".yaml", ".yml")) else json.load(f))
+    if num_heads:
+        hf_config["num_attention_heads"] = num_heads
+    hf_config["model_type"] = "megatron-bert"
+    family = get_family("megatron_bert")
+    vocab = vocab or found_vocab
+    if vocab is None:
+        raise CheckpointError(f"{path}: no vocab.txt found; pass --vocab.")
+    tokenizer = wordpiece_tokenizer(family, vocab, lowercase)
+    record = {"format": "megatron", "source": os.path.abspath(path), "checkpoint_version": version,
+              "label": os.path.basename(path)}
+    record.update(provenance or {})
+    names = list(flat)
+    tensors = ((n, flat[n].float().numpy()) for n in names)
+    try:
+        return convert_tensors(family, hf_config, megatron_table(version), names, tensors, tokenizer, out_dir, path,
+                               record, progress)
+    finally:
+        if workdir:
+            import shutil
+
+            shutil.rmtree(workdir, ignore_errors=True)
