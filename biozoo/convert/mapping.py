@@ -185,6 +185,28 @@ class Table:
         return None
 
 
+# Keras layout -> the source layout, for the transforms HF tables use (export to HF).
+INVERSE = {
+    "copy": lambda v: v,
+    "linear": lambda v: v.T,
+    "linear_to_heads": lambda v: v.reshape(v.shape[0], -1).T,  # [in, heads, dim] -> [out, in]
+    "linear_from_heads": lambda v: v.reshape(-1, v.shape[-1]).T,  # [heads, dim, out] -> [out, in]
+    "to_heads": lambda v: v.reshape(-1),  # [heads, dim] biases
+}
+
+
+def reverse_lookup(table, target):
+    """(source name, transform) whose rule maps to the Keras `target` path, or None."""
+    for rule in table.rules:
+        if isinstance(rule.target, tuple):
+            continue
+        regex = re.escape(rule.target).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{j\}", r"(?P<j>\d+)") + "$"
+        match = re.match(regex, target)
+        if match:
+            return rule.pattern.format(**match.groupdict()), rule.transform
+    return None
+
+
 def mapped_targets(table, names):
     """The Keras targets that a checkpoint's tensor names map to (without reading data)."""
     targets = set()

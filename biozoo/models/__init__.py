@@ -21,3 +21,10 @@ def family_for_model_type(model_type, source="config.json"):
     raise CheckpointError(
         f"{source}: model_type '{model_type}' is not a family biozoo supports ({', '.join(known)})."
     )
+
+
+def family_for_backbone(backbone):
+    for family in FAMILIES.values():
+        if isinstance(backbone, family.backbone_cls):
+            return family
+    raise CheckpointError(f"{type(backbone).__name__} is not a biozoo backbone.")

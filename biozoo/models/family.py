@@ -27,6 +27,7 @@ class Family:
     use_pooler: Callable  # (hf_config, Keras targets the checkpoint's tensors map to) -> bool
     heads_config: Callable
     tokenizer_cls: type
+    config_to_hf: Callable = None  # backbone config -> HF config.json (export)
     extra: dict = dataclasses.field(default_factory=dict)  # other source-format tables (tf1, gluon...)
 
 

@@ -71,3 +71,25 @@ def heads_config(config):
         "sop": {},
         "qa": {},
     }
+
+
+def config_to_hf(config):
+    return {
+        "architectures": ["AlbertModel"],
+        "model_type": "albert",
+        "vocab_size": config["vocabulary_size"],
+        "embedding_size": config["embedding_dim"],
+        "hidden_size": config["hidden_dim"],
+        "num_hidden_layers": config["num_layers"],
+        "num_hidden_groups": config["num_groups"],
+        "inner_group_num": config["num_inner_repetitions"],
+        "num_attention_heads": config["num_heads"],
+        "intermediate_size": config["intermediate_dim"],
+        "hidden_act": config["activation"],
+        "layer_norm_eps": config["layer_norm_epsilon"],
+        "hidden_dropout_prob": config["dropout"],
+        "attention_probs_dropout_prob": config["dropout"],
+        "max_position_embeddings": config["max_sequence_length"],
+        "type_vocab_size": config["num_segments"],
+        "initializer_range": config["initializer_range"],
+    }

@@ -13,6 +13,7 @@ FAMILY = Family(
     hf_table=convert_hf.HF_TABLE,
     use_pooler=has_tensor("pooled_dense/kernel"),
     heads_config=convert_hf.heads_config,
+    config_to_hf=convert_hf.config_to_hf,
     tokenizer_cls=BertTokenizer,
     extra={"tf1": convert_tf1.TF1_TABLE},
 )

@@ -57,3 +57,21 @@ def heads_config(config):
         },
         "qa": {},
     }
+
+
+def config_to_hf(config):
+    return {
+        "architectures": ["DistilBertModel"],
+        "model_type": "distilbert",
+        "vocab_size": config["vocabulary_size"],
+        "dim": config["hidden_dim"],
+        "n_layers": config["num_layers"],
+        "n_heads": config["num_heads"],
+        "hidden_dim": config["intermediate_dim"],
+        "activation": config["activation"],
+        "dropout": config["dropout"],
+        "attention_dropout": config["dropout"],
+        "max_position_embeddings": config["max_sequence_length"],
+        "sinusoidal_pos_embds": False,
+        "initializer_range": config["initializer_range"],
+    }

@@ -13,6 +13,7 @@ FAMILY = Family(
     hf_table=convert_hf.HF_TABLE,
     use_pooler=never,
     heads_config=convert_hf.heads_config,
+    config_to_hf=convert_hf.config_to_hf,
     tokenizer_cls=ElectraTokenizer,
     extra={"tf1": convert_tf1.DISCRIMINATOR_TABLE, "tf1_generator": convert_tf1.GENERATOR_TABLE},
 )

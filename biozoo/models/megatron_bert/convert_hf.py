@@ -4,6 +4,7 @@
 from biozoo.convert.mapping import Table, attention, dense, embedding, layer_norm
 from biozoo.models.bert.convert_hf import BERT_HEAD_RULES, LEGACY_RENAMES, TIED_AND_BUFFERS
 from biozoo.models.bert.convert_hf import config_from_hf as bert_config_from_hf
+from biozoo.models.bert.convert_hf import config_to_hf as bert_config_to_hf
 from biozoo.models.bert.convert_hf import heads_config as bert_heads_config
 
 LAYER = "encoder.layer.{i}"
@@ -37,3 +38,7 @@ HF_TABLE = Table(
 
 config_from_hf = bert_config_from_hf
 heads_config = bert_heads_config
+
+
+def config_to_hf(config):
+    return {**bert_config_to_hf(config), "model_type": "megatron-bert", "architectures": ["MegatronBertModel"]}

@@ -108,3 +108,32 @@ def heads_config(config):
         "nsp": {},
         "qa": {},
     }
+
+
+def config_to_hf(config):
+    return {
+        "architectures": ["MobileBertModel"],
+        "model_type": "mobilebert",
+        "vocab_size": config["vocabulary_size"],
+        "embedding_size": config["embedding_dim"],
+        "hidden_size": config["hidden_dim"],
+        "true_hidden_size": config["true_hidden_dim"],
+        "intra_bottleneck_size": config["true_hidden_dim"],
+        "num_hidden_layers": config["num_layers"],
+        "num_attention_heads": config["num_heads"],
+        "intermediate_size": config["intermediate_dim"],
+        "num_feedforward_networks": config["num_feedforward_networks"],
+        "use_bottleneck": config["use_bottleneck"],
+        "use_bottleneck_attention": config["use_bottleneck_attention"],
+        "key_query_shared_bottleneck": config["key_query_shared_bottleneck"],
+        "trigram_input": config["trigram_input"],
+        "normalization_type": config["normalization_type"],
+        "classifier_activation": config["classifier_activation"],
+        "hidden_act": config["activation"],
+        "layer_norm_eps": config["layer_norm_epsilon"],
+        "hidden_dropout_prob": config["dropout"],
+        "attention_probs_dropout_prob": config["attention_dropout"],
+        "max_position_embeddings": config["max_sequence_length"],
+        "type_vocab_size": config["num_segments"],
+        "initializer_range": config["initializer_range"],
+    }

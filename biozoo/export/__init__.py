@@ -1,0 +1,1 @@
+"""Exporters: HuggingFace directories, TF Hub-style SavedModels, Model Garden checkpoints."""

@@ -1,0 +1,69 @@
+"""Keras preset -> HuggingFace model directory (`transformers.AutoModel.from_pretrained`)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from biozoo.errors import CheckpointError
+
+
+def hf_state_dict(backbone):
+    """{HF base-model name: array} through the family's HF table, read backwards."""
+    from biozoo.convert.mapping import INVERSE, reverse_lookup
+    from biozoo.models import family_for_backbone
+
+    family = family_for_backbone(backbone)
+    state = {}
+    for variable in backbone.weights:
+        found = reverse_lookup(family.hf_table, variable.path)
+        if found is None:
+            raise CheckpointError(f"no HuggingFace name for '{variable.path}' in the {family.name} mapping.")
+        name, transform = found
+        state[name] = np.ascontiguousarray(INVERSE[transform](np.asarray(variable.numpy(), np.float32)))
+    return family, state
+
+
+def tokenizer_files(tokenizer, directory):
+    """Write the tokenizer the way HF loads it: vocab.txt or spiece.model plus its config."""
+    from biozoo.tokenizers import SentencePieceTokenizer
+
+    specials = {key: getattr(tokenizer, key) for key in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")}
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        with open(os.path.join(directory, "spiece.model"), "wb") as f:
+            f.write(tokenizer.proto)
+        config = {"do_lower_case": tokenizer.lowercase, "keep_accents": tokenizer.keep_accents, **specials}
+    else:
+        with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(tokenizer.get_vocabulary()) + "\n")
+        config = {"do_lower_case": tokenizer.lowercase, "strip_accents": tokenizer.hf_strip_accents, **specials}
+    if tokenizer.added_tokens:
+        added = {t: tokenizer.token_to_id(t) for t in tokenizer.added_tokens}
+        with open(os.path.join(directory, "added_tokens.json"), "w", encoding="utf-8") as f:
+            json.dump(added, f, indent=2)
+    with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2)
+    with open(os.path.join(directory, "special_tokens_map.json"), "w", encoding="utf-8") as f:
+        json.dump(specials, f, indent=2)
+
+
+def export_hf(preset, out_dir):
+    """Write `out_dir`: config.json, model.safetensors (the base model) and the tokenizer."""
+    from safetensors.numpy import save_file
+
+    import biozoo
+    from biozoo._io import atomic_directory
+
+    backbone = biozoo.from_preset(preset)
+    tokenizer = biozoo.Tokenizer.from_preset(preset)
+    family, state = hf_state_dict(backbone)
+    config = family.config_to_hf(backbone.get_config())
+    config["pad_token_id"] = int(tokenizer.pad_token_id)
+    with atomic_directory(out_dir) as tmp:
+        save_file(state, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2)
+        tokenizer_files(tokenizer, tmp)
+    return out_dir
