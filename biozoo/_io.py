@@ -9,6 +9,12 @@ import shutil
 import tempfile
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_directory(path):
     """Yield a temporary directory beside `path`; on success it replaces `path` in one rename.
@@ -19,6 +25,7 @@ def atomic_directory(path):
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.partial-", dir=parent)
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the result should not be
     try:
         yield tmp
         replace_directory(tmp, path)
@@ -49,6 +56,7 @@ def atomic_write_bytes(path, data):
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.partial-", dir=directory)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -111,14 +111,8 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
             )
         return tf.cast(self._token_table.lookup(tokens), self.compute_dtype)
 
-    @preprocessing_function
-    def _tokenize_tf(self, inputs):
-        self._maybe_initialized_tf()
-        if not isinstance(inputs, tf.RaggedTensor):
-            inputs = tf.convert_to_tensor(inputs)
-        unbatched = inputs.shape.rank == 0
-        if unbatched:
-            inputs = tf.expand_dims(inputs, 0)
+    def _ragged_ids(self, inputs):
+        """`[batch]` strings -> ragged `[batch, (tokens)]` ids (pure TF ops; exports trace it)."""
         # Several string ops stop at NUL; HF reads it as an unknown character, as U+FFFF.
         inputs = tf.strings.regex_replace(inputs, "\\x00", "\uffff")
         pattern = _text.special_tokens_pattern(self._special_and_added_tokens())
@@ -130,6 +124,17 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
         ids = self._sentence_piece.tokenize(text)
         ids = _text.replace_rows(ids, is_special.flat_values, self._special_token_ids(flat))
         tokens = segments.with_flat_values(ids).merge_dims(1, 2)
+        return tokens
+
+    @preprocessing_function
+    def _tokenize_tf(self, inputs):
+        self._maybe_initialized_tf()
+        if not isinstance(inputs, tf.RaggedTensor):
+            inputs = tf.convert_to_tensor(inputs)
+        unbatched = inputs.shape.rank == 0
+        if unbatched:
+            inputs = tf.expand_dims(inputs, 0)
+        tokens = self._ragged_ids(inputs)
         if self.sequence_length:
             output_shape = tokens.shape.as_list()
             output_shape[-1] = self.sequence_length

@@ -111,6 +111,10 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.max_input_chars_per_word
         return words.with_flat_values(tf.where(too_long, self.oov_token, words.flat_values))
 
+    def _ragged_ids(self, inputs):
+        """`[batch]` strings -> ragged `[batch, (tokens)]` ids (pure TF ops; exports trace it)."""
+        return self._fast_word_piece.tokenize(self.words(inputs)).merge_dims(-2, -1)
+
     @preprocessing_function
     def _tokenize_tf(self, inputs):
         self._maybe_initialized_tf()
@@ -119,7 +123,7 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
         unbatched = inputs.shape.rank == 0
         if unbatched:
             inputs = tf.expand_dims(inputs, 0)
-        tokens = self._fast_word_piece.tokenize(self.words(inputs)).merge_dims(-2, -1)
+        tokens = self._ragged_ids(inputs)
         if self.sequence_length:
             output_shape = tokens.shape.as_list()
             output_shape[-1] = self.sequence_length
