@@ -47,8 +47,8 @@ class SequenceClassifierPreprocessor(TextClassifierPreprocessor):
         out = []
         for i, a in enumerate(first):
             b = second[i] if second is not None else []
-            while len(a) + len(b) > budget:  # round robin: trim the longer segment first
-                if len(a) >= len(b):
+            while len(a) + len(b) > budget:  # HF's longest_first: the longer loses; a tie, the second
+                if len(a) > len(b):
                     a = a[:-1]
                 else:
                     b = b[:-1]

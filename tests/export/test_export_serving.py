@@ -1,0 +1,153 @@
+"""Task SavedModels serving raw strings: the in-graph tokenization, windowing and decoding give
+what the task's Python API gives (NER entities with offsets, classifier probabilities, QA
+spans and null scores); the NER export also runs where Keras and biozoo cannot be imported."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import biozoo
+from biozoo.export.serving import export_task_hub
+
+from test_export_hub import keras_free_site
+
+LABELS = ["O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]
+
+
+def sharpen_head(dense, seed, scale=3.0, bias=None):
+    """Random, confident head weights so that decoded outputs vary from word to word."""
+    rng = np.random.default_rng(seed)
+    kernel, b = dense.get_weights()
+    dense.set_weights([rng.normal(0, scale, kernel.shape).astype("float32"),
+                       np.zeros_like(b) if bias is None else np.asarray(bias, "float32")])
+
+
+def decode(outputs):
+    return {k: v.numpy() for k, v in outputs.items()}
+
+
+@pytest.fixture(scope="module")
+def ner(tiny_bert_real_vocab):
+    task = biozoo.TokenClassifier.from_preset(str(tiny_bert_real_vocab), label_names=LABELS)
+    task.preprocessor.sequence_length = 64
+    sharpen_head(task.output_dense, 0)
+    return task
+
+
+def served_entities(out, i):
+    n = int(out["num_entities"][i])
+    text = out["entity_text"][i][:n]
+    return [{"start": int(out["entity_start"][i][j]), "end": int(out["entity_end"][i][j]),
+             "type": out["entity_type"][i][j].decode() if isinstance(out["entity_type"][i][j], bytes) else out["entity_type"][i][j],
+             "text": text[j].decode() if isinstance(text[j], bytes) else text[j],
+             "score": float(out["entity_score"][i][j])} for j in range(n)]
+
+
+def test_ner_serving_equals_annotate(ner, corpus_sentences, tmp_path):
+    texts = [s for s in corpus_sentences[:80] if len(ner.preprocessor.tokenizer.ids([s])[0]) < 60][:40]
+    texts += ["Naïve µ-opioid (IL-2\u00adR) in Σ cells.", "", "   "]
+    export_task_hub(ner, tmp_path / "ner")
+    served = decode(tf.saved_model.load(str(tmp_path / "ner")).signatures["serving_default"](text=tf.constant(texts)))
+    expected = ner.annotate(texts)
+    total = 0
+    for i, result in enumerate(expected):
+        got = served_entities(served, i)
+        assert [(e["start"], e["end"], e["type"], e["text"]) for e in got] == \
+               [(e["start"], e["end"], e["type"], e["text"]) for e in result["entities"]], texts[i]
+        np.testing.assert_allclose([e["score"] for e in got], [e["score"] for e in result["entities"]], atol=1e-4)
+        total += len(got)
+    assert total > 20
+
+    # and where keras and biozoo cannot be imported
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({"signature": "serving_default", "inputs": {"text": texts[:5]}}))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(PYTHONPATH=str(keras_free_site(tmp_path)), TF_CPP_MIN_LOG_LEVEL="2")
+    child = Path(__file__).with_name("keras_free_serve.py")
+    result = subprocess.run([sys.executable, "-S", str(child), str(tmp_path / "ner"), str(request), str(tmp_path / "out.json")],
+                            capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    isolated = json.loads((tmp_path / "out.json").read_text())
+    assert isolated["num_entities"] == served["num_entities"][:5].tolist()
+    for i, n in enumerate(isolated["num_entities"]):
+        assert isolated["entity_start"][i][:n] == served["entity_start"][i][:n].tolist()
+        assert isolated["entity_text"][i][:n] == [t.decode() for t in served["entity_text"][i][:n]]
+
+
+def test_ner_serving_predicts_every_word_of_a_long_text(ner, tmp_path):
+    ner.preprocessor.sequence_length = 16
+    try:
+        bias = [0, 5, 0, 0, 0]  # every word B-Disease: one entity per word
+        kernel, old_bias = ner.output_dense.get_weights()
+        ner.output_dense.set_weights([kernel * 0, np.asarray(bias, "float32")])
+        text = " ".join(f"word{i}" if i % 2 else "cancer" for i in range(60))
+        export_task_hub(ner, tmp_path / "ner16")
+        served = decode(tf.saved_model.load(str(tmp_path / "ner16")).signatures["serving_default"](text=tf.constant([text])))
+        words = text.split(" ")
+        starts = np.cumsum([0] + [len(w) + 1 for w in words[:-1]])
+        got = served_entities(served, 0)
+        # "wordN" is several pieces: still one word, one entity
+        assert [(e["start"], e["text"]) for e in got] == list(zip(starts.tolist(), words))
+    finally:
+        ner.output_dense.set_weights([kernel, old_bias])
+        ner.preprocessor.sequence_length = 64
+
+
+def test_classifier_serving_equals_predict(tiny_bert_real_vocab, corpus_sentences, tmp_path):
+    labels = ["false", "CPR:3", "CPR:4", "CPR:9"]
+    task = biozoo.SequenceClassifier.from_preset(str(tiny_bert_real_vocab), label_names=labels)
+    task.preprocessor.sequence_length = 48
+    sharpen_head(task.output_dense, 1, scale=1.0)
+    texts, pairs = corpus_sentences[100:130], corpus_sentences[130:160]
+    export_task_hub(task, tmp_path / "re")
+    loaded = tf.saved_model.load(str(tmp_path / "re"))
+    single = decode(loaded.signatures["serving_default"](text=tf.constant(texts)))
+    np.testing.assert_allclose(single["probabilities"], task.predict_probabilities(texts), atol=1e-5)
+    assert [x.decode() for x in single["label"]] == task.predict_labels(texts)
+    paired = decode(loaded.signatures["classify_pairs"](text=tf.constant(texts), text_b=tf.constant(pairs)))
+    np.testing.assert_allclose(paired["probabilities"], task.predict_probabilities(texts, pairs), atol=1e-5)
+
+
+def test_multilabel_serving_uses_thresholds(tiny_bert_real_vocab, corpus_sentences, tmp_path):
+    labels = [f"hallmark_{i}" for i in range(5)]
+    task = biozoo.SequenceClassifier.from_preset(str(tiny_bert_real_vocab), label_names=labels, multi_label=True,
+                                                 thresholds=[0.3, 0.4, 0.5, 0.6, 0.7])
+    task.preprocessor.sequence_length = 48
+    sharpen_head(task.output_dense, 2, scale=1.0)
+    texts = corpus_sentences[200:230]
+    export_task_hub(task, tmp_path / "doc")
+    served = decode(tf.saved_model.load(str(tmp_path / "doc")).signatures["serving_default"](text=tf.constant(texts)))
+    predicted = [[n for n, on in zip(labels, row) if on] for row in served["predicted"]]
+    assert predicted == task.predict_labels(texts)
+
+
+def test_qa_serving_equals_answer(tiny_bert_real_vocab, shared_data, tmp_path):
+    from biozoo.data.qa import read_squad
+
+    task = biozoo.QuestionAnswerer.from_preset(str(tiny_bert_real_vocab))
+    task.preprocessor.sequence_length, task.preprocessor.max_query_length = 64, 16
+    sharpen_head(task.span_dense, 3, scale=1.0)
+    tokenizer = task.preprocessor.tokenizer
+    examples = read_squad(shared_data / "qa" / "bioasq" / "dev.json")
+    context_ids, question_ids = tokenizer.ids([e.context for e in examples]), tokenizer.ids([e.question for e in examples])
+    examples = [e for e, c, q in zip(examples, context_ids, question_ids) if len(c) < 40 and len(q) <= 16][:25]
+    assert len(examples) >= 10
+    questions, contexts = [e.question for e in examples], [e.context for e in examples]
+    expected = task.answer(questions, contexts, n_best=200)
+    export_task_hub(task, tmp_path / "qa")
+    served = decode(tf.saved_model.load(str(tmp_path / "qa")).signatures["serving_default"](
+        question=tf.constant(questions), context=tf.constant(contexts)))
+    for i, result in enumerate(expected):
+        assert served["score"][i] == pytest.approx(result["score"], abs=1e-4)
+        assert served["null_score_diff"][i] == pytest.approx(result["null_score_diff"], abs=1e-4)
+        best = next(n for n in result["nbest"] if n["text"] == result["best_non_null"])
+        # served spans are widened to whole words
+        assert served["start"][i] <= best["start"] and best["end"] <= served["end"][i]
+        text = served["best_non_null"][i].decode()
+        assert result["best_non_null"] in text and contexts[i][served["start"][i]:served["end"][i]] == text
