@@ -74,3 +74,27 @@ def test_python_dash_m_is_the_same_cli():
     result = subprocess.run([sys.executable, "-m", "biozoo", "list", "bioformer_*"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert [line.split()[0] for line in result.stdout.splitlines()[1:]] == ["bioformer_16l", "bioformer_8l"]
+
+
+def test_export_hf_and_garden_from_the_cli(tmp_path, capsys):
+    import hf_models as H
+    import transformers
+
+    model = H.make_model("bert", "BertModel", layer_norm_eps=1e-12)
+    source = H.save_hf_directory(model, tmp_path / "hf")
+    assert run(capsys, "export", "hf", "--preset", str(source), "--output", str(tmp_path / "hf_out"))[0] == 0
+    reloaded = transformers.AutoModel.from_pretrained(str(tmp_path / "hf_out"))
+    inputs = H.random_inputs()
+    assert H.max_diff(H.hf_outputs(reloaded, inputs)[0], H.hf_outputs(model, inputs)[0], inputs["padding_mask"]) <= 1e-4
+    pytest.importorskip("official.nlp.modeling")
+    assert run(capsys, "export", "garden", "--preset", str(source), "--output", str(tmp_path / "garden"))[0] == 0
+    assert (tmp_path / "garden" / "garden_encoder.json").exists()
+
+
+def test_export_garden_refusal_is_one_line(tmp_path, capsys):
+    import hf_models as H
+
+    source = H.save_hf_directory(H.make_model("megatron_bert", "MegatronBertModel"), tmp_path / "hf")
+    assert main(["export", "garden", "--preset", str(source), "--output", str(tmp_path / "garden")]) == 2
+    assert "megatron_bert" in capsys.readouterr().err
+    assert not (tmp_path / "garden").exists()

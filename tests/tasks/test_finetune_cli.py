@@ -69,3 +69,21 @@ def test_evaluate_refuses_the_wrong_kind(ner_model, capsys):
     data, output, _ = ner_model
     assert main(["evaluate", "re", "--model", str(output), "--data", str(data)]) == 2
     assert "ner model" in capsys.readouterr().err
+
+
+def test_export_hub_of_the_finetuned_model_serves_annotate(ner_model, tmp_path, capsys):
+    import tensorflow as tf
+
+    from biozoo.train.finetune import load_task_preset
+
+    _, output, _ = ner_model
+    assert main(["export", "hub", "--model", str(output), "--output", str(tmp_path / "served")]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["task"] == "ner"
+    _, _, task = load_task_preset(output)
+    texts = ["Familial breast cancer and ovarian cancer.", "Ataxia telangiectasia patients.", "No disease here."]
+    served = tf.saved_model.load(str(tmp_path / "served")).signatures["serving_default"](text=tf.constant(texts))
+    for i, result in enumerate(task.annotate(texts)):
+        n = int(served["num_entities"][i])
+        got = [(int(s), int(e), t.decode()) for s, e, t in zip(served["entity_start"][i][:n], served["entity_end"][i][:n],
+                                                              served["entity_type"][i][:n])]
+        assert got == [(e["start"], e["end"], e["type"]) for e in result["entities"]]
