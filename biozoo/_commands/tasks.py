@@ -41,6 +41,9 @@ def register(subparsers):
     parser.add_argument("--model", required=True, help="the OUTPUT directory of `biozoo finetune`")
     parser.add_argument("--data", required=True)
     parser.add_argument("--split", default="test", help="train, dev (devel) or test")
+    parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
+                        help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
+                        "for large inputs once each bucket shape is compiled)")
     parser.set_defaults(func=evaluate_command)
 
     parser = subparsers.add_parser(
@@ -53,6 +56,9 @@ def register(subparsers):
     parser.add_argument("--model", required=True, help="a NER model written by `biozoo finetune ner`")
     parser.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
+                        help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
+                        "for large inputs once each bucket shape is compiled)")
     parser.set_defaults(func=annotate_command)
 
 
@@ -72,6 +78,7 @@ def finetune_command(args):
 
 
 def evaluate_command(args):
+    _set_xla(args.xla)
     from biozoo.train.finetune import load_task_preset, run_evaluate
 
     metrics = run_evaluate(args.model, args.data, args.split)
@@ -82,6 +89,7 @@ def evaluate_command(args):
 
 
 def annotate_command(args):
+    _set_xla(args.xla)
     from biozoo.train.finetune import load_task_preset
 
     kind, _, task = load_task_preset(args.model)
@@ -97,3 +105,10 @@ def annotate_command(args):
         for result in task.annotate(lines[start:start + 1024], batch_size=args.batch_size):
             print(json.dumps(result, ensure_ascii=False))
     return 0
+
+
+def _set_xla(choice):
+    import os
+
+    if choice != "auto":
+        os.environ["BIOZOO_XLA"] = choice

@@ -23,16 +23,26 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
             f"{source}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's embedding "
             f"has {config['vocab_size']} rows; they must agree."
         )
-    backbone = family.backbone_cls(**arguments, dtype="float32")
-    bar = _progress(len(names), f"converting {provenance.get('label', '') if provenance else ''}".strip(), progress)
-    try:
-        heads = apply_table(table, tensors, backbone, source, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
+    import keras
+
+    from biozoo._io import atomic_directory
+    from biozoo.convert.sink import H5WeightsSink
+
+    # Built without allocating its variables: the tensors stream into the weights file.
+    with keras.StatelessScope():
+        backbone = family.backbone_cls(**arguments, dtype="float32")
     record = {"family": family.name, "hf_config": config}
     record.update({k: v for k, v in (provenance or {}).items() if k != "label"})
-    write_preset(out_dir, backbone, tokenizer, heads, family.heads_config(config), record)
+    bar = _progress(len(names), f"converting {provenance.get('label', '') if provenance else ''}".strip(), progress)
+    with atomic_directory(out_dir) as tmp:
+        sink = H5WeightsSink(os.path.join(tmp, ".streamed.weights.h5"), backbone)
+        try:
+            heads = apply_table(table, tensors, sink, source, progress=bar)
+        finally:
+            sink.close()
+            if bar is not None:
+                bar.close()
+        write_preset(tmp, backbone, tokenizer, heads, family.heads_config(config), record, weights_file=sink.path)
     return out_dir
 
 

@@ -223,14 +223,19 @@ def _list(names, limit=40):
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
-def apply_table(table, tensors, backbone, source, progress=None):
-    """Assign a stream of `(name, array)` to `backbone`'s variables through `table`.
+def apply_table(table, tensors, sink, source, progress=None):
+    """Write a stream of `(name, array)` through `table` into `sink` (a backbone's variables or
+    its weights file, see `biozoo.convert.sink`; a backbone is wrapped in a VariableSink).
 
     Returns the head tensors (`{"mlm/dense/kernel": array, ...}`). Raises CheckpointError
-    naming `source` and every missing, unexpected or misshapen tensor; the backbone is then
-    partially assigned and must be discarded.
+    naming `source` and every missing, unexpected or misshapen tensor; what was written is then
+    partial and must be discarded.
     """
-    variables = {v.path: v for v in backbone.weights}
+    from biozoo.convert.sink import VariableSink
+
+    if not hasattr(sink, "assign"):
+        sink = VariableSink(sink)
+    variables = sink.shapes
     # Shared variables (ALBERT's one layer used N times) appear once per path.
     assigned, unexpected, heads = set(), [], {}
     for name, array in tensors:
@@ -252,7 +257,7 @@ def apply_table(table, tensors, backbone, source, progress=None):
         if missing_targets:
             unexpected.append(f"{name} (no {', '.join(missing_targets)} in this config)")
             continue
-        shapes = [tuple(variables[t].shape) for t in targets]
+        shapes = [variables[t] for t in targets]
         try:
             values = TRANSFORMS[transform](array, shapes if split else shapes[0])
             values = values if split else [values]
@@ -265,13 +270,12 @@ def apply_table(table, tensors, backbone, source, progress=None):
                 "model built from the config; the checkpoint and its config disagree."
             )
         for target, value in zip(targets, values):
-            variable = variables[target]
             if target in assigned:
                 # tied copies (a generator's embedding saved twice) must agree
-                if not np.array_equal(np.asarray(variable.numpy()), value.astype(variable.dtype, copy=False)):
+                if not np.array_equal(sink.read(target), value.astype(np.float32, copy=False)):
                     raise CheckpointError(f"{source}: more than one tensor maps to '{target}' (last: '{name}').")
                 continue
-            variable.assign(value.astype(variable.dtype, copy=False))
+            sink.assign(target, value)
             assigned.add(target)
     missing = set(variables) - assigned
     problems = []

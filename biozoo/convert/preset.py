@@ -12,18 +12,25 @@ import os
 import numpy as np
 
 from biozoo._io import atomic_directory, atomic_write_json, read_json
+from biozoo.errors import CheckpointError
 
 HEADS_FILE = "heads.safetensors"
 HEADS_CONFIG_FILE = "heads.json"
 PROVENANCE_FILE = "biozoo.json"
 
 
-def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, provenance=None):
-    """Write a complete preset to `out_dir` atomically (nothing partial is ever visible)."""
+def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, provenance=None, weights_file=None):
+    """Write a complete preset to `out_dir` atomically (nothing partial is ever visible).
+
+    `weights_file`: a `.weights.h5` already written for `backbone` (streamed conversion); it is
+    moved into place instead of saving the backbone's variables."""
     from safetensors.numpy import save_file
 
     with atomic_directory(out_dir) as tmp:
-        backbone.save_to_preset(tmp)
+        if weights_file is None:
+            backbone.save_to_preset(tmp)
+        else:
+            _save_with_weights_file(backbone, tmp, weights_file)
         tokenizer.save_to_preset(tmp)
         if heads:
             save_file({k: np.ascontiguousarray(v) for k, v in heads.items()}, os.path.join(tmp, HEADS_FILE))
@@ -32,6 +39,21 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
             atomic_write_json(os.path.join(tmp, HEADS_CONFIG_FILE), config)
         atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), provenance or {})
     return out_dir
+
+
+def _save_with_weights_file(backbone, preset_dir, weights_file):
+    """KerasHub's own preset writer (config, metadata), with the weights file supplied."""
+
+    def move_into_place(path, max_shard_size=None, **kwargs):
+        if not str(path).endswith(".weights.h5"):
+            raise CheckpointError(f"a sharded weights file was requested ({path}); streamed conversion writes one file.")
+        os.replace(weights_file, path)
+
+    backbone.save_weights = move_into_place  # an instance attribute: only this save is affected
+    try:
+        backbone.save_to_preset(preset_dir)
+    finally:
+        del backbone.save_weights
 
 
 def read_heads(preset_dir):

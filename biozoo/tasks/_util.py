@@ -7,8 +7,17 @@ import numpy as np
 
 def use_xla():
     """XLA pays off on accelerators; on CPUs its compile time (tens of seconds per input
-    shape for a training step) outweighs the faster steps of a fine-tuning run."""
+    shape for a training step) outweighs the faster steps of a fine-tuning run.
+    `BIOZOO_XLA=on|off` (the CLI's `--xla`) overrides."""
+    import os
+
     import tensorflow as tf
+
+    forced = os.environ.get("BIOZOO_XLA", "auto").lower()
+    if forced in ("on", "1", "true"):
+        return True
+    if forced in ("off", "0", "false"):
+        return False
 
     return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
 
