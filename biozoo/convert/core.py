@@ -23,13 +23,11 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
             f"{source}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's embedding "
             f"has {config['vocab_size']} rows; they must agree."
         )
-    import keras
-
     from biozoo._io import atomic_directory
-    from biozoo.convert.sink import H5WeightsSink
+    from biozoo.convert.sink import H5WeightsSink, unallocated_variables
 
     # Built without allocating its variables: the tensors stream into the weights file.
-    with keras.StatelessScope():
+    with unallocated_variables():
         backbone = family.backbone_cls(**arguments, dtype="float32")
     record = {"family": family.name, "hf_config": config}
     record.update({k: v for k, v in (provenance or {}).items() if k != "label"})

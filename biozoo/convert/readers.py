@@ -132,6 +132,7 @@ class TorchBinReader:
         self._torch = torch
         self.paths = [os.fspath(p) for p in paths]
         self._state = {}
+        self._mapped = False
         for path in self.paths:
             for name, tensor in self._load(path).items():
                 if name in self._state:
@@ -146,6 +147,7 @@ class TorchBinReader:
         try:
             mmap = zipfile.is_zipfile(path)  # mmap only works for the zip format
             state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+            self._mapped = self._mapped or mmap
         except pickle.UnpicklingError as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise CheckpointError(
@@ -169,10 +171,28 @@ class TorchBinReader:
     def tensors(self):
         torch = self._torch
         for name in list(self._state):
-            tensor = self._state[name]
-            if tensor.dtype in (torch.bfloat16, torch.float16, torch.float64):
-                tensor = tensor.float()
+            original = self._state[name]
+            tensor = original.float() if original.dtype in (torch.bfloat16, torch.float16, torch.float64) else original
             yield name, tensor.numpy()
+            if self._mapped:
+                _drop_mapped_pages(original)
+
+
+def _drop_mapped_pages(tensor):
+    """Let the kernel drop the pages of a memory-mapped tensor once it has been converted, so
+    that the mapped checkpoint does not accumulate in RSS. The mapping is private and
+    read-only in use: dropped pages are re-read from the file if touched again."""
+    import ctypes
+    import mmap
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        page = mmap.PAGESIZE
+        start = tensor.data_ptr() // page * page
+        end = tensor.data_ptr() + tensor.numel() * tensor.element_size()
+        libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), 4)  # MADV_DONTNEED
+    except (OSError, AttributeError):
+        pass
 
 
 WEIGHT_FILES = (

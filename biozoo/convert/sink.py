@@ -5,9 +5,27 @@ memory. `VariableSink` assigns to the variables of a built model."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from biozoo.errors import CheckpointError
+
+
+@contextlib.contextmanager
+def unallocated_variables():
+    """Layers built in this block get variables with shapes but no memory. They are never
+    initialized: Keras would do so when the scope exits, or at the next scope that does, so
+    they are kept off its list of variables to initialize."""
+    import keras
+    from keras.src.backend.common import global_state
+
+    pending = list(global_state.get_global_attribute("uninitialized_variables", None) or [])
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield
+    finally:
+        global_state.set_global_attribute("uninitialized_variables", pending)
 
 
 class VariableSink:

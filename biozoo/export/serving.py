@@ -19,7 +19,6 @@ import json
 import os
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from biozoo.errors import BiozooError
 from biozoo.export import hub as H

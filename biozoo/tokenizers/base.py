@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keras_hub
+from keras_hub.src.utils.tensor_utils import preprocessing_function
 
 
 class Tokenizer(keras_hub.tokenizers.Tokenizer):
@@ -51,6 +52,26 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
         """`[(word, start, end)]`: the words this tokenizer tokenizes separately, with their
         character offsets in `text` (for mapping predictions back to the input)."""
         raise NotImplementedError
+
+    @preprocessing_function
+    def _tokenize_tf(self, inputs):
+        import tensorflow as tf
+
+        # subclasses give `_ragged_ids`: strings -> ragged ids, in pure TF ops
+        self._maybe_initialized_tf()
+        if not isinstance(inputs, tf.RaggedTensor):
+            inputs = tf.convert_to_tensor(inputs)
+        unbatched = inputs.shape.rank == 0
+        if unbatched:
+            inputs = tf.expand_dims(inputs, 0)
+        tokens = self._ragged_ids(inputs)
+        if self.sequence_length:
+            output_shape = tokens.shape.as_list()
+            output_shape[-1] = self.sequence_length
+            tokens = tokens.to_tensor(shape=output_shape)
+        if unbatched:
+            tokens = tf.squeeze(tokens, 0)
+        return tokens
 
     def _special_and_added_tokens(self):
         tokens = [getattr(self, attr) for attr in getattr(self, "_special_token_attrs", [])]

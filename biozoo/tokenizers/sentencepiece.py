@@ -5,7 +5,6 @@ from __future__ import annotations
 import keras
 import keras_hub
 import tensorflow as tf
-from keras_hub.src.utils.tensor_utils import preprocessing_function
 
 from biozoo.tokenizers import _text
 from biozoo.tokenizers.base import Tokenizer
@@ -124,23 +123,6 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
         ids = self._sentence_piece.tokenize(text)
         ids = _text.replace_rows(ids, is_special.flat_values, self._special_token_ids(flat))
         tokens = segments.with_flat_values(ids).merge_dims(1, 2)
-        return tokens
-
-    @preprocessing_function
-    def _tokenize_tf(self, inputs):
-        self._maybe_initialized_tf()
-        if not isinstance(inputs, tf.RaggedTensor):
-            inputs = tf.convert_to_tensor(inputs)
-        unbatched = inputs.shape.rank == 0
-        if unbatched:
-            inputs = tf.expand_dims(inputs, 0)
-        tokens = self._ragged_ids(inputs)
-        if self.sequence_length:
-            output_shape = tokens.shape.as_list()
-            output_shape[-1] = self.sequence_length
-            tokens = tokens.to_tensor(shape=output_shape)
-        if unbatched:
-            tokens = tf.squeeze(tokens, 0)
         return tokens
 
     def get_config(self):

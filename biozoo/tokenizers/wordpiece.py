@@ -6,7 +6,6 @@ import keras
 import keras_hub
 import tensorflow as tf
 import tensorflow_text as tf_text
-from keras_hub.src.utils.tensor_utils import preprocessing_function
 
 from biozoo.tokenizers import _text
 from biozoo.tokenizers.base import Tokenizer
@@ -114,23 +113,6 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
     def _ragged_ids(self, inputs):
         """`[batch]` strings -> ragged `[batch, (tokens)]` ids (pure TF ops; exports trace it)."""
         return self._fast_word_piece.tokenize(self.words(inputs)).merge_dims(-2, -1)
-
-    @preprocessing_function
-    def _tokenize_tf(self, inputs):
-        self._maybe_initialized_tf()
-        if not isinstance(inputs, tf.RaggedTensor):
-            inputs = tf.convert_to_tensor(inputs)
-        unbatched = inputs.shape.rank == 0
-        if unbatched:
-            inputs = tf.expand_dims(inputs, 0)
-        tokens = self._ragged_ids(inputs)
-        if self.sequence_length:
-            output_shape = tokens.shape.as_list()
-            output_shape[-1] = self.sequence_length
-            tokens = tokens.to_tensor(shape=output_shape)
-        if unbatched:
-            tokens = tf.squeeze(tokens, 0)
-        return tokens
 
     def get_config(self):
         config = super().get_config()

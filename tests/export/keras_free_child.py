@@ -7,8 +7,6 @@ shared libraries, as a Keras-free TensorFlow Serving image has them.)
 argv: EXPORT_DIR REQUEST_JSON OUT_NPZ
 """
 
-import glob
-import importlib.util
 import json
 import os
 import sys
@@ -16,11 +14,9 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-for name in ("keras", "biozoo", "keras_hub", "tf_keras"):
-    assert importlib.util.find_spec(name) is None, f"{name} is importable in the keras-free child"
-spec = importlib.util.find_spec("tensorflow_text")
-for library in sorted(glob.glob(os.path.join(spec.submodule_search_locations[0], "python", "ops", "*.so"))):
-    tf.load_op_library(library)
+from keras_free_ops import load_tensorflow_text_ops
+
+load_tensorflow_text_ops()
 
 export_dir, request_path, out_path = sys.argv[1:4]
 request = json.load(open(request_path, encoding="utf-8"))

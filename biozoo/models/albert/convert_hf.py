@@ -3,6 +3,7 @@ AlbertForQuestionAnswering)."""
 
 from biozoo.convert.mapping import Table, attention, dense, embedding, layer_norm, param
 from biozoo.models.bert.convert_hf import LEGACY_RENAMES, check_absolute_positions
+from biozoo.models.bert.convert_hf import config_to_hf as bert_config_to_hf
 from biozoo.models.family import hf_get
 
 LAYER = "encoder.albert_layer_groups.{i}.albert_layers.{j}"
@@ -74,22 +75,6 @@ def heads_config(config):
 
 
 def config_to_hf(config):
-    return {
-        "architectures": ["AlbertModel"],
-        "model_type": "albert",
-        "vocab_size": config["vocabulary_size"],
-        "embedding_size": config["embedding_dim"],
-        "hidden_size": config["hidden_dim"],
-        "num_hidden_layers": config["num_layers"],
-        "num_hidden_groups": config["num_groups"],
-        "inner_group_num": config["num_inner_repetitions"],
-        "num_attention_heads": config["num_heads"],
-        "intermediate_size": config["intermediate_dim"],
-        "hidden_act": config["activation"],
-        "layer_norm_eps": config["layer_norm_epsilon"],
-        "hidden_dropout_prob": config["dropout"],
-        "attention_probs_dropout_prob": config["dropout"],
-        "max_position_embeddings": config["max_sequence_length"],
-        "type_vocab_size": config["num_segments"],
-        "initializer_range": config["initializer_range"],
-    }
+    return {**bert_config_to_hf(config), "model_type": "albert", "architectures": ["AlbertModel"],
+            "embedding_size": config["embedding_dim"], "num_hidden_groups": config["num_groups"],
+            "inner_group_num": config["num_inner_repetitions"]}
