@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
 import tempfile
 
 
+@functools.lru_cache(maxsize=1)
 def _umask():
-    mask = os.umask(0)
+    # read once: os.umask can only be read by setting it, which races with other threads
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
 

@@ -23,7 +23,8 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
             f"{source}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's embedding "
             f"has {config['vocab_size']} rows; they must agree."
         )
-    from biozoo._io import atomic_directory
+    import tempfile
+
     from biozoo.convert.sink import H5WeightsSink, unallocated_variables
 
     # Built without allocating its variables: the tensors stream into the weights file.
@@ -32,15 +33,18 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
     record = {"family": family.name, "hf_config": config}
     record.update({k: v for k, v in (provenance or {}).items() if k != "label"})
     bar = _progress(len(names), f"converting {provenance.get('label', '') if provenance else ''}".strip(), progress)
-    with atomic_directory(out_dir) as tmp:
-        sink = H5WeightsSink(os.path.join(tmp, ".streamed.weights.h5"), backbone)
+    parent = os.path.dirname(os.path.abspath(os.fspath(out_dir)))
+    os.makedirs(parent, exist_ok=True)
+    # beside out_dir, so that write_preset moves the file into place with a rename
+    with tempfile.TemporaryDirectory(prefix=".streamed-", dir=parent) as scratch:
+        sink = H5WeightsSink(os.path.join(scratch, "model.weights.h5"), backbone)
         try:
             heads = apply_table(table, tensors, sink, source, progress=bar)
         finally:
             sink.close()
             if bar is not None:
                 bar.close()
-        write_preset(tmp, backbone, tokenizer, heads, family.heads_config(config), record, weights_file=sink.path)
+        write_preset(out_dir, backbone, tokenizer, heads, family.heads_config(config), record, weights_file=sink.path)
     return out_dir
 
 

@@ -224,17 +224,13 @@ def _list(names, limit=40):
 
 
 def apply_table(table, tensors, sink, source, progress=None):
-    """Write a stream of `(name, array)` through `table` into `sink` (a backbone's variables or
-    its weights file, see `biozoo.convert.sink`; a backbone is wrapped in a VariableSink).
+    """Write a stream of `(name, array)` through `table` into `sink` (`shapes`, `assign`,
+    `read`: the backbone's weights file, see `biozoo.convert.sink`).
 
     Returns the head tensors (`{"mlm/dense/kernel": array, ...}`). Raises CheckpointError
     naming `source` and every missing, unexpected or misshapen tensor; what was written is then
     partial and must be discarded.
     """
-    from biozoo.convert.sink import VariableSink
-
-    if not hasattr(sink, "assign"):
-        sink = VariableSink(sink)
     variables = sink.shapes
     # Shared variables (ALBERT's one layer used N times) appear once per path.
     assigned, unexpected, heads = set(), [], {}

@@ -1,7 +1,7 @@
 """Where converted tensors go. `H5WeightsSink` writes them straight into the preset's
 `model.weights.h5`, one tensor at a time, for a backbone built without allocating its
 variables (`keras.StatelessScope`): converting a checkpoint never holds the whole model in
-memory. `VariableSink` assigns to the variables of a built model."""
+memory."""
 
 from __future__ import annotations
 
@@ -26,24 +26,6 @@ def unallocated_variables():
             yield
     finally:
         global_state.set_global_attribute("uninitialized_variables", pending)
-
-
-class VariableSink:
-    """Assign converted tensors to the variables of a built backbone."""
-
-    def __init__(self, backbone):
-        self._variables = {v.path: v for v in backbone.weights}
-        self.shapes = {path: tuple(v.shape) for path, v in self._variables.items()}
-
-    def assign(self, path, value):
-        variable = self._variables[path]
-        variable.assign(value.astype(variable.dtype, copy=False))
-
-    def read(self, path):
-        return np.asarray(self._variables[path].numpy())
-
-    def close(self):
-        pass
 
 
 def _placeholder_store_class():

@@ -148,7 +148,6 @@ def build_preprocessor(tokenizer, seq_length):
     root.tokenize = tokenize
     root.bert_pack_inputs = bert_pack_inputs
     root.__call__ = call
-    root.tokenization = tokenization  # not trackable: used by task exports while building
     info = {
         "tokenizer": tokenization.kind,
         "seq_length": seq_length,
