@@ -24,6 +24,7 @@ EXTRAS = {
     "torch": [TORCH],
     "garden": ["tf-models-official==2.20.0"],
     "demo": [MINILM],
+    "colab": [],  # the notebooks' install target; Colab images already ship torch and transformers
     "test": [
         "pytest>=8",
         "pytest-timeout>=2.3",
@@ -50,7 +51,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["biozoo", "biozoo.*"]),
-    package_data={"biozoo": ["checkpoints_registry.json", "registry_schema.json"]},
+    package_data={"biozoo": ["checkpoints_registry.json", "registry_schema.json"], "biozoo.train": ["biom_recipes.json"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,

@@ -19,17 +19,23 @@ def register(subparsers):
     parser.add_argument("--preset", required=True, help="registry name, hf://org/repo, or a local directory")
     parser.add_argument("--data", required=True, help="folder with train / dev (devel) / test files")
     parser.add_argument("--output", required=True, help="where to write the fine-tuned task preset")
-    parser.add_argument("--epochs", type=float, default=3.0)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--learning-rate", type=float, default=5e-5)
+    parser.add_argument("--epochs", type=float, default=None, help="default 3 (or the --recipe's)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="the global batch, split over the replicas (default 32, or the --recipe's)")
+    parser.add_argument("--learning-rate", type=float, default=None,
+                        help="peak learning rate for the global batch (default 5e-5, or the --recipe's)")
     parser.add_argument("--max-seq-length", type=int, default=None, help="default: 128 (384 for qa)")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="run this many seeds (seed, seed+1, ...) into OUTPUT/seed-N and report the mean "
+                        "and standard deviation of every score in OUTPUT/metrics.json")
     parser.add_argument("--warmup-ratio", type=float, default=0.1)
     parser.add_argument("--weight-decay", type=float, default=0.01)
     parser.add_argument("--entity-type", help="ner: type for bare B/I tags (default: from the folder name)")
-    parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
-                        help="compile train steps with XLA (auto: on GPU/TPU only; on CPUs the compile "
-                        "time outweighs the gain)")
+    parser.add_argument("--recipe", choices=["biom"], help="biom: the epochs / learning rate / batch size of the "
+                        "BioM-Transformers paper (Appendix Table 4) for this model and task; explicit "
+                        "options still win")
+    add_training_arguments(parser)
     parser.set_defaults(func=finetune_command)
 
     parser = subparsers.add_parser(
@@ -62,17 +68,83 @@ def register(subparsers):
     parser.set_defaults(func=annotate_command)
 
 
-def finetune_command(args):
-    from biozoo.train.finetune import Hyperparameters, run_finetune
+def add_training_arguments(parser):
+    """Options shared by finetune, pretrain and distill: where and how the steps run."""
+    from biozoo.train.strategy import STRATEGIES
 
+    group = parser.add_argument_group("distribution and speed")
+    group.add_argument("--strategy", choices=STRATEGIES, default="auto",
+                       help="auto: multi-worker if TF_CONFIG is set, else a TPU if one resolves, else all GPUs "
+                       "(mirrored), else the CPU. BIOZOO_LOGICAL_CPUS=N splits the CPU into N devices")
+    group.add_argument("--tpu", help="TPU name, grpc://ADDRESS or local (default: TPU_NAME / COLAB_TPU_ADDR)")
+    group.add_argument("--precision", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
+                       help="auto: bfloat16 on TPU, float16 with loss scaling on GPU, float32 on CPU")
+    group.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
+                       help="compile train steps with XLA (jit_compile; auto: on GPU/TPU only, on CPUs the "
+                       "compile time outweighs the gain)")
+    group.add_argument("--static-shapes", choices=["auto", "on", "off"], default="auto",
+                       help="pad every batch to --max-seq-length and drop the last partial batch (auto: on TPU)")
+    group.add_argument("--steps-per-execution", type=int, default=1,
+                       help="train steps per call into the compiled function (TPUs want tens to hundreds)")
+    group.add_argument("--optimizer", choices=["adamw", "lamb"], default="adamw")
+    group.add_argument("--layer-decay", type=float, default=None,
+                       help="layer-wise learning-rate decay (ELECTRA fine-tuning: 0.8 base, 0.9 large)")
+    group.add_argument("--clip-norm", type=float, default=None, help="clip gradients to this global norm")
+    group.add_argument("--checkpoint-every", type=int, default=None,
+                       help="checkpoint every N steps into OUTPUT/checkpoints (last 3 kept); re-running the "
+                       "same command resumes from the last one")
+    group.add_argument("--deterministic", action="store_true",
+                       help="deterministic TensorFlow ops (reproducible resumes; slower on GPUs)")
+
+
+def resolve_strategy_from(args, log):
+    from biozoo.train.strategy import resolve_strategy
+
+    resolved = resolve_strategy(args.strategy, args.tpu)
+    log(resolved.describe())
+    return resolved
+
+
+def finetune_command(args):
+    from biozoo.train.finetune import Hyperparameters, run_finetune, run_seeds
+
+    def log(message):
+        print(message, file=sys.stderr)
+
+    strategy = resolve_strategy_from(args, log)
+    defaults = {"epochs": 3.0, "batch_size": 32, "learning_rate": 5e-5}
+    extra = {}
+    if args.recipe == "biom":
+        import os
+
+        from biozoo.train.recipes import biom_recipe
+
+        recipe = biom_recipe(args.preset, args.kind, dataset=os.path.basename(os.path.normpath(args.data)))
+        log(f"recipe biom for {args.preset} / {args.kind}: {json.dumps(recipe)}")
+        defaults.update({k: recipe[k] for k in defaults if k in recipe})
+        for key in ("max_seq_length", "layer_decay", "optimizer", "warmup_ratio", "weight_decay"):
+            if recipe.get(key) is not None:
+                extra[key] = recipe[key]
+    explicit = {k: getattr(args, k) for k in defaults if getattr(args, k) is not None}
+    values = {**defaults, **explicit}
     hp = Hyperparameters(
-        epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
-        max_seq_length=args.max_seq_length or (384 if args.kind == "qa" else 128), seed=args.seed,
-        warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay, jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
+        epochs=values["epochs"], batch_size=values["batch_size"], learning_rate=values["learning_rate"],
+        max_seq_length=args.max_seq_length or extra.get("max_seq_length") or (384 if args.kind == "qa" else 128),
+        seed=args.seed, warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
+        jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
+        optimizer=args.optimizer if args.optimizer != "adamw" else extra.get("optimizer", "adamw"),
+        layer_decay=args.layer_decay if args.layer_decay is not None else extra.get("layer_decay"),
+        clip_norm=args.clip_norm, precision=args.precision, static_shapes=args.static_shapes,
+        steps_per_execution=args.steps_per_execution, checkpoint_every=args.checkpoint_every,
+        deterministic=args.deterministic,
     )
     options = {"entity_type": args.entity_type} if args.kind == "ner" else {}
-    metrics = run_finetune(args.kind, args.preset, args.data, args.output, hp, options,
-                           log=lambda message: print(message, file=sys.stderr))
+    if args.seeds > 1:
+        metrics = run_seeds(args.kind, args.preset, args.data, args.output, hp, args.seeds, options, log=log,
+                            strategy=strategy)
+    else:
+        metrics = run_finetune(args.kind, args.preset, args.data, args.output, hp, options, log=log,
+                               strategy=strategy)
     print(json.dumps(metrics))
     return 0
 

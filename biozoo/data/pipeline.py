@@ -106,30 +106,66 @@ class FeatureBatches:
             return x, out[self.y_key], out[self.w_key].astype(np.float32)
         return x, out[self.y_key]
 
+    def make_static(self):
+        """Pad every batch to the maximum length and drop the last partial batch: one shape,
+        as TPUs and XLA want."""
+        self.static = self.drop_remainder = True
+        self.plan = plan_batches(self.lengths, self.batch_size, self.max_length, self.shuffle, self.seed, True, True)
+        if not self.plan:
+            raise ValueError(f"static shapes drop partial batches, and the {len(self.lengths)} examples do not "
+                             f"fill one batch of {self.batch_size}")
+        return self
+
+    def plan_for_epoch(self, epoch):
+        """The batches of epoch `epoch` (0-based): reshuffled per epoch with seed + epoch."""
+        if not self.shuffle or epoch == 0:
+            return self.plan
+        return plan_batches(self.lengths, self.batch_size, self.max_length, True,
+                            self.seed + epoch, self.static, self.drop_remainder)
+
     def __iter__(self):
-        plan = self.plan
-        if self.shuffle:
-            plan = plan_batches(self.lengths, self.batch_size, self.max_length, True,
-                                self.seed + self.epoch, self.static, self.drop_remainder)
+        plan = self.plan_for_epoch(self.epoch)
         self.epoch += 1
         for indices in plan:
             yield self.batch(indices)
+
+    def batches_from(self, step):
+        """Every batch from global step `step` on, epoch after epoch, without end."""
+        if not self.plan:
+            raise ValueError("no examples to batch")
+        epoch, offset = divmod(int(step), len(self.plan))
+        while True:
+            for indices in self.plan_for_epoch(epoch)[offset:]:
+                yield self.batch(indices)
+            epoch, offset = epoch + 1, 0
+
+    def signature(self):
+        import tensorflow as tf
+
+        if not self.plan:
+            raise ValueError("no examples to batch")
+        first = self.batch(self.plan[0])
+
+        def spec(value):
+            shape = tuple(value.shape) if self.static else (None,) * value.ndim
+            return tf.TensorSpec(shape=shape, dtype=tf.as_dtype(value.dtype))
+
+        return tf.nest.map_structure(spec, first)
+
+    def dataset_from(self, step=0):
+        """A tf.data.Dataset of the batches from global step `step` on (endless): what the
+        resumable training loop (biozoo.train.loop) streams."""
+        import tensorflow as tf
+
+        signature = self.signature()
+        dataset = tf.data.Dataset.from_generator(lambda: self.batches_from(step), output_signature=signature)
+        return dataset.prefetch(tf.data.AUTOTUNE)
 
     def dataset(self, repeat=False):
         """A tf.data.Dataset of these batches with a known number of steps per epoch."""
         import tensorflow as tf
 
-        first = self.batch(self.plan[0]) if self.plan else None
-        if first is None:
-            raise ValueError("no examples to batch")
-
-        def spec(value):
-            shape = (None,) * value.ndim
-            if self.static:
-                shape = tuple(value.shape)
-            return tf.TensorSpec(shape=shape, dtype=tf.as_dtype(value.dtype))
-
-        signature = tf.nest.map_structure(spec, first)
+        signature = self.signature()
         dataset = tf.data.Dataset.from_generator(lambda: iter(self), output_signature=signature)
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
         if repeat:

@@ -56,3 +56,40 @@ def resize_token_embedding(backbone, vocabulary_size):
         else:
             weight.assign(values[weight.path])
     return resized
+
+
+def head_dropout(backbone, dropout=None):
+    """The task head's dropout: as given, else the backbone's hidden dropout (HF's default when
+    `classifier_dropout` is unset), else 0.1. ALBERT's heads use classifier_dropout_prob, 0.1,
+    whatever its hidden dropout (0)."""
+    if dropout is not None:
+        return dropout
+    if type(backbone).__name__ == "AlbertBackbone":
+        return 0.1
+    value = backbone.get_config().get("dropout")
+    return 0.1 if value is None else value
+
+
+class GlobalBatchLossMixin:
+    """The training loss is the mean over the valid examples (or tokens) of the *global* batch.
+
+    Keras averages each replica's loss over that replica's own valid examples; when replicas
+    hold different numbers of them (a short last batch, ignored tokens), examples would weigh
+    unequally. Each replica's mean is rescaled by its share of the global count, so a step on
+    N replicas computes what one device computes on the whole batch.
+    """
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        import tensorflow as tf
+
+        loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        context = tf.distribute.get_replica_context()
+        if replicas == 1 or loss is None or y is None or context is None:
+            return loss
+        if sample_weight is not None:
+            valid = tf.reduce_sum(tf.cast(sample_weight > 0, loss.dtype))
+        else:
+            valid = tf.reduce_sum(tf.cast(tf.not_equal(tf.cast(y, tf.int32), -100), loss.dtype))
+        total = context.all_reduce(tf.distribute.ReduceOp.SUM, valid)
+        return loss * tf.math.divide_no_nan(valid * replicas, total)

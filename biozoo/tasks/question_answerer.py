@@ -9,6 +9,8 @@ import numpy as np
 from keras_hub.src.models.preprocessor import Preprocessor
 from keras_hub.src.models.task import Task
 
+from biozoo.tasks.base import head_dropout
+from biozoo.tasks.base import GlobalBatchLossMixin
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
 
@@ -34,6 +36,18 @@ def span_loss(y_true, y_pred):
     start = keras.losses.sparse_categorical_crossentropy(y_true[:, 0], y_pred[:, :, 0], from_logits=True)
     end = keras.losses.sparse_categorical_crossentropy(y_true[:, 1], y_pred[:, :, 1], from_logits=True)
     return (start + end) / 2.0
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+class SpanLoss(keras.losses.Loss):
+    """`span_loss` averaged over the real windows of a batch (weighted mean: filler rows that
+    complete a short batch carry weight 0)."""
+
+    def __init__(self, name="span_loss", reduction="mean_with_sample_weight", **kwargs):
+        super().__init__(name=name, reduction=reduction, **kwargs)
+
+    def call(self, y_true, y_pred):
+        return span_loss(y_true, y_pred)
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
@@ -155,7 +169,7 @@ def _is_max_context(windows, w, position, cache, example):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class QuestionAnswerer(PresetTaskMixin, Task):
+class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
     """Extractive QA on any biozoo backbone: start/end logits over the tokens.
 
     Answers come with n-best lists and a null score from `[CLS]` (SQuAD v2.0: predict no
@@ -170,7 +184,8 @@ class QuestionAnswerer(PresetTaskMixin, Task):
     backbone_cls = None
     preprocessor_cls = QuestionAnswererPreprocessor
 
-    def __init__(self, backbone, preprocessor=None, dropout=0.1, null_threshold=0.0, **kwargs):
+    def __init__(self, backbone, preprocessor=None, dropout=None, null_threshold=0.0, **kwargs):
+        dropout = head_dropout(backbone, dropout)
         inputs = backbone.input
         hidden = backbone(inputs)["sequence_output"]
         self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="output_dropout")
@@ -196,7 +211,9 @@ class QuestionAnswerer(PresetTaskMixin, Task):
         return config
 
     def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
-        super().compile(optimizer=optimizer, loss=span_loss if loss == "auto" else loss, metrics=metrics, **kwargs)
+        if loss == "auto":  # mean over real windows: filler rows of a short batch have weight 0
+            loss = SpanLoss()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def span_logits(self, features, batch_size=32):
         """Start/end logits per window, `[(start [seq], end [seq]), ...]`."""

@@ -9,6 +9,8 @@ from keras_hub.src.models.text_classifier_preprocessor import TextClassifierPrep
 from keras_hub.src.models.task import Task
 
 from biozoo.tasks._util import compiled_predict, sigmoid, softmax
+from biozoo.tasks.base import head_dropout
+from biozoo.tasks.base import GlobalBatchLossMixin
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
 
@@ -62,7 +64,7 @@ class SequenceClassifierPreprocessor(TextClassifierPreprocessor):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class SequenceClassifier(PresetTaskMixin, Task):
+class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
     """Relation extraction and document classification on any biozoo backbone.
 
     Single-label (`multi_label=False`: softmax, e.g. ChemProt, DDI, GAD) or multi-label
@@ -79,7 +81,8 @@ class SequenceClassifier(PresetTaskMixin, Task):
     preprocessor_cls = SequenceClassifierPreprocessor
 
     def __init__(self, backbone, label_names, preprocessor=None, multi_label=False, thresholds=None,
-                 dropout=0.1, **kwargs):
+                 dropout=None, **kwargs):
+        dropout = head_dropout(backbone, dropout)
         inputs = backbone.input
         outputs = backbone(inputs)
         init = keras.initializers.TruncatedNormal(stddev=0.02)
@@ -120,7 +123,9 @@ class SequenceClassifier(PresetTaskMixin, Task):
 
     def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
         if loss == "auto":
-            loss = (keras.losses.BinaryCrossentropy(from_logits=True) if self.multi_label
+            # multi-label: mean over real abstracts (filler rows of a short batch have weight 0)
+            loss = (keras.losses.BinaryCrossentropy(from_logits=True, reduction="mean_with_sample_weight")
+                    if self.multi_label
                     else keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100))
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 

@@ -10,6 +10,8 @@ from keras_hub.src.models.preprocessor import Preprocessor
 from keras_hub.src.models.task import Task
 
 from biozoo.tasks._util import compiled_predict, softmax
+from biozoo.tasks.base import head_dropout
+from biozoo.tasks.base import GlobalBatchLossMixin
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
 
@@ -141,7 +143,7 @@ class TokenClassifierPreprocessor(Preprocessor):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class TokenClassifier(PresetTaskMixin, Task):
+class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
     """Named-entity recognition on any biozoo backbone.
 
     Each word's label sits on its first sub-token; predictions are read back per word and to
@@ -158,7 +160,8 @@ class TokenClassifier(PresetTaskMixin, Task):
     backbone_cls = None
     preprocessor_cls = TokenClassifierPreprocessor
 
-    def __init__(self, backbone, label_names, preprocessor=None, dropout=0.1, **kwargs):
+    def __init__(self, backbone, label_names, preprocessor=None, dropout=None, **kwargs):
+        dropout = head_dropout(backbone, dropout)
         inputs = backbone.input
         hidden = backbone(inputs)["sequence_output"]
         self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="output_dropout")

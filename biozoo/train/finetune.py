@@ -20,13 +20,21 @@ import numpy as np
 @dataclasses.dataclass
 class Hyperparameters:
     epochs: float = 3.0
-    batch_size: int = 32
-    learning_rate: float = 5e-5
+    batch_size: int = 32  # the global batch, split over the replicas
+    learning_rate: float = 5e-5  # for the global batch
     max_seq_length: int = 128
     seed: int = 42
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
     jit_compile: str = "auto"  # "auto": XLA on GPU/TPU, not on CPU
+    optimizer: str = "adamw"  # or "lamb"
+    layer_decay: float | None = None  # layer-wise learning-rate decay (ELECTRA: 0.8 base, 0.9 large)
+    clip_norm: float | None = None  # global-norm gradient clipping
+    precision: str = "auto"  # float32 | bfloat16 | float16 | auto (bf16 on TPU, fp16 on GPU)
+    static_shapes: str = "auto"  # pad to max length, drop the remainder ("auto": on TPU)
+    steps_per_execution: int = 1
+    checkpoint_every: int | None = None  # steps; resume from OUTPUT/checkpoints
+    deterministic: bool = False
 
 
 def set_seed(seed):
@@ -35,45 +43,101 @@ def set_seed(seed):
     keras.utils.set_random_seed(seed)
 
 
-def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbose=1, log=print):
-    """Fine-tune `preset` on `data_dir` for task `kind`; write the task preset and
-    metrics.json to `output`; return the metrics."""
-    from biozoo._io import atomic_directory, atomic_write_json
-    from biozoo.train.optim import adamw
+PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
+
+def precision_policy(precision, strategy_name):
+    """The Keras dtype policy for `--precision` (auto: bfloat16 on TPU, float16 on GPU)."""
+    import tensorflow as tf
+
+    if precision == "auto":
+        if strategy_name == "tpu":
+            precision = "bfloat16"
+        elif tf.config.list_logical_devices("GPU") and strategy_name != "cpu":
+            precision = "float16"
+        else:
+            precision = "float32"
+    if precision not in PRECISION_POLICIES:
+        raise ValueError(f"--precision {precision}: choose one of auto, {', '.join(PRECISION_POLICIES)}")
+    return PRECISION_POLICIES[precision]
+
+
+def checkpoint_directory(output):
+    return os.path.join(os.path.abspath(output), "checkpoints")
+
+
+def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbose=1, log=print, strategy=None):
+    """Fine-tune `preset` on `data_dir` for task `kind` under `strategy` (a ResolvedStrategy;
+    default: the current one); write the task preset and metrics.json to `output`; return the
+    metrics. With `hp.checkpoint_every`, a killed run re-run with the same output resumes."""
+    import keras
+    import tensorflow as tf
+
+    from biozoo._io import atomic_directory, atomic_write_json
+    from biozoo.tasks._util import use_xla
+    from biozoo.train.loop import train
+    from biozoo.train.optim import make_optimizer
+    from biozoo.train.strategy import ResolvedStrategy, is_chief
+
+    if strategy is None:
+        strategy = ResolvedStrategy(tf.distribute.get_strategy(), "default", 1)
+    if hp.batch_size % strategy.replicas:
+        raise ValueError(f"--batch-size {hp.batch_size} is not a multiple of the {strategy.replicas} replicas "
+                         f"of strategy {strategy.name}")
+    if hp.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    policy = precision_policy(hp.precision, strategy.name)
+    static = strategy.name == "tpu" if hp.static_shapes == "auto" else hp.static_shapes in (True, "on", "true")
+    jit = (use_xla() or strategy.name == "tpu") if hp.jit_compile == "auto" else bool(hp.jit_compile)
     set_seed(hp.seed)
     recipe = RECIPES[kind](**(recipe_options or {}))
     splits = recipe.load(data_dir)
-    task = recipe.build_task(preset, splits, hp)
+    previous_policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        with strategy.strategy.scope():
+            task = recipe.build_task(preset, splits, hp)
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
     limit = task.backbone.get_config().get("max_sequence_length")
     if limit and hp.max_seq_length > limit:
         raise ValueError(f"--max-seq-length {hp.max_seq_length} exceeds the {limit} positions of {preset}.")
-    train = recipe.batches(task, splits["train"], hp, training=True)
-    steps_per_epoch = len(train)
+    train_batches = recipe.batches(task, splits["train"], hp, training=True)
+    if static:
+        train_batches.make_static()
+    steps_per_epoch = len(train_batches)
     total_steps = max(1, int(round(steps_per_epoch * hp.epochs)))
-    from biozoo.tasks._util import use_xla
-
-    jit = use_xla() if hp.jit_compile == "auto" else bool(hp.jit_compile)
-    task.compile(optimizer=adamw(hp.learning_rate, total_steps, hp.warmup_ratio, hp.weight_decay), jit_compile=jit)
-    log(f"fine-tuning {kind} on {len(splits['train'])} training examples: {total_steps} steps "
-        f"of batch {hp.batch_size} ({hp.epochs:g} epochs)")
+    with strategy.strategy.scope():
+        optimizer = make_optimizer(hp.optimizer, hp.learning_rate, total_steps, hp.warmup_ratio, hp.weight_decay,
+                                   hp.clip_norm, hp.layer_decay, task, task.backbone.get_config().get("num_layers"))
+        task.compile(optimizer=optimizer, jit_compile=jit, steps_per_execution=hp.steps_per_execution)
+    log(f"fine-tuning {kind} on {len(splits['train'])} training examples: {total_steps} steps of global batch "
+        f"{hp.batch_size} ({hp.epochs:g} epochs); {strategy.describe()}; precision {policy}; "
+        f"XLA {'on' if jit else 'off'}; {'static' if static else 'bucketed'} shapes")
     start = time.time()
-    if float(hp.epochs).is_integer():
-        epochs, steps = int(hp.epochs), steps_per_epoch
-    else:  # a fraction of an epoch (quick runs): one pass of total_steps
-        epochs, steps = 1, total_steps
     with warnings.catch_warnings():
         # NER / QA heads do not use the backbone's pooler: no gradient for it is expected.
         warnings.filterwarnings("ignore", message="Gradients do not exist for variables")
-        task.fit(train.dataset(repeat=True), epochs=epochs, steps_per_epoch=steps, verbose=verbose, shuffle=False)
+        result = train(task, train_batches.dataset_from, total_steps,
+                       checkpoint_directory(output) if hp.checkpoint_every else None,
+                       steps_per_epoch=steps_per_epoch, checkpoint_every=hp.checkpoint_every,
+                       save=is_chief(strategy.strategy), verbose=verbose, log=log, strategy=strategy.strategy)
     seconds = time.time() - start
+    trained = total_steps - result["resumed_from"]
     metrics = {
         "task": kind,
         "preset": str(preset),
         "data": os.path.abspath(data_dir),
+        "strategy": strategy.name,
+        "replicas": strategy.replicas,
+        "precision": policy,
         "train_examples": len(splits["train"]),
+        "train_steps": total_steps,
+        "resumed_from_step": result["resumed_from"],
         "train_seconds": round(seconds, 1),
-        "train_examples_per_second": round(total_steps * hp.batch_size / seconds, 2),
+        "train_examples_per_second": round(trained * hp.batch_size / max(seconds, 1e-9), 2),
+        "train_loss_first": _mean(result["losses"][:10]),
+        "train_loss_last": _mean(result["losses"][-10:]),
         "hyperparameters": dataclasses.asdict(hp),
     }
     if hasattr(recipe, "tune") and splits.get("dev"):
@@ -81,12 +145,57 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
     for split in ("dev", "test"):
         if splits.get(split):
             metrics[split] = recipe.evaluate(task, splits[split])
-    task.compile()  # a fresh optimizer: the preset keeps the model, not Adam's moments
+    losses = {"first_step": result["resumed_from"] + 1, "losses": [round(x, 6) for x in result["losses"]]}
+    with strategy.strategy.scope():  # every worker: creating variables is collective
+        task.compile()  # a fresh optimizer: the preset keeps the model, not Adam's moments
+    if not is_chief(strategy.strategy):
+        return metrics
     with atomic_directory(output) as tmp:
         task.save_to_preset(tmp)
         atomic_write_json(os.path.join(tmp, "metrics.json"), metrics)
+        atomic_write_json(os.path.join(tmp, "train_losses.json"), losses)
         atomic_write_json(os.path.join(tmp, "recipe.json"), {"kind": kind, "options": recipe.options()})
     return metrics
+
+
+def _mean(values):
+    return round(float(np.mean(values)), 6) if len(values) else None
+
+
+def run_seeds(kind, preset, data_dir, output, hp, seeds, recipe_options=None, verbose=1, log=print,
+              strategy=None):
+    """`seeds` runs with seeds hp.seed, hp.seed + 1, ... into OUTPUT/seed-<n>; OUTPUT/metrics.json
+    holds every run and the mean and standard deviation (n - 1) of each score, as the papers
+    report them."""
+    from biozoo._io import atomic_write_json
+
+    runs = []
+    for offset in range(seeds):
+        seeded = dataclasses.replace(hp, seed=hp.seed + offset)
+        log(f"seed {seeded.seed} ({offset + 1} of {seeds})")
+        runs.append(run_finetune(kind, preset, data_dir, os.path.join(output, f"seed-{seeded.seed}"), seeded,
+                                 recipe_options, verbose, log, strategy))
+    summary = {"task": kind, "preset": str(preset), "seeds": [r["hyperparameters"]["seed"] for r in runs],
+               "strategy": runs[0]["strategy"], "replicas": runs[0]["replicas"]}
+    for split in ("dev", "test"):
+        if split in runs[0]:
+            summary[split] = _mean_std([r[split] for r in runs])
+    summary["runs"] = runs
+    atomic_write_json(os.path.join(output, "metrics.json"), summary)
+    return summary
+
+
+def _mean_std(scores):
+    """{key: {"mean", "std", "values"}} for every number in the score dicts (nested kept)."""
+    out = {}
+    for key, value in scores[0].items():
+        if isinstance(value, dict):
+            out[key] = _mean_std([s[key] for s in scores])
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            values = [float(s[key]) for s in scores]
+            std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+            out[key] = {"mean": round(float(np.mean(values)), 4), "std": round(std, 4), "values": values}
+    return out
 
 
 def load_task_preset(model_dir):
@@ -368,8 +477,11 @@ class QuestionAnsweringRecipe:
         else:
             best = {e.qid: r["best_non_null"] for e, r in zip(examples, results)}
             scores = {"squad_v1": evaluate_v1(dataset, best)}
-        groups = {question_group_id(e.qid) for e in examples}
-        if len(groups) < len(examples):  # BioASQ: several snippets per question
+        try:
+            groups = {question_group_id(e.qid) for e in examples}
+        except ValueError:  # SQuAD ids (24 hex characters): one question per example, not BioASQ
+            groups = None
+        if groups is not None and len(groups) < len(examples):  # BioASQ: several snippets per question
             nbest = {e.qid: r["nbest"] for e, r in zip(examples, results)}
             system = aggregate_factoid(nbest)
             golden = {"questions": [{"id": g, "type": "factoid", "exact_answer": [sorted({

@@ -1,0 +1,142 @@
+"""`biozoo pretrain mlm|electra` and `biozoo distill`: the command lines of
+biozoo.train.pretrain and biozoo.train.distill (imported only when a command runs)."""
+
+import json
+import sys
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "pretrain",
+        help="pretrain or continue pretraining: MLM (whole-word masking, NSP/SOP) or ELECTRA",
+        description="Pack plain-text corpora (one sentence per line, a blank line between documents) into "
+        "TFRecords and pretrain with masked language modelling or ELECTRA's replaced-token detection, from a "
+        "config or continuing from a preset. The metrics JSON is printed last on stdout.",
+    )
+    parser.add_argument("method", choices=["mlm", "electra"])
+    add_pretrain_arguments(parser)
+    parser.set_defaults(func=pretrain_command)
+
+    parser = subparsers.add_parser(
+        "distill",
+        help="distil a compact student from a teacher (DistilBERT, TinyBERT or CompactBioBERT recipe)",
+        description="Knowledge distillation on plain-text corpora with the three procedures of the compact "
+        "biomedical transformers paper. Writes the student preset and metrics.json; prints the metrics JSON.",
+    )
+    add_distill_arguments(parser)
+    parser.set_defaults(func=distill_command)
+
+
+def add_strategy_arguments(parser):
+    from biozoo.train.strategy import STRATEGIES
+
+    group = parser.add_argument_group("distribution")
+    group.add_argument("--strategy", choices=STRATEGIES, default="auto",
+                       help="auto: multi-worker if TF_CONFIG is set, else a TPU if one resolves, else all GPUs "
+                       "(mirrored), else the CPU. BIOZOO_LOGICAL_CPUS=N splits the CPU into N devices")
+    group.add_argument("--tpu", help="TPU name, grpc://ADDRESS or local (default: TPU_NAME / COLAB_TPU_ADDR)")
+
+
+def add_pretrain_arguments(parser):
+    """The arguments of `biozoo pretrain` (the caller adds the method and strategy options)."""
+    parser.add_argument("--corpus", nargs="+", required=True,
+                        help="plain-text files (local or gs://): one sentence per line, a blank line between "
+                        "documents; each file becomes one TFRecord shard")
+    parser.add_argument("--preset", help="start from this model (registry name, hf://org/repo, directory): "
+                        "continued pretraining; with --config only its tokenizer is used")
+    parser.add_argument("--config", help="JSON backbone config to train from scratch, e.g. "
+                        '{"family": "bert", "num_layers": 4, "num_heads": 4, "hidden_dim": 256, '
+                        '"intermediate_dim": 1024}')
+    parser.add_argument("--tokenizer", help="with --config: the preset whose tokenizer to use (default: --preset)")
+    parser.add_argument("--generator", help="electra: the generator to continue from (default: PRESET/generator "
+                        "when present, else a new one)")
+    parser.add_argument("--output", required=True, help="where to write the pretrained preset")
+    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=32, help="global batch size")
+    parser.add_argument("--steps", type=int, default=10000)
+    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--warmup-ratio", type=float, default=0.1)
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--masking", choices=["wwm", "token"], default="wwm",
+                        help="wwm: whole-word masking (default); token: single pieces")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--nsp", dest="sentence_task", action="store_const", const="nsp",
+                       help="mlm: add BERT's next-sentence prediction")
+    group.add_argument("--sop", dest="sentence_task", action="store_const", const="sop",
+                       help="mlm: add ALBERT's sentence-order prediction")
+    parser.add_argument("--generator-fraction", type=float, default=0.25,
+                        help="electra: generator size as a fraction of the discriminator's hidden size")
+    parser.add_argument("--rtd-weight", type=float, default=50.0, help="electra: discriminator loss weight")
+    parser.add_argument("--dupe-factor", type=int, default=1,
+                        help="pack each corpus this many times (masks are drawn anew every epoch anyway)")
+    parser.add_argument("--records", help="keep the TFRecords here (reused by later runs with the same settings); "
+                        "default: OUTPUT.records, removed after a successful run")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--checkpoint-every", type=int, default=None,
+                        help="checkpoint every N steps to OUTPUT.checkpoints; a rerun resumes from it")
+    return parser
+
+
+
+def add_distill_arguments(parser):
+    """The `biozoo distill` options."""
+    parser.add_argument("--teacher", required=True, help="teacher checkpoint: registry name, hf://org/repo, or a "
+                        "local directory (its MLM head is used)")
+    parser.add_argument("--student-config", required=True,
+                        help='JSON file (or inline JSON) of changes to the teacher\'s config, e.g. {"num_layers": 6}')
+    parser.add_argument("--method", required=True, choices=["distilbert", "tinybert", "compact"],
+                        help="distilbert: MLM + output KL + last-layer cosine; tinybert: per-layer hidden/attention "
+                        "MSE + embedding MSE + output cross-entropy; compact: MLM + per-layer cosine and "
+                        "attention KL + output KL")
+    parser.add_argument("--corpus", required=True, nargs="+",
+                        help="plain-text files: one sentence per line, blank lines between documents")
+    parser.add_argument("--output", required=True, help="where to write the student preset and metrics.json")
+    parser.add_argument("--layer-map", help="teacher layer (1-based) for each student layer, e.g. 2,4,6,8,10,12 "
+                        "(default: uniform, l * L_teacher / L_student)")
+    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=32, help="global batch size")
+    parser.add_argument("--steps", type=int, default=10000)
+    parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--warmup-ratio", type=float, default=0.05)
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="softmax temperature of the output loss (default: 2 for distilbert, 1 otherwise)")
+    parser.add_argument("--masking", choices=["wwm", "token"], default="wwm",
+                        help="wwm: whole-word masking (default); token: single pieces")
+    parser.add_argument("--eval-corpus", nargs="+", help="held-out text files for the agreement figures "
+                        "(default: the first 2,000 training instances)")
+    parser.add_argument("--records", help="keep the TFRecords here (reused by later runs with the same settings); "
+                        "default: OUTPUT.records, removed after a successful run")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--checkpoint-every", type=int, default=None,
+                        help="checkpoint every N steps to OUTPUT.checkpoints; a rerun resumes from it")
+    add_strategy_arguments(parser)
+    return parser
+
+
+
+def _strategy(args):
+    from biozoo.train.strategy import resolve_strategy
+
+    resolved = resolve_strategy(args.strategy, args.tpu)
+    print(resolved.describe(), file=sys.stderr)
+    return resolved
+
+
+def pretrain_command(args):
+    strategy = _strategy(args)
+    from biozoo.train.pretrain import pretrain_command as run
+
+    metrics = run(args, strategy)
+    metrics.update({"strategy": strategy.name, "replicas": strategy.replicas})
+    print(json.dumps(metrics))
+    return 0
+
+
+def distill_command(args):
+    strategy = _strategy(args)
+    from biozoo.train.distill import distill_command as run
+
+    metrics = run(args, strategy)
+    metrics.update({"strategy": strategy.name, "replicas": strategy.replicas})
+    print(json.dumps(metrics))
+    return 0

@@ -1,0 +1,667 @@
+"""Task-agnostic knowledge distillation behind `biozoo distill`.
+
+The three procedures of "On the effectiveness of compact biomedical transformers" (Rohanian
+et al., 2023), with the loss weights and temperatures of their released scripts:
+
+- `distilbert` (DistilBioBERT): 2 * MLM + 5 * T^2 KL(teacher || student) on the masked tokens
+  (T = 2) + 1 * (1 - cosine) between the last hidden states of every real token.
+- `tinybert` (TinyBioBERT): per student layer l, MSE(h_s^l W_p, h_t^g(l)) + MSE(a_s^l, a_t^g(l))
+  (hidden states and attention probabilities), plus the embedding MSE and the soft
+  cross-entropy of the teacher's masked-token distribution, all weighted 1. W_p is a learned
+  projection, used when the widths differ.
+- `compact` (CompactBioBERT): 1 * MLM + 3 * sum_l [(1 - cosine(h_s^l, h_t^g(l))) +
+  KL(a_t^g(l) || a_s^l) per attention row] + 5 * KL(teacher || student) on the masked tokens.
+
+KL terms take the teacher as the reference distribution, as both reference implementations do
+(the paper's formulas write the arguments the other way round). Hidden-state and attention
+terms average over real (non-padding) tokens and query rows. Where the student has fewer
+heads than the teacher, attention maps are compared head-averaged.
+
+The student is the teacher's architecture with changes (`{"num_layers": 6}`); where the widths
+agree it starts from the teacher: embeddings, MLM head, and student layer l from teacher layer
+g(l) (default g(l) = l * L_t / L_s, every other layer for half the depth).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+import keras
+import numpy as np
+
+from biozoo.errors import BiozooError
+
+BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+# Per method: loss terms reported, default loss weights, temperature and weight decay (from the
+# authors' DistilBioBERT / TinyBioBERT / CompactBioBERT scripts).
+METHODS = {
+    "distilbert": {
+        "terms": ("mlm", "output", "align"),
+        "weights": {"mlm": 2.0, "output": 5.0, "align": 1.0},
+        "temperature": 2.0,
+        "weight_decay": 0.0,
+    },
+    "tinybert": {
+        "terms": ("embedding", "hidden", "attention", "output"),
+        "weights": {"embedding": 1.0, "layer": 1.0, "output": 1.0},
+        "temperature": 1.0,
+        "weight_decay": 1e-4,
+    },
+    "compact": {
+        "terms": ("mlm", "hidden", "attention", "output"),
+        "weights": {"mlm": 1.0, "compact": 3.0, "output": 5.0},
+        "temperature": 1.0,
+        "weight_decay": 1e-4,
+    },
+}
+
+
+# ---- layer map and student ----------------------------------------------------------
+
+
+def uniform_layer_map(student_layers, teacher_layers):
+    """g(l) for l = 1..student_layers: teacher layer round(l * L_t / L_s) (1-based)."""
+    return [max(1, round(l * teacher_layers / student_layers)) for l in range(1, student_layers + 1)]
+
+
+def parse_layer_map(layer_map, student_layers, teacher_layers):
+    """`"2,4,6"` or a list -> validated 1-based teacher layers, one per student layer."""
+    if layer_map is None or layer_map == "":
+        return uniform_layer_map(student_layers, teacher_layers)
+    if isinstance(layer_map, str):
+        try:
+            layer_map = [int(x) for x in layer_map.replace(" ", "").split(",") if x]
+        except ValueError:
+            raise BiozooError(f"--layer-map must be comma-separated teacher layer numbers, got {layer_map!r}") from None
+    layer_map = [int(x) for x in layer_map]
+    if len(layer_map) != student_layers:
+        raise BiozooError(f"--layer-map gives {len(layer_map)} teacher layers for a {student_layers}-layer student.")
+    bad = [x for x in layer_map if not 1 <= x <= teacher_layers]
+    if bad:
+        raise BiozooError(f"--layer-map: teacher layers are numbered 1..{teacher_layers}; got {bad}.")
+    return layer_map
+
+
+def read_student_config(student_config):
+    """A dict, a JSON file, or an inline JSON object -> the config changes."""
+    from biozoo._io import read_json
+
+    if isinstance(student_config, dict):
+        return dict(student_config)
+    text = str(student_config)
+    if text.lstrip().startswith("{"):
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise BiozooError(f"--student-config: invalid inline JSON ({error.msg}).") from None
+    else:
+        try:
+            config = read_json(text, "student config")
+        except FileNotFoundError:
+            raise BiozooError(f"--student-config {text}: no such file (give a JSON file, or inline JSON such as "
+                              '\'{"num_layers": 6}\').') from None
+    if not isinstance(config, dict):
+        raise BiozooError(f"{student_config}: the student config must be a JSON object, e.g. {{\"num_layers\": 6}}.")
+    return config
+
+
+def student_backbone_config(teacher_backbone, changes):
+    """The teacher backbone's config with `changes` applied (unknown keys are an error)."""
+    config = teacher_backbone.get_config()
+    config.pop("name", None)
+    unknown = sorted(set(changes) - set(config))
+    if unknown:
+        raise BiozooError(
+            f"student config: {', '.join(unknown)} not in {type(teacher_backbone).__name__}'s config "
+            f"({', '.join(k for k in config if k not in ('trainable', 'dtype'))})."
+        )
+    config.update(changes)
+    return config
+
+
+def initialize_student(student, teacher, layer_map):
+    """Copy the teacher's weights into `student` (MaskedLM tasks) where shapes agree.
+
+    Embeddings, other non-layer weights and the MLM head are copied when every weight has the
+    teacher's shape; student layer l takes teacher layer `layer_map[l - 1]` when that layer's
+    weights all match. Returns what was copied.
+    """
+    s_backbone, t_backbone = student.backbone, teacher.backbone
+    copied = {"embeddings": False, "mlm_head": False, "layers": {}}
+    s_layers, t_layers = list(s_backbone.transformer_layers), list(t_backbone.transformer_layers)
+    in_layers = {id(w) for layer in s_layers for w in layer.weights}
+    teacher_weights = {w.path: w for w in t_backbone.weights}
+    others = [w for w in s_backbone.weights if id(w) not in in_layers]
+    if all(w.path in teacher_weights and tuple(teacher_weights[w.path].shape) == tuple(w.shape) for w in others):
+        for w in others:
+            w.assign(teacher_weights[w.path])
+        copied["embeddings"] = True
+    for l, g in enumerate(layer_map, start=1):
+        s_weights, t_weights = s_layers[l - 1].weights, t_layers[g - 1].weights
+        if len(s_weights) == len(t_weights) and all(
+                tuple(a.shape) == tuple(b.shape) for a, b in zip(s_weights, t_weights)):
+            for a, b in zip(s_weights, t_weights):
+                a.assign(b)
+            copied["layers"][l] = g
+    s_head, t_head = student.mlm_head.weights, teacher.mlm_head.weights
+    if copied["embeddings"] and len(s_head) == len(t_head) and all(
+            tuple(a.shape) == tuple(b.shape) for a, b in zip(s_head, t_head)):
+        for a, b in zip(s_head, t_head):
+            a.assign(b)
+        copied["mlm_head"] = True
+    return copied
+
+
+# ---- the distiller ----------------------------------------------------------------------
+
+
+def _weighted_mean(values, weights):
+    import tensorflow as tf
+
+    weights = tf.broadcast_to(weights, tf.shape(values))
+    return tf.reduce_sum(values * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+
+
+def _cosine_distance(a, b):
+    import tensorflow as tf
+
+    return 1.0 - tf.reduce_sum(tf.math.l2_normalize(a, -1) * tf.math.l2_normalize(b, -1), -1)
+
+
+def _match_heads(student_map, teacher_map):
+    import tensorflow as tf
+
+    if student_map.shape[1] != teacher_map.shape[1]:
+        return tf.reduce_mean(student_map, 1, keepdims=True), tf.reduce_mean(teacher_map, 1, keepdims=True)
+    return student_map, teacher_map
+
+
+def _unpack(data):
+    """`(x, mask_ids[, weights])` or `(x, {"mask_labels"})` (-100 = no mask) -> (x, ids, weights)."""
+    import tensorflow as tf
+
+    x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+    if isinstance(y, dict):
+        y = y["mask_labels"]
+    y = tf.cast(y, "int32")
+    real = tf.cast(y >= 0, "float32")
+    sample_weight = real if sample_weight is None else tf.cast(sample_weight, "float32") * real
+    return x, tf.maximum(y, 0), sample_weight
+
+
+class Distiller(keras.Model):
+    """A student `MaskedLM` trained to imitate a frozen teacher `MaskedLM`.
+
+    `method` is "distilbert", "tinybert" or "compact" (see the module docstring); `layer_map`
+    gives the 1-based teacher layer g(l) for each student layer. Batches are
+    `(x, {"mask_labels"})` as `biozoo.data.pretraining.masked_dataset` makes them (-100 where no
+    token is masked), or `(x, mask_ids, mask_weights)`. Calling the distiller runs the student.
+    With `total_steps`, every loss term is averaged over each `log_every` steps in the graph (a
+    model variable, so checkpoints keep it): `loss_curves()`.
+
+    Example:
+        >>> distiller = Distiller(teacher, student, "compact", layer_map=[2, 4])
+        >>> distiller.compile(optimizer=biozoo.train.optim.adamw(5e-4, 1000))
+        >>> distiller.fit(dataset, steps_per_epoch=1000)
+        >>> distiller.student.save_to_preset("student")
+    """
+
+    def __init__(self, teacher, student, method, layer_map=None, temperature=None, loss_weights=None,
+                 layer_weights=None, total_steps=None, log_every=1, **kwargs):
+        super().__init__(**kwargs)
+        if method not in METHODS:
+            raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(METHODS)}")
+        teacher.trainable = False
+        self.teacher, self.student, self.method = teacher, student, method
+        t_layers, s_layers = len(teacher.backbone.transformer_layers), len(student.backbone.transformer_layers)
+        self.layer_map = parse_layer_map(layer_map, s_layers, t_layers)
+        spec = METHODS[method]
+        self.temperature = float(spec["temperature"] if temperature is None else temperature)
+        unknown = sorted(set(loss_weights or {}) - set(spec["weights"]))
+        if unknown:
+            raise BiozooError(f"{method}: unknown loss weights {unknown}; known: {sorted(spec['weights'])}")
+        self.loss_weights = {**spec["weights"], **(loss_weights or {})}
+        self.layer_weights = [1.0] * s_layers if layer_weights is None else [float(x) for x in layer_weights]
+        if len(self.layer_weights) != s_layers:
+            raise BiozooError(f"layer_weights needs {s_layers} values (one per student layer).")
+        t_width, s_width = teacher.backbone.hidden_dim, student.backbone.hidden_dim
+        self.projection = None
+        if s_width != t_width:
+            if method != "tinybert":
+                raise BiozooError(
+                    f"{method} distillation compares hidden states directly, so the student keeps the "
+                    f"teacher's hidden_dim ({t_width}, not {s_width}); use --method tinybert for a narrower student."
+                )
+            self.projection = keras.layers.Dense(t_width, name="projection", dtype=student.dtype_policy)
+            self.projection.build((None, None, s_width))
+        self.tracked = ("loss",) + spec["terms"]
+        self.trackers = [keras.metrics.Mean(name=name) for name in self.tracked]
+        self.log_every = max(1, int(log_every))
+        self.loss_history = None
+        if total_steps:
+            self.loss_history = keras.Variable(
+                initializer="zeros", shape=(-(-int(total_steps) // self.log_every), len(self.tracked)),
+                dtype="float32", trainable=False, aggregation="sum", synchronization="on_read", name="loss_history")
+        self.built = True
+
+    @property
+    def metrics(self):
+        return list(self.trackers)
+
+    def call(self, inputs, training=False):
+        return self.student(inputs, training=training)
+
+    def _project(self, hidden):
+        return hidden if self.projection is None else self.projection(hidden)
+
+    def compute_terms(self, x, y, sample_weight=None, training=False):
+        """The unweighted loss terms of this method for one batch (dict of scalars)."""
+        import tensorflow as tf
+
+        inputs = {k: x[k] for k in BACKBONE_INPUTS}
+        positions = x["mask_positions"]
+        attentions = self.method != "distilbert"
+        t = self.teacher.backbone.features(inputs, attentions=attentions, training=False)
+        t = tf.nest.map_structure(tf.stop_gradient, t)
+        s = self.student.backbone.features(inputs, attentions=attentions, training=training)
+        gather = lambda h: tf.gather(h, positions, batch_dims=1)  # noqa: E731
+        t_logits = tf.cast(self.teacher.mlm_head(gather(t["sequence_output"])), "float32")
+        s_logits = tf.cast(self.student.mlm_head(gather(s["sequence_output"])), "float32")
+        w = tf.ones(tf.shape(positions), "float32") if sample_weight is None else tf.cast(sample_weight, "float32")
+        mask = tf.cast(x["padding_mask"], "float32")
+        f32 = lambda v: tf.cast(v, "float32")  # noqa: E731
+        temperature = self.temperature
+        terms = {}
+        if "mlm" in METHODS[self.method]["terms"]:
+            ce = tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y, "int32"), s_logits)
+            terms["mlm"] = _weighted_mean(ce, w)
+        t_log_p = tf.nn.log_softmax(t_logits / temperature, -1)
+        s_log_p = tf.nn.log_softmax(s_logits / temperature, -1)
+        if self.method == "tinybert":
+            soft_ce = -tf.reduce_sum(tf.exp(t_log_p) * s_log_p, -1)
+            terms["output"] = _weighted_mean(soft_ce, w)
+        else:
+            kl = tf.reduce_sum(tf.exp(t_log_p) * (t_log_p - s_log_p), -1)
+            terms["output"] = temperature ** 2 * _weighted_mean(kl, w)
+        if self.method == "distilbert":
+            last = _cosine_distance(f32(s["sequence_output"]), f32(t["sequence_output"]))
+            terms["align"] = _weighted_mean(last, mask)
+            return terms
+        rows = mask[:, None, :]  # [batch, 1, query]: real query rows
+        hidden, attention = 0.0, 0.0
+        for l, (g, weight) in enumerate(zip(self.layer_map, self.layer_weights), start=1):
+            s_h, t_h = f32(s["hidden_states"][l]), f32(t["hidden_states"][g])
+            s_a, t_a = _match_heads(f32(s["attentions"][l - 1]), f32(t["attentions"][g - 1]))
+            if self.method == "tinybert":
+                hidden += weight * _weighted_mean(tf.reduce_mean(tf.square(f32(self._project(s_h)) - t_h), -1), mask)
+                attention += weight * _weighted_mean(tf.reduce_mean(tf.square(s_a - t_a), -1), rows)
+            else:
+                hidden += weight * _weighted_mean(_cosine_distance(s_h, t_h), mask)
+                eps = 1e-12
+                row_kl = tf.reduce_sum(t_a * (tf.math.log(t_a + eps) - tf.math.log(s_a + eps)), -1)
+                attention += weight * _weighted_mean(row_kl, rows)
+        terms["hidden"], terms["attention"] = hidden, attention
+        if self.method == "tinybert":
+            s_e, t_e = f32(self._project(s["hidden_states"][0])), f32(t["hidden_states"][0])
+            terms["embedding"] = _weighted_mean(tf.reduce_mean(tf.square(s_e - t_e), -1), mask)
+        return terms
+
+    def total_loss(self, terms):
+        w = self.loss_weights
+        if self.method == "distilbert":
+            return w["mlm"] * terms["mlm"] + w["output"] * terms["output"] + w["align"] * terms["align"]
+        if self.method == "tinybert":
+            return (w["embedding"] * terms["embedding"] + w["layer"] * (terms["hidden"] + terms["attention"])
+                    + w["output"] * terms["output"])
+        return (w["mlm"] * terms["mlm"] + w["compact"] * (terms["hidden"] + terms["attention"])
+                + w["output"] * terms["output"])
+
+    def _update_trackers(self, loss, terms):
+        for tracker in self.trackers:
+            tracker.update_state(loss if tracker.name == "loss" else terms[tracker.name])
+        return {tracker.name: tracker.result() for tracker in self.trackers}
+
+    def _record(self, loss, terms):
+        import tensorflow as tf
+
+        rows = self.loss_history.shape[0]
+        row = tf.minimum(tf.cast(self.optimizer.iterations, tf.int32) // self.log_every, rows - 1)
+        values = tf.stack([tf.cast(loss if name == "loss" else terms[name], tf.float32) for name in self.tracked])
+        share = values / float(tf.distribute.get_strategy().num_replicas_in_sync)  # the replicas' copies add up
+        self.loss_history.assign_add(tf.one_hot(row, rows)[:, None] * share[None, :])
+
+    def loss_curves(self):
+        """{term: [mean over each `log_every`-step interval]} of the steps run so far."""
+        if self.loss_history is None:
+            return {}
+        done = int(self.optimizer.iterations.numpy())
+        sums = np.asarray(keras.ops.convert_to_numpy(self.loss_history.value))
+        curves = {name: [] for name in self.tracked}
+        for row in range(min(-(-done // self.log_every), sums.shape[0])):
+            count = min(self.log_every, done - row * self.log_every)
+            for column, name in enumerate(self.tracked):
+                curves[name].append(float(sums[row, column] / count))
+        return curves
+
+    def train_step(self, data):
+        import tensorflow as tf
+
+        x, y, sample_weight = _unpack(data)
+        variables = self.trainable_variables
+        with tf.GradientTape() as tape:
+            terms = self.compute_terms(x, y, sample_weight, training=True)
+            loss = self.total_loss(terms)
+            # Replica gradients are summed: scale each replica's mean loss by 1/replicas.
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            scaled = self.optimizer.scale_loss(loss / replicas)
+        if self.loss_history is not None:
+            self._record(loss, terms)
+        gradients = tape.gradient(scaled, variables)
+        # the pooler is not part of any loss
+        self.optimizer.apply_gradients([(g, v) for g, v in zip(gradients, variables) if g is not None])
+        return self._update_trackers(loss, terms)
+
+    def test_step(self, data):
+        x, y, sample_weight = _unpack(data)
+        terms = self.compute_terms(x, y, sample_weight, training=False)
+        return self._update_trackers(self.total_loss(terms), terms)
+
+
+# ---- data ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class DistillationData:
+    """What `run_distill` trains and measures on.
+
+    `stream(start_step)`: an endless tf.data.Dataset of global batches `(x, y)` from step
+    `start_step` on (x: the MaskedLM inputs; y: {"mask_labels"}, -100 where no token is
+    masked); `eval_dataset`: a finite dataset of the same form for the agreement figures, or
+    None; `eval_source`: where its text comes from.
+    """
+
+    stream: object
+    eval_dataset: object
+    train_instances: int
+    eval_instances: int
+    eval_source: str
+
+
+def masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed, whole_words=True):
+    """Fixed masked batches `(x, {"mask_labels"})` of `token_ids` lists ([CLS] ... [SEP]
+    instances), all [batch_size, max_seq_length]."""
+    import tensorflow as tf
+
+    from biozoo.data.pretraining import WholeWordMasker, max_predictions_for
+
+    masker = WholeWordMasker(tokenizer, max_predictions_for(max_seq_length), whole_words=whole_words)
+    pad_id = int(tokenizer.pad_token_id)
+    ragged = tf.ragged.constant([list(t)[:max_seq_length] for t in token_lists], dtype=tf.int32)
+
+    def prepare(index, ids):
+        masked, positions, labels = masker(ids, tf.stack([tf.constant(seed, tf.int64), index]))
+        fill = max_seq_length - tf.shape(masked)[0]
+        x = {
+            "token_ids": tf.pad(masked, [[0, fill]], constant_values=pad_id),
+            "segment_ids": tf.zeros([max_seq_length], tf.int32),
+            "padding_mask": tf.pad(tf.ones_like(masked), [[0, fill]]),
+            "mask_positions": positions,
+        }
+        return x, {"mask_labels": labels}
+
+    def fill(x, y):  # the last batch gets empty rows (no tokens, no masks): one static shape
+        rows = batch_size - tf.shape(y["mask_labels"])[0]
+        x = {k: tf.pad(v, [[0, rows], [0, 0]], constant_values=pad_id if k == "token_ids" else 0)
+             for k, v in x.items()}
+        return x, {"mask_labels": tf.pad(y["mask_labels"], [[0, rows], [0, 0]], constant_values=-100)}
+
+    dataset = tf.data.Dataset.from_tensor_slices(ragged).enumerate().map(prepare)
+    return dataset.batch(batch_size).map(fill).cache()
+
+
+def pretraining_data(tokenizer, corpus_files, *, max_seq_length, batch_size, seed, records_dir, eval_corpus=None,
+                     whole_words=True, max_eval=2000, log=None):
+    """Masked batches of `corpus_files` through `biozoo.data.pretraining` (TFRecords in
+    `records_dir`, reused by a later run; whole-word or single-piece masking). Agreement is
+    measured on `eval_corpus` files when given, else on the first `max_eval` training
+    instances."""
+    from biozoo.data import pretraining as P
+
+    files = P.write_pretraining_records(list(corpus_files), tokenizer, records_dir, max_seq_length, None,
+                                        seed=seed, log=log)
+
+    def stream(start_step):
+        return P.masked_dataset(files, tokenizer, max_seq_length, batch_size, None, seed=seed, start_step=start_step,
+                                whole_words=whole_words)
+
+    if eval_corpus:
+        documents = [d for path in eval_corpus for d in P.read_documents(path)]
+        instances = P.create_instances(P.tokenize_documents(documents, tokenizer), tokenizer.cls_token_id,
+                                       tokenizer.sep_token_id, max_seq_length, None, seed=seed)
+        token_lists = [i["token_ids"] for i in instances[:max_eval]]
+        source = "held out: " + ", ".join(_where(p) for p in eval_corpus)
+    else:
+        token_lists = [r["token_ids"] for r in P.read_records(files).take(max_eval).as_numpy_iterator()]
+        source = f"the first {len(token_lists)} training instances (seen in training; pass eval_corpus to hold out)"
+    eval_dataset = None
+    if token_lists:
+        eval_dataset = masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed + 1, whole_words)
+    return DistillationData(stream, eval_dataset, P.count_records(records_dir), len(token_lists), source)
+
+
+# ---- measuring ----------------------------------------------------------------------------
+
+
+def masked_agreement(teacher, student, dataset):
+    """Top-1 agreement of `student` with `teacher` on the masked tokens of `dataset` (batches
+    `(x, {"mask_labels"})`), and each model's accuracy against the original tokens."""
+    from biozoo.tasks._util import compiled_predict
+
+    agree = total = teacher_right = student_right = 0
+    for x, y in dataset.as_numpy_iterator():
+        labels = y["mask_labels"] if isinstance(y, dict) else y
+        t = np.asarray(compiled_predict(teacher)(x)).argmax(-1)
+        s = np.asarray(compiled_predict(student)(x)).argmax(-1)
+        real = labels >= 0
+        agree += int((t == s)[real].sum())
+        teacher_right += int((t == labels)[real].sum())
+        student_right += int((s == labels)[real].sum())
+        total += int(real.sum())
+    n = max(total, 1)
+    return {"agreement": agree / n, "teacher_accuracy": teacher_right / n, "student_accuracy": student_right / n,
+            "masked_tokens": total}
+
+
+def _evaluate_terms(distiller, dataset):
+    result = distiller.evaluate(dataset, verbose=0, return_dict=True)
+    return {k: round(float(v), 6) for k, v in result.items()}
+
+
+def _where(path):
+    path = os.fspath(path)
+    return path if "://" in path else os.path.abspath(path)
+
+
+def _count(model):
+    return int(sum(np.prod(w.shape) for w in model.weights))
+
+
+def _rmtree(path):
+    import tensorflow as tf
+
+    if tf.io.gfile.exists(path):
+        tf.io.gfile.rmtree(path)
+
+
+def run_distill(method, teacher, student_config, corpus_files, output, *, layer_map=None, max_seq_length=128,
+                batch_size=32, steps=10000, learning_rate=5e-4, warmup_ratio=0.05, weight_decay=None,
+                temperature=None, loss_weights=None, layer_weights=None, eval_corpus=None, masking="wwm",
+                records_dir=None, seed=42, strategy=None, checkpoint_every=None, checkpoint_dir=None, log_every=None,
+                make_data=None, verbose=1, log=print):
+    """Distil a student from `teacher` (a handle of a checkpoint with an MLM head) on
+    `corpus_files` with `method`; write the student preset (backbone, tokenizer, MaskedLM
+    task) and metrics.json to `output`; return the metrics.
+
+    `student_config`: changes to the teacher's backbone config (dict, JSON file or inline
+    JSON). `layer_map`: g(l) for each student layer ("2,4,6" or a list; default uniform).
+    `strategy`: a `ResolvedStrategy` or tf.distribute strategy (default: the current one); the
+    models are built and compiled in its scope. `masking`: "wwm" (whole words) or "token".
+    Corpora become TFRecords in `records_dir` (default OUTPUT.records, removed after a
+    successful run). Every `checkpoint_every` steps a checkpoint goes to `checkpoint_dir`
+    (default OUTPUT.checkpoints); a rerun resumes from it. The metrics hold every loss term
+    averaged over each `log_every` steps (`loss_curves`, first and last in `loss`) and on the
+    evaluation batches before and after (`eval_loss`). `make_data(tokenizer, corpus_files, max_seq_length=,
+    batch_size=, seed=, records_dir=, eval_corpus=, whole_words=, log=)` -> `DistillationData`
+    replaces the corpus reading (default: `pretraining_data`). Agreement with the teacher is
+    measured on `eval_corpus` (held-out text files) when given.
+
+    Example:
+        >>> run_distill("compact", "biobert_v1_1", {"num_layers": 6}, ["pubmed.txt"], "compact-biobert",
+        ...             steps=100000, batch_size=192)
+    """
+    import tensorflow as tf
+
+    from biozoo import Tokenizer
+    from biozoo._io import atomic_directory, atomic_write_json
+    from biozoo.tasks._util import use_xla
+    from biozoo.tasks.pretraining import MaskedLM
+    from biozoo.train.finetune import set_seed
+    from biozoo.train.loop import train
+    from biozoo.train.optim import adamw
+    from biozoo.train.strategy import ResolvedStrategy, is_chief
+
+    if method not in METHODS:
+        raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(METHODS)}")
+    if masking not in ("wwm", "token"):
+        raise BiozooError(f"masking must be 'wwm' or 'token', got {masking!r}")
+    if steps < 1 or batch_size < 1:
+        raise BiozooError("--steps and --batch-size must be positive.")
+    spec = METHODS[method]
+    output = os.fspath(output)
+    keep_records = records_dir is not None
+    records_dir = os.fspath(records_dir) if keep_records else output + ".records"
+    checkpoint_dir = checkpoint_dir or (output + ".checkpoints" if checkpoint_every else None)
+    if strategy is None or not isinstance(strategy, ResolvedStrategy):
+        tf_strategy = strategy or tf.distribute.get_strategy()
+        name = "default" if strategy is None else type(tf_strategy).__name__
+        strategy = ResolvedStrategy(tf_strategy, name, tf_strategy.num_replicas_in_sync)
+    if batch_size % strategy.replicas:
+        raise BiozooError(f"--batch-size {batch_size} is not a multiple of the {strategy.replicas} replicas "
+                          f"of strategy {strategy.name}")
+    changes = read_student_config(student_config)
+    set_seed(seed)
+    tokenizer = Tokenizer.from_preset(teacher)
+    data = (make_data or pretraining_data)(
+        tokenizer, list(corpus_files), max_seq_length=max_seq_length, batch_size=batch_size, seed=seed,
+        records_dir=records_dir, eval_corpus=eval_corpus, whole_words=masking == "wwm", log=log)
+    log_every = log_every or max(1, steps // 20)
+    jit = use_xla() or strategy.name == "tpu"
+
+    with strategy.strategy.scope():
+        teacher_task = MaskedLM.from_preset(teacher)
+        limit = teacher_task.backbone.get_config().get("max_sequence_length")
+        if limit and max_seq_length > limit:
+            raise BiozooError(f"--max-seq-length {max_seq_length} exceeds the {limit} positions of {teacher}.")
+        config = student_backbone_config(teacher_task.backbone, changes)
+        backbone_cls = type(teacher_task.backbone)
+        student = MaskedLM(backbone=backbone_cls.from_config(config))
+        t_layers = len(teacher_task.backbone.transformer_layers)
+        g = parse_layer_map(layer_map, len(student.backbone.transformer_layers), t_layers)
+        copied = initialize_student(student, teacher_task, g)
+        distiller = Distiller(teacher_task, student, method, layer_map=g, temperature=temperature,
+                              loss_weights=loss_weights, layer_weights=layer_weights, total_steps=steps,
+                              log_every=log_every)
+        decay = spec["weight_decay"] if weight_decay is None else weight_decay
+        distiller.compile(optimizer=adamw(learning_rate, steps, warmup_ratio, decay), jit_compile=jit)
+
+    log(f"distilling ({method}) a {_count(teacher_task.backbone):,}-parameter teacher into a "
+        f"{_count(student.backbone):,}-parameter student: {len(g)} layers, g = {g}, from the teacher: "
+        f"embeddings {'yes' if copied['embeddings'] else 'no'}, layers {list(copied['layers']) or 'none'}; "
+        f"{steps} steps of global batch {batch_size} over {data.train_instances} instances; {strategy.describe()}")
+    initial = eval_before = None
+    if data.eval_dataset is not None:
+        initial = masked_agreement(teacher_task, student, data.eval_dataset)
+        eval_before = _evaluate_terms(distiller, data.eval_dataset)
+    start = time.time()
+    result = train(distiller, data.stream, steps, checkpoint_dir, checkpoint_every=checkpoint_every,
+                   save=is_chief(strategy.strategy), verbose=verbose, log=log, strategy=strategy.strategy)
+    seconds = time.time() - start
+    curves = distiller.loss_curves()
+
+    metrics = {
+        "method": method,
+        "teacher": str(teacher),
+        "student_config": changes,
+        "layer_map": g,
+        "initialized_from_teacher": {"embeddings": copied["embeddings"], "mlm_head": copied["mlm_head"],
+                                     "layers": {str(k): v for k, v in copied["layers"].items()}},
+        "parameters": {"teacher": _count(teacher_task.backbone), "student": _count(student.backbone)},
+        "corpus": [_where(f) for f in corpus_files],
+        "train_instances": data.train_instances,
+        "steps": steps,
+        "resumed_from": result["resumed_from"],
+        "batch_size": batch_size,
+        "max_seq_length": max_seq_length,
+        "masking": masking,
+        "learning_rate": learning_rate,
+        "temperature": distiller.temperature,
+        "loss_weights": distiller.loss_weights,
+        "seed": seed,
+        "strategy": strategy.name,
+        "replicas": strategy.replicas,
+        "train_seconds": round(seconds, 1),
+        "train_examples_per_second": round(max(1, steps - result["resumed_from"]) * batch_size
+                                           / max(seconds, 1e-9), 2),
+        "log_every": log_every,
+        # every loss term averaged over the first and the last `log_every` training steps
+        "loss": {name: {"first": round(values[0], 6), "last": round(values[-1], 6)}
+                 for name, values in curves.items() if values},
+    }
+    if data.eval_dataset is not None:
+        # no re-seeding here: tf.random.set_seed drops SentencePiece's TF resource (the tokenizer)
+        with strategy.strategy.scope():
+            random_student = MaskedLM(backbone=backbone_cls.from_config(config))
+        final = masked_agreement(teacher_task, student, data.eval_dataset)
+        random = masked_agreement(teacher_task, random_student, data.eval_dataset)
+        eval_after = _evaluate_terms(distiller, data.eval_dataset)
+        metrics["eval_source"] = data.eval_source
+        metrics["eval_masked_tokens"] = final["masked_tokens"]
+        metrics["eval_loss"] = {term: {"before": eval_before[term], "after": eval_after[term]} for term in eval_after}
+        metrics["agreement"] = {"distilled": final["agreement"], "initial": initial["agreement"],
+                                "random": random["agreement"]}
+        metrics["masked_accuracy"] = {"teacher": final["teacher_accuracy"], "distilled": final["student_accuracy"],
+                                      "initial": initial["student_accuracy"], "random": random["student_accuracy"]}
+        log(f"masked tokens ({final['masked_tokens']}): top-1 agreement with the teacher {final['agreement']:.3f} "
+            f"(at initialisation {initial['agreement']:.3f}, random student {random['agreement']:.3f})")
+    metrics["loss_curves"] = {name: [round(v, 6) for v in values] for name, values in curves.items()}
+    if not is_chief(strategy.strategy):
+        return metrics
+    with atomic_directory(output) as tmp:
+        student.save_to_preset(tmp)
+        tokenizer.save_to_preset(tmp)
+        atomic_write_json(os.path.join(tmp, "metrics.json"), metrics)
+    for directory in (checkpoint_dir, None if keep_records else records_dir):
+        if directory:
+            _rmtree(directory)
+    return metrics
+
+
+# ---- command line -------------------------------------------------------------------------
+
+
+def distill_command(args, strategy=None):
+    """Run `biozoo distill` from parsed arguments -> the metrics dict."""
+    import sys
+
+    return run_distill(
+        args.method, args.teacher, args.student_config, args.corpus, args.output, layer_map=args.layer_map,
+        max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
+        learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio,
+        temperature=args.temperature, eval_corpus=args.eval_corpus, masking=args.masking, records_dir=args.records,
+        seed=args.seed, strategy=strategy, checkpoint_every=args.checkpoint_every,
+        log=lambda message: print(message, file=sys.stderr),
+    )

@@ -1,0 +1,177 @@
+"""The training loop shared by fine-tuning, pretraining and distillation: Keras `fit` under a
+tf.distribute strategy, with preemption-safe checkpoints and resume.
+
+`stream(start_step)` returns a tf.data.Dataset of *global* batches from global step
+`start_step` on, the same batches for the same seed, so a resumed run sees exactly the batches
+the killed run would have seen. The data position is therefore the step count: with the model,
+the optimizer (moments, step) and the RNG state (every SeedGenerator, e.g. dropout's), it is
+everything a checkpoint needs.
+
+Checkpoints go to `checkpoint_dir` every `checkpoint_every` steps through a
+tf.train.CheckpointManager keeping the last `keep`. TensorFlow writes the data and index files
+under temporary names, then renames them and rewrites the `checkpoint` state file atomically,
+so a kill during a save leaves the previous checkpoint valid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def distribute(strategy, stream, start_step):
+    """`stream(start_step)` split over the strategy's replicas.
+
+    Replica r of the run gets rows [r * b, (r + 1) * b) of every global batch (b = global
+    batch / replicas), so one step sees the same examples whatever the number of replicas.
+    """
+    import tensorflow as tf
+
+    replicas = strategy.num_replicas_in_sync
+    if replicas == 1:
+        return stream(start_step)
+
+    def dataset_fn(context):
+        local = replicas // context.num_input_pipelines
+        first = context.input_pipeline_id * local
+
+        def split(*batch):
+            def chunks(tensor):
+                size = tf.shape(tensor)[0]
+                tf.debugging.assert_equal(size % replicas, 0, message=(
+                    f"the global batch must be a multiple of the {replicas} replicas"))
+                shaped = tf.reshape(tensor, tf.concat([[replicas, size // replicas], tf.shape(tensor)[1:]], 0))
+                return shaped[first:first + local]
+
+            parts = tf.nest.map_structure(chunks, batch if len(batch) > 1 else batch[0])
+            return tf.data.Dataset.from_tensor_slices(parts)
+
+        return stream(start_step).flat_map(split)
+
+    return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+class _StepLog:
+    """Keras callback: the loss of every step (recovered from Keras' running epoch mean) and a
+    checkpoint every `every` steps."""
+
+    def __init__(self, model, manager, every, first_step, log):
+        import keras
+
+        class Callback(keras.callbacks.Callback):
+            def on_epoch_begin(cb, epoch, logs=None):
+                self.mean, self.count = 0.0, 0
+
+            def on_train_batch_end(cb, batch, logs=None):
+                step = int(model.optimizer.iterations.numpy())
+                done = step - self.step
+                self.step = step
+                if logs and "loss" in logs and done > 0:
+                    mean = float(logs["loss"])
+                    total = mean * (self.count + done)
+                    # steps_per_execution > 1 gives one mean per `done` steps: spread it
+                    self.losses.extend([(total - self.mean * self.count) / done] * done)
+                    self.mean, self.count = mean, self.count + done
+                if manager is not None and every and step // every > (step - done) // every:
+                    manager.save(checkpoint_number=step)
+
+        self.callback = Callback()
+        self.losses = []
+        self.step = first_step
+        self.mean, self.count = 0.0, 0
+
+
+def _build_before_fit(model, stream, strategy):
+    """Build the model's optimizer and metrics from one local batch before `fit`.
+
+    Keras' fit builds a model created under a strategy from its first *distributed* batch,
+    averaged with strategy.reduce; MultiWorkerMirroredStrategy cannot reduce a nested batch
+    (its collectives take single tensors), so the build is done here and fit's is skipped.
+    """
+    batch = next(iter(stream(0).take(1)))
+    with strategy.scope():
+        model._symbolic_build(data_batch=batch)
+    model._maybe_symbolic_build = lambda *args, **kwargs: None
+
+
+def _average_multi_worker_logs():
+    """Keras averages the step's logs over MultiWorkerMirroredStrategy replicas with
+    strategy.reduce("MEAN", v, axis=0), which fails on scalar logs such as the loss; average
+    them over replicas (axis=None) instead. Other strategies are left to Keras."""
+    import tensorflow as tf
+    from keras.src import tree
+    from keras.src.backend.tensorflow import trainer as keras_trainer
+
+    original = keras_trainer.reduce_per_replica
+    if getattr(original, "biozoo_patched", False):
+        return
+
+    def reduce_per_replica(values, strategy, reduction="auto"):
+        if reduction in ("auto", "mean") and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) \
+                and keras_trainer._collective_all_reduce_multi_worker(strategy):
+            return tree.map_structure(lambda value: strategy.reduce("MEAN", value, axis=None), values)
+        return original(values, strategy, reduction)
+
+    reduce_per_replica.biozoo_patched = True
+    keras_trainer.reduce_per_replica = reduce_per_replica
+
+
+def checkpoint_for(model):
+    """A tf.train.Checkpoint of everything training changes: every model variable (weights and
+    RNG states) and every optimizer variable (step, moments). Keras 3 models are not tracked
+    by tf.train.Checkpoint themselves, so the variables are listed."""
+    import tensorflow as tf
+
+    return tf.train.Checkpoint(model_variables=list(model.variables),
+                               optimizer_variables=list(model.optimizer.variables))
+
+
+def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=None, checkpoint_every=None,
+          keep=3, save=True, verbose=1, log=print, strategy=None):
+    """Train the compiled `model` for `total_steps` steps, resuming from `checkpoint_dir`.
+
+    `model` must have been built and compiled inside `strategy.scope()`. Only the worker with
+    `save` writes checkpoints (every worker restores). Returns
+    {"losses": [loss of each step run now], "resumed_from": step or 0, "steps": total_steps}.
+
+    Example:
+        >>> result = train(task, batches.dataset_from, 300, "out/checkpoints", checkpoint_every=50)
+    """
+    import keras
+    import tensorflow as tf
+
+    strategy = strategy or tf.distribute.get_strategy()
+    steps_per_epoch = steps_per_epoch or total_steps
+    manager = None
+    start = 0
+    if checkpoint_dir and checkpoint_every:
+        with strategy.scope():
+            model.optimizer.build(model.trainable_variables)
+        checkpoint = checkpoint_for(model)
+        manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep)
+        if manager.latest_checkpoint:
+            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+            start = int(model.optimizer.iterations.numpy())
+            log(f"resuming from step {start} of {total_steps} ({manager.latest_checkpoint})")
+    if strategy.num_replicas_in_sync > 1:
+        _build_before_fit(model, stream, strategy)
+        _average_multi_worker_logs()
+    recorder = _StepLog(model, manager if save else None, checkpoint_every, start, log)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    step = start
+    while step < total_steps:
+        epoch = step // steps_per_epoch
+        end = min(total_steps, (epoch + 1) * steps_per_epoch)
+        count = end - step
+        data = distribute(strategy, lambda first: stream(first).take(count), step)
+        # keras.Model.fit, not KerasHub's PipelineModel.fit: batches are already preprocessed,
+        # and PipelineModel would try to rebuild a distributed dataset as a tf.data one.
+        keras.Model.fit(model, data, initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=count, verbose=verbose,
+                  callbacks=[recorder.callback], shuffle=False)
+        step += count
+        if verbose and epochs > 1 and step == end:
+            log(f"epoch {epoch + 1}/{epochs} done (step {step})")
+    if save and manager is not None and int(model.optimizer.iterations.numpy()) % checkpoint_every:
+        manager.save(checkpoint_number=int(model.optimizer.iterations.numpy()))
+    return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}

@@ -1,0 +1,230 @@
+"""The Colab notebooks (colab/*.ipynb): up to date with tools/make_notebooks.py, and each runs
+headless on the CPU (nbclient) with a tiny preset, small data subsets and a few steps.
+
+The notebooks read their settings from BIOZOO_NB_* environment variables, which the kernel
+inherits from this process; the kernel runs this interpreter (a kernelspec written per test).
+"""
+
+import hashlib
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+COLAB = REPO / "colab"
+NOTEBOOKS = ("01_ner_chemprot_tpu.ipynb", "02_squad2_bioasq_tpu.ipynb", "03_distill_compact_student.ipynb")
+
+
+def test_notebooks_match_generator():
+    result = subprocess.run([sys.executable, str(REPO / "tools" / "make_notebooks.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_is_colab_ready(name):
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(str(COLAB / name), as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code), "outputs must be cleared"
+    assert "parameters" in code[0].metadata.get("tags", [])
+    assert 'os.environ.get("BIOZOO_NB_INSTALL", "1") == "1"' in code[0].source
+    assert f"colab.research.google.com/github/biozoo/biozoo/blob/main/colab/{name}" in nb.cells[0].source
+    assert name in (COLAB / "README.md").read_text(encoding="utf-8")
+    text = "\n".join(c.source for c in code)
+    assert "resolve_strategy" in text and "--strategy" in text  # detects the TPU, falls back
+    assert "biozoo(\"finetune\"" in text or "biozoo(\"distill\"" in text  # drives the CLI
+
+
+# ---- tiny data -----------------------------------------------------------------------------
+
+
+def _sentences(path):
+    blocks = [b for b in Path(path).read_text(encoding="utf-8").split("\n\n") if b.strip()]
+    return [b.strip("\n") for b in blocks if not b.startswith("-DOCSTART-")]
+
+
+def _write_ner(source, target, sizes):
+    target.mkdir(parents=True)
+    for split, count in sizes.items():
+        sentences = _sentences(source / f"{split}.tsv")
+        # sentences with entities first, so the tiny splits are not all "O"
+        sentences.sort(key=lambda s: "\tB-" not in s)
+        (target / f"{split}.tsv").write_text("\n\n".join(sentences[:count]) + "\n", encoding="utf-8")
+
+
+def _write_chemprot(source, target, per_label):
+    target.mkdir(parents=True)
+    rows = {}
+    for split in ("train", "dev", "test"):
+        lines = (source / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+        rows[split] = (lines[0], lines[1:])
+    labels = ("CPR:3", "CPR:4", "False")  # only labels every split has, so evaluation sees no new label
+    for split, count in (("train", per_label), ("dev", per_label // 2), ("test", per_label // 2)):
+        header, lines = rows[split]
+        chosen = [line for label in labels for line in [x for x in lines if x.rsplit("\t", 1)[-1] == label][:count]]
+        (target / f"{split}.tsv").write_text("\n".join([header] + chosen) + "\n", encoding="utf-8")
+
+
+def _bioasq_groups(bioasq_dev):
+    data = json.loads(Path(bioasq_dev).read_text(encoding="utf-8"))
+    groups = {}
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                if len(paragraph["context"]) < 400:  # short snippets keep the windows few
+                    groups.setdefault(qa["id"][:24], []).append({"context": paragraph["context"], "qas": [qa]})
+    return [g for _, g in sorted(groups.items()) if len(g) >= 2]
+
+
+def SQUAD_ID(text):
+    return hashlib.sha1(text.encode()).hexdigest()[:24]
+
+
+def _squad(paragraphs):
+    return {"version": "v2.0", "data": [{"title": "biozoo-test", "paragraphs": paragraphs}]}
+
+
+def _write_qa(bioasq_dev, root):
+    groups = _bioasq_groups(bioasq_dev)
+    random.Random(0).shuffle(groups)
+    bioasq = root / "qa" / "bioasq"
+    bioasq.mkdir(parents=True)
+    (bioasq / "train.json").write_text(json.dumps(_squad([p for g in groups[:8] for p in g[:4]])), encoding="utf-8")
+    (bioasq / "dev.json").write_text(json.dumps(_squad([p for g in groups[8:12] for p in g[:3]])), encoding="utf-8")
+    # SQuAD2.0-format stand-in: answerable snippets plus unanswerable ones (a question asked
+    # of another question's snippet).
+    # Ids as SQuAD's own: 24 hex digits.
+    squad = root / "qa" / "squad2"
+    squad.mkdir(parents=True)
+    for split, chosen in (("train", groups[12:20]), ("dev", groups[20:24])):
+        paragraphs = []
+        for i, group in enumerate(chosen):
+            paragraph = json.loads(json.dumps(group[0]))
+            paragraph["qas"][0].update(id=SQUAD_ID(f"{split}-{i}"), is_impossible=False)
+            paragraphs.append(paragraph)
+            other = chosen[(i + 1) % len(chosen)][0]["qas"][0]
+            paragraphs.append({"context": group[0]["context"], "qas": [{
+                "id": SQUAD_ID(f"{split}-noans-{i}"), "question": other["question"], "answers": [],
+                "is_impossible": True}]})
+        (squad / f"{split}.json").write_text(json.dumps(_squad(paragraphs)), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory, shared_data):
+    root = tmp_path_factory.mktemp("nb-data")
+    for corpus in ("NCBI-disease",):
+        _write_ner(shared_data / "ner" / corpus, root / "ner" / corpus, {"train": 48, "devel": 16, "test": 16})
+    _write_chemprot(shared_data / "re" / "chemprot", root / "re" / "chemprot", 16)
+    _write_qa(shared_data / "qa" / "bioasq" / "dev.json", root)
+    return root
+
+
+# ---- running a notebook ----------------------------------------------------------------------
+
+
+def _kernelspec(tmp_path, monkeypatch):
+    """A kernelspec that starts this interpreter's ipykernel; JUPYTER_PATH points at it."""
+    spec = tmp_path / "jupyter" / "kernels" / "biozoo-test"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "biozoo test", "language": "python"}), encoding="utf-8")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    return "biozoo-test"
+
+
+def run_notebook(name, tmp_path, monkeypatch, env):
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("ipykernel")
+    kernel = _kernelspec(tmp_path, monkeypatch)
+    common = {"BIOZOO_NB_INSTALL": "0", "BIOZOO_NB_STRATEGY": "auto", "BIOZOO_NB_OUTPUT": str(tmp_path / "runs"),
+              "BIOZOO_NB_RECIPE": "", "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    for key, value in {**common, **env}.items():
+        monkeypatch.setenv(key, value)
+    # The kernel's child processes run `python -m biozoo`: make this checkout importable.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    nb = nbformat.read(str(COLAB / name), as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name=kernel,
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    try:
+        client.execute()
+    except nbclient.exceptions.CellExecutionError as error:
+        ansi = re.compile(r"\x1b\[[0-9;]*m")
+        pytest.fail(f"{name} failed:\n{ansi.sub('', str(error))[-3000:]}\n--- output ---\n{_outputs(nb)[-5000:]}")
+    last = [c for c in nb.cells if c.cell_type == "code"][-1]
+    text = "".join(o.get("text", "") for o in last.outputs if o.output_type == "stream")
+    return json.loads(text), nb
+
+
+def _outputs(nb):
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_notebook_01_ner_chemprot(tmp_path, monkeypatch, tiny_data, tiny_bert_real_vocab):
+    summary, nb = run_notebook("01_ner_chemprot_tpu.ipynb", tmp_path, monkeypatch, {
+        "BIOZOO_NB_PRESET": str(tiny_bert_real_vocab), "BIOZOO_NB_DATA": str(tiny_data),
+        "BIOZOO_NB_NER_DATASETS": "NCBI-disease", "BIOZOO_NB_EPOCHS": "1", "BIOZOO_NB_BATCH_SIZE": "16",
+        "BIOZOO_NB_LEARNING_RATE": "1e-3", "BIOZOO_NB_MAX_SEQ_LENGTH": "64"})
+    assert summary["strategy"] == "cpu"
+    for key in ("dev_f1", "test_f1"):
+        assert 0 <= summary["ner"]["NCBI-disease"][key] <= 100
+        assert 0 <= summary["chemprot"][key.replace("_f1", "_micro_f1")] <= 100
+    assert summary["ner_evaluate_test_f1"] == pytest.approx(summary["ner"]["NCBI-disease"]["test_f1"], abs=1e-6)
+    out = _outputs(nb)
+    assert "no TPU or GPU; training on the CPU" in out
+    assert "$ biozoo annotate" in out and "Germline mutations in BRCA1" in out
+    assert (tmp_path / "runs" / "ner-NCBI-disease" / "metrics.json").is_file()
+
+
+@pytest.mark.slow
+def test_notebook_02_squad2_bioasq(tmp_path, monkeypatch, tiny_data, tiny_bert_real_vocab):
+    summary, nb = run_notebook("02_squad2_bioasq_tpu.ipynb", tmp_path, monkeypatch, {
+        "BIOZOO_NB_PRESET": str(tiny_bert_real_vocab), "BIOZOO_NB_SQUAD2": "1", "BIOZOO_NB_DATA": str(tiny_data),
+        "BIOZOO_NB_EPOCHS": "1", "BIOZOO_NB_BATCH_SIZE": "16", "BIOZOO_NB_LEARNING_RATE": "1e-3",
+        "BIOZOO_NB_MAX_SEQ_LENGTH": "64"})
+    factoid = summary["bioasq_factoid"]
+    assert factoid["questions"] == 4
+    for key in ("strict_accuracy", "lenient_accuracy", "mrr"):
+        assert 0 <= factoid[key] <= 100
+    assert factoid["strict_accuracy"] <= factoid["lenient_accuracy"]
+    assert set(summary["squad2_dev"]) == {"exact", "f1"}
+    metrics = json.loads((tmp_path / "runs" / "bioasq" / "metrics.json").read_text())
+    assert metrics["preset"] == str(tmp_path / "runs" / "squad2")  # BioASQ continued from the SQuAD2.0 model
+    assert "BioASQ starts from" in _outputs(nb)
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm_teacher(tmp_path_factory, minilm_dir):
+    """The tiny random BERT with an MLM head (a distillation teacher) and MiniLM's real vocabulary."""
+    import hf_models as H
+
+    model = H.make_model("bert", "BertForMaskedLM", vocab_size=30522, initializer_range=0.02)
+    return H.save_hf_directory(model, tmp_path_factory.mktemp("teacher") / "bert", vocab_file=minilm_dir / "vocab.txt")
+
+
+@pytest.mark.slow
+def test_notebook_03_distill(tmp_path, monkeypatch, tiny_data, tiny_mlm_teacher):
+    summary, nb = run_notebook("03_distill_compact_student.ipynb", tmp_path, monkeypatch, {
+        "BIOZOO_NB_TEACHER": str(tiny_mlm_teacher), "BIOZOO_NB_STUDENT_LAYERS": "1",
+        "BIOZOO_NB_DATA": str(tiny_data), "BIOZOO_NB_STEPS": "4", "BIOZOO_NB_DISTILL_BATCH_SIZE": "8",
+        "BIOZOO_NB_EPOCHS": "1", "BIOZOO_NB_BATCH_SIZE": "16", "BIOZOO_NB_LEARNING_RATE": "1e-3",
+        "BIOZOO_NB_MAX_SEQ_LENGTH": "64"})
+    assert summary["student_layers"] == 1
+    for key in ("dev_f1", "test_f1"):
+        assert 0 <= summary["student_ner"][key] <= 100
+    assert summary["parameters"]["student"] < summary["parameters"]["teacher"]
+    assert set(summary["distill_loss"]) >= {"first", "last"}
+    distilled = json.loads((tmp_path / "runs" / "student" / "metrics.json").read_text())
+    assert distilled["method"] == "distilbert" and distilled["student_config"] == {"num_layers": 1}
+    assert distilled["steps"] == 4
+    assert "$ biozoo distill" in _outputs(nb)

@@ -1,0 +1,329 @@
+"""`biozoo distill`: the three procedures' losses against a NumPy reference, student
+initialisation from the teacher, and, from a small trained teacher, students that learn to
+agree with it (loss falls; top-1 agreement on held-out masked tokens beats a random student)."""
+
+import argparse
+import json
+import os
+
+import numpy as np
+import pytest
+
+import biozoo
+from biozoo.errors import BiozooError
+from biozoo.models.bert.backbone import BertBackbone
+from biozoo.tasks.pretraining import MaskedLM
+from biozoo.train import distill as D
+
+VOCAB = 60
+
+
+def tiny_mlm(num_layers=4, hidden_dim=16, num_heads=4, seed=0):
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    backbone = BertBackbone(vocabulary_size=VOCAB, num_layers=num_layers, num_heads=num_heads, hidden_dim=hidden_dim,
+                            intermediate_dim=2 * hidden_dim, max_sequence_length=32, initializer_range=0.3)
+    return MaskedLM(backbone=backbone)
+
+
+def tiny_batch(seed=0, batch=4, length=12, masks=3):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, VOCAB, (batch, length)).astype("int32")
+    mask = np.ones_like(ids)
+    mask[1, 8:] = 0
+    mask[3, 5:] = 0
+    ids[mask == 0] = 0
+    positions = np.stack([np.sort(rng.choice(np.arange(1, mask[r].sum()), masks, replace=False))
+                          for r in range(batch)]).astype("int32")
+    labels = np.take_along_axis(ids, positions, 1).copy()
+    labels[3, 2] = -100  # a padding slot: no loss there
+    positions[3, 2] = 0
+    x = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": mask, "mask_positions": positions}
+    return x, {"mask_labels": labels}
+
+
+# ---- NumPy reference of the losses --------------------------------------------------------
+
+
+def log_softmax(z):
+    z = z - z.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def cosine_distance(a, b):
+    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+    return 1 - (a * b).sum(-1)
+
+
+def reference_terms(method, teacher, student, x, y, layer_map, temperature, projection=None):
+    inputs = {k: x[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    t = {k: [np.asarray(v) for v in vs] if isinstance(vs, list) else np.asarray(vs)
+         for k, vs in teacher.backbone.features(inputs, attentions=True, training=False).items()}
+    s = {k: [np.asarray(v) for v in vs] if isinstance(vs, list) else np.asarray(vs)
+         for k, vs in student.backbone.features(inputs, attentions=True, training=False).items()}
+    t_logits, s_logits = np.asarray(teacher(x, training=False)), np.asarray(student(x, training=False))
+    labels = y["mask_labels"]
+    w = (labels >= 0).astype(np.float64)
+    tokens = x["padding_mask"].astype(bool)
+
+    def masked_mean(values):
+        return (values * w).sum() / w.sum()
+
+    def mse(a, b):
+        return ((a - b) ** 2).mean(-1)[tokens].mean()
+
+    project = (lambda h: h @ projection[0] + projection[1]) if projection is not None else (lambda h: h)
+    s_logp, t_logp = log_softmax(s_logits / temperature), log_softmax(t_logits / temperature)
+    terms = {}
+    if method != "tinybert":
+        picked = np.take_along_axis(log_softmax(s_logits), np.maximum(labels, 0)[..., None], -1)[..., 0]
+        terms["mlm"] = masked_mean(-picked)
+        terms["output"] = temperature ** 2 * masked_mean((np.exp(t_logp) * (t_logp - s_logp)).sum(-1))
+    else:
+        terms["output"] = masked_mean(-(np.exp(t_logp) * s_logp).sum(-1))
+    if method == "distilbert":
+        terms["align"] = cosine_distance(s["sequence_output"], t["sequence_output"])[tokens].mean()
+        return terms
+    hidden = attention = 0.0
+    for l, g in enumerate(layer_map, start=1):
+        s_a, t_a = s["attentions"][l - 1], t["attentions"][g - 1]
+        if s_a.shape[1] != t_a.shape[1]:
+            s_a, t_a = s_a.mean(1, keepdims=True), t_a.mean(1, keepdims=True)
+        rows = np.broadcast_to(tokens[:, None, :], s_a.shape[:3])
+        if method == "tinybert":
+            hidden += mse(project(s["hidden_states"][l]), t["hidden_states"][g])
+            attention += ((s_a - t_a) ** 2).mean(-1)[rows].mean()
+        else:
+            hidden += cosine_distance(s["hidden_states"][l], t["hidden_states"][g])[tokens].mean()
+            kl = (t_a * (np.log(t_a + 1e-12) - np.log(s_a + 1e-12))).sum(-1)
+            attention += kl[rows].mean()
+    terms["hidden"], terms["attention"] = hidden, attention
+    if method == "tinybert":
+        terms["embedding"] = mse(project(s["hidden_states"][0]), t["hidden_states"][0])
+    return terms
+
+
+@pytest.mark.parametrize("method,student_shape", [
+    ("distilbert", {}), ("compact", {}), ("tinybert", {}), ("tinybert", {"hidden_dim": 8, "num_heads": 2}),
+])
+def test_loss_terms_match_numpy_reference(method, student_shape):
+    teacher = tiny_mlm()
+    student = tiny_mlm(num_layers=2, seed=1, **student_shape)
+    distiller = D.Distiller(teacher, student, method, layer_map=[2, 4])
+    x, y = tiny_batch()
+    _, ids, weights = D._unpack((x, y))
+    ours = {k: float(v) for k, v in distiller.compute_terms(x, ids, weights, training=False).items()}
+    projection = None
+    if distiller.projection is not None:
+        projection = [np.asarray(v) for v in distiller.projection.weights]
+    reference = reference_terms(method, teacher, student, x, y, [2, 4], distiller.temperature, projection)
+    assert set(ours) == set(D.METHODS[method]["terms"]) == set(reference)
+    for term in ours:
+        assert ours[term] == pytest.approx(reference[term], rel=1e-4, abs=1e-6), term
+        assert reference[term] > 1e-4, term  # non-trivial values: the check means something
+
+
+@pytest.mark.parametrize("method", list(D.METHODS))
+def test_terms_vanish_when_the_student_is_the_teacher(method):
+    teacher = tiny_mlm(num_layers=2)
+    student = tiny_mlm(num_layers=2, seed=1)
+    copied = D.initialize_student(student, teacher, [1, 2])
+    assert copied == {"embeddings": True, "mlm_head": True, "layers": {1: 1, 2: 2}}
+    distiller = D.Distiller(teacher, student, method)
+    x, y = tiny_batch()
+    terms = distiller.compute_terms(x, *D._unpack((x, y))[1:], training=False)
+    for term in set(terms) - {"mlm", "output"}:
+        assert float(terms[term]) == pytest.approx(0.0, abs=1e-5), term
+    if method != "tinybert":
+        assert float(terms["output"]) == pytest.approx(0.0, abs=1e-5)
+    else:  # soft cross-entropy of a distribution with itself: its entropy
+        logits = np.asarray(teacher(x, training=False))
+        p = np.exp(log_softmax(logits))
+        entropy = -(p * log_softmax(logits)).sum(-1)[y["mask_labels"] >= 0].mean()
+        assert float(terms["output"]) == pytest.approx(entropy, rel=1e-4)
+
+
+def test_student_starts_from_every_other_teacher_layer():
+    teacher = tiny_mlm(num_layers=4)
+    student = tiny_mlm(num_layers=2, seed=1)
+    copied = D.initialize_student(student, teacher, D.uniform_layer_map(2, 4))
+    assert copied["layers"] == {1: 2, 2: 4} and copied["embeddings"] and copied["mlm_head"]
+    for l, g in ((0, 1), (1, 3)):
+        for a, b in zip(student.backbone.transformer_layers[l].weights, teacher.backbone.transformer_layers[g].weights):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    for a, b in zip(student.mlm_head.weights, teacher.mlm_head.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(student.backbone.token_embedding.embeddings.numpy(),
+                                  teacher.backbone.token_embedding.embeddings.numpy())
+    # a narrower student keeps its random initialisation
+    narrow = tiny_mlm(num_layers=2, hidden_dim=8, seed=1)
+    before = [w.numpy().copy() for w in narrow.weights]
+    assert D.initialize_student(narrow, teacher, [2, 4]) == {"embeddings": False, "mlm_head": False, "layers": {}}
+    assert all(np.array_equal(a, w.numpy()) for a, w in zip(before, narrow.weights))
+
+
+def test_layer_maps_and_config_errors(tmp_path):
+    assert D.uniform_layer_map(2, 4) == [2, 4]
+    assert D.uniform_layer_map(6, 12) == [2, 4, 6, 8, 10, 12]
+    assert D.uniform_layer_map(4, 12) == [3, 6, 9, 12]  # TinyBERT's 4-layer map
+    assert D.parse_layer_map("1, 3", 2, 4) == [1, 3]
+    assert D.parse_layer_map(None, 3, 12) == [4, 8, 12]
+    for bad in ("1,2,3", "0,4", "2,5", "a,b"):
+        with pytest.raises(BiozooError, match="layer-map"):
+            D.parse_layer_map(bad, 2, 4)
+    teacher = tiny_mlm(num_layers=2)
+    (tmp_path / "s.json").write_text('{"num_layers": 1, "hidden_dim": 8}')
+    assert D.read_student_config(str(tmp_path / "s.json")) == {"num_layers": 1, "hidden_dim": 8}
+    assert D.read_student_config('{"num_layers": 1}') == {"num_layers": 1}
+    with pytest.raises(BiozooError, match="no such file"):
+        D.read_student_config(str(tmp_path / "missing.json"))
+    with pytest.raises(BiozooError, match="num_layerz"):
+        D.student_backbone_config(teacher.backbone, {"num_layerz": 1})
+    with pytest.raises(BiozooError, match="tinybert"):
+        D.Distiller(teacher, tiny_mlm(num_layers=1, hidden_dim=8), "compact")
+    with pytest.raises(BiozooError, match="unknown distillation method"):
+        D.Distiller(teacher, tiny_mlm(num_layers=1), "minilm")
+
+
+def test_train_step_updates_only_the_student_and_projection():
+    import tensorflow as tf
+
+    from biozoo.train.optim import adamw
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])  # train_step in a replica context
+    with strategy.scope():
+        teacher = tiny_mlm(num_layers=2)
+        student = tiny_mlm(num_layers=1, hidden_dim=8, num_heads=2, seed=1)
+        distiller = D.Distiller(teacher, student, "tinybert", total_steps=3, log_every=2)
+        distiller.compile(optimizer=adamw(1e-2, 10, 0.0, 0.0))
+    trainable = {id(v) for v in distiller.trainable_variables}
+    assert not teacher.trainable_variables and not trainable & {id(v) for v in teacher.variables}
+    projection = {id(v) for v in distiller.projection.trainable_variables}
+    assert {id(v) for v in student.trainable_variables} | projection == trainable
+    before = {id(v): v.numpy().copy() for v in distiller.variables}
+    x, y = tiny_batch()
+    dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
+    history = distiller.fit(dataset, steps_per_epoch=3, epochs=1, verbose=0).history
+    assert set(history) == {"loss", "embedding", "hidden", "attention", "output"}
+    curves = distiller.loss_curves()  # windows of steps 1-2 and 3, recorded in the graph
+    assert set(curves) == set(history) and all(len(v) == 2 for v in curves.values())
+    for name, values in curves.items():
+        assert (2 * values[0] + values[1]) / 3 == pytest.approx(history[name][0], rel=1e-5)
+    assert all(np.array_equal(before[id(v)], v.numpy()) for v in teacher.variables)
+
+    def changed(layer):
+        return any(not np.array_equal(before[id(v)], v.numpy()) for v in layer.trainable_variables)
+
+    assert changed(student.backbone.transformer_layers[0]) and changed(distiller.projection)
+    assert changed(student.mlm_head)
+
+
+# ---- from a small trained teacher -----------------------------------------------------------
+
+SEQ, BATCH, TEACHER_STEPS, STUDENT_STEPS = 64, 16, 600, 150
+
+
+def write_corpus(path, sentences, per_document=8):
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(0, len(sentences), per_document):
+            f.write("\n".join(sentences[i:i + per_document]) + "\n\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def trained_teacher(tmp_path_factory, shared_data):
+    """A 4-layer, 64-wide BERT trained briefly (MLM) on NCBI-disease training sentences, saved
+    as a MaskedLM preset, with the corpus and 300 held-out (dev) sentences.
+
+    A 256-piece SentencePiece vocabulary and single-piece masking let so small a model get past
+    the unigram plateau in a few hundred steps: its predictions depend on the context."""
+    import keras
+
+    from biozoo.data import pretraining as P
+    from biozoo.tokenizers import SentencePieceTokenizer
+    from biozoo.train.optim import adamw
+    from conftest import read_sentences, train_spiece
+
+    root = tmp_path_factory.mktemp("distill")
+    ncbi = shared_data / "ner" / "NCBI-disease"
+    sentences = read_sentences(ncbi / "train.tsv")
+    corpus = write_corpus(root / "train.txt", sentences)
+    held_out = write_corpus(root / "dev.txt", read_sentences(ncbi / "devel.tsv", 300))
+    keras.utils.set_random_seed(0)  # before the tokenizer: re-seeding drops SentencePiece's TF resource
+    spiece = train_spiece(root / "spiece", [s.lower() for s in sentences], 256)
+    tokenizer = SentencePieceTokenizer(proto=str(spiece), lowercase=True)
+    files = P.write_pretraining_records([corpus], tokenizer, root / "records", SEQ, None, seed=0)
+    backbone = BertBackbone(vocabulary_size=tokenizer.vocabulary_size(), num_layers=4, num_heads=4, hidden_dim=64,
+                            intermediate_dim=128, max_sequence_length=SEQ, dropout=0.0)
+    teacher = MaskedLM(backbone=backbone)
+    teacher.compile(optimizer=adamw(2e-3, TEACHER_STEPS, 0.05, 0.01))
+    batches = P.masked_dataset(files, tokenizer, SEQ, BATCH, seed=0, whole_words=False)
+    teacher.fit(batches.map(lambda x, y: (x, y["mask_labels"])), steps_per_epoch=TEACHER_STEPS, epochs=1, verbose=0)
+    teacher.compile()  # the preset keeps the model, not Adam's moments
+    preset = root / "teacher"
+    teacher.save_to_preset(preset)
+    tokenizer.save_to_preset(preset)
+    return {"preset": str(preset), "corpus": corpus, "held_out": held_out}
+
+
+def check_distilled(metrics, output, num_layers=2, k=3):
+    agreement, accuracy = metrics["agreement"], metrics["masked_accuracy"]
+    curve = metrics["loss_curves"]["loss"]  # mean total loss of each `log_every` steps
+    first, last = np.mean(curve[:k]), np.mean(curve[-k:])
+    print(f"\n{metrics['method']} {json.dumps(metrics['student_config'])}: training loss (mean of the first / last "
+          f"{k * metrics['log_every']} steps) {first:.3f} -> {last:.3f}; per term (first / last "
+          f"{metrics['log_every']} steps) "
+          + ", ".join(f"{name} {v['first']:.4f} -> {v['last']:.4f}" for name, v in metrics["loss"].items())
+          + "; held-out, before -> after: "
+          + ", ".join(f"{name} {v['before']:.4f} -> {v['after']:.4f}" for name, v in metrics["eval_loss"].items())
+          + f"; top-1 agreement with the teacher on {metrics['eval_masked_tokens']} held-out masked tokens: "
+          f"distilled {agreement['distilled']:.3f}, at initialisation {agreement['initial']:.3f}, random student "
+          f"{agreement['random']:.3f} (accuracy: teacher {accuracy['teacher']:.3f}, distilled "
+          f"{accuracy['distilled']:.3f}, random {accuracy['random']:.3f})")
+    assert len(curve) == -(-STUDENT_STEPS // metrics["log_every"])
+    assert last < first
+    assert metrics["eval_loss"]["loss"]["after"] < metrics["eval_loss"]["loss"]["before"]
+    assert agreement["distilled"] > agreement["random"] + 0.1
+    assert metrics["eval_source"].startswith("held out")
+    assert metrics["eval_masked_tokens"] > 500
+    # the output is a preset: backbone, tokenizer and MaskedLM task
+    backbone = biozoo.from_preset(str(output))
+    assert backbone.num_layers == num_layers
+    assert biozoo.Tokenizer.from_preset(str(output)).vocabulary_size() == backbone.vocabulary_size
+    assert MaskedLM.from_preset(str(output)).backbone.num_layers == num_layers
+    assert json.loads((output / "metrics.json").read_text())["agreement"] == agreement
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["distilbert", "compact"])
+def test_distilled_student_agrees_with_teacher(method, trained_teacher, tmp_path):
+    output = tmp_path / "student"
+    metrics = D.run_distill(method, trained_teacher["preset"], {"num_layers": 2}, [trained_teacher["corpus"]], output,
+                            max_seq_length=SEQ, batch_size=BATCH, steps=STUDENT_STEPS,
+                            eval_corpus=[trained_teacher["held_out"]], masking="token", verbose=0,
+                            log=lambda message: None)
+    assert metrics["layer_map"] == [2, 4] and metrics["initialized_from_teacher"]["layers"] == {"1": 2, "2": 4}
+    check_distilled(metrics, output)
+    assert not os.path.exists(str(output) + ".records")  # the TFRecords go after a successful run
+
+
+@pytest.mark.slow
+def test_tinybert_cli_narrow_student_with_projection(trained_teacher, tmp_path):
+    (tmp_path / "student.json").write_text(json.dumps({"num_layers": 2, "hidden_dim": 32, "intermediate_dim": 64,
+                                                       "num_heads": 2}))
+    from biozoo._commands.train import add_distill_arguments
+
+    parser = add_distill_arguments(argparse.ArgumentParser())
+    output = tmp_path / "student"
+    args = parser.parse_args([
+        "--teacher", trained_teacher["preset"], "--student-config", str(tmp_path / "student.json"),
+        "--method", "tinybert", "--corpus", trained_teacher["corpus"], "--eval-corpus", trained_teacher["held_out"],
+        "--output", str(output), "--max-seq-length", str(SEQ), "--batch-size", str(BATCH),
+        "--steps", str(STUDENT_STEPS), "--learning-rate", "2e-3", "--masking", "token",
+    ])
+    metrics = D.distill_command(args, None)
+    assert metrics["initialized_from_teacher"] == {"embeddings": False, "mlm_head": False, "layers": {}}
+    check_distilled(metrics, output)
+    assert biozoo.from_preset(str(output)).hidden_dim == 32

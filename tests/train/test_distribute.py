@@ -1,0 +1,212 @@
+"""tf.distribute training: mirrored replicas on logical CPUs and two local workers agree with
+one device; XLA train steps with static shapes for every task; a clear error without a TPU."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# One device vs replicas: every step sees the same global batch split into equal per-replica
+# halves, and relation classification's loss is a mean over examples, so the curves differ
+# only by float summation order.
+LOSS_TOLERANCE = 1e-4
+
+
+def chemprot_subset(shared_data, target, counts=None):
+    counts = counts or {"train": 96, "dev": 24, "test": 24}
+    target.mkdir(parents=True, exist_ok=True)
+    for split, count in counts.items():
+        lines = (shared_data / "re" / "chemprot" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+        (target / f"{split}.tsv").write_text("\n".join(lines[:count]) + "\n", encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="module")
+def tiny_no_dropout(tmp_path_factory, minilm_dir):
+    """A tiny random BERT with the real uncased vocabulary and no dropout, so that one device
+    and several replicas compute exactly the same function."""
+    import hf_models as H
+
+    model = H.make_model("bert", "BertModel", vocab_size=30522, initializer_range=0.02,
+                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    return H.save_hf_directory(model, tmp_path_factory.mktemp("tiny0") / "bert", vocab_file=minilm_dir / "vocab.txt")
+
+
+def cli(argv, env=None, timeout=900):
+    full_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+    return subprocess.Popen([sys.executable, "-m", "biozoo", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=full_env, cwd=REPO)
+
+
+def finish(process, timeout=900):
+    out, err = process.communicate(timeout=timeout)
+    assert process.returncode == 0, err[-4000:]
+    return json.loads(out.strip().splitlines()[-1]), err
+
+
+def finetune_argv(preset, data, output, *extra):
+    return ["finetune", "re", "--preset", str(preset), "--data", str(data), "--output", str(output),
+            "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--max-seq-length", "64", *extra]
+
+
+def losses(output):
+    return np.asarray(json.loads((Path(output) / "train_losses.json").read_text())["losses"])
+
+
+@pytest.fixture(scope="module")
+def single_device_run(tmp_path_factory, shared_data, tiny_no_dropout):
+    root = tmp_path_factory.mktemp("single")
+    data = chemprot_subset(shared_data, root / "data")
+    metrics, _ = finish(cli(finetune_argv(tiny_no_dropout, data, root / "out", "--strategy", "cpu")))
+    return data, root / "out", metrics
+
+
+@pytest.mark.slow
+def test_mirrored_on_two_logical_cpus_follows_the_single_device_loss_curve(tmp_path, single_device_run,
+                                                                          tiny_no_dropout):
+    data, single_out, single = single_device_run
+    metrics, err = finish(cli(finetune_argv(tiny_no_dropout, data, tmp_path / "out", "--strategy", "mirrored"),
+                              env={"BIOZOO_LOGICAL_CPUS": "2"}))
+    assert metrics["strategy"] == "mirrored" and metrics["replicas"] == 2
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["replicas"] == 2
+    assert single["strategy"] == "cpu" and single["replicas"] == 1
+    assert "strategy mirrored, 2 replica(s)" in err
+    one, two = losses(single_out), losses(tmp_path / "out")
+    assert len(one) == len(two) >= 10
+    diff = float(np.max(np.abs(one - two)))
+    print(f"mirrored (2 logical CPUs) vs one device: {len(one)} steps, max |loss diff| {diff:.2e}")
+    assert diff <= LOSS_TOLERANCE
+    assert one[-4:].mean() < one[:4].mean()  # it does train
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("localhost", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@pytest.mark.slow
+def test_two_local_workers_follow_the_single_device_loss_curve(tmp_path, single_device_run, tiny_no_dropout):
+    data, single_out, _ = single_device_run
+    workers = [f"localhost:{port}" for port in free_ports(2)]
+    processes = []
+    for index in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        processes.append(cli(finetune_argv(tiny_no_dropout, data, tmp_path / "out", "--strategy", "auto"),
+                             env={"TF_CONFIG": json.dumps(config)}))
+    results = [finish(p) for p in processes]
+    for metrics, _ in results:
+        assert metrics["strategy"] == "multiworker" and metrics["replicas"] == 2
+    chief = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert chief["replicas"] == 2
+    one, two = losses(single_out), losses(tmp_path / "out")
+    diff = float(np.max(np.abs(one - two)))
+    print(f"two workers vs one device: {len(one)} steps, max |loss diff| {diff:.2e}")
+    assert len(one) == len(two) and diff <= LOSS_TOLERANCE
+    # both workers end with the same model, and it scores like the chief's saved one
+    assert results[0][0]["test"] == results[1][0]["test"]
+
+
+def test_strategy_tpu_without_a_tpu_names_what_it_looked_for(monkeypatch):
+    from biozoo.errors import BiozooError
+    from biozoo.train import strategy as S
+
+    for name in ("TPU_NAME", "COLAB_TPU_ADDR", "TF_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(S.glob, "glob", lambda pattern: [])
+    with pytest.raises(BiozooError) as error:
+        S.resolve_strategy("tpu")
+    for looked_for in ("--tpu", "TPU_NAME", "COLAB_TPU_ADDR", "/dev/accel"):
+        assert looked_for in str(error.value)
+    resolved = S.resolve_strategy("auto")  # no TPU, no GPU: the CPU
+    assert (resolved.name, resolved.replicas) == ("cpu", 1)
+
+
+def test_cli_strategy_tpu_fails_with_one_clear_line(tmp_path, tiny_bert_real_vocab):
+    env = {k: v for k, v in os.environ.items() if k not in ("TPU_NAME", "COLAB_TPU_ADDR", "TF_CONFIG")}
+    result = subprocess.run([sys.executable, "-m", "biozoo", "finetune", "ner", "--preset", str(tiny_bert_real_vocab),
+                             "--data", str(tmp_path), "--output", str(tmp_path / "o"), "--strategy", "tpu"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 2
+    assert "no TPU found" in result.stderr and "COLAB_TPU_ADDR" in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_batch_must_split_evenly_over_replicas(tmp_path, tiny_bert_real_vocab):
+    from biozoo.train.finetune import Hyperparameters, run_finetune
+    from biozoo.train.strategy import ResolvedStrategy
+
+    fake = ResolvedStrategy(strategy=None, name="mirrored", replicas=3)
+    with pytest.raises(ValueError, match="not a multiple of the 3 replicas"):
+        run_finetune("re", str(tiny_bert_real_vocab), tmp_path, tmp_path / "o", Hyperparameters(batch_size=8),
+                     strategy=fake)
+
+
+# ---- XLA: every task's train step compiles with jit_compile=True and static shapes --------
+
+
+def write_hoc(path, count, seed):
+    rng = np.random.default_rng(seed)
+    words = ["tumour", "growth", "apoptosis", "angiogenesis", "invasion", "immune", "genome", "cells"]
+    lines = ["labels\tsentence\tindex"]
+    for a in range(count):
+        for k in range(2):
+            labels = set(int(x) for x in rng.choice(10, size=rng.integers(0, 3), replace=False))
+            field = ",".join(f"{j}_{int(j in labels)}" for j in range(10))
+            lines.append(f"{field}\t{' '.join(rng.choice(words, 8))} .\t{seed * 1000 + a}_{k}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def task_data(kind, shared_data, root):
+    root.mkdir(parents=True, exist_ok=True)
+    if kind == "ner":
+        for split in ("train", "devel", "test"):
+            blocks = (shared_data / "ner" / "NCBI-disease" / f"{split}.tsv").read_text(encoding="utf-8").split("\n\n")
+            (root / f"{split}.tsv").write_text("\n\n".join(blocks[:40]) + "\n", encoding="utf-8")
+    elif kind == "re":
+        chemprot_subset(shared_data, root, {"train": 40, "dev": 8, "test": 8})
+    elif kind == "qa":
+        data = json.loads((shared_data / "qa" / "bioasq" / "dev.json").read_text(encoding="utf-8"))
+        data["data"] = data["data"][:1]
+        data["data"][0]["paragraphs"] = data["data"][0]["paragraphs"][:20]
+        (root / "train.json").write_text(json.dumps(data), encoding="utf-8")
+    else:
+        for split, seed in (("train", 1), ("dev", 2), ("test", 3)):
+            write_hoc(root / f"{split}.tsv", 24, seed)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["ner", "re", "qa", "doc"])
+def test_train_step_compiles_with_xla_and_static_shapes(kind, tmp_path, shared_data, tiny_bert_real_vocab):
+    import tensorflow as tf
+
+    from biozoo.train.finetune import RECIPES, Hyperparameters
+    from biozoo.train.loop import train
+    from biozoo.train.optim import make_optimizer
+
+    data = task_data(kind, shared_data, tmp_path / kind)
+    hp = Hyperparameters(batch_size=4, max_seq_length=64, learning_rate=1e-3)
+    recipe = RECIPES[kind]()
+    splits = recipe.load(data, only="train")
+    task = recipe.build_task(str(tiny_bert_real_vocab), splits, hp)
+    batches = recipe.batches(task, splits["train"], hp, training=True).make_static()
+    task.compile(optimizer=make_optimizer("adamw", 1e-3, 4), jit_compile=True)
+    batch = next(iter(batches.dataset_from(0)))
+    shapes = {tuple(t.shape) for t in tf.nest.flatten(batch) if t.shape.rank == 2 and t.dtype == tf.int32}
+    assert (4, 64) in shapes  # padded to the maximum length
+    step = tf.function(task.train_step, jit_compile=True)
+    hlo = step.experimental_get_compiler_ir(batch)(stage="hlo")
+    assert "ENTRY" in hlo
+    result = train(task, batches.dataset_from, 3, verbose=0)
+    assert task.jit_compile is True and len(result["losses"]) == 3 and np.all(np.isfinite(result["losses"]))

@@ -1,0 +1,411 @@
+"""`biozoo pretrain`: corpora -> packed TFRecords -> whole-word-masked batches -> MLM (with NSP
+or SOP) and ELECTRA training on real biomedical sentences, from a preset or from a config."""
+
+import argparse
+import json
+import os
+
+import numpy as np
+import pytest
+
+# Disease names from the NCBI / BC5CDR test sets that MiniLM's uncased WordPiece vocabulary
+# splits into two or more pieces (checked in the test).
+KNOWN_WORDS = ["adenomatous", "polyposis", "dystrophy", "telangiectasia", "fibrosis", "myotonic", "ataxia",
+               "nephrotoxicity", "hepatotoxicity", "cardiomyopathy", "thrombocytopenia"]
+ELECTRA_CONFIG = {"family": "electra", "num_layers": 2, "num_heads": 4, "hidden_dim": 64, "embedding_dim": 32,
+                  "intermediate_dim": 128, "max_sequence_length": 64}
+
+
+def write_corpus(path, sentences, per_document=6):
+    documents = ["\n".join(sentences[i:i + per_document]) for i in range(0, len(sentences), per_document)]
+    path.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
+    return path
+
+
+def first_last(values, k=10):
+    return float(np.mean(values[:k])), float(np.mean(values[-k:]))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, corpus_sentences):
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "pubmed.txt", corpus_sentences[:600])
+
+
+@pytest.fixture(scope="module")
+def tiny_albert(tmp_path_factory, corpus_spiece):
+    """A tiny random ALBERT (pretraining heads included) with a SentencePiece model trained on
+    NCBI-disease sentences."""
+    import hf_models as H
+
+    model = H.make_model("albert", "AlbertForPreTraining", vocab_size=2000, initializer_range=0.02)
+    return H.save_hf_directory(model, tmp_path_factory.mktemp("tiny") / "albert", tokenizer="sentencepiece",
+                               spiece_model=corpus_spiece)
+
+
+# ---- corpus and instances ---------------------------------------------------------------
+
+
+def test_documents_split_at_blank_lines_and_an_empty_corpus_is_named(tmp_path):
+    from biozoo.data.pretraining import read_documents
+
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(b"BRCA1 mutations.\r\nIn breast cancer.\r\n\r\n\r\nA second document.\n   \nThird one.\n")
+    assert read_documents(path) == [["BRCA1 mutations.", "In breast cancer."], ["A second document."], ["Third one."]]
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="empty.txt: the corpus is empty"):
+        read_documents(empty)
+
+
+def synthetic_documents(count=40, seed=0):
+    """Token id = 10000 * (document + 1) + 100 * sentence + position: where each token came
+    from can be read back from it."""
+    rng = np.random.default_rng(seed)
+    return [[[10000 * (d + 1) + 100 * s + p for p in range(int(rng.integers(3, 12)))]
+             for s in range(int(rng.integers(1, 9)))] for d in range(count)]
+
+
+@pytest.mark.parametrize("task", [None, "nsp", "sop"])
+def test_instances_pack_a_document_up_to_the_length_and_pair_segments(task):
+    from biozoo.data.pretraining import create_instances
+
+    cls, sep, length = 1, 2, 32
+    instances = create_instances(synthetic_documents(), cls, sep, length, task, seed=3)
+    labels = []
+    for instance in instances:
+        ids, segments = instance["token_ids"], instance["segment_ids"]
+        assert len(ids) == len(segments) <= length and ids[0] == cls and ids[-1] == sep
+        if not task:
+            assert ids.count(sep) == 1 and set(segments) == {0}
+            assert len({t // 10000 for t in ids[1:-1]}) == 1  # one document per instance
+            continue
+        first_sep = ids.index(sep)
+        a, b = ids[1:first_sep], ids[first_sep + 1:-1]
+        assert a and b and segments == [0] * (first_sep + 1) + [1] * (len(b) + 1)
+        labels.append(instance["sentence_label"])
+        same_document = {t // 10000 for t in a} == {t // 10000 for t in b}
+        if instance["sentence_label"] == 0:  # B continues A
+            assert same_document and max(a) < min(b)
+        elif task == "sop" and same_document:  # swapped
+            assert min(a) > max(b)
+        else:  # a random other document
+            assert not same_document
+    if task:
+        assert 0.3 < np.mean(labels) < 0.7, np.mean(labels)
+    # packing: most instances are close to the full length
+    assert np.mean([len(i["token_ids"]) for i in instances]) > 0.6 * length
+
+
+def test_records_are_written_atomically_read_back_and_reused(tmp_path, corpus, tiny_bert_real_vocab):
+    import biozoo
+    from biozoo.data.pretraining import count_records, read_records, write_pretraining_records
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    records = tmp_path / "records"
+    files = write_pretraining_records([corpus], tokenizer, records, 64, "nsp", seed=1)
+    assert sorted(os.listdir(records)) == ["records.json", "shard-00000.tfrecord"]  # no partial files
+    stamp = os.stat(files[0]).st_mtime_ns
+    assert write_pretraining_records([corpus], tokenizer, records, 64, "nsp", seed=1) == files
+    assert os.stat(files[0]).st_mtime_ns == stamp  # reused
+    instances = list(read_records(files).as_numpy_iterator())
+    assert len(instances) == count_records(records) > 100
+    for instance in instances[:50]:
+        ids = list(instance["token_ids"])
+        assert ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id and len(ids) <= 64
+        assert ids.count(tokenizer.sep_token_id) == 2 and instance["sentence_label"] in (0, 1)
+    write_pretraining_records([corpus], tokenizer, records, 48, "nsp", seed=1)  # other settings: rewritten
+    assert os.stat(files[0]).st_mtime_ns != stamp
+    assert max(len(i["token_ids"]) for i in read_records(files).as_numpy_iterator()) <= 48
+
+
+def test_the_stream_from_a_step_is_the_stream_skipped_to_it(tmp_path, corpus, tiny_bert_real_vocab):
+    """What a resumed run relies on: batches depend only on the seed and the step."""
+    import biozoo
+    from biozoo.data.pretraining import count_records, masked_dataset, write_pretraining_records
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    files = write_pretraining_records([corpus], tokenizer, tmp_path / "records", 48, "sop")
+    epoch = count_records(tmp_path / "records") // 8
+
+    def batches(start, count, seed=3):
+        return [(x["token_ids"].numpy(), x["mask_positions"].numpy(), y["sentence_label"].numpy())
+                for x, y in masked_dataset(files, tokenizer, 48, 8, "sop", seed, start).take(count)]
+
+    from_zero = batches(0, epoch + 10)
+    for ours, theirs in zip(batches(epoch, 10), from_zero[epoch:]):  # into the second pass over the data
+        assert all(np.array_equal(a, b) for a, b in zip(ours, theirs))
+    assert len(from_zero) == epoch + 10
+    assert not np.array_equal(batches(0, 1, seed=4)[0][0], from_zero[0][0])
+
+
+# ---- masking ----------------------------------------------------------------------------
+
+
+def chosen_and_original(x, y):
+    """(chosen positions per row, original ids) of a masked batch."""
+    ids = x["token_ids"].numpy().copy()
+    positions, labels = x["mask_positions"].numpy(), y["mask_labels"].numpy()
+    chosen = []
+    for row in range(len(ids)):
+        keep = labels[row] != -100
+        ids[row, positions[row][keep]] = labels[row][keep]
+        chosen.append(set(positions[row][keep].tolist()))
+    return chosen, ids
+
+
+def word_spans(pieces, continues, specials=("[CLS]", "[SEP]", "[PAD]", "[MASK]")):
+    """[(start, end)] of the words of a row: a piece that continues joins the word before it
+    (not a special token: truncation can leave a word's tail right after [CLS])."""
+    spans = []
+    for i, piece in enumerate(pieces):
+        if continues(piece) and spans and spans[-1][1] == i and pieces[i - 1] not in specials and piece not in specials:
+            spans[-1] = (spans[-1][0], i + 1)
+        else:
+            spans.append((i, i + 1))
+    return spans
+
+
+def masked_batches(tmp_path, sentences, tokenizer, whole_words, batches=25):
+    from biozoo.data.pretraining import masked_dataset, write_pretraining_records
+
+    corpus = write_corpus(tmp_path / "corpus.txt", sentences, per_document=4)
+    files = write_pretraining_records([corpus], tokenizer, tmp_path / f"records-{whole_words}", 64)
+    dataset = masked_dataset(files, tokenizer, 64, 32, seed=5, whole_words=whole_words, shuffle_buffer=100)
+    return list(dataset.take(batches))
+
+
+def test_whole_word_masking_masks_every_piece_of_known_words(tmp_path, shared_data, tiny_bert_real_vocab):
+    import biozoo
+    from conftest import read_sentences
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    words = {}
+    for word in KNOWN_WORDS:
+        words[word] = tokenizer.ids([word])[0]
+        assert len(words[word]) >= 2, (word, [tokenizer.id_to_token(i) for i in words[word]])
+    sentences = [s for corpus in ("NCBI-disease", "BC5CDR-chem", "BC5CDR-disease")
+                 for s in read_sentences(shared_data / "ner" / corpus / "test.tsv")
+                 if set(s.lower().split()) & set(KNOWN_WORDS)]
+    assert len(sentences) > 200
+    specials = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id, tokenizer.mask_token_id}
+
+    def known_word_outcomes(batches):
+        """For each occurrence of a known word: how many of its pieces were chosen / its size."""
+        outcomes = []
+        for x, y in batches:
+            chosen, original = chosen_and_original(x, y)
+            for row, ids in enumerate(original):
+                ids = list(ids)
+                for pieces in words.values():
+                    for start in range(len(ids) - len(pieces) + 1):
+                        end = start + len(pieces)
+                        if ids[start:end] == pieces and (end == len(ids) or not tokenizer.id_to_token(
+                                int(ids[end])).startswith("##")):
+                            outcomes.append((len(chosen[row] & set(range(start, end))), len(pieces)))
+        return outcomes
+
+    batches = masked_batches(tmp_path, sentences, tokenizer, whole_words=True)
+    outcomes = known_word_outcomes(batches)
+    masked = [o for o in outcomes if o[0]]
+    assert len(outcomes) > 500 and len(masked) > 30
+    assert all(count == size for count, size in masked)  # a chosen word is chosen whole
+    # every other word too, and never a special token; about 15 % of the pieces are chosen
+    chosen_total = valid_total = 0
+    for x, y in batches:
+        chosen, original = chosen_and_original(x, y)
+        mask = x["padding_mask"].numpy()
+        for row, ids in enumerate(original):
+            ids = [int(i) for i in ids[mask[row] > 0]]
+            assert not {ids[p] for p in chosen[row]} & specials
+            for start, end in word_spans([tokenizer.id_to_token(i) for i in ids], lambda p: p.startswith("##")):
+                assert len(chosen[row] & set(range(start, end))) in (0, end - start)
+            chosen_total += len(chosen[row])
+            valid_total += sum(i not in specials for i in ids)
+    assert 0.12 < chosen_total / valid_total <= 0.15, chosen_total / valid_total
+    # 80 % [MASK], 10 % random, 10 % unchanged
+    masked_ids = np.concatenate([x["token_ids"].numpy()[np.arange(32)[:, None], x["mask_positions"].numpy()][
+        y["mask_labels"].numpy() != -100] for x, y in batches])
+    labels = np.concatenate([y["mask_labels"].numpy()[y["mask_labels"].numpy() != -100] for _, y in batches])
+    assert 0.75 < np.mean(masked_ids == tokenizer.mask_token_id) < 0.85
+    assert 0.06 < np.mean(masked_ids == labels) < 0.14
+
+    # the same check catches token-level masking, which splits words
+    token_outcomes = known_word_outcomes(masked_batches(tmp_path, sentences, tokenizer, whole_words=False))
+    assert any(0 < count < size for count, size in token_outcomes)
+
+
+def test_whole_word_masking_of_sentencepiece_words(tiny_albert):
+    import tensorflow as tf
+
+    import biozoo
+    from biozoo.data.pretraining import WholeWordMasker
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_albert)
+    text = ("germline mutations of the adenomatous polyposis coli gene cause familial adenomatous polyposis "
+            "and hereditary nonpolyposis colorectal cancer in myotonic dystrophy families")
+    ids = [tokenizer.cls_token_id] + tokenizer.ids([text])[0] + [tokenizer.sep_token_id]
+    pieces = [tokenizer.id_to_token(i) for i in ids]
+    spans = word_spans(pieces[1:-1], lambda p: not p.startswith("\u2581"))
+    spans = [(s + 1, e + 1) for s, e in spans]
+    assert len(spans) == len(text.split()) and any(e - s >= 2 for s, e in spans), pieces
+    masker = WholeWordMasker(tokenizer, max_predictions=10)
+    split_words = WholeWordMasker(tokenizer, max_predictions=10, whole_words=False)
+    broken = 0
+    for seed in range(40):
+        _, positions, labels = masker(tf.constant(ids), tf.constant([7, seed], tf.int64))
+        chosen = set(positions.numpy()[labels.numpy() != -100].tolist())
+        assert chosen and not chosen & {0, len(ids) - 1}
+        for start, end in spans:
+            assert len(chosen & set(range(start, end))) in (0, end - start), (seed, pieces[start:end])
+        _, positions, labels = split_words(tf.constant(ids), tf.constant([7, seed], tf.int64))
+        chosen = set(positions.numpy()[labels.numpy() != -100].tolist())
+        broken += any(0 < len(chosen & set(range(s, e))) < e - s for s, e in spans)
+    assert broken > 0
+
+
+# ---- training ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_mlm_loss_falls_with_nsp_and_the_output_loads(tmp_path, corpus, tiny_bert_real_vocab):
+    import biozoo
+    from biozoo.train.pretrain import run_pretrain
+
+    output = tmp_path / "out"
+    metrics = run_pretrain("mlm", [corpus], output, preset=tiny_bert_real_vocab, sentence_task="nsp",
+                           max_seq_length=64, batch_size=16, steps=80, learning_rate=1e-3, verbose=0,
+                           log=lambda message: None)
+    mlm_first, mlm_last = first_last(metrics["mlm_losses"])
+    print("mlm loss", mlm_first, "->", mlm_last, "| sentence loss", first_last(metrics["sentence_losses"]))
+    assert len(metrics["losses"]) == 80 and metrics["instances"] > 300
+    assert mlm_first > 10.0 and mlm_first - mlm_last > 0.8
+    assert metrics["loss_first"] == metrics["losses"][0] and metrics["loss_last"] == metrics["losses"][-1]
+    assert np.allclose(metrics["losses"], np.add(metrics["mlm_losses"], metrics["sentence_losses"]), atol=1e-3)
+    assert json.loads((output / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
+    assert not os.path.exists(str(output) + ".records")
+    backbone = biozoo.from_preset(str(output))
+    task = biozoo.MaskedLM.from_preset(str(output))
+    assert np.array_equal(backbone.token_embedding.embeddings.numpy(), task.backbone.token_embedding.embeddings.numpy())
+    assert biozoo.Tokenizer.from_preset(str(output)).ids(["breast cancer"]) == \
+        biozoo.Tokenizer.from_preset(tiny_bert_real_vocab).ids(["breast cancer"])
+    assert json.loads((output / "heads.json").read_text()).keys() == {"mlm", "nsp"}
+
+
+@pytest.mark.slow
+def test_electra_discriminator_loss_falls_from_a_config(tmp_path, corpus, tiny_bert_real_vocab):
+    import biozoo
+    from biozoo.train.pretrain import run_pretrain
+
+    config = tmp_path / "electra.json"
+    config.write_text(json.dumps(ELECTRA_CONFIG))
+    output = tmp_path / "out"
+    metrics = run_pretrain("electra", [corpus], output, config=config, tokenizer=tiny_bert_real_vocab,
+                           max_seq_length=48, batch_size=16, steps=50, learning_rate=1e-3, verbose=0,
+                           log=lambda message: None)
+    d_first, d_last = first_last(metrics["discriminator_losses"])
+    g_first, g_last = first_last(metrics["generator_losses"])
+    print("discriminator loss", d_first, "->", d_last, "| generator loss", g_first, "->", g_last)
+    assert metrics["discriminator_losses"][0] > 0.6 and d_first - d_last > 0.15 and g_first - g_last > 0.3
+    assert np.allclose(metrics["losses"], np.add(metrics["generator_losses"],
+                                                 50 * np.asarray(metrics["discriminator_losses"])), rtol=1e-4)
+    assert metrics["generator"] == {"num_layers": 2, "num_heads": 1, "hidden_dim": 16, "embedding_dim": 32,
+                                    "intermediate_dim": 32}
+    discriminator = biozoo.ReplacedTokenDetector.from_preset(str(output))
+    generator = biozoo.MaskedLM.from_preset(str(output / "generator"))
+    assert biozoo.from_preset(str(output)).hidden_dim == 64 and generator.backbone.hidden_dim == 16
+    for name in ("token_embedding", "segment_embedding", "embeddings_layer_norm"):
+        for ours, theirs in zip(getattr(discriminator.backbone, name).weights, getattr(generator.backbone, name).weights):
+            assert np.array_equal(ours.numpy(), theirs.numpy()), name
+
+
+@pytest.mark.slow
+def test_continued_albert_pretraining_with_sop(tmp_path, corpus, tiny_albert):
+    """As BioM-ALBERT-xxlarge-PMC continued BioM-ALBERT-xxlarge: start from the preset's
+    weights and its MLM and sentence-order heads."""
+    import biozoo
+    from biozoo.convert.preset import read_heads
+    from biozoo.hub import resolve_preset
+    from biozoo.train.pretrain import build_pretrainer, run_pretrain
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_albert)
+    trainer = build_pretrainer("mlm", tokenizer, preset=tiny_albert, sentence_task="sop")
+    heads, _ = read_heads(resolve_preset(tiny_albert))
+    assert np.array_equal(trainer.sentence_head.kernel.numpy(), heads["sop/dense/kernel"])
+    assert np.array_equal(trainer.task.mlm_head.output_bias.numpy(), heads["mlm/output_bias"])
+
+    output = tmp_path / "out"
+    metrics = run_pretrain("mlm", [corpus], output, preset=tiny_albert, sentence_task="sop", max_seq_length=64,
+                           batch_size=16, steps=60, learning_rate=2e-3, verbose=0, log=lambda message: None)
+    first, last = first_last(metrics["mlm_losses"])
+    print("albert mlm loss", first, "->", last)
+    assert first - last > 0.5
+    assert type(biozoo.from_preset(str(output))).__name__ == "AlbertBackbone"
+    assert read_heads(str(output))[0].keys() >= {"sop/dense/kernel", "mlm/dense/kernel"}
+
+
+def test_electra_generator_shares_the_discriminator_embeddings(tiny_bert_real_vocab):
+    import keras
+    import tensorflow as tf
+
+    import biozoo
+    from biozoo.train.pretrain import build_pretrainer
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    trainer = build_pretrainer("electra", tokenizer, config=ELECTRA_CONFIG, generator_fraction=0.5)
+    shared = trainer.discriminator.backbone.token_embedding.embeddings
+    variables = trainer.trainable_variables
+    assert len({id(v) for v in variables}) == len(variables)
+    assert any(v is shared for v in variables)
+    assert not any(v is trainer.generator.token_embedding.embeddings for v in variables)
+    assert trainer.generator.hidden_dim == 32 and trainer.generator.num_heads == 2
+    ids = np.array([[tokenizer.cls_token_id] + tokenizer.ids(["breast cancer genes"])[0] + [tokenizer.sep_token_id]])
+    x = {"token_ids": tf.constant(ids, tf.int32), "segment_ids": tf.zeros_like(ids, tf.int32),
+         "padding_mask": tf.ones_like(ids, tf.int32), "mask_positions": tf.constant([[1, 2]], tf.int32)}
+    with tf.GradientTape() as tape:
+        loss = keras.ops.sum(trainer.generator_logits(x) ** 2)
+    assert float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(tape.gradient(loss, shared))))) > 0
+    before = trainer.generator_logits(x).numpy()
+    shared.assign(shared.numpy() * 2.0)
+    assert not np.allclose(before, trainer.generator_logits(x).numpy())
+
+
+def test_clear_errors(tmp_path, corpus, tiny_bert_real_vocab):
+    import biozoo
+    from biozoo.train.pretrain import build_pretrainer, run_pretrain
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    with pytest.raises(ValueError, match="needs a tokenizer"):
+        run_pretrain("mlm", [corpus], tmp_path / "o", config=ELECTRA_CONFIG)
+    with pytest.raises(ValueError, match="ELECTRA has no sentence task"):
+        build_pretrainer("electra", tokenizer, config=ELECTRA_CONFIG, sentence_task="nsp")
+    with pytest.raises(ValueError, match="ELECTRA pretraining needs"):
+        build_pretrainer("electra", tokenizer, config={"family": "distilbert", "num_layers": 1, "num_heads": 2,
+                                                       "hidden_dim": 16, "intermediate_dim": 32})
+    with pytest.raises(ValueError, match="family"):
+        build_pretrainer("mlm", tokenizer, config={"num_layers": 1})
+    with pytest.raises(ValueError, match="backbone config for bert"):
+        build_pretrainer("mlm", tokenizer, config={"family": "bert", "layers": 1})
+    with pytest.raises(ValueError, match="embedding only 99 rows"):
+        build_pretrainer("mlm", tokenizer, config={"family": "bert", "vocabulary_size": 99, "num_layers": 1,
+                                                   "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32})
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(ValueError, match="empty.txt: the corpus is empty"):
+        run_pretrain("mlm", [empty], tmp_path / "o", preset=tiny_bert_real_vocab, max_seq_length=32, steps=1)
+    with pytest.raises(ValueError, match="exceeds the model's 64 positions"):
+        run_pretrain("mlm", [corpus], tmp_path / "o", preset=tiny_bert_real_vocab, max_seq_length=128, steps=1)
+    assert not os.path.exists(tmp_path / "o")
+
+
+def test_command_line_arguments():
+    from biozoo._commands.train import add_pretrain_arguments
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("method", choices=["mlm", "electra"])
+    add_pretrain_arguments(parser)
+    args = parser.parse_args(["mlm", "--corpus", "a.txt", "b.txt", "--preset", "biom_albert_xxlarge", "--sop",
+                              "--output", "out", "--steps", "5"])
+    assert args.corpus == ["a.txt", "b.txt"] and args.sentence_task == "sop" and args.steps == 5
+    assert args.masking == "wwm" and args.rtd_weight == 50.0 and args.generator_fraction == 0.25
+    with pytest.raises(SystemExit):
+        parser.parse_args(["mlm", "--corpus", "a.txt", "--output", "o", "--nsp", "--sop"])
