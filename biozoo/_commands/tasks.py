@@ -91,8 +91,8 @@ def add_training_arguments(parser):
                        help="layer-wise learning-rate decay (ELECTRA fine-tuning: 0.8 base, 0.9 large)")
     group.add_argument("--clip-norm", type=float, default=None, help="clip gradients to this global norm")
     group.add_argument("--checkpoint-every", type=int, default=None,
-                       help="checkpoint every N steps into OUTPUT/checkpoints (last 3 kept); re-running the "
-                       "same command resumes from the last one")
+                       help="checkpoint every N steps into OUTPUT.checkpoints (last 3 kept; removed when the run "
+                       "ends); re-running the same command resumes from the last one")
     group.add_argument("--deterministic", action="store_true",
                        help="deterministic TensorFlow ops (reproducible resumes; slower on GPUs)")
 

@@ -33,7 +33,7 @@ class Hyperparameters:
     precision: str = "auto"  # float32 | bfloat16 | float16 | auto (bf16 on TPU, fp16 on GPU)
     static_shapes: str = "auto"  # pad to max length, drop the remainder ("auto": on TPU)
     steps_per_execution: int = 1
-    checkpoint_every: int | None = None  # steps; resume from OUTPUT/checkpoints
+    checkpoint_every: int | None = None  # steps; resume from OUTPUT.checkpoints
     deterministic: bool = False
 
 
@@ -63,7 +63,9 @@ def precision_policy(precision, strategy_name):
 
 
 def checkpoint_directory(output):
-    return os.path.join(os.path.abspath(output), "checkpoints")
+    """Where `--checkpoint-every` writes: beside OUTPUT (OUTPUT itself is replaced in one
+    rename at the end), removed once OUTPUT is written."""
+    return os.path.abspath(output) + ".checkpoints"
 
 
 def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbose=1, log=print, strategy=None):
@@ -89,6 +91,11 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
     policy = precision_policy(hp.precision, strategy.name)
     static = strategy.name == "tpu" if hp.static_shapes == "auto" else hp.static_shapes in (True, "on", "true")
     jit = (use_xla() or strategy.name == "tpu") if hp.jit_compile == "auto" else bool(hp.jit_compile)
+    from biozoo import hub
+
+    # Convert (or find in the cache) first: a conversion draws random numbers, and the task's
+    # new layers must start the same whether or not this run converted the checkpoint.
+    source = hub.resolve_preset(preset)
     set_seed(hp.seed)
     recipe = RECIPES[kind](**(recipe_options or {}))
     splits = recipe.load(data_dir)
@@ -96,7 +103,7 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
     keras.config.set_dtype_policy(policy)
     try:
         with strategy.strategy.scope():
-            task = recipe.build_task(preset, splits, hp)
+            task = recipe.build_task(source, splits, hp)
     finally:
         keras.config.set_dtype_policy(previous_policy)
     limit = task.backbone.get_config().get("max_sequence_length")
@@ -155,6 +162,10 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
         atomic_write_json(os.path.join(tmp, "metrics.json"), metrics)
         atomic_write_json(os.path.join(tmp, "train_losses.json"), losses)
         atomic_write_json(os.path.join(tmp, "recipe.json"), {"kind": kind, "options": recipe.options()})
+    if hp.checkpoint_every:
+        import shutil
+
+        shutil.rmtree(checkpoint_directory(output), ignore_errors=True)
     return metrics
 
 
@@ -186,9 +197,11 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, recipe_options=None, ve
 
 
 def _mean_std(scores):
-    """{key: {"mean", "std", "values"}} for every number in the score dicts (nested kept)."""
+    """{key: {"mean", "std", "values"}} for every number all the score dicts have (nested kept)."""
     out = {}
     for key, value in scores[0].items():
+        if not all(key in s for s in scores):  # e.g. a label one run never predicted
+            continue
         if isinstance(value, dict):
             out[key] = _mean_std([s[key] for s in scores])
         elif isinstance(value, (int, float)) and not isinstance(value, bool):

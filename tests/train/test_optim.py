@@ -61,9 +61,9 @@ def test_layerwise_decay_scales_each_layer_as_electra_does():
         ratio = np.median(change[moved] / plain[path][moved])  # median: eps matters where |g| is tiny
         assert ratio == pytest.approx(0.5 ** (4 - depth), rel=1e-3), path
     assert seen == set(expected_depths)
-    # and the rate itself: Adam's first dense update is about lr * sign(g)
+    # and the rate itself: Adam's first update is lr * g / (|g| + eps), at most lr
     dense = np.abs(plain["transformer_layer_1/feedforward_output_dense/kernel"])
-    assert np.median(dense[dense > 0]) / peak == pytest.approx(1.0, rel=2e-2)
+    assert dense.max() / peak == pytest.approx(1.0, rel=1e-2)
 
 
 def test_lamb_trains():

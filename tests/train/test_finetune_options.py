@@ -1,0 +1,111 @@
+"""Fine-tuning options of the training-at-scale issue: --seeds (mean and standard deviation),
+--recipe biom (the paper's table reaches the run), steps_per_execution (same weights),
+bfloat16 mixed precision, and a finished run leaving no checkpoints behind."""
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from test_distribute import chemprot_subset
+
+
+@pytest.fixture(scope="module")
+def chemprot(tmp_path_factory, shared_data):
+    return chemprot_subset(shared_data, tmp_path_factory.mktemp("chemprot") / "data",
+                           {"train": 48, "dev": 16, "test": 16})
+
+
+def quiet(message):
+    pass
+
+
+def hp(**changes):
+    from biozoo.train.finetune import Hyperparameters
+
+    return dataclasses.replace(Hyperparameters(epochs=1, batch_size=8, learning_rate=1e-3, max_seq_length=48),
+                               **changes)
+
+
+def test_seeds_report_mean_and_sample_standard_deviation(tmp_path, chemprot, tiny_bert_real_vocab):
+    from biozoo.train.finetune import run_seeds
+
+    summary = run_seeds("re", str(tiny_bert_real_vocab), chemprot, tmp_path / "out", hp(seed=7), 3, log=quiet,
+                        verbose=0)
+    assert summary["seeds"] == [7, 8, 9]
+    for seed in (7, 8, 9):
+        assert (tmp_path / "out" / f"seed-{seed}" / "metrics.json").exists()
+    accuracies = [run["test"]["accuracy"] for run in summary["runs"]]
+    assert summary["test"]["accuracy"]["values"] == accuracies
+    assert summary["test"]["accuracy"]["mean"] == pytest.approx(np.mean(accuracies), abs=1e-4)
+    assert summary["test"]["accuracy"]["std"] == pytest.approx(np.std(accuracies, ddof=1), abs=1e-4)
+    losses = [json.loads((tmp_path / "out" / f"seed-{s}" / "train_losses.json").read_text())["losses"]
+              for s in (7, 8, 9)]
+    assert losses[0] != losses[1]  # different seeds, different runs
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["test"] == summary["test"]
+
+
+def test_recipe_biom_sets_the_papers_values_and_explicit_options_win(monkeypatch, tmp_path):
+    from biozoo._commands import tasks
+    from biozoo.train import finetune
+
+    seen = {}
+    monkeypatch.setattr(finetune, "run_finetune", lambda kind, preset, data, output, hp, *a, **k: seen.setdefault(
+        "hp", hp) and {})
+    parser = argparse.ArgumentParser()
+    tasks.register(parser.add_subparsers())
+    data = tmp_path / "NCBI-disease"
+    base = ["finetune", "ner", "--preset", "biom_electra_large_discriminator", "--data", str(data), "--output",
+            str(tmp_path / "o"), "--recipe", "biom", "--strategy", "cpu"]
+    tasks.finetune_command(parser.parse_args(base))
+    assert (seen["hp"].epochs, seen["hp"].learning_rate, seen["hp"].batch_size) == (5, 7e-5, 32)
+    seen.clear()
+    tasks.finetune_command(parser.parse_args(base + ["--learning-rate", "1e-5"]))
+    assert (seen["hp"].epochs, seen["hp"].learning_rate) == (5, 1e-5)
+
+
+def test_steps_per_execution_trains_the_same_weights(tmp_path, chemprot, tiny_bert_real_vocab):
+    import h5py
+
+    from biozoo.train.finetune import run_finetune
+
+    for k in (1, 4):
+        run_finetune("re", str(tiny_bert_real_vocab), chemprot, tmp_path / f"k{k}", hp(steps_per_execution=k),
+                     log=quiet, verbose=0)
+    worst = 0.0
+    with h5py.File(tmp_path / "k1" / "model.weights.h5") as a, h5py.File(tmp_path / "k4" / "model.weights.h5") as b:
+        names = []
+        a.visit(lambda name: names.append(name) if isinstance(a[name], h5py.Dataset) else None)
+        assert names
+        for name in names:
+            worst = max(worst, float(np.max(np.abs(a[name][()] - b[name][()]), initial=0.0)))
+    assert worst <= 1e-5
+
+
+def test_bfloat16_mixed_precision_trains_on_cpu(tmp_path, chemprot, tiny_bert_real_vocab):
+    import keras
+
+    from biozoo.train.finetune import run_finetune
+
+    metrics = run_finetune("re", str(tiny_bert_real_vocab), chemprot, tmp_path / "bf16", hp(precision="bfloat16"),
+                           log=quiet, verbose=0)
+    assert metrics["precision"] == "mixed_bfloat16"
+    assert np.isfinite(metrics["train_loss_last"])
+    assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
+
+
+def test_rerun_after_success_trains_anew_and_checkpoints_are_gone(tmp_path, chemprot, tiny_bert_real_vocab):
+    from biozoo.train.finetune import checkpoint_directory, run_finetune
+
+    output = tmp_path / "out"
+    first = run_finetune("re", str(tiny_bert_real_vocab), chemprot, output, hp(checkpoint_every=2), log=quiet,
+                         verbose=0)
+    assert first["resumed_from_step"] == 0
+    assert first["train_steps"] >= 4
+    assert not Path(checkpoint_directory(output)).exists() and (output / "metrics.json").exists()
+    second = run_finetune("re", str(tiny_bert_real_vocab), chemprot, output, hp(checkpoint_every=2), log=quiet,
+                          verbose=0)
+    assert second["resumed_from_step"] == 0 and second["test"] == first["test"]
