@@ -134,7 +134,7 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
     metrics = {
         "task": kind,
         "preset": str(preset),
-        "data": os.path.abspath(data_dir),
+        "data": data_dir if "://" in str(data_dir) else os.path.abspath(data_dir),
         "strategy": strategy.name,
         "replicas": strategy.replicas,
         "precision": policy,
@@ -226,7 +226,7 @@ def load_task_preset(model_dir):
 def run_evaluate(model_dir, data_dir, split="test"):
     kind, recipe, task = load_task_preset(model_dir)
     splits = recipe.load(data_dir, only=split)
-    return {"task": kind, "model": os.path.abspath(model_dir), "data": os.path.abspath(data_dir),
+    return {"task": kind, "model": os.path.abspath(model_dir), "data": data_dir if "://" in str(data_dir) else os.path.abspath(data_dir),
             "split": split, **recipe.evaluate(task, splits[split])}
 
 
@@ -289,18 +289,21 @@ def model_features(token_ids):
 
 
 def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt")):
-    """{split: examples} for train / dev / test (dev and test optional unless asked for)."""
+    """{split: examples} for train / dev / test (dev and test optional unless asked for).
+    `data_dir` may be gs:// (read through tf.io.gfile)."""
     from biozoo.data.ner import find_split
+    from biozoo.data.remote import local_folder
 
     splits = {}
-    for split in (only,) if only else ("train", "dev", "test"):
-        try:
-            path = find_split(data_dir, split, extensions)
-        except FileNotFoundError:
-            if split == "train" or only:
-                raise
-            continue
-        splits[split] = reader(path)
+    with local_folder(data_dir) as folder:
+        for split in (only,) if only else ("train", "dev", "test"):
+            try:
+                path = find_split(folder, split, extensions)
+            except FileNotFoundError:
+                if split == "train" or only:
+                    raise
+                continue
+            splits[split] = reader(path)
     return splits
 
 
