@@ -38,9 +38,21 @@ class Hyperparameters:
 
 
 def set_seed(seed):
-    import keras
+    """What keras.utils.set_random_seed seeds (Python, NumPy, Keras' global seed and
+    SeedGenerator) except tf.random.set_seed: in eager mode that clears TensorFlow's kernel
+    cache, destroying the resources of tokenizers already built (tf-text's SentencePiece
+    op), so a second seeded run in one process (`--seeds`) could not tokenize. biozoo draws no
+    TensorFlow-seeded random numbers."""
+    import random
 
-    keras.utils.set_random_seed(seed)
+    from keras.src.backend.common import global_state
+    from keras.src.random import seed_generator
+    from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
+
+    global_state.set_global_attribute(GLOBAL_RANDOM_SEED, seed)
+    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
+    random.seed(seed)
+    np.random.seed(seed)
 
 
 PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}

@@ -63,6 +63,9 @@ class _StepLog:
             def on_epoch_begin(cb, epoch, logs=None):
                 self.mean, self.count = 0.0, 0
 
+            def on_epoch_end(cb, epoch, logs=None):
+                cb.model.stop_training = True  # one fit call per epoch (see train)
+
             def on_train_batch_end(cb, batch, logs=None):
                 step = int(model.optimizer.iterations.numpy())
                 done = step - self.step
@@ -167,11 +170,10 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
         data = distribute(strategy, lambda first: stream(first).take(count), step)
         # keras.Model.fit, not KerasHub's PipelineModel.fit: batches are already preprocessed,
         # and PipelineModel would try to rebuild a distributed dataset as a tf.data one.
-        keras.Model.fit(model, data, initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=count, verbose=verbose,
+        # epochs=`epochs` for the progress header ("Epoch 2/3"); the callback stops after this one
+        keras.Model.fit(model, data, initial_epoch=epoch, epochs=epochs, steps_per_epoch=count, verbose=verbose,
                   callbacks=[recorder.callback], shuffle=False)
         step += count
-        if verbose and epochs > 1 and step == end:
-            log(f"epoch {epoch + 1}/{epochs} done (step {step})")
     if save and manager is not None and int(model.optimizer.iterations.numpy()) % checkpoint_every:
         manager.save(checkpoint_number=int(model.optimizer.iterations.numpy()))
     return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}

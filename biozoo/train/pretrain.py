@@ -485,7 +485,9 @@ def run_pretrain(method, corpus_files, output, preset=None, config=None, *, toke
     replicas = strategy.num_replicas_in_sync
     if batch_size % replicas:
         raise ValueError(f"--batch-size {batch_size} is not a multiple of the {replicas} replicas.")
-    keras.utils.set_random_seed(seed)
+    from biozoo.train.finetune import set_seed
+
+    set_seed(seed)
 
     tokenizer_handle = tokenizer if tokenizer is not None else preset
     tok = Tokenizer.from_preset(tokenizer_handle)

@@ -109,3 +109,19 @@ def test_rerun_after_success_trains_anew_and_checkpoints_are_gone(tmp_path, chem
     second = run_finetune("re", str(tiny_bert_real_vocab), chemprot, output, hp(checkpoint_every=2), log=quiet,
                           verbose=0)
     assert second["resumed_from_step"] == 0 and second["test"] == first["test"]
+
+
+def test_seeding_again_keeps_sentencepiece_tokenizers_working(tmp_path, tiny_spiece):
+    """`--seeds` seeds once per run in one process; TensorFlow's tf.random.set_seed clears the
+    kernel cache in eager mode, which destroyed tf-text's SentencePiece resources."""
+    import hf_models as H
+
+    import biozoo
+    from biozoo.train.finetune import set_seed
+
+    source = H.save_hf_directory(H.make_model("albert", "AlbertModel"), tmp_path / "albert",
+                                 tokenizer="sentencepiece", spiece_model=tiny_spiece)
+    tokenizer = biozoo.Tokenizer.from_preset(str(source))
+    before = [list(ids) for ids in tokenizer.ids(["cancer cells and tumour growth"])]
+    set_seed(3)
+    assert [list(ids) for ids in tokenizer.ids(["cancer cells and tumour growth"])] == before
