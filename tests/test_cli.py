@@ -98,3 +98,16 @@ def test_export_garden_refusal_is_one_line(tmp_path, capsys):
     assert main(["export", "garden", "--preset", str(source), "--output", str(tmp_path / "garden")]) == 2
     assert "megatron_bert" in capsys.readouterr().err
     assert not (tmp_path / "garden").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["finetune", "ner", "--preset", "p", "--data", "d", "--output", "o"],
+    ["pretrain", "mlm", "--corpus", "c.txt", "--preset", "p", "--output", "o"],
+    ["distill", "--teacher", "t", "--student-config", "s.json", "--method", "compact", "--corpus", "c.txt",
+     "--output", "o"],
+])
+def test_training_commands_take_strategy_and_tpu(argv):
+    from biozoo.cli import build_parser
+
+    args = build_parser().parse_args(argv + ["--strategy", "mirrored", "--tpu", "local"])
+    assert (args.strategy, args.tpu) == ("mirrored", "local")

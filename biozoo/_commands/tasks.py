@@ -69,14 +69,11 @@ def register(subparsers):
 
 
 def add_training_arguments(parser):
-    """Options shared by finetune, pretrain and distill: where and how the steps run."""
-    from biozoo.train.strategy import STRATEGIES
+    """finetune's options for where and how the steps run (pretrain and distill share
+    --strategy / --tpu)."""
+    from biozoo._commands.train import add_strategy_arguments
 
-    group = parser.add_argument_group("distribution and speed")
-    group.add_argument("--strategy", choices=STRATEGIES, default="auto",
-                       help="auto: multi-worker if TF_CONFIG is set, else a TPU if one resolves, else all GPUs "
-                       "(mirrored), else the CPU. BIOZOO_LOGICAL_CPUS=N splits the CPU into N devices")
-    group.add_argument("--tpu", help="TPU name, grpc://ADDRESS or local (default: TPU_NAME / COLAB_TPU_ADDR)")
+    group = add_strategy_arguments(parser)
     group.add_argument("--precision", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
                        help="auto: bfloat16 on TPU, float16 with loss scaling on GPU, float32 on CPU")
     group.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
@@ -97,15 +94,8 @@ def add_training_arguments(parser):
                        help="deterministic TensorFlow ops (reproducible resumes; slower on GPUs)")
 
 
-def resolve_strategy_from(args, log):
-    from biozoo.train.strategy import resolve_strategy
-
-    resolved = resolve_strategy(args.strategy, args.tpu)
-    log(resolved.describe())
-    return resolved
-
-
 def finetune_command(args):
+    from biozoo._commands.train import resolve_strategy_from
     from biozoo.train.finetune import Hyperparameters, run_finetune, run_seeds
 
     def log(message):
@@ -151,7 +141,7 @@ def finetune_command(args):
 
 def evaluate_command(args):
     _set_xla(args.xla)
-    from biozoo.train.finetune import load_task_preset, run_evaluate
+    from biozoo.train.finetune import run_evaluate
 
     metrics = run_evaluate(args.model, args.data, args.split)
     if metrics["task"] != args.kind:

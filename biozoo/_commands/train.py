@@ -15,6 +15,7 @@ def register(subparsers):
     )
     parser.add_argument("method", choices=["mlm", "electra"])
     add_pretrain_arguments(parser)
+    add_strategy_arguments(parser)
     parser.set_defaults(func=pretrain_command)
 
     parser = subparsers.add_parser(
@@ -28,6 +29,7 @@ def register(subparsers):
 
 
 def add_strategy_arguments(parser):
+    """--strategy and --tpu (finetune, pretrain, distill); returns their argument group."""
     from biozoo.train.strategy import STRATEGIES
 
     group = parser.add_argument_group("distribution")
@@ -35,6 +37,15 @@ def add_strategy_arguments(parser):
                        help="auto: multi-worker if TF_CONFIG is set, else a TPU if one resolves, else all GPUs "
                        "(mirrored), else the CPU. BIOZOO_LOGICAL_CPUS=N splits the CPU into N devices")
     group.add_argument("--tpu", help="TPU name, grpc://ADDRESS or local (default: TPU_NAME / COLAB_TPU_ADDR)")
+    return group
+
+
+def resolve_strategy_from(args, log):
+    from biozoo.train.strategy import resolve_strategy
+
+    resolved = resolve_strategy(args.strategy, args.tpu)
+    log(resolved.describe())
+    return resolved
 
 
 def add_pretrain_arguments(parser):
@@ -114,29 +125,21 @@ def add_distill_arguments(parser):
 
 
 
-def _strategy(args):
-    from biozoo.train.strategy import resolve_strategy
-
-    resolved = resolve_strategy(args.strategy, args.tpu)
-    print(resolved.describe(), file=sys.stderr)
-    return resolved
+def _run(args, command):
+    strategy = resolve_strategy_from(args, lambda message: print(message, file=sys.stderr))
+    metrics = command(args, strategy)
+    metrics.update({"strategy": strategy.name, "replicas": strategy.replicas})
+    print(json.dumps(metrics))
+    return 0
 
 
 def pretrain_command(args):
-    strategy = _strategy(args)
-    from biozoo.train.pretrain import pretrain_command as run
+    from biozoo.train.pretrain import pretrain_command as command
 
-    metrics = run(args, strategy)
-    metrics.update({"strategy": strategy.name, "replicas": strategy.replicas})
-    print(json.dumps(metrics))
-    return 0
+    return _run(args, command)
 
 
 def distill_command(args):
-    strategy = _strategy(args)
-    from biozoo.train.distill import distill_command as run
+    from biozoo.train.distill import distill_command as command
 
-    metrics = run(args, strategy)
-    metrics.update({"strategy": strategy.name, "replicas": strategy.replicas})
-    print(json.dumps(metrics))
-    return 0
+    return _run(args, command)

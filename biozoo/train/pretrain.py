@@ -83,6 +83,15 @@ class _Pretrainer(keras.Model):
     def metrics(self):
         return list(self.trackers.values())
 
+    def train_step(self, data):
+        import tensorflow as tf
+
+        x, y = data
+        with tf.GradientTape() as tape:
+            losses = self._pretraining_losses(x, y, training=True)
+            scaled = self._scale(losses["loss"])
+        return self._step(tape, scaled, losses)
+
     def _scale(self, loss):
         # `loss` is this replica's mean and gradients are summed over replicas: divide. (Inside
         # the tape.) `scale_loss` applies the mixed-precision loss scale, which `apply` undoes.
@@ -164,15 +173,6 @@ class MaskedLMPretrainer(_Pretrainer):
                 y["sentence_label"], sentence_logits, from_logits=True))
         losses["loss"] = sum(losses.values())
         return losses
-
-    def train_step(self, data):
-        import tensorflow as tf
-
-        x, y = data
-        with tf.GradientTape() as tape:
-            losses = self._pretraining_losses(x, y, training=True)
-            scaled = self._scale(losses["loss"])
-        return self._step(tape, scaled, losses)
 
     def heads(self):
         """The task's head variables by converted-heads name (`mlm/...`, `nsp/...` or `sop/...`)."""
@@ -300,15 +300,6 @@ class ElectraPretrainer(_Pretrainer):
         discriminator_loss = tf.reduce_sum(bce * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
         return {"loss": generator_loss + self.rtd_weight * discriminator_loss,
                 "generator_loss": generator_loss, "discriminator_loss": discriminator_loss}
-
-    def train_step(self, data):
-        import tensorflow as tf
-
-        x, y = data
-        with tf.GradientTape() as tape:
-            losses = self._pretraining_losses(x, y, training=True)
-            scaled = self._scale(losses["loss"])
-        return self._step(tape, scaled, losses)
 
     def generator_task(self):
         """The generator as a standalone `MaskedLM` (embeddings and head copied in)."""
