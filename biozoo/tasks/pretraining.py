@@ -11,6 +11,7 @@ from keras_hub.src.models.task import Task
 
 from biozoo.models._common import get_activation
 from biozoo.tasks.base import PresetTaskMixin
+from biozoo.train.optim import default_optimizer
 
 # Families whose MLM transform uses exact GELU whatever hidden_act says (HF ELECTRA generator).
 MLM_ACTIVATION = {"ElectraBackbone": "gelu"}
@@ -117,10 +118,10 @@ class MaskedLM(PresetTaskMixin, Task):
         if "mlm/dense/kernel" in heads:
             self.mlm_head.load_converted(heads)
 
-    def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
         if loss == "auto":
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100)
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
@@ -159,7 +160,7 @@ class ReplacedTokenDetector(PresetTaskMixin, Task):
         config["activation"] = self.activation
         return config
 
-    def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
         if loss == "auto":
             loss = keras.losses.BinaryCrossentropy(from_logits=True)
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)

@@ -13,6 +13,7 @@ from biozoo.tasks.base import head_dropout
 from biozoo.tasks.base import GlobalBatchLossMixin
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
+from biozoo.train.optim import default_optimizer
 
 
 @dataclasses.dataclass
@@ -210,10 +211,10 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
         config.update({"dropout": self.dropout, "null_threshold": self.null_threshold})
         return config
 
-    def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
         if loss == "auto":  # mean over real windows: filler rows of a short batch have weight 0
             loss = SpanLoss()
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)
 
     def span_logits(self, features, batch_size=32):
         """Start/end logits per window, `[(start [seq], end [seq]), ...]`."""

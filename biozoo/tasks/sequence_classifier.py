@@ -13,6 +13,7 @@ from biozoo.tasks.base import head_dropout
 from biozoo.tasks.base import GlobalBatchLossMixin
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
+from biozoo.train.optim import default_optimizer
 
 # Entity markers of the biomedical RE corpora; each stays one token.
 ENTITY_MARKERS = (
@@ -79,6 +80,7 @@ class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     backbone_cls = None
     preprocessor_cls = SequenceClassifierPreprocessor
+    padding_invariant_loss = True  # the head reads the first token only
 
     def __init__(self, backbone, label_names, preprocessor=None, multi_label=False, thresholds=None,
                  dropout=None, **kwargs):
@@ -121,13 +123,13 @@ class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
                        "thresholds": self.thresholds, "dropout": self.dropout})
         return config
 
-    def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
         if loss == "auto":
             # multi-label: mean over real abstracts (filler rows of a short batch have weight 0)
             loss = (keras.losses.BinaryCrossentropy(from_logits=True, reduction="mean_with_sample_weight")
                     if self.multi_label
                     else keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100))
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)
 
     def predict_probabilities(self, texts, pairs=None, batch_size=64):
         """Class probabilities per example: softmax (single label) or sigmoid (multi-label)."""

@@ -14,6 +14,7 @@ from biozoo.tasks.base import head_dropout
 from biozoo.tasks.base import GlobalBatchLossMixin
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
+from biozoo.train.optim import default_optimizer
 
 IGNORE = -100  # label of positions that carry no word label (specials, continuation pieces)
 
@@ -159,6 +160,8 @@ class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     backbone_cls = None
     preprocessor_cls = TokenClassifierPreprocessor
+    padding_invariant_loss = True  # padded positions are labelled -100
+    token_level_labels = True
 
     def __init__(self, backbone, label_names, preprocessor=None, dropout=None, **kwargs):
         dropout = head_dropout(backbone, dropout)
@@ -185,10 +188,10 @@ class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
         config.update({"label_names": self.label_names, "dropout": self.dropout})
         return config
 
-    def compile(self, optimizer="adam", loss="auto", metrics=None, **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
         if loss == "auto":
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE)
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)
 
     # ---- inference --------------------------------------------------------------------
 

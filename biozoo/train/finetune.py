@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import time
 import warnings
@@ -33,6 +34,7 @@ class Hyperparameters:
     precision: str = "auto"  # float32 | bfloat16 | float16 | auto (bf16 on TPU, fp16 on GPU)
     static_shapes: str = "auto"  # pad to max length, drop the remainder ("auto": on TPU)
     steps_per_execution: int = 1
+    micro_batches: int | str = "auto"  # per replica batch, by length; "auto": 4 unless XLA or static shapes
     checkpoint_every: int | None = None  # steps; resume from OUTPUT.checkpoints
     deterministic: bool = False
 
@@ -130,9 +132,12 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
         optimizer = make_optimizer(hp.optimizer, hp.learning_rate, total_steps, hp.warmup_ratio, hp.weight_decay,
                                    hp.clip_norm, hp.layer_decay, task, task.backbone.get_config().get("num_layers"))
         task.compile(optimizer=optimizer, jit_compile=jit, steps_per_execution=hp.steps_per_execution)
+    parts = micro_batches(hp, task, hp.batch_size // strategy.replicas, static or jit)
+    task.micro_batches = parts
     log(f"fine-tuning {kind} on {len(splits['train'])} training examples: {total_steps} steps of global batch "
         f"{hp.batch_size} ({hp.epochs:g} epochs); {strategy.describe()}; precision {policy}; "
-        f"XLA {'on' if jit else 'off'}; {'static' if static else 'bucketed'} shapes")
+        f"XLA {'on' if jit else 'off'}; {'static shapes' if static else 'dynamic padding'}; "
+        f"{parts} length-sorted micro-batch(es) per replica batch")
     start = time.time()
     with warnings.catch_warnings():
         # NER / QA heads do not use the backbone's pooler: no gradient for it is expected.
@@ -142,6 +147,7 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
                        steps_per_epoch=steps_per_epoch, checkpoint_every=hp.checkpoint_every,
                        save=is_chief(strategy.strategy), verbose=verbose, log=log, strategy=strategy.strategy)
     seconds = time.time() - start
+    task.micro_batches = 1
     trained = total_steps - result["resumed_from"]
     metrics = {
         "task": kind,
@@ -150,6 +156,7 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
         "strategy": strategy.name,
         "replicas": strategy.replicas,
         "precision": policy,
+        "micro_batches": parts,
         "train_examples": len(splits["train"]),
         "train_steps": total_steps,
         "resumed_from_step": result["resumed_from"],
@@ -179,6 +186,18 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
 
         shutil.rmtree(checkpoint_directory(output), ignore_errors=True)
     return metrics
+
+
+def micro_batches(hp, task, replica_batch, fixed_shapes):
+    """How many length-sorted micro-batches each replica runs its batch as (1: none). They need
+    shapes that may change from step to step (no XLA, no static shapes) and a loss that
+    ignores padding; "auto" is 4, and the count always divides the replica's batch."""
+    if fixed_shapes or not getattr(task, "padding_invariant_loss", False):
+        return 1
+    wanted = 4 if hp.micro_batches == "auto" else int(hp.micro_batches)
+    if wanted < 1:
+        raise ValueError(f"--micro-batches {hp.micro_batches}: give a positive number or auto")
+    return math.gcd(wanted, replica_batch)
 
 
 def _mean(values):

@@ -30,15 +30,72 @@ class LinearWarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         return {"peak": self.peak, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps}
 
 
-def adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, epsilon=1e-8, clipnorm=None):
-    """AdamW with a linear warmup/decay schedule; no decay on biases and LayerNorms."""
-    schedule = LinearWarmupDecay(learning_rate, total_steps, round(warmup_ratio * total_steps))
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999,
-        epsilon=epsilon, clipnorm=clipnorm,
-    )
-    optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY))
+class _SummedSlices:
+    """Optimizer mixin: sparse gradients (tf.IndexedSlices, one slice per occurrence of a token
+    in the batch) become dense tensors, duplicates summed, before clipping and the update.
+
+    Keras' element-wise ops act on each slice alone, so for a row that occurs k times Adam's
+    second moment (and the gradient norm used for clipping) would be the sum of the slices'
+    squares instead of the square of their sum: a frequent token's embedding, or the segment
+    embedding, then moves up to sqrt(k) times the learning rate. Densified, every embedding row
+    is updated as torch.optim updates it.
+    """
+
+    def apply(self, grads, trainable_variables=None):
+        import tensorflow as tf
+
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        return super().apply(grads, trainable_variables)
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+class AdamW(_SummedSlices, keras.optimizers.AdamW):
+    """Keras' AdamW, updating as torch.optim.AdamW (HF's fine-tuning optimiser) does: sparse
+    gradients summed per row, and epsilon added to the bias-corrected sqrt(v).
+
+    Keras adds epsilon to the uncorrected sqrt(v), which is torch's update with an epsilon
+    1 / sqrt(1 - beta_2^t) times larger: 31.6 times at the first step, 3.2 times at step 100.
+
+    Example:
+        >>> task.compile(optimizer=AdamW(learning_rate=5e-5, weight_decay=0.01, epsilon=1e-8))
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        ops = keras.ops
+        gradient = ops.cast(gradient, variable.dtype)
+        step = ops.cast(self.iterations + 1, variable.dtype)
+        correction_1 = 1 - ops.power(ops.cast(self.beta_1, variable.dtype), step)
+        correction_2 = 1 - ops.power(ops.cast(self.beta_2, variable.dtype), step)
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        self.assign_add(m, (gradient - m) * (1 - self.beta_1))
+        self.assign_add(v, (ops.square(gradient) - v) * (1 - self.beta_2))
+        denominator = ops.sqrt(v) / ops.sqrt(correction_2) + self.epsilon
+        self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) / correction_1 * m / denominator)
+
+
+@keras.saving.register_keras_serializable(package="biozoo")
+class Lamb(_SummedSlices, keras.optimizers.Lamb):
+    """Keras' LAMB (ALBERT's optimiser) with sparse gradients summed per row.
+
+    Example:
+        >>> task.compile(optimizer=Lamb(learning_rate=1e-3, weight_decay=0.01, epsilon=1e-6))
+    """
+
+
+def default_optimizer(optimizer="auto"):
+    """What a task's `compile()` trains with: for `"auto"`, biozoo's AdamW at BERT's fine-tuning
+    rate 5e-5 (constant), weight decay 0.01 except on biases and LayerNorms; otherwise
+    `optimizer` itself. `biozoo finetune` adds warmup and decay (`make_optimizer`)."""
+    if isinstance(optimizer, str) and optimizer == "auto":
+        optimizer = AdamW(learning_rate=5e-5, weight_decay=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
+        optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY))
     return optimizer
+
+
+def adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, clip_norm=None):
+    """AdamW with a linear warmup/decay schedule; no decay on biases and LayerNorms."""
+    return make_optimizer("adamw", learning_rate, total_steps, warmup_ratio, weight_decay, clip_norm)
 
 
 # Depth of a variable for layer-wise learning-rate decay, from its path: embeddings are depth
@@ -125,7 +182,7 @@ def make_optimizer(name="adamw", learning_rate=5e-5, total_steps=1, warmup_ratio
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
     schedule = LinearWarmupDecay(learning_rate, total_steps, round(warmup_ratio * total_steps))
-    cls = keras.optimizers.AdamW if name == "adamw" else keras.optimizers.Lamb
+    cls = AdamW if name == "adamw" else Lamb
     kwargs = {"learning_rate": schedule, "global_clipnorm": clip_norm}
     if name == "adamw":
         kwargs.update(weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-8)

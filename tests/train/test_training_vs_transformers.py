@@ -1,0 +1,156 @@
+"""Fine-tuning numerics equal transformers': the same start (weights, added marker rows,
+classifier head), the same batches and the same recipe (AdamW, no decay on biases and
+LayerNorms, linear warmup and decay), dropout off on both sides, give the same loss at every
+step.
+
+Two controls show that the tolerance can fail: stock Keras AdamW (which squares each
+embedding-gradient slice on its own and adds epsilon before bias correction) and a learning
+rate 10 % off on the transformers side both land far outside it."""
+
+import random
+
+import numpy as np
+import pytest
+
+LABELS = ["CPR:3", "CPR:4", "False"]
+WORDS = ["binding", "of", "to", "inhibits", "expression", "the", "cells", "protein", "activity", "levels",
+         "increased", "reduced", "in", "patients", "with", "cancer", "receptor", "gene", "and", "by"]
+
+
+def synthetic_relations(n=48, seed=0):
+    """Sentences with ChemProt's masks; the label's cue word sits between the two entities."""
+    from biozoo.data.relation import RelationExample
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        label = LABELS[i % 3]
+        cue = {"CPR:3": "increased", "CPR:4": "inhibits", "False": "and"}[label]
+        words = list(rng.choice(WORDS, rng.integers(4, 20)))
+        words[rng.integers(0, len(words)):0] = ["BC6ENTC", cue, "BC6ENTG"]
+        if rng.random() < 0.5:
+            words.append("BC6OTHER")
+        out.append(RelationExample(id=str(i), text=" ".join(words), label=label))
+    return out
+
+
+def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, hf_lr_factor=1.0,
+               keras_optimizer=None, micro_batches=1):
+    """Per-step training losses (biozoo, transformers) from one start on the same batches."""
+    import keras
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
+
+    from biozoo import hub
+    from biozoo.train.finetune import Hyperparameters, RelationRecipe, set_seed
+    from biozoo.train.optim import make_optimizer
+
+    labels = sorted({e.label for e in examples})
+    hp = Hyperparameters(batch_size=batch_size, max_seq_length=max_seq_length, learning_rate=lr,
+                         weight_decay=0.01, warmup_ratio=0.25)
+    set_seed(0)
+    torch.manual_seed(0)
+    recipe = RelationRecipe()
+    task = recipe.build_task(hub.resolve_preset(str(model_dir)), {"train": examples}, hp)
+    assert task.label_names == labels and recipe.added_tokens
+
+    hf = AutoModelForSequenceClassification.from_pretrained(
+        model_dir, num_labels=len(labels), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.add_tokens(recipe.added_tokens)
+    hf.resize_token_embeddings(len(tokenizer))
+    # One start for both: transformers' new marker rows (sampled near the mean) and its head.
+    embedding = task.backbone.get_layer("token_embedding").embeddings
+    rows = hf.get_input_embeddings().weight.detach().numpy()
+    assert embedding.shape == rows.shape
+    np.testing.assert_array_equal(embedding.numpy()[: -len(recipe.added_tokens)], rows[: -len(recipe.added_tokens)])
+    embedding.assign(rows)
+    task.output_dense.kernel.assign(hf.classifier.weight.detach().numpy().T)
+    task.output_dense.bias.assign(hf.classifier.bias.detach().numpy())
+    for layer in task._flatten_layers():
+        if isinstance(layer, keras.layers.Dropout):
+            layer.rate = 0.0
+
+    batches = recipe.batches(task, examples, hp, training=True)
+    task.micro_batches = micro_batches
+    task.compile(optimizer=(keras_optimizer or make_optimizer)("adamw", lr, steps, hp.warmup_ratio, hp.weight_decay),
+                 jit_compile=False)
+    no_decay = ("bias", "LayerNorm.weight", "LayerNorm.bias")
+    named = list(hf.named_parameters())
+    torch_optimizer = torch.optim.AdamW(
+        [{"params": [p for n, p in named if not any(k in n for k in no_decay)], "weight_decay": hp.weight_decay},
+         {"params": [p for n, p in named if any(k in n for k in no_decay)], "weight_decay": 0.0}],
+        lr=lr * hf_lr_factor, eps=1e-8)
+    schedule = get_linear_schedule_with_warmup(torch_optimizer, round(hp.warmup_ratio * steps), steps)
+    hf.train()
+    ours, theirs = [], []
+    for x, y in batches.dataset_from(0).take(steps):
+        ours.append(float(task.train_on_batch(x, y, return_dict=True)["loss"]))
+        task.reset_metrics()
+        loss = hf(input_ids=torch.tensor(x["token_ids"].numpy(), dtype=torch.long),
+                  attention_mask=torch.tensor(x["padding_mask"].numpy(), dtype=torch.long),
+                  token_type_ids=torch.tensor(x["segment_ids"].numpy(), dtype=torch.long),
+                  labels=torch.tensor(y.numpy(), dtype=torch.long)).loss
+        loss.backward()
+        torch_optimizer.step()
+        schedule.step()
+        torch_optimizer.zero_grad()
+        theirs.append(loss.item())
+    return np.array(ours), np.array(theirs)
+
+
+def stock_keras_adamw(name, lr, steps, warmup_ratio, weight_decay):
+    """Keras' own AdamW with our schedule, settings and weight-decay exclusions."""
+    import keras
+
+    from biozoo.train.optim import NO_DECAY, LinearWarmupDecay
+
+    stock = keras.optimizers.AdamW(learning_rate=LinearWarmupDecay(lr, steps, round(warmup_ratio * steps)),
+                                   weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
+    stock.exclude_from_weight_decay(var_names=list(NO_DECAY))
+    return stock
+
+
+@pytest.fixture(scope="module")
+def tiny_results(tiny_bert_real_vocab):
+    pytest.importorskip("torch")
+    examples = synthetic_relations()
+    return {
+        "ours": train_both(tiny_bert_real_vocab, examples, steps=24, lr=1e-2),
+        "micro": train_both(tiny_bert_real_vocab, examples, steps=24, lr=1e-2, micro_batches=4),
+        "lr_off": train_both(tiny_bert_real_vocab, examples, steps=24, lr=1e-2, hf_lr_factor=1.1),
+        "stock": train_both(tiny_bert_real_vocab, examples, steps=24, lr=1e-2, keras_optimizer=stock_keras_adamw),
+    }
+
+
+@pytest.mark.parametrize("run", ["ours", "micro"])
+def test_fine_tuning_losses_equal_transformers_step_by_step(tiny_results, run):
+    """One batch per step, or each batch as 4 length-sorted micro-batches (biozoo finetune's
+    default on CPUs): transformers' steps on the whole padded batch, loss for loss."""
+    ours, theirs = tiny_results[run]
+    assert len(ours) == 24
+    assert theirs[-4:].mean() < theirs[0] - 0.1  # it learns the cue words
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=5e-5)
+
+
+@pytest.mark.parametrize("control", ["lr_off", "stock"])
+def test_the_step_by_step_comparison_can_fail(tiny_results, control):
+    ours, theirs = tiny_results["ours"]
+    a, b = tiny_results[control]
+    assert np.abs(a - b).max() > 1e-3 > 10 * np.abs(ours - theirs).max()
+
+
+@pytest.mark.slow
+def test_real_minilm_on_chemprot_sentences_follows_transformers(minilm_dir, shared_data):
+    """The real checkpoint on 960 real ChemProt training sentences (six classes, 60 steps of
+    batch 16 run as 4 micro-batches, warmup then decay at lr 5e-5): the loss curves agree to
+    1e-4 at every step."""
+    pytest.importorskip("torch")
+    from biozoo.data.relation import read_relation
+
+    rows = read_relation(shared_data / "re" / "chemprot" / "train.tsv")
+    random.Random(42).shuffle(rows)
+    ours, theirs = train_both(minilm_dir, rows[:960], steps=60, lr=5e-5, batch_size=16, max_seq_length=128,
+                              micro_batches=4)
+    assert theirs[-10:].mean() < theirs[:10].mean() - 0.3  # it learns
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-4)
