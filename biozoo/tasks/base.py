@@ -132,10 +132,10 @@ class GlobalBatchLossMixin:
 
         lengths = tf.reduce_sum(tf.cast(x["padding_mask"], tf.int32), axis=1)
         order = tf.argsort(lengths, direction="DESCENDING", stable=True)
-        rows = tf.shape(lengths)[0] // self.micro_batches
+        rows, k = tf.shape(lengths)[0], self.micro_batches
         parts = []
-        for i in range(self.micro_batches):
-            index = order[i * rows:(i + 1) * rows]
+        for i in range(k):
+            index = order[i * rows // k:(i + 1) * rows // k]  # every row, whether or not k divides the batch
             width = tf.maximum(tf.reduce_max(tf.gather(lengths, index)), 1)
             part_x = {key: tf.gather(value, index)[:, :width] for key, value in x.items()}
             part_y = None if y is None else tf.gather(y, index)
