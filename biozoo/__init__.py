@@ -12,8 +12,11 @@ Importing biozoo registers its Keras classes, so presets it writes also load wit
 
 import os
 
+from biozoo import _environment
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+_environment.quiet_tensorflow_logs()
+_environment.load_triton_before_tensorflow()
 
 __version__ = "0.1.0"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import biozoo  # noqa: E402,F401  (before any TensorFlow import: loads triton first where installed)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/hf_models.py
 
 REPO = Path(__file__).resolve().parents[1]

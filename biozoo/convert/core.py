@@ -66,8 +66,15 @@ def wordpiece_tokenizer(family, vocab_path, lowercase=None, strip_accents=None):
     """The family's WordPiece tokenizer for a vocab.txt; casing guessed from it if not given."""
     if not os.path.exists(vocab_path):
         raise CheckpointError(f"no vocabulary at {vocab_path} (pass --vocab).")
-    with open(vocab_path, encoding="utf-8") as f:
-        tokens = [line.rstrip("\n") for line in f]
+    try:
+        with open(vocab_path, encoding="utf-8") as f:
+            tokens = [line.rstrip("\n") for line in f]
+    except UnicodeDecodeError:
+        from biozoo.convert.sniff import describe
+
+        raise CheckpointError(
+            f"{vocab_path}: {describe(vocab_path)}; the {family.name} family expects a WordPiece "
+            "vocab.txt (UTF-8 text, one token a line) as its vocabulary (--vocab).") from None
     if lowercase is None:
         lowercase = not vocabulary_is_cased(tokens)
     try:

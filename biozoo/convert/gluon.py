@@ -77,6 +77,12 @@ def convert_gluon(path, out_dir, config=None, vocab=None, part="discriminator", 
         if found is None:
             raise CheckpointError(f"{path}: no .params file.")
         path = found
+    from biozoo.convert.sniff import describe
+
+    found_kind = describe(path)
+    if "GluonNLP" not in found_kind and "npz" not in found_kind.lower():
+        raise CheckpointError(f"{path}: {found_kind}; expected a GluonNLP ELECTRA .params file (MXNet NDArray list "
+                              "or npz).")
     directory = os.path.dirname(os.path.abspath(path))
     family = get_family("electra")
     config_path = config or _find(directory, ["model.yml", "model-*.yml", "*.yml"])

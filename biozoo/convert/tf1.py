@@ -17,14 +17,55 @@ CONFIG_FILES = {"bert": ("bert_config.json", "config.json"), "albert": ("albert_
                 "electra": ("config.json",)}
 
 
-def open_tf1(path):
-    """(checkpoint prefix, {name: shape}, reader) for a checkpoint prefix or directory."""
+EXPECTED_TF1 = "a TF1 checkpoint: a prefix PREFIX with PREFIX.index and PREFIX.data-*-of-* beside it, or their directory"
+
+
+def checkpoint_prefix(path):
+    """The checkpoint prefix that `path` (a prefix, one of its files, or a directory) names.
+    Raises CheckpointError naming the path and what was expected."""
     import tensorflow as tf
 
+    path = str(path).rstrip("/") if str(path) != "/" else str(path)
+    if tf.io.gfile.isdir(path):
+        state = tf.train.latest_checkpoint(path)
+        if state:
+            return state
+        prefixes = sorted(name[: -len(".index")] for name in tf.io.gfile.listdir(path) if name.endswith(".index"))
+        if len(prefixes) != 1:
+            found = f"{len(prefixes)} checkpoints ({', '.join(prefixes)}); pass one prefix" if prefixes else \
+                "no .index file"
+            raise CheckpointError(f"{path}: a directory with {found}; expected {EXPECTED_TF1}.")
+        path = f"{path}/{prefixes[0]}"
+    for suffix in (".index", ".meta"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+    if ".data-" in path.rsplit("/", 1)[-1]:
+        path = path[: path.rindex(".data-")]
+    if not tf.io.gfile.exists(path + ".index"):
+        from biozoo.convert.sniff import describe
+
+        found = describe(path)
+        hint = ""
+        if "GluonNLP" in found or "npz" in found.lower():
+            hint = " (use --from gluon)"
+        elif "PyTorch" in found or "pickle" in found or "safetensors" in found:
+            hint = " (use --from hf or --from megatron)"
+        raise CheckpointError(f"{path}: {found}{hint}, and no {path}.index; expected {EXPECTED_TF1}.")
+    if not tf.io.gfile.glob(path + ".data-*-of-*"):
+        raise CheckpointError(
+            f"{path}.index: no data file beside it (expected {path}.data-00000-of-00001 or other shards).")
+    return path
+
+
+def open_tf1(path):
+    """({name: shape}, reader) for a checkpoint prefix, one of its files, or its directory."""
+    import tensorflow as tf
+
+    prefix = checkpoint_prefix(path)
     try:
-        reader = tf.train.load_checkpoint(path)
+        reader = tf.train.load_checkpoint(prefix)
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as error:
-        raise CheckpointError(f"{path}: not a readable TF1 checkpoint ({str(error).splitlines()[0]}).") from None
+        raise CheckpointError(f"{prefix}: not a readable TF1 checkpoint ({str(error).splitlines()[0]}).") from None
     shapes = {name: tuple(shape) for name, shape in reader.get_variable_to_shape_map().items()}
     return shapes, reader
 
@@ -77,6 +118,12 @@ def _tokenizer(family, path, vocab, config, lowercase):
             if not models:
                 raise CheckpointError(f"{directory}: no SentencePiece .model file; pass --vocab.")
             vocab = os.path.join(directory, models[0])
+        from biozoo.convert.sniff import describe, is_sentencepiece
+
+        if not tf.io.gfile.exists(vocab) or not is_sentencepiece(vocab):
+            raise CheckpointError(
+                f"{vocab}: {describe(vocab)}; the {family.name} family expects a SentencePiece .model file "
+                "as its vocabulary (--vocab).")
         with tf.io.gfile.GFile(vocab, "rb") as f:
             proto = f.read()
         return family.tokenizer_cls(proto=proto, lowercase=True if lowercase is None else lowercase)

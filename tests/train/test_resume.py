@@ -42,7 +42,7 @@ def latest_checkpoint_step(checkpoints):
 
 @pytest.mark.slow
 def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_weights(tmp_path, shared_data, minilm_dir):
-    data = chemprot_subset(shared_data, tmp_path / "data", {"train": 200, "dev": 16, "test": 16})
+    data = chemprot_subset(shared_data, tmp_path / "data", {"train": 96, "dev": 16, "test": 16})
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
     reference = subprocess.run(command(minilm_dir, data, tmp_path / "reference"), capture_output=True, text=True,
