@@ -80,7 +80,7 @@ def convert_gluon(path, out_dir, config=None, vocab=None, part="discriminator", 
     from biozoo.convert.sniff import describe
 
     found_kind = describe(path)
-    if "GluonNLP" not in found_kind and "npz" not in found_kind.lower():
+    if "GluonNLP" not in found_kind and "npz" not in found_kind.lower() and "unknown format" not in found_kind:
         raise CheckpointError(f"{path}: {found_kind}; expected a GluonNLP ELECTRA .params file (MXNet NDArray list "
                               "or npz).")
     directory = os.path.dirname(os.path.abspath(path))
