@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import biozoo  # noqa: E402,F401  (before any TensorFlow import: loads triton first where installed)
+import biozoo  # noqa: F401  (before any TensorFlow import: loads triton first where installed)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/hf_models.py
 

@@ -13,14 +13,13 @@ from importlib import metadata
 
 
 def unwanted_distributions():
-    names = set()
-    for dist in metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower()
-        if name == "triton" or name.startswith("nvidia-") or name == "sentence-transformers":
-            names.add(name)
-        elif name == "torch" and "+cpu" not in dist.version:
-            names.add(name)
-    return sorted(names)
+    """triton and the nvidia-* libraries, and with them the CUDA torch and sentence-transformers
+    that brought them; a venv without them keeps its torch (the CPU wheel)."""
+    installed = {(dist.metadata["Name"] or "").lower() for dist in metadata.distributions()}
+    cuda = {name for name in installed if name == "triton" or name.startswith("nvidia-")}
+    if not cuda:
+        return []
+    return sorted(cuda | (installed & {"torch", "sentence-transformers"}))
 
 
 def main():

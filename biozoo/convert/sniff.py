@@ -6,6 +6,8 @@ from __future__ import annotations
 import struct
 import zipfile
 
+MAX_SENTENCEPIECE_BYTES = 64 << 20  # larger files are not parsed as SentencePiece models
+
 
 def _head(path, size=64):
     import tensorflow as tf
@@ -43,7 +45,7 @@ def describe(path) -> str:
         return "a safetensors file"
     if path.endswith(".index") or path.endswith(".meta") or ".data-" in path.rsplit("/", 1)[-1]:
         return "a file of a TF1 checkpoint"
-    if is_sentencepiece(path):
+    if tf.io.gfile.stat(path).length <= MAX_SENTENCEPIECE_BYTES and is_sentencepiece(path):
         return "a SentencePiece model"
     try:
         text = head.decode("utf-8")

@@ -25,7 +25,7 @@ def checkpoint_prefix(path):
     Raises CheckpointError naming the path and what was expected."""
     import tensorflow as tf
 
-    path = str(path).rstrip("/") if str(path) != "/" else str(path)
+    path = str(path).rstrip("/") or "/"
     if tf.io.gfile.isdir(path):
         state = tf.train.latest_checkpoint(path)
         if state:
