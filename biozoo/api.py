@@ -24,7 +24,7 @@ def from_preset(handle, load_weights=True, **kwargs):
     """
     import keras_hub
 
-    from biozoo import hub, registry
+    from biozoo import hub
 
     kind, info = hub.parse_handle(handle)
     if not load_weights and kind == "registry":
@@ -32,7 +32,6 @@ def from_preset(handle, load_weights=True, **kwargs):
     if not load_weights and kind == "hf_dir":
         return _build_from_hf_config(info["path"], **kwargs)
     preset_dir = hub.resolve_preset(handle)
-    del registry
     return keras_hub.models.Backbone.from_preset(preset_dir, load_weights=load_weights, **kwargs)
 
 

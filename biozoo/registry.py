@@ -14,7 +14,6 @@ import json
 from importlib import resources
 
 REGISTRY_FILE = "checkpoints_registry.json"
-SCHEMA_FILE = "registry_schema.json"
 
 
 class UnknownPresetError(KeyError):
@@ -28,16 +27,6 @@ class UnknownPresetError(KeyError):
 def _load_registry():
     text = resources.files("biozoo").joinpath(REGISTRY_FILE).read_text(encoding="utf-8")
     return json.loads(text)
-
-
-def load_schema():
-    text = resources.files("biozoo").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
-    return json.loads(text)
-
-
-def registry_document():
-    """The whole registry document (a deep copy: callers may modify it)."""
-    return copy.deepcopy(_load_registry())
 
 
 def list_presets(pattern=None):

@@ -21,7 +21,7 @@ def register(subparsers):
     parser.add_argument("--output", required=True, help="where to write the fine-tuned task preset")
     parser.add_argument("--epochs", type=float, default=None, help="default 3 (or the --recipe's)")
     parser.add_argument("--batch-size", type=int, default=None,
-                        help="the global batch, split over the replicas (default 32, or the --recipe's)")
+                        help="the global batch, split over the replicas (default 8, as the HF Trainer, or the --recipe's)")
     parser.add_argument("--learning-rate", type=float, default=None,
                         help="peak learning rate for the global batch (default 5e-5, or the --recipe's)")
     parser.add_argument("--max-seq-length", type=int, default=None, help="default: 128 (384 for qa)")
@@ -90,7 +90,9 @@ def add_training_arguments(parser):
     group.add_argument("--optimizer", choices=["adamw", "lamb"], default="adamw")
     group.add_argument("--layer-decay", type=float, default=None,
                        help="layer-wise learning-rate decay (ELECTRA fine-tuning: 0.8 base, 0.9 large)")
-    group.add_argument("--clip-norm", type=float, default=None, help="clip gradients to this global norm")
+    group.add_argument("--clip-norm", type=float, default=None,
+                       help="clip the step's gradient to this global norm, as torch's clip_grad_norm_ (default "
+                       "1.0, as the BERT, ELECTRA and ALBERT fine-tuning code and the HF Trainer; 0: off)")
     group.add_argument("--checkpoint-every", type=int, default=None,
                        help="checkpoint every N steps into OUTPUT.checkpoints (last 3 kept; removed when the run "
                        "ends); re-running the same command resumes from the last one")
@@ -116,7 +118,7 @@ def finetune_command(args):
         print(message, file=sys.stderr)
 
     strategy = resolve_strategy_from(args, log)
-    defaults = {"epochs": 3.0, "batch_size": 32, "learning_rate": 5e-5}
+    defaults = {"epochs": 3.0, "batch_size": 8, "learning_rate": 5e-5}  # the HF Trainer's
     extra = {}
     if args.recipe == "biom":
         import os
@@ -126,7 +128,7 @@ def finetune_command(args):
         recipe = biom_recipe(args.preset, args.kind, dataset=os.path.basename(os.path.normpath(args.data)))
         log(f"recipe biom for {args.preset} / {args.kind}: {json.dumps(recipe)}")
         defaults.update({k: recipe[k] for k in defaults if k in recipe})
-        for key in ("max_seq_length", "layer_decay", "optimizer", "warmup_ratio", "weight_decay"):
+        for key in ("max_seq_length", "layer_decay", "optimizer", "warmup_ratio", "weight_decay", "clip_norm"):
             if recipe.get(key) is not None:
                 extra[key] = recipe[key]
     explicit = {k: getattr(args, k) for k in defaults if getattr(args, k) is not None}
@@ -138,7 +140,8 @@ def finetune_command(args):
         jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
         optimizer=args.optimizer if args.optimizer != "adamw" else extra.get("optimizer", "adamw"),
         layer_decay=args.layer_decay if args.layer_decay is not None else extra.get("layer_decay"),
-        clip_norm=args.clip_norm, precision=args.precision, static_shapes=args.static_shapes,
+        clip_norm=args.clip_norm if args.clip_norm is not None else extra.get("clip_norm", 1.0),
+        precision=args.precision, static_shapes=args.static_shapes,
         steps_per_execution=args.steps_per_execution, checkpoint_every=args.checkpoint_every,
         micro_batches=args.micro_batches,
         deterministic=args.deterministic,

@@ -8,7 +8,6 @@ from biozoo._io import read_json
 from biozoo.convert.readers import open_checkpoint
 from biozoo.errors import CheckpointError
 
-WORDPIECE_FILES = ("vocab.txt",)
 SENTENCEPIECE_FILES = ("spiece.model", "sentencepiece.bpe.model")
 
 

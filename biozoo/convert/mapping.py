@@ -50,6 +50,7 @@ def _megatron_qkv(layout):
     as HF's convert_megatron_bert_checkpoint.fix_query_key_value_ordering reads it).
     """
     def split(a, shapes):
+        # the query target is a kernel [in, heads, head_dim] (3-D) or a bias [heads, head_dim]
         heads, head_dim = shapes[0][-2:] if len(shapes[0]) == 3 else shapes[0]
         rest = a.shape[1:]
         if a.shape[0] != 3 * heads * head_dim:

@@ -9,6 +9,10 @@ Every reader raises :class:`biozoo.errors.DataFormatError` naming the file and l
 malformed row.
 """
 
+# The label of what carries none: padding, special tokens, a word's continuation pieces,
+# unmasked tokens. Losses and counts skip it (transformers' -100).
+IGNORE_LABEL = -100
+
 from biozoo.data.hoc import HocAbstract, HocSentence, group_by_abstract, read_hoc
 from biozoo.data.ner import Sentence, find_split, read_ner
 from biozoo.data.qa import QAExample, read_bioasq_golden, read_squad

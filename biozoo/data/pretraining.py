@@ -41,6 +41,8 @@ import uuid
 
 import numpy as np
 
+from biozoo.data import IGNORE_LABEL
+
 SENTENCE_TASKS = (None, "nsp", "sop")
 FORMAT_VERSION = 1
 MANIFEST = "records.json"
@@ -402,7 +404,7 @@ class WholeWordMasker:
         masked = tf.tensor_scatter_nd_update(token_ids, positions[:, None], replacement)
         pad = self.max_predictions - count
         positions = tf.pad(positions, [[0, pad]])
-        labels = tf.pad(labels, [[0, pad]], constant_values=-100)
+        labels = tf.pad(labels, [[0, pad]], constant_values=IGNORE_LABEL)
         return masked, positions, labels
 
 

@@ -74,6 +74,8 @@ def _entities(sentences, tags, probs, starts, ends):
     chunk_row = tf.boolean_mask(row, is_start)
     text = tf.strings.substr(tf.gather(sentences, chunk_row), start, end - start, unit="UTF8_CHAR")
 
+    # Serving signatures return dense tensors: row r holds num_entities[r] entities, then
+    # padding that cannot be an entity (offset -1, empty type and text, score 0).
     def dense(values, default):
         return tf.RaggedTensor.from_value_rowids(values, chunk_row, nrows=batch).to_tensor(default)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from biozoo.data import IGNORE_LABEL
+
 
 class PresetTaskMixin:
     """`from_preset` for tasks that work with every family's backbone.
@@ -98,7 +100,7 @@ class GlobalBatchLossMixin:
 
         if sample_weight is not None:
             return tf.reduce_sum(tf.cast(sample_weight > 0, dtype))
-        return tf.reduce_sum(tf.cast(tf.not_equal(tf.cast(y, tf.int32), -100), dtype))
+        return tf.reduce_sum(tf.cast(tf.not_equal(tf.cast(y, tf.int32), IGNORE_LABEL), dtype))
 
     def _share_of_global_batch(self, loss, valid, total):
         """`loss` (this replica's mean over `valid` examples, divided by the number of

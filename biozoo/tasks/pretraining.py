@@ -9,6 +9,7 @@ from __future__ import annotations
 import keras
 from keras_hub.src.models.task import Task
 
+from biozoo.data import IGNORE_LABEL
 from biozoo.models._common import get_activation
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.train.optim import default_optimizer
@@ -120,7 +121,7 @@ class MaskedLM(PresetTaskMixin, Task):
 
     def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
         if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100)
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
         super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 from keras_hub.src.models.text_classifier_preprocessor import TextClassifierPreprocessor
 from keras_hub.src.models.task import Task
 
+from biozoo.data import IGNORE_LABEL
 from biozoo.tasks._util import compiled_predict, sigmoid, softmax
 from biozoo.tasks.base import head_dropout
 from biozoo.tasks.base import GlobalBatchLossMixin
@@ -128,7 +129,7 @@ class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
             # multi-label: mean over real abstracts (filler rows of a short batch have weight 0)
             loss = (keras.losses.BinaryCrossentropy(from_logits=True, reduction="mean_with_sample_weight")
                     if self.multi_label
-                    else keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100))
+                    else keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL))
         super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)
 
     def predict_probabilities(self, texts, pairs=None, batch_size=64):

@@ -9,14 +9,13 @@ import numpy as np
 from keras_hub.src.models.preprocessor import Preprocessor
 from keras_hub.src.models.task import Task
 
+from biozoo.data import IGNORE_LABEL
 from biozoo.tasks._util import compiled_predict, softmax
 from biozoo.tasks.base import head_dropout
 from biozoo.tasks.base import GlobalBatchLossMixin
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
 from biozoo.train.optim import default_optimizer
-
-IGNORE = -100  # label of positions that carry no word label (specials, continuation pieces)
 
 
 @dataclasses.dataclass
@@ -94,19 +93,22 @@ class TokenClassifierPreprocessor(Preprocessor):
             best = [(-1, -1)] * len(pieces)  # (context score, window)
             for start, end in spans:
                 window = len(token_ids)
-                ids, lab, pos = [cls_id], [IGNORE], [-1] * len(pieces)
+                ids, lab, pos = [cls_id], [IGNORE_LABEL], [-1] * len(pieces)
                 offsets = np.cumsum([0] + lengths[start:end])
                 total = offsets[-1]
                 for k, w in enumerate(range(start, end)):
                     pos[w] = len(ids)
                     ids.extend(pieces[w][: lengths[w]])
-                    lab.append(IGNORE if tags is None else int(tags[s][w]))
-                    lab.extend([IGNORE] * (lengths[w] - 1))
+                    lab.append(IGNORE_LABEL if tags is None else int(tags[s][w]))
+                    lab.extend([IGNORE_LABEL] * (lengths[w] - 1))
+                    # context = pieces on the word's shorter side in this window (SQuAD's
+                    # max-context rule; the 0.01 x length term is a constant per word and only
+                    # keeps scores positive). Strictly greater: on a tie the earlier window wins.
                     score = min(offsets[k], total - offsets[k + 1]) + 0.01 * lengths[w]
                     if score > best[w][0]:
                         best[w] = (score, window)
                 ids.append(sep_id)
-                lab.append(IGNORE)
+                lab.append(IGNORE_LABEL)
                 token_ids.append(np.asarray(ids, np.int32))
                 labels.append(np.asarray(lab, np.int32))
                 positions.append(np.asarray(pos, np.int32))
@@ -190,7 +192,7 @@ class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
         if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE)
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
         super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)
 
     # ---- inference --------------------------------------------------------------------

@@ -32,6 +32,7 @@ import time
 import keras
 import numpy as np
 
+from biozoo.data import IGNORE_LABEL
 from biozoo.errors import BiozooError
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -417,7 +418,7 @@ def masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed
         rows = batch_size - tf.shape(y["mask_labels"])[0]
         x = {k: tf.pad(v, [[0, rows], [0, 0]], constant_values=pad_id if k == "token_ids" else 0)
              for k, v in x.items()}
-        return x, {"mask_labels": tf.pad(y["mask_labels"], [[0, rows], [0, 0]], constant_values=-100)}
+        return x, {"mask_labels": tf.pad(y["mask_labels"], [[0, rows], [0, 0]], constant_values=IGNORE_LABEL)}
 
     dataset = tf.data.Dataset.from_tensor_slices(ragged).enumerate().map(prepare)
     return dataset.batch(batch_size).map(fill).cache()

@@ -9,7 +9,6 @@ the task preset plus metrics.json.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import time
@@ -17,11 +16,13 @@ import warnings
 
 import numpy as np
 
+from biozoo.data import IGNORE_LABEL
+
 
 @dataclasses.dataclass
 class Hyperparameters:
     epochs: float = 3.0
-    batch_size: int = 32  # the global batch, split over the replicas
+    batch_size: int = 8  # the global batch, split over the replicas (the HF Trainer's default)
     learning_rate: float = 5e-5  # for the global batch
     max_seq_length: int = 128
     seed: int = 42
@@ -30,7 +31,9 @@ class Hyperparameters:
     jit_compile: str = "auto"  # "auto": XLA on GPU/TPU, not on CPU
     optimizer: str = "adamw"  # or "lamb"
     layer_decay: float | None = None  # layer-wise learning-rate decay (ELECTRA: 0.8 base, 0.9 large)
-    clip_norm: float | None = None  # global-norm gradient clipping
+    # global-norm gradient clipping, as torch's clip_grad_norm_; 1.0 as in the BERT, ELECTRA and
+    # ALBERT fine-tuning code and the HF Trainer (max_grad_norm); 0 or None: off
+    clip_norm: float | None = 1.0
     precision: str = "auto"  # float32 | bfloat16 | float16 | auto (bf16 on TPU, fp16 on GPU)
     static_shapes: str = "auto"  # pad to max length, drop the remainder ("auto": on TPU)
     steps_per_execution: int = 1
@@ -297,7 +300,7 @@ class NerRecipe:
         features["labels"] = windows.labels
         pad = task.preprocessor.tokenizer.pad_token_id
         return FeatureBatches(
-            features, {"token_ids": pad, "segment_ids": 0, "padding_mask": 0, "labels": -100},
+            features, {"token_ids": pad, "segment_ids": 0, "padding_mask": 0, "labels": IGNORE_LABEL},
             x_keys=("token_ids", "segment_ids", "padding_mask"), y_key="labels",
             batch_size=hp.batch_size, max_length=hp.max_seq_length, shuffle=training, seed=hp.seed,
         )
@@ -386,7 +389,7 @@ class RelationRecipe:
         return FeatureBatches(
             features, {"token_ids": task.preprocessor.tokenizer.pad_token_id, "segment_ids": 0, "padding_mask": 0},
             x_keys=("token_ids", "segment_ids", "padding_mask"), y_key="labels", scalars=("labels",),
-            scalar_pad=-100, batch_size=hp.batch_size, max_length=hp.max_seq_length, shuffle=training, seed=hp.seed,
+            scalar_pad=IGNORE_LABEL, batch_size=hp.batch_size, max_length=hp.max_seq_length, shuffle=training, seed=hp.seed,
         )
 
     def evaluate(self, task, examples):
@@ -541,6 +544,3 @@ class QuestionAnsweringRecipe:
 
 RECIPES = {"ner": NerRecipe, "re": RelationRecipe, "doc": DocumentRecipe, "qa": QuestionAnsweringRecipe}
 
-
-def dumps(metrics):
-    return json.dumps(metrics, sort_keys=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import keras
 
 NO_DECAY = ("bias", "gamma", "beta")  # biases and LayerNorm parameters: no weight decay
@@ -30,15 +32,45 @@ class LinearWarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         return {"peak": self.peak, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps}
 
 
-class _SummedSlices:
-    """Optimizer mixin: sparse gradients (tf.IndexedSlices, one slice per occurrence of a token
-    in the batch) become dense tensors, duplicates summed, before clipping and the update.
+def clip_by_global_norm_like_torch(gradients, max_norm):
+    """`gradients` (dense tensors or None) scaled as torch.nn.utils.clip_grad_norm_ scales them:
+    by min(max_norm / (norm + 1e-6), 1), norm the L2 norm of all of them together.
 
-    Keras' element-wise ops act on each slice alone, so for a row that occurs k times Adam's
-    second moment (and the gradient norm used for clipping) would be the sum of the slices'
-    squares instead of the square of their sum: a frequent token's embedding, or the segment
-    embedding, then moves up to sqrt(k) times the learning rate. Densified, every embedding row
-    is updated as torch.optim updates it.
+    One fused pass per tensor for the norm (`l2_loss`, no squared copy), and no multiplication
+    on the steps where the factor is 1 (torch multiplies by 1.0, which changes nothing). A
+    non-finite norm makes every gradient NaN, as in torch.
+    """
+    import tensorflow as tf
+
+    present = [g for g in gradients if g is not None]
+    if not present:
+        return list(gradients)
+    squared = tf.add_n([2.0 * tf.cast(tf.nn.l2_loss(g), tf.float32) for g in present])
+    factor = tf.minimum(tf.cast(max_norm, tf.float32) / (tf.sqrt(squared) + 1e-6), 1.0)
+
+    def scaled():
+        return [g * tf.cast(factor, g.dtype) for g in present]
+
+    def unchanged():
+        return [tf.identity(g) for g in present]
+
+    clipped = iter(tf.cond(factor >= 1.0, unchanged, scaled))  # NaN >= 1 is False: NaN, as torch
+    return [None if g is None else next(clipped) for g in gradients]
+
+
+class _TorchGradients:
+    """Optimizer mixin: gradients enter the update as they do in torch.
+
+    Sparse gradients (tf.IndexedSlices, one slice per occurrence of a token in the batch)
+    become dense tensors, duplicates summed. Keras' element-wise ops act on each slice alone,
+    so for a row that occurs k times Adam's second moment (and the gradient norm used for
+    clipping) would be the sum of the slices' squares instead of the square of their sum: a
+    frequent token's embedding, or the segment embedding, then moves up to sqrt(k) times the
+    learning rate. Densified, every embedding row is updated as torch.optim updates it.
+
+    `global_clipnorm` clips the gradient of the whole step, as clip_grad_norm_ after
+    backward(): after the replicas' gradients are summed. Keras' TensorFlow optimizer clips
+    before that sum, so each replica would clip its own part by its own norm.
     """
 
     def apply(self, grads, trainable_variables=None):
@@ -47,9 +79,30 @@ class _SummedSlices:
         grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         return super().apply(grads, trainable_variables)
 
+    def _clips_after_sum(self):
+        return bool(self.global_clipnorm) and not self.gradient_accumulation_steps
+
+    def _clip_gradients(self, grads):
+        if self._clips_after_sum():
+            return grads  # clipped in _backend_update_step, once summed over the replicas
+        return super()._clip_gradients(grads)
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        # Keras 3.15's TFOptimizer._backend_update_step, with the clipping between its two halves.
+        if not self._clips_after_sum():
+            return super()._backend_update_step(grads, trainable_variables, learning_rate)
+        import tensorflow as tf
+
+        variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
+        summed = self._all_reduce_sum_gradients(list(zip(grads, variables)))
+        clipped = clip_by_global_norm_like_torch([g for g, _ in summed], self.global_clipnorm)
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            self._distributed_tf_update_step, self._distribution_strategy, list(zip(clipped, variables)),
+            learning_rate)
+
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class AdamW(_SummedSlices, keras.optimizers.AdamW):
+class AdamW(_TorchGradients, keras.optimizers.AdamW):
     """Keras' AdamW, updating as torch.optim.AdamW (HF's fine-tuning optimiser) does: sparse
     gradients summed per row, and epsilon added to the bias-corrected sqrt(v).
 
@@ -61,21 +114,32 @@ class AdamW(_SummedSlices, keras.optimizers.AdamW):
     """
 
     def update_step(self, gradient, variable, learning_rate):
-        ops = keras.ops
-        gradient = ops.cast(gradient, variable.dtype)
-        step = ops.cast(self.iterations + 1, variable.dtype)
-        correction_1 = 1 - ops.power(ops.cast(self.beta_1, variable.dtype), step)
-        correction_2 = 1 - ops.power(ops.cast(self.beta_2, variable.dtype), step)
-        m = self._momentums[self._get_variable_index(variable)]
-        v = self._velocities[self._get_variable_index(variable)]
-        self.assign_add(m, (gradient - m) * (1 - self.beta_1))
-        self.assign_add(v, (ops.square(gradient) - v) * (1 - self.beta_2))
-        denominator = ops.sqrt(v) / ops.sqrt(correction_2) + self.epsilon
-        self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) / correction_1 * m / denominator)
+        # One fused kernel (TensorFlow's Adam: one pass over the variable and its moments, where
+        # Keras' ops make a temporary per operation). It adds its epsilon to the uncorrected
+        # sqrt(v); epsilon * sqrt(1 - beta_2^t) there is torch's epsilon after the correction.
+        import tensorflow as tf
+
+        dtype = variable.dtype
+        step = tf.cast(self.iterations + 1, dtype)
+        beta_1_power = tf.pow(tf.cast(self.beta_1, dtype), step)
+        beta_2_power = tf.pow(tf.cast(self.beta_2, dtype), step)
+        index = self._get_variable_index(variable)
+        tf.raw_ops.ResourceApplyAdam(
+            var=_resource(variable), m=_resource(self._momentums[index]), v=_resource(self._velocities[index]),
+            beta1_power=beta_1_power, beta2_power=beta_2_power, lr=tf.cast(learning_rate, dtype),
+            beta1=tf.cast(self.beta_1, dtype), beta2=tf.cast(self.beta_2, dtype),
+            epsilon=tf.cast(self.epsilon, dtype) * tf.sqrt(1 - beta_2_power), grad=tf.cast(gradient, dtype))
+
+
+def _resource(variable):
+    """The resource handle of a Keras or TensorFlow variable (a replica's own under a strategy)."""
+    if isinstance(variable, keras.Variable):
+        variable = variable.value
+    return variable.handle
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class Lamb(_SummedSlices, keras.optimizers.Lamb):
+class Lamb(_TorchGradients, keras.optimizers.Lamb):
     """Keras' LAMB (ALBERT's optimiser) with sparse gradients summed per row.
 
     Example:
@@ -178,12 +242,14 @@ def make_optimizer(name="adamw", learning_rate=5e-5, total_steps=1, warmup_ratio
                    clip_norm=None, layer_decay=None, model=None, num_layers=None):
     """The fine-tuning / pretraining optimiser: AdamW (BERT, ELECTRA) or LAMB (ALBERT), linear
     warmup and decay, no weight decay on biases and LayerNorms, optional global-norm gradient
-    clipping and layer-wise learning-rate decay (`layer_decay`, needs `model`)."""
+    clipping of the whole step's gradient (`clip_norm`; None or 0: none) and layer-wise
+    learning-rate decay (`layer_decay`, needs `model`)."""
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
-    schedule = LinearWarmupDecay(learning_rate, total_steps, round(warmup_ratio * total_steps))
+    # warmup rounded up, as the HF Trainer's TrainingArguments.get_warmup_steps
+    schedule = LinearWarmupDecay(learning_rate, total_steps, math.ceil(warmup_ratio * total_steps))
     cls = AdamW if name == "adamw" else Lamb
-    kwargs = {"learning_rate": schedule, "global_clipnorm": clip_norm}
+    kwargs = {"learning_rate": schedule, "global_clipnorm": clip_norm or None}
     if name == "adamw":
         kwargs.update(weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
     else:  # ALBERT's LAMB: beta_2 0.999, epsilon 1e-6, decoupled weight decay

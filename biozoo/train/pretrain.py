@@ -33,6 +33,7 @@ import time
 import keras
 import numpy as np
 
+from biozoo.data import IGNORE_LABEL
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
 
 METHODS = ("mlm", "electra")
@@ -53,7 +54,7 @@ def _replicas():
 
 def _masked_cross_entropy(labels, logits):
     """Mean cross-entropy over the positions whose label is not -100."""
-    weights = keras.ops.cast(keras.ops.not_equal(labels, -100), "float32")
+    weights = keras.ops.cast(keras.ops.not_equal(labels, IGNORE_LABEL), "float32")
     losses = keras.losses.sparse_categorical_crossentropy(keras.ops.maximum(labels, 0), logits, from_logits=True)
     return keras.ops.sum(losses * weights) / keras.ops.maximum(keras.ops.sum(weights), 1.0)
 
@@ -286,7 +287,7 @@ class ElectraPretrainer(_Pretrainer):
                                            seed=self.seed_generator, dtype="int32")
         sampled = tf.reshape(sampled, tf.shape(labels))
         # scatter the samples and the original ids back to their positions
-        weights = tf.cast(labels != -100, tf.int32)
+        weights = tf.cast(labels != IGNORE_LABEL, tf.int32)
         length = tf.shape(x["token_ids"])[1]
         at = tf.one_hot(x["mask_positions"], length, dtype=tf.int32) * weights[..., None]  # [batch, masks, seq]
         replaced = tf.reduce_max(at, axis=1) > 0

@@ -9,7 +9,7 @@ from seqeval.metrics.sequence_labeling import get_entities
 import biozoo
 from biozoo.data.ner import find_split, read_ner
 from biozoo.metrics.ner import entity_scores
-from biozoo.tasks.token_classifier import IGNORE
+from biozoo.data import IGNORE_LABEL
 
 LABELS = ["O", "B-Disease", "I-Disease"]
 
@@ -42,7 +42,7 @@ def test_windows_cover_every_word_once(ner16, ncbi_test):
             assert position > 0
             recovered.append(int(windows.labels[window][position]))
         assert recovered == tags
-    labelled = sum(int((lab != IGNORE).sum()) for lab in windows.labels)
+    labelled = sum(int((lab != IGNORE_LABEL).sum()) for lab in windows.labels)
     assert labelled >= sum(len(t) for t in gold)  # overlap words are labelled in several windows
 
 
@@ -87,8 +87,9 @@ def test_loss_ignores_unlabelled_positions(ner16):
 
     loss = ner16.loss
     logits = np.random.default_rng(0).normal(size=(2, 5, 3)).astype("float32")
-    labels = np.array([[IGNORE, 1, IGNORE, 2, IGNORE], [IGNORE, 0, IGNORE, IGNORE, IGNORE]])
-    keep = labels != IGNORE
+    skip = IGNORE_LABEL
+    labels = np.array([[skip, 1, skip, 2, skip], [skip, 0, skip, skip, skip]])
+    keep = labels != IGNORE_LABEL
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     expected = -np.mean([log_probs[b, t, labels[b, t]] for b, t in zip(*np.nonzero(keep))])
     assert abs(float(loss(labels, logits)) - expected) < 1e-5

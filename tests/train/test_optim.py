@@ -1,6 +1,7 @@
 """Optimisers: layer-wise learning-rate decay gives each layer decay ** (L + 1 - depth) of the
 rate (checked on Adam's first step, whose size is the learning rate whatever the gradient),
-LAMB trains, global-norm clipping bounds the update, the schedule is HF's."""
+LAMB trains, global-norm clipping scales as torch's clip_grad_norm_ (of the gradient summed
+over replicas), the schedule and its warmup rounding are HF's."""
 
 import numpy as np
 import pytest
@@ -81,16 +82,39 @@ def test_lamb_trains():
     assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
 
 
-def test_global_norm_clipping_bounds_the_gradient():
-    import keras
+@pytest.mark.parametrize("scale", [10.0, 0.01, float("nan")])
+def test_global_norm_clipping_scales_as_torch_clip_grad_norm(scale):
+    """Above the limit, below it (factor 1, no multiplication) and with a NaN gradient (every
+    gradient NaN, as torch leaves them)."""
+    torch = pytest.importorskip("torch")
+    import tensorflow as tf
+
+    from biozoo.train.optim import clip_by_global_norm_like_torch
+
+    rng = np.random.default_rng(3)
+    arrays = [rng.normal(size=(3, 4)).astype(np.float32) * scale, rng.normal(size=(5,)).astype(np.float32)]
+    parameters = [torch.nn.Parameter(torch.zeros(a.shape)) for a in arrays]
+    for parameter, array in zip(parameters, arrays):
+        parameter.grad = torch.tensor(array)
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+    ours = clip_by_global_norm_like_torch([tf.constant(a) for a in arrays] + [None], 1.0)
+    assert ours[-1] is None
+    for mine, parameter in zip(ours, parameters):
+        np.testing.assert_allclose(mine.numpy(), parameter.grad.numpy(), rtol=1e-6, atol=0)
+
+
+def test_warmup_steps_round_up_as_the_hf_trainer():
+    """warmup_ratio x total steps rounded up, as TrainingArguments.get_warmup_steps does
+    (63 x 0.1 = 6.3: 7 steps, where round() gave 6)."""
+    pytest.importorskip("torch")
+    from transformers import TrainingArguments
 
     from biozoo.train.optim import make_optimizer
 
-    optimizer = make_optimizer("adamw", 1e-3, 10, clip_norm=1.0)
-    grads = [keras.ops.ones((3, 4)) * 10.0, keras.ops.ones((5,)) * 10.0]
-    clipped = optimizer._clip_gradients(grads)
-    norm = float(np.sqrt(sum(float(np.sum(np.square(g))) for g in clipped)))
-    assert norm == pytest.approx(1.0, rel=1e-5)
+    for total, ratio in [(63, 0.1), (189, 0.1), (24, 0.25), (10, 0.06), (7, 0.0)]:
+        arguments = TrainingArguments(output_dir="unused", warmup_steps=ratio, report_to="none")
+        assert make_optimizer("adamw", 1e-3, total, ratio)._learning_rate.warmup_steps == \
+            arguments.get_warmup_steps(total), (total, ratio)
 
 
 def test_schedule_matches_transformers_linear_schedule():
@@ -121,7 +145,7 @@ def slices_with_repeats(rng, rows=12, width=5, occurrences=40):
     return tf.IndexedSlices(tf.constant(values), tf.constant(indices), tf.constant([rows, width])), dense
 
 
-def run_torch_adamw(w0, dense_grads, lr, steps, warmup, weight_decay):
+def run_torch_adamw(w0, dense_grads, lr, steps, warmup, weight_decay, clip_norm=None):
     torch = pytest.importorskip("torch")
     from transformers import get_linear_schedule_with_warmup
 
@@ -130,6 +154,8 @@ def run_torch_adamw(w0, dense_grads, lr, steps, warmup, weight_decay):
     schedule = get_linear_schedule_with_warmup(optimizer, warmup, steps)
     for grad in dense_grads:
         parameter.grad = torch.tensor(grad)
+        if clip_norm:
+            torch.nn.utils.clip_grad_norm_([parameter], clip_norm)
         optimizer.step()
         schedule.step()
     return parameter.detach().numpy()
@@ -170,6 +196,92 @@ def test_adamw_updates_exactly_as_torch_adamw(kind):
     difference = np.abs(ours - reference).max()
     assert difference < 1e-6
     assert np.abs(stock - reference).max() > 100 * max(difference, 1e-7)
+
+
+def test_clipped_adamw_updates_exactly_as_torch():
+    """clip_grad_norm_ then AdamW, 10 steps of repeated embedding slices whose norms (about 8
+    to 25) straddle the limit 12: biozoo equals torch; unclipped it does not."""
+    from biozoo.train.optim import make_optimizer
+
+    rng = np.random.default_rng(4)
+    w0 = rng.normal(size=(12, 5)).astype(np.float32)
+    pairs = [slices_with_repeats(rng, occurrences=[10, 40][i % 2]) for i in range(10)]
+    norms = [float(np.linalg.norm(dense)) for _, dense in pairs]
+    assert min(norms) < 12 < max(norms), norms
+    reference = run_torch_adamw(w0, [p[1] for p in pairs], 1e-2, 10, 2, 0.01, clip_norm=12.0)
+    ours = run_keras(make_optimizer("adamw", 1e-2, 10, 0.2, 0.01, clip_norm=12.0), w0, [p[0] for p in pairs])
+    unclipped = run_keras(make_optimizer("adamw", 1e-2, 10, 0.2, 0.01), w0, [p[0] for p in pairs])
+    difference = np.abs(ours - reference).max()
+    assert difference < 1e-6
+    assert np.abs(unclipped - reference).max() > 100 * max(difference, 1e-7)
+
+
+TWO_REPLICAS = """
+import json, sys
+import biozoo
+from biozoo.train.strategy import configure_logical_cpus
+configure_logical_cpus()  # BIOZOO_LOGICAL_CPUS=2
+import keras, numpy as np, tensorflow as tf
+from biozoo.train import optim
+
+steps = np.asarray(json.loads(sys.argv[1]), np.float32)  # [step, replica, ...]
+
+
+class ClipsEachReplica(optim.AdamW):  # Keras' order: clip, then sum over the replicas
+    def _clips_after_sum(self):
+        return False
+
+
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+results = {}
+for name in ("biozoo", "each_replica"):
+    with strategy.scope():
+        variable = keras.Variable(np.zeros(steps.shape[2:], np.float32), name="w")
+        # a constant rate: through this hand-written strategy.run, Keras 3.15 applies a
+        # LearningRateSchedule's rate twice over two replicas (stock Adam too; fit does not)
+        cls = optim.AdamW if name == "biozoo" else ClipsEachReplica
+        optimizer = cls(learning_rate=0.1, weight_decay=0.0, epsilon=1e-8, global_clipnorm=1.0)
+        optimizer.build([variable])
+
+    @tf.function
+    def apply(gradients):
+        strategy.run(lambda g: optimizer.apply_gradients([(g, variable)]), args=(gradients,))
+
+    for parts in steps:
+        apply(strategy.experimental_distribute_values_from_function(
+            lambda context, parts=parts: tf.constant(parts[context.replica_id_in_sync_group])))
+    results[name] = variable.numpy().tolist()
+print(json.dumps(results))
+"""
+
+
+def test_clipping_measures_the_gradient_summed_over_replicas():
+    """Two mirrored replicas each holding part of a step's gradient: the first step's sum has
+    norm 0.57, the second's 1.13, each replica's part 0.8 at most. biozoo clips the second sum
+    to 1.0, as torch's clip_grad_norm_ after backward() on one device does; clipping each
+    replica's part by its own norm (Keras' order) clips nothing and ends elsewhere."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    steps = np.array([[[0.4, 0.0], [0.0, 0.4]], [[0.8, 0.0], [0.0, 0.8]]], np.float32)
+    out = subprocess.run([sys.executable, "-c", TWO_REPLICAS, json.dumps(steps.tolist())], capture_output=True,
+                         text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "BIOZOO_LOGICAL_CPUS": "2"},
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = {k: np.asarray(v) for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+    torch = pytest.importorskip("torch")
+    parameter = torch.nn.Parameter(torch.zeros(2))
+    optimizer = torch.optim.AdamW([parameter], lr=0.1, eps=1e-8, weight_decay=0.0)
+    for summed in steps.sum(1):
+        parameter.grad = torch.tensor(summed)
+        torch.nn.utils.clip_grad_norm_([parameter], 1.0)
+        optimizer.step()
+    reference = parameter.detach().numpy()
+    difference = np.abs(results["biozoo"] - reference).max()
+    assert difference < 1e-6
+    assert np.abs(results["each_replica"] - reference).max() > 100 * max(difference, 1e-7)
 
 
 @pytest.mark.parametrize("name, options", [("adamw", {"clip_norm": 0.5}), ("lamb", {}),

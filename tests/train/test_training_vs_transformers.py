@@ -35,8 +35,12 @@ def synthetic_relations(n=48, seed=0):
 
 
 def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, hf_lr_factor=1.0,
-               keras_optimizer=None, micro_batches=1):
-    """Per-step training losses (biozoo, transformers) from one start on the same batches."""
+               keras_optimizer=None, micro_batches=1, clip_norm=None, hf_clip_norm="same", hf_norms=None):
+    """Per-step training losses (biozoo, transformers) from one start on the same batches.
+
+    `clip_norm`: biozoo clips at this global norm, transformers calls clip_grad_norm_ with
+    `hf_clip_norm` (the same unless given; None: no clipping) and appends the norm it saw to
+    `hf_norms`."""
     import keras
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
@@ -73,8 +77,9 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
 
     batches = recipe.batches(task, examples, hp, training=True)
     task.micro_batches = micro_batches
-    task.compile(optimizer=(keras_optimizer or make_optimizer)("adamw", lr, steps, hp.warmup_ratio, hp.weight_decay),
-                 jit_compile=False)
+    task.compile(optimizer=(keras_optimizer or make_optimizer)("adamw", lr, steps, hp.warmup_ratio, hp.weight_decay,
+                                                               clip_norm=clip_norm), jit_compile=False)
+    hf_clip_norm = clip_norm if hf_clip_norm == "same" else hf_clip_norm
     no_decay = ("bias", "LayerNorm.weight", "LayerNorm.bias")
     named = list(hf.named_parameters())
     torch_optimizer = torch.optim.AdamW(
@@ -92,6 +97,10 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
                   token_type_ids=torch.tensor(x["segment_ids"].numpy(), dtype=torch.long),
                   labels=torch.tensor(y.numpy(), dtype=torch.long)).loss
         loss.backward()
+        if hf_clip_norm:
+            norm = torch.nn.utils.clip_grad_norm_(hf.parameters(), hf_clip_norm)
+            if hf_norms is not None:
+                hf_norms.append(float(norm))
         torch_optimizer.step()
         schedule.step()
         torch_optimizer.zero_grad()
@@ -99,14 +108,15 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
     return np.array(ours), np.array(theirs)
 
 
-def stock_keras_adamw(name, lr, steps, warmup_ratio, weight_decay):
+def stock_keras_adamw(name, lr, steps, warmup_ratio, weight_decay, clip_norm=None):
     """Keras' own AdamW with our schedule, settings and weight-decay exclusions."""
     import keras
 
     from biozoo.train.optim import NO_DECAY, LinearWarmupDecay
 
     stock = keras.optimizers.AdamW(learning_rate=LinearWarmupDecay(lr, steps, round(warmup_ratio * steps)),
-                                   weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
+                                   weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-8,
+                                   global_clipnorm=clip_norm)
     stock.exclude_from_weight_decay(var_names=list(NO_DECAY))
     return stock
 
@@ -115,7 +125,14 @@ def stock_keras_adamw(name, lr, steps, warmup_ratio, weight_decay):
 def tiny_results(tiny_bert_real_vocab):
     pytest.importorskip("torch")
     examples = synthetic_relations()
+    clip_norms = []
     return {
+        # the tiny model's gradient norms are 0.15 to 1.7: clipping at 0.1 is active on every step
+        "clip": train_both(tiny_bert_real_vocab, examples, steps=24, lr=1e-2, micro_batches=4, clip_norm=0.1,
+                           hf_norms=clip_norms),
+        "clip_norms": clip_norms,
+        "clip_off_here": train_both(tiny_bert_real_vocab, examples, steps=24, lr=1e-2, micro_batches=4,
+                                    clip_norm=None, hf_clip_norm=0.1),
         "ours": train_both(tiny_bert_real_vocab, examples, steps=24, lr=1e-2),
         "micro": train_both(tiny_bert_real_vocab, examples, steps=24, lr=1e-2, micro_batches=4),
         "lr_off": train_both(tiny_bert_real_vocab, examples, steps=24, lr=1e-2, hf_lr_factor=1.1),
@@ -123,34 +140,60 @@ def tiny_results(tiny_bert_real_vocab):
     }
 
 
-@pytest.mark.parametrize("run", ["ours", "micro"])
+@pytest.mark.parametrize("run", ["ours", "micro", "clip"])
 def test_fine_tuning_losses_equal_transformers_step_by_step(tiny_results, run):
     """One batch per step, or each batch as 4 length-sorted micro-batches (biozoo finetune's
-    default on CPUs): transformers' steps on the whole padded batch, loss for loss."""
+    default on CPUs), or that with the gradient clipped at global norm 0.1 (clip_grad_norm_ on
+    the transformers side): transformers' steps on the whole padded batch, loss for loss."""
     ours, theirs = tiny_results[run]
     assert len(ours) == 24
-    assert theirs[-4:].mean() < theirs[0] - 0.1  # it learns the cue words
+    # it learns the cue words (clipped at 0.1, more slowly)
+    assert theirs[-4:].mean() < theirs[0] - (0.05 if run == "clip" else 0.1)
+    print(f"{run}: max |loss difference| {np.abs(ours - theirs).max():.2e}")
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=5e-5)
 
 
-@pytest.mark.parametrize("control", ["lr_off", "stock"])
+def test_clipping_is_active_on_most_steps_of_the_clipped_comparison(tiny_results):
+    norms = np.asarray(tiny_results["clip_norms"])
+    assert len(norms) == 24 and (norms > 0.1).mean() >= 0.75, norms
+
+
+@pytest.mark.parametrize("control", ["lr_off", "stock", "clip_off_here"])
 def test_the_step_by_step_comparison_can_fail(tiny_results, control):
+    """A learning rate 10 % off, stock Keras AdamW, and clipping on the transformers side only
+    (biozoo unclipped) all land far outside the tolerance."""
     ours, theirs = tiny_results["ours"]
     a, b = tiny_results[control]
     assert np.abs(a - b).max() > 1e-3 > 10 * np.abs(ours - theirs).max()
 
 
-@pytest.mark.slow
-def test_real_minilm_on_chemprot_sentences_follows_transformers(minilm_dir, shared_data):
+@pytest.fixture(scope="module")
+def chemprot_runs(minilm_dir, shared_data):
     """The real checkpoint on 960 real ChemProt training sentences (six classes, 60 steps of
-    batch 16 run as 4 micro-batches, warmup then decay at lr 5e-5): the loss curves agree to
-    1e-4 at every step."""
+    batch 16 run as 4 micro-batches, warmup then decay at lr 5e-5), clipped at global norm 1.0
+    as `biozoo finetune` and the HF Trainer do by default; the control clips only on the
+    transformers side."""
     pytest.importorskip("torch")
     from biozoo.data.relation import read_relation
 
     rows = read_relation(shared_data / "re" / "chemprot" / "train.tsv")
     random.Random(42).shuffle(rows)
-    ours, theirs = train_both(minilm_dir, rows[:960], steps=60, lr=5e-5, batch_size=16, max_seq_length=128,
-                              micro_batches=4)
+    norms = []
+    setting = dict(steps=60, lr=5e-5, batch_size=16, max_seq_length=128, micro_batches=4)
+    return {"clip": train_both(minilm_dir, rows[:960], clip_norm=1.0, hf_norms=norms, **setting), "norms": norms,
+            "clip_off_here": train_both(minilm_dir, rows[:960], clip_norm=None, hf_clip_norm=1.0, **setting)}
+
+
+@pytest.mark.slow
+def test_real_minilm_on_chemprot_sentences_follows_transformers(chemprot_runs):
+    """Loss curves agree to 1e-4 at every step, with clipping active on most steps; with
+    clipping on one side only they do not."""
+    ours, theirs = chemprot_runs["clip"]
+    norms = np.asarray(chemprot_runs["norms"])
     assert theirs[-10:].mean() < theirs[:10].mean() - 0.3  # it learns
+    assert (norms > 1.0).mean() >= 0.5, norms
+    a, b = chemprot_runs["clip_off_here"]
+    print(f"clipped on both sides: max |loss difference| {np.abs(ours - theirs).max():.2e}; clipped on the "
+          f"transformers side only: {np.abs(a - b).max():.2e}; norms above 1.0 on {(norms > 1).mean():.0%} of steps")
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-4)
+    assert np.abs(a - b).max() > 1e-3

@@ -7,7 +7,6 @@ from biozoo.models.family import hf_get
 LAYER = "encoder.layer.{i}"
 BLOCK = "transformer_layer_{i}"
 FFN = LAYER + ".ffn.{j}"
-FFN_BLOCK = BLOCK + "/ffn_{j}"
 
 
 def norm(source, target):
