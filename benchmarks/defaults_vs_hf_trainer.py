@@ -39,7 +39,6 @@ from pathlib import Path
 
 from _shared import minilm, shared_data
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ("NCBI-disease", "BC5CDR-chem")
 
 
@@ -95,7 +94,6 @@ def hf_child(data, seed, work):
     from transformers import (AutoModelForTokenClassification, AutoTokenizer, DataCollatorForTokenClassification,
                               Trainer, TrainingArguments)
 
-    sys.path.insert(0, str(ROOT))
     from biozoo.data.ner import read_ner
     from biozoo.metrics.ner import entity_scores
 

@@ -118,7 +118,7 @@ def finetune_command(args):
         print(message, file=sys.stderr)
 
     strategy = resolve_strategy_from(args, log)
-    defaults = {"epochs": 3.0, "batch_size": 8, "learning_rate": 5e-5}  # the HF Trainer's
+    defaults = {k: getattr(Hyperparameters, k) for k in ("epochs", "batch_size", "learning_rate")}
     extra = {}
     if args.recipe == "biom":
         import os
@@ -140,7 +140,7 @@ def finetune_command(args):
         jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
         optimizer=args.optimizer if args.optimizer != "adamw" else extra.get("optimizer", "adamw"),
         layer_decay=args.layer_decay if args.layer_decay is not None else extra.get("layer_decay"),
-        clip_norm=args.clip_norm if args.clip_norm is not None else extra.get("clip_norm", 1.0),
+        clip_norm=args.clip_norm if args.clip_norm is not None else extra.get("clip_norm", Hyperparameters.clip_norm),
         precision=args.precision, static_shapes=args.static_shapes,
         steps_per_execution=args.steps_per_execution, checkpoint_every=args.checkpoint_every,
         micro_batches=args.micro_batches,
