@@ -241,7 +241,7 @@ def step_times(kind, folder, steps, hp, warmup_steps=3):
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
     from biozoo.train.finetune import RECIPES, Hyperparameters, micro_batches, set_seed
-    from biozoo.train.optim import make_optimizer
+    from biozoo.optim import make_optimizer
 
     params = Hyperparameters(batch_size=hp["batch"], max_seq_length=hp["max_len"], learning_rate=hp["lr"],
                              seed=hp["seed"])

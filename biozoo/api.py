@@ -24,14 +24,14 @@ def from_preset(handle, load_weights=True, **kwargs):
     """
     import keras_hub
 
-    from biozoo import hub
+    from biozoo import presets
 
-    kind, info = hub.parse_handle(handle)
+    kind, info = presets.parse_handle(handle)
     if not load_weights and kind == "registry":
         return build_from_registry(info["name"], **kwargs)
     if not load_weights and kind == "hf_dir":
         return _build_from_hf_config(info["path"], **kwargs)
-    preset_dir = hub.resolve_preset(handle)
+    preset_dir = presets.resolve_preset(handle)
     return keras_hub.models.Backbone.from_preset(preset_dir, load_weights=load_weights, **kwargs)
 
 

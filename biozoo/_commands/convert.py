@@ -73,17 +73,17 @@ def convert_command(args):
 def convert_hf(args, entry, provenance):
     import shutil
 
-    from biozoo import hub
+    from biozoo import presets
     from biozoo._io import atomic_directory
     from biozoo.convert.hf import convert_hf_directory
 
-    kind, info = hub.parse_handle(args.input)
+    kind, info = presets.parse_handle(args.input)
     if kind == "hf_dir":
         convert_hf_directory(info["path"], args.output, casing=entry["tokenizer"] if entry else None,
                              provenance=provenance)
     elif kind == "keras_dir":
         raise ValueError(f"{args.input} is already a Keras preset.")
     else:
-        preset = hub.resolve_preset(args.input)
+        preset = presets.resolve_preset(args.input)
         with atomic_directory(args.output) as tmp:
             shutil.copytree(preset, tmp, dirs_exist_ok=True)

@@ -53,7 +53,7 @@ def export_hub_command(args):
 
         result = export_task_dir(args.model, args.output, args.seq_length)
     else:
-        from biozoo.export.hub import export_hub
+        from biozoo.export.tfhub import export_hub
 
         export_hub(args.preset, args.output, seq_length=args.seq_length or 128)
         result = {"output": os.path.abspath(args.output), "encoder": "encoder", "preprocessor": "preprocessor"}

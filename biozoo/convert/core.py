@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from biozoo.convert.mapping import apply_table, mapped_targets
-from biozoo.convert.preset import write_preset
+from biozoo.mapping import apply_table, mapped_targets
+from biozoo.preset_files import write_preset
 from biozoo.errors import CheckpointError
 
 

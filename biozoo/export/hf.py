@@ -12,7 +12,7 @@ from biozoo.errors import CheckpointError
 
 def hf_state_dict(backbone):
     """{HF base-model name: array} through the family's HF table, read backwards."""
-    from biozoo.convert.mapping import INVERSE, reverse_lookup
+    from biozoo.mapping import INVERSE, reverse_lookup
     from biozoo.models import family_for_backbone
 
     family = family_for_backbone(backbone)

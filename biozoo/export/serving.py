@@ -21,7 +21,7 @@ import os
 import tensorflow as tf
 
 from biozoo.errors import BiozooError
-from biozoo.export import hub as H
+from biozoo.export import tfhub as H
 
 NEG = -1e9
 

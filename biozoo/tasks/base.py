@@ -20,10 +20,10 @@ class PresetTaskMixin:
     def from_preset(cls, preset, load_weights=True, **kwargs):
         from keras_hub.src.utils.preset_utils import check_file_exists, get_preset_loader
 
-        from biozoo import hub
-        from biozoo.convert.preset import read_heads
+        from biozoo import presets
+        from biozoo.preset_files import read_heads
 
-        preset_dir = hub.resolve_preset(preset)
+        preset_dir = presets.resolve_preset(preset)
         loader = get_preset_loader(preset_dir)
         has_task = check_file_exists(preset_dir, "task.json")
         task = loader.load_task(cls, load_weights, load_task_weights=True, **kwargs)

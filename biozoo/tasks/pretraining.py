@@ -12,7 +12,7 @@ from keras_hub.src.models.task import Task
 from biozoo.data import IGNORE_LABEL
 from biozoo.models._common import get_activation
 from biozoo.tasks.base import PresetTaskMixin
-from biozoo.train.optim import default_optimizer
+from biozoo.optim import default_optimizer
 
 # Families whose MLM transform uses exact GELU whatever hidden_act says (HF ELECTRA generator).
 MLM_ACTIVATION = {"ElectraBackbone": "gelu"}

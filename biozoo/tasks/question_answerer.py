@@ -13,7 +13,7 @@ from biozoo.tasks.base import head_dropout
 from biozoo.tasks.base import GlobalBatchLossMixin
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
-from biozoo.train.optim import default_optimizer
+from biozoo.optim import default_optimizer
 
 
 @dataclasses.dataclass

@@ -14,7 +14,7 @@ from biozoo.tasks.base import head_dropout
 from biozoo.tasks.base import GlobalBatchLossMixin
 from biozoo.tasks.base import PresetTaskMixin
 from biozoo.tokenizers.base import Tokenizer
-from biozoo.train.optim import default_optimizer
+from biozoo.optim import default_optimizer
 
 # Entity markers of the biomedical RE corpora; each stays one token.
 ENTITY_MARKERS = (

@@ -24,9 +24,9 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
 
     @classmethod
     def from_preset(cls, preset, config_file="tokenizer.json", **kwargs):
-        from biozoo import hub
+        from biozoo import presets
 
-        preset_dir = hub.resolve_tokenizer_preset(preset)
+        preset_dir = presets.resolve_tokenizer_preset(preset)
         return super().from_preset(preset_dir, config_file=config_file, **kwargs)
 
     def ids(self, texts):

@@ -206,7 +206,7 @@ class Distiller(keras.Model):
 
     Example:
         >>> distiller = Distiller(teacher, student, "compact", layer_map=[2, 4])
-        >>> distiller.compile(optimizer=biozoo.train.optim.adamw(5e-4, 1000))
+        >>> distiller.compile(optimizer=biozoo.optim.adamw(5e-4, 1000))
         >>> distiller.fit(dataset, steps_per_epoch=1000)
         >>> distiller.student.save_to_preset("student")
     """
@@ -532,7 +532,7 @@ def run_distill(method, teacher, student_config, corpus_files, output, *, layer_
     from biozoo.tasks.pretraining import MaskedLM
     from biozoo.train.finetune import set_seed
     from biozoo.train.loop import train
-    from biozoo.train.optim import adamw
+    from biozoo.optim import adamw
     from biozoo.train.strategy import ResolvedStrategy, is_chief
 
     if method not in METHODS:

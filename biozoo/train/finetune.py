@@ -95,7 +95,7 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
     from biozoo._io import atomic_directory, atomic_write_json
     from biozoo.tasks._util import use_xla
     from biozoo.train.loop import train
-    from biozoo.train.optim import make_optimizer
+    from biozoo.optim import make_optimizer
     from biozoo.train.strategy import ResolvedStrategy, is_chief
 
     if strategy is None:
@@ -108,11 +108,11 @@ def run_finetune(kind, preset, data_dir, output, hp, recipe_options=None, verbos
     policy = precision_policy(hp.precision, strategy.name)
     static = strategy.name == "tpu" if hp.static_shapes == "auto" else hp.static_shapes in (True, "on", "true")
     jit = (use_xla() or strategy.name == "tpu") if hp.jit_compile == "auto" else bool(hp.jit_compile)
-    from biozoo import hub
+    from biozoo import presets
 
     # Convert (or find in the cache) first: a conversion draws random numbers, and the task's
     # new layers must start the same whether or not this run converted the checkpoint.
-    source = hub.resolve_preset(preset)
+    source = presets.resolve_preset(preset)
     set_seed(hp.seed)
     recipe = RECIPES[kind](**(recipe_options or {}))
     splits = recipe.load(data_dir)

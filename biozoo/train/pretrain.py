@@ -349,10 +349,10 @@ def backbone_from_config(config, tokenizer):
 
 
 def _sentence_head_weights(preset, sentence_task):
-    from biozoo import hub
-    from biozoo.convert.preset import read_heads
+    from biozoo import presets
+    from biozoo.preset_files import read_heads
 
-    heads, _ = read_heads(hub.resolve_preset(preset))
+    heads, _ = read_heads(presets.resolve_preset(preset))
     key = f"{sentence_task}/dense/"
     if key + "kernel" in heads:
         return [heads[key + "kernel"], heads[key + "bias"]]
@@ -364,9 +364,9 @@ def _generator_source(preset, generator):
         return generator
     if preset is None:
         return None
-    from biozoo import hub
+    from biozoo import presets
 
-    candidate = os.path.join(hub.resolve_preset(preset), "generator")
+    candidate = os.path.join(presets.resolve_preset(preset), "generator")
     return candidate if os.path.exists(os.path.join(candidate, "config.json")) else None
 
 
@@ -453,11 +453,11 @@ def run_pretrain(method, corpus_files, output, preset=None, config=None, *, toke
     import tensorflow as tf
 
     from biozoo._io import atomic_directory, atomic_write_json
-    from biozoo.convert.preset import HEADS_CONFIG_FILE, HEADS_FILE, PROVENANCE_FILE
+    from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, PROVENANCE_FILE
     from biozoo.data.pretraining import count_records, masked_dataset, write_pretraining_records
     from biozoo.tokenizers import Tokenizer
     from biozoo.train import loop
-    from biozoo.train.optim import adamw
+    from biozoo.optim import adamw
     from biozoo.train.strategy import is_chief
 
     if method not in METHODS:

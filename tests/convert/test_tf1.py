@@ -49,7 +49,7 @@ def test_bert(tmp_path):
     write_vocab(tmp_path)
     convert_tf1(str(tmp_path / "bert_model.ckpt"), tmp_path / "preset", progress=False)
     assert_matches(tmp_path / "preset", model)
-    from biozoo.convert.preset import read_heads
+    from biozoo.preset_files import read_heads
 
     heads, _ = read_heads(tmp_path / "preset")
     state = T.torch_state(model)

@@ -55,13 +55,13 @@ HEAD_SOURCES = {
 @pytest.mark.parametrize("name, model_cls", [c for c in H.CASES if c[1] in HEAD_SOURCES])
 def test_heads_are_kept_in_the_preset(name, model_cls, tmp_path, tiny_spiece):
     """The heads are converted with the same layout rules, checked against the torch tensors."""
-    from biozoo import hub
-    from biozoo.convert.preset import read_heads
+    from biozoo import presets
+    from biozoo.preset_files import read_heads
 
     model = H.make_model(name, model_cls)
     tokenizer = "sentencepiece" if name.startswith("albert") else "wordpiece"
     directory = H.save_hf_directory(model, tmp_path / "hf", "safetensors", tokenizer, tiny_spiece)
-    preset = hub.resolve_preset(str(directory))
+    preset = presets.resolve_preset(str(directory))
     heads, config = read_heads(preset)
     assert {key.split("/")[0] for key in heads} == HEAD_SOURCES[model_cls]
     assert set(config) == HEAD_SOURCES[model_cls]

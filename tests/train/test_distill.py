@@ -190,7 +190,7 @@ def test_layer_maps_and_config_errors(tmp_path):
 def test_train_step_updates_only_the_student_and_projection():
     import tensorflow as tf
 
-    from biozoo.train.optim import adamw
+    from biozoo.optim import adamw
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])  # train_step in a replica context
     with strategy.scope():
@@ -243,7 +243,7 @@ def trained_teacher(tmp_path_factory, shared_data):
 
     from biozoo.data import pretraining as P
     from biozoo.tokenizers import SentencePieceTokenizer
-    from biozoo.train.optim import adamw
+    from biozoo.optim import adamw
     from conftest import read_sentences, train_spiece
 
     root = tmp_path_factory.mktemp("distill")

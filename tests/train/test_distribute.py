@@ -193,7 +193,7 @@ def test_train_step_compiles_with_xla_and_static_shapes(kind, tmp_path, shared_d
 
     from biozoo.train.finetune import RECIPES, Hyperparameters
     from biozoo.train.loop import train
-    from biozoo.train.optim import make_optimizer
+    from biozoo.optim import make_optimizer
 
     data = task_data(kind, shared_data, tmp_path / kind)
     hp = Hyperparameters(batch_size=4, max_seq_length=64, learning_rate=1e-3)

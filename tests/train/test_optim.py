@@ -38,7 +38,7 @@ def first_step_changes(optimizer, task):
 
 
 def test_layerwise_decay_scales_each_layer_as_electra_does():
-    from biozoo.train.optim import layer_depth, make_optimizer
+    from biozoo.optim import layer_depth, make_optimizer
 
     peak = 1e-3
     # no warmup: the first step uses the peak rate; no weight decay
@@ -70,7 +70,7 @@ def test_layerwise_decay_scales_each_layer_as_electra_does():
 def test_lamb_trains():
     import keras
 
-    from biozoo.train.optim import make_optimizer
+    from biozoo.optim import make_optimizer
 
     task = tiny_task()
     # LAMB moves each matrix by lr x its norm: the rates are larger than Adam's
@@ -89,7 +89,7 @@ def test_global_norm_clipping_scales_as_torch_clip_grad_norm(scale):
     torch = pytest.importorskip("torch")
     import tensorflow as tf
 
-    from biozoo.train.optim import clip_by_global_norm_like_torch
+    from biozoo.optim import clip_by_global_norm_like_torch
 
     rng = np.random.default_rng(3)
     arrays = [rng.normal(size=(3, 4)).astype(np.float32) * scale, rng.normal(size=(5,)).astype(np.float32)]
@@ -109,7 +109,7 @@ def test_warmup_steps_round_up_as_the_hf_trainer():
     pytest.importorskip("torch")
     from transformers import TrainingArguments
 
-    from biozoo.train.optim import make_optimizer
+    from biozoo.optim import make_optimizer
 
     for total, ratio in [(63, 0.1), (189, 0.1), (24, 0.25), (10, 0.06), (7, 0.0)]:
         arguments = TrainingArguments(output_dir="unused", warmup_steps=ratio, report_to="none")
@@ -121,7 +121,7 @@ def test_schedule_matches_transformers_linear_schedule():
     torch = pytest.importorskip("torch")
     from transformers import get_linear_schedule_with_warmup
 
-    from biozoo.train.optim import LinearWarmupDecay
+    from biozoo.optim import LinearWarmupDecay
 
     total, warmup, peak = 50, 7, 3e-5
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=peak)
@@ -177,7 +177,7 @@ def test_adamw_updates_exactly_as_torch_adamw(kind):
     import keras
     import tensorflow as tf
 
-    from biozoo.train.optim import LinearWarmupDecay, make_optimizer
+    from biozoo.optim import LinearWarmupDecay, make_optimizer
 
     rng = np.random.default_rng(1)
     w0 = rng.normal(size=(12, 5)).astype(np.float32)
@@ -201,7 +201,7 @@ def test_adamw_updates_exactly_as_torch_adamw(kind):
 def test_clipped_adamw_updates_exactly_as_torch():
     """clip_grad_norm_ then AdamW, 10 steps of repeated embedding slices whose norms (about 8
     to 25) straddle the limit 12: biozoo equals torch; unclipped it does not."""
-    from biozoo.train.optim import make_optimizer
+    from biozoo.optim import make_optimizer
 
     rng = np.random.default_rng(4)
     w0 = rng.normal(size=(12, 5)).astype(np.float32)
@@ -222,7 +222,7 @@ import biozoo
 from biozoo.train.strategy import configure_logical_cpus
 configure_logical_cpus()  # BIOZOO_LOGICAL_CPUS=2
 import keras, numpy as np, tensorflow as tf
-from biozoo.train import optim
+from biozoo import optim
 
 steps = np.asarray(json.loads(sys.argv[1]), np.float32)  # [step, replica, ...]
 
@@ -291,7 +291,7 @@ def test_sparse_gradients_update_as_their_dense_sum(name, options):
     optimiser biozoo builds (clipping measures the summed gradient's norm)."""
     import keras
 
-    from biozoo.train.optim import make_optimizer
+    from biozoo.optim import make_optimizer
 
     rng = np.random.default_rng(2)
     pairs = [slices_with_repeats(rng) for _ in range(5)]
@@ -314,7 +314,7 @@ def test_sparse_gradients_update_as_their_dense_sum(name, options):
 def test_tasks_compile_with_biozoo_adamw_by_default():
     """`task.compile()` without an optimizer: biozoo's AdamW at 5e-5 (not Keras' Adam at 1e-3,
     whose embedding updates are wrong for repeated tokens), no decay on biases and LayerNorms."""
-    from biozoo.train.optim import AdamW
+    from biozoo.optim import AdamW
 
     task = tiny_task()
     task.compile()

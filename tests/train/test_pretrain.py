@@ -323,8 +323,8 @@ def test_continued_albert_pretraining_with_sop(tmp_path, corpus, tiny_albert):
     """As BioM-ALBERT-xxlarge-PMC continued BioM-ALBERT-xxlarge: start from the preset's
     weights and its MLM and sentence-order heads."""
     import biozoo
-    from biozoo.convert.preset import read_heads
-    from biozoo.hub import resolve_preset
+    from biozoo.preset_files import read_heads
+    from biozoo.presets import resolve_preset
     from biozoo.train.pretrain import build_pretrainer, run_pretrain
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_albert)

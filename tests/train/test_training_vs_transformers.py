@@ -45,9 +45,9 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
-    from biozoo import hub
+    from biozoo import presets
     from biozoo.train.finetune import Hyperparameters, RelationRecipe, set_seed
-    from biozoo.train.optim import make_optimizer
+    from biozoo.optim import make_optimizer
 
     labels = sorted({e.label for e in examples})
     hp = Hyperparameters(batch_size=batch_size, max_seq_length=max_seq_length, learning_rate=lr,
@@ -55,7 +55,7 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
     set_seed(0)
     torch.manual_seed(0)
     recipe = RelationRecipe()
-    task = recipe.build_task(hub.resolve_preset(str(model_dir)), {"train": examples}, hp)
+    task = recipe.build_task(presets.resolve_preset(str(model_dir)), {"train": examples}, hp)
     assert task.label_names == labels and recipe.added_tokens
 
     hf = AutoModelForSequenceClassification.from_pretrained(
@@ -112,7 +112,7 @@ def stock_keras_adamw(name, lr, steps, warmup_ratio, weight_decay, clip_norm=Non
     """Keras' own AdamW with our schedule, settings and weight-decay exclusions."""
     import keras
 
-    from biozoo.train.optim import NO_DECAY, LinearWarmupDecay
+    from biozoo.optim import NO_DECAY, LinearWarmupDecay
 
     stock = keras.optimizers.AdamW(learning_rate=LinearWarmupDecay(lr, steps, round(warmup_ratio * steps)),
                                    weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-8,

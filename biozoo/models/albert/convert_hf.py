@@ -1,7 +1,7 @@
 """HuggingFace ALBERT (AlbertModel, AlbertForMaskedLM, AlbertForPreTraining,
 AlbertForQuestionAnswering)."""
 
-from biozoo.convert.mapping import Table, attention, dense, embedding, layer_norm, param
+from biozoo.mapping import Table, attention, dense, embedding, layer_norm, param
 from biozoo.models.bert.convert_hf import LEGACY_RENAMES, check_absolute_positions
 from biozoo.models.bert.convert_hf import config_to_hf as bert_config_to_hf
 from biozoo.models.family import hf_get

@@ -1,6 +1,6 @@
 """google-research/albert TF1 checkpoints (BioM-ALBERT), also TF-Hub v1 modules (`module/`)."""
 
-from biozoo.convert.mapping import Rule, Table, tf_attention, tf_dense, tf_layer_norm
+from biozoo.mapping import Rule, Table, tf_attention, tf_dense, tf_layer_norm
 from biozoo.models.bert.convert_tf1 import TF1_TRAINING_STATE
 
 BLOCK_SOURCE = "bert/encoder/transformer/group_{i}/inner_group_{j}"

@@ -1,6 +1,6 @@
 """HuggingFace BERT (BertModel, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering)."""
 
-from biozoo.convert.mapping import Table, attention, dense, embedding, layer_norm, param
+from biozoo.mapping import Table, attention, dense, embedding, layer_norm, param
 from biozoo.errors import CheckpointError
 from biozoo.models.family import hf_get
 

@@ -1,6 +1,6 @@
 """google-research/bert TF1 checkpoints (BioBERT, and BERT-objective BioM runs)."""
 
-from biozoo.convert.mapping import Rule, Table, tf_attention, tf_dense, tf_layer_norm
+from biozoo.mapping import Rule, Table, tf_attention, tf_dense, tf_layer_norm
 
 # Optimizer slots, step counters and loss-scale state: not model weights.
 TF1_TRAINING_STATE = (

@@ -1,6 +1,6 @@
 """HuggingFace DistilBERT (DistilBertModel, DistilBertForMaskedLM, DistilBertForQuestionAnswering)."""
 
-from biozoo.convert.mapping import Table, attention, dense, embedding, layer_norm, param
+from biozoo.mapping import Table, attention, dense, embedding, layer_norm, param
 from biozoo.models.family import hf_get
 
 LAYER = "transformer.layer.{i}"

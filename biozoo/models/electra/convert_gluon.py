@@ -1,6 +1,6 @@
 """GluonNLP 1.0 ELECTRA (`model.params` / `disc_model.params` / `gen_model.params`)."""
 
-from biozoo.convert.mapping import Rule, Table, dense, embedding, fused_attention, layer_norm, param
+from biozoo.mapping import Rule, Table, dense, embedding, fused_attention, layer_norm, param
 
 LAYER = "encoder.all_encoder_layers.{i}"
 BLOCK = "transformer_layer_{i}"

@@ -4,7 +4,7 @@ sizes are read off the tensors."""
 
 import re
 
-from biozoo.convert.mapping import Rule, Table, tf_attention, tf_dense, tf_layer_norm
+from biozoo.mapping import Rule, Table, tf_attention, tf_dense, tf_layer_norm
 from biozoo.errors import CheckpointError
 from biozoo.models.bert.convert_tf1 import TF1_TRAINING_STATE
 

@@ -1,7 +1,7 @@
 """HuggingFace Megatron-BERT (MegatronBertModel, *ForMaskedLM, *ForPreTraining,
 *ForQuestionAnswering; the EMBO BioMegatron ports)."""
 
-from biozoo.convert.mapping import Table, attention, dense, embedding, layer_norm
+from biozoo.mapping import Table, attention, dense, embedding, layer_norm
 from biozoo.models.bert.convert_hf import BERT_HEAD_RULES, LEGACY_RENAMES, TIED_AND_BUFFERS
 from biozoo.models.bert.convert_hf import config_from_hf as bert_config_from_hf
 from biozoo.models.bert.convert_hf import config_to_hf as bert_config_to_hf

@@ -1,6 +1,6 @@
 """Megatron-LM / NeMo BERT checkpoints (BioMegatron's MegatronBERT.pt, .nemo archives)."""
 
-from biozoo.convert.mapping import Rule, Table, dense, embedding, layer_norm, param
+from biozoo.mapping import Rule, Table, dense, embedding, layer_norm, param
 
 LAYER = "layers.{i}"
 BLOCK = "transformer_layer_{i}"

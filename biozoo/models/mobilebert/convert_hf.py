@@ -1,6 +1,6 @@
 """HuggingFace MobileBERT (MobileBertModel, *ForMaskedLM, *ForPreTraining, *ForQuestionAnswering)."""
 
-from biozoo.convert.mapping import Table, dense, embedding, layer_norm, param
+from biozoo.mapping import Table, dense, embedding, layer_norm, param
 from biozoo.models.bert.convert_hf import LEGACY_RENAMES, check_absolute_positions
 from biozoo.models.family import hf_get
 

@@ -18,7 +18,7 @@ import shutil
 
 from biozoo import registry
 from biozoo._io import atomic_directory
-from biozoo.convert.preset import PROVENANCE_FILE, is_keras_preset
+from biozoo.preset_files import PROVENANCE_FILE, is_keras_preset
 from biozoo.errors import CheckpointError, OfflineError
 
 TOKENIZER_FILES = (

@@ -1,4 +1,4 @@
-"""Handles, the conversion cache, offline mode and errors for names (biozoo.hub / from_preset)."""
+"""Handles, the conversion cache, offline mode and errors for names (biozoo.presets / from_preset)."""
 
 import os
 import threading
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import biozoo
-from biozoo import hub, registry
-from biozoo.convert.preset import read_provenance
+from biozoo import presets, registry
+from biozoo.preset_files import read_provenance
 from biozoo.errors import OfflineError
 
 
@@ -65,7 +65,7 @@ def test_registry_name_downloads_converts_and_caches(tiny_bert_dir, offline_hub,
     assert_same_outputs(first(inputs), second(inputs), inputs)
     sequence, _ = H.hf_outputs(model, inputs)
     assert H.max_diff(first(inputs)["sequence_output"], sequence, inputs["padding_mask"]) <= 1e-4
-    preset = hub.resolve_preset("bioformer_8l")
+    preset = presets.resolve_preset("bioformer_8l")
     assert preset.startswith(os.environ["BIOZOO_CACHE"])
     assert read_provenance(preset)["registry_name"] == "bioformer_8l"
     assert biozoo.Tokenizer.from_preset("bioformer_8l").vocabulary_size() == H.VOCAB_SIZE
@@ -133,7 +133,7 @@ def test_concurrent_loads_convert_once(tiny_bert_dir, count_conversions):
 
     def load():
         try:
-            results.append(hub.resolve_preset(str(tiny_bert_dir)))
+            results.append(presets.resolve_preset(str(tiny_bert_dir)))
         except Exception as error:  # pragma: no cover - reported below
             errors.append(error)
 
@@ -147,7 +147,7 @@ def test_concurrent_loads_convert_once(tiny_bert_dir, count_conversions):
 
 
 def test_biozoo_presets_load_with_plain_keras_hub(tiny_bert_dir):
-    preset = hub.resolve_preset(str(tiny_bert_dir))
+    preset = presets.resolve_preset(str(tiny_bert_dir))
     backbone = keras_hub.models.Backbone.from_preset(preset)
     tokenizer = keras_hub.models.Tokenizer.from_preset(preset)
     assert type(backbone).__name__ == "BertBackbone" and type(backbone).__module__.startswith("biozoo")

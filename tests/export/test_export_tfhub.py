@@ -13,7 +13,7 @@ import hf_models as H
 import numpy as np
 import pytest
 
-from biozoo.export.hub import export_hub
+from biozoo.export.tfhub import export_hub
 
 CHILD = Path(__file__).with_name("keras_free_child.py")
 SEQ_LENGTH = 64
