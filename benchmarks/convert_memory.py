@@ -20,7 +20,6 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 CHILD = r"""
 import json, resource, sys, os
@@ -54,7 +53,7 @@ def make_checkpoints(workdir, layers, hidden):
     import transformers
     from safetensors.torch import save_file
 
-    import tf1_checkpoints as T
+    from biozoo.testing import tf1_checkpoints as T
 
     config = transformers.ElectraConfig(vocab_size=28895, embedding_size=hidden, hidden_size=hidden,
                                         num_hidden_layers=layers, num_attention_heads=hidden // 64,

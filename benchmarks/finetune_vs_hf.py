@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import tempfile
@@ -240,25 +239,27 @@ def step_times(kind, folder, steps, hp, warmup_steps=3):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
-    from biozoo.train.finetune import RECIPES, Hyperparameters, micro_batches, set_seed
+    from biozoo.train.adapters import ADAPTERS
+    from biozoo.train.finetune import Hyperparameters, micro_batches
+    from biozoo.train.run import set_seed
     from biozoo.optim import make_optimizer
 
     params = Hyperparameters(batch_size=hp["batch"], max_seq_length=hp["max_len"], learning_rate=hp["lr"],
                              seed=hp["seed"])
-    recipe = RECIPES[kind]()
-    examples = recipe.load(folder, only="train")["train"]
+    adapter = ADAPTERS[kind]()
+    examples = adapter.load(folder, only="train")["train"]
     examples = random.Random(hp["seed"]).sample(examples, hp["batch"] * (steps + warmup_steps))
     total = steps + warmup_steps
     tasks = {}
     for clip in (False, True):
         set_seed(hp["seed"])
-        task = recipe.build_task(minilm(), {"train": examples}, params)
+        task = adapter.build_task(minilm(), {"train": examples}, params)
         task.compile(optimizer=make_optimizer("adamw", hp["lr"], total, hp["warmup"], hp["wd"],
                                               clip_norm=hp["clip"] if clip else None), jit_compile=False)
         task.micro_batches = micro_batches(params, task, hp["batch"], False)
         task.make_train_function()
         tasks[clip] = task
-    batches = list(recipe.batches(tasks[False], examples, params, training=True).dataset_from(0).take(total))
+    batches = list(adapter.batches(tasks[False], examples, params, training=True).dataset_from(0).take(total))
     torch.manual_seed(hp["seed"])
     vocabulary = tasks[False].backbone.get_config()["vocabulary_size"]
     if kind == "ner":
@@ -363,9 +364,9 @@ def main():
         print(json.dumps(report["ner_ncbi_disease"]), flush=True)
 
     if "re" in args.tasks:
-        from biozoo._io import read_json
         from biozoo.data.relation import read_relation
         from biozoo.metrics.relation import micro_prf
+        from biozoo.tasks.finetuned import read_kind
 
         folder = data / "re" / "chemprot"
         if args.max_train:
@@ -376,7 +377,7 @@ def main():
         for seed in seeds:
             seeded = dict(hp, seed=seed)
             metrics, output = biozoo_run("re", folder, seeded)
-            markers = read_json(os.path.join(output, "recipe.json"))["options"]["added_tokens"]
+            markers = read_kind(output)[1]["added_tokens"]  # the entity markers biozoo added
             hf_seconds, hf_labels = hf_re(train, test, labels, markers, seeded)
             hf_scores = micro_prf([e.label for e in test], hf_labels, "False")
             runs.append({"seed": seed, "biozoo": scores(metrics["test"], metrics["train_seconds"]),

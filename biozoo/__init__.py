@@ -21,7 +21,7 @@ _environment.load_triton_before_tensorflow()
 __version__ = "0.1.0"
 
 from biozoo import models  # noqa: E402  (registers the backbones and tokenizers)
-from biozoo.api import from_preset  # noqa: E402
+from biozoo.api import Tokenizer, from_preset  # noqa: E402
 from biozoo.registry import list_presets  # noqa: E402
 from biozoo.tasks import (  # noqa: E402
     MaskedLM,
@@ -30,7 +30,6 @@ from biozoo.tasks import (  # noqa: E402
     SequenceClassifier,
     TokenClassifier,
 )
-from biozoo.tokenizers import Tokenizer  # noqa: E402
 
 __all__ = [
     "from_preset", "list_presets", "Tokenizer", "__version__",

@@ -79,16 +79,28 @@ def atomic_write_json(path, obj):
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
-def read_json(path, what="file"):
-    """Parse a JSON file; errors name the file (and line/column for syntax errors)."""
+def read_json(path, what="file", error_class=None):
+    """Parse a JSON file; errors name the file (and line/column for syntax errors).
+
+    `error_class`: what a malformed file raises; `CheckpointError` (checkpoints, presets)
+    unless a reader of data or predictions passes `DataFormatError`. A missing file raises
+    `FileNotFoundError`."""
     from biozoo.errors import CheckpointError
 
+    error_class = error_class or CheckpointError
     try:
+        if "://" in os.fspath(path):  # gs://, s3://...: through TensorFlow's file systems
+            import tensorflow as tf
+
+            if not tf.io.gfile.exists(path):
+                raise FileNotFoundError(f"{path} does not exist.")
+            with tf.io.gfile.GFile(path) as f:
+                return json.loads(f.read())
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except FileNotFoundError:
         raise
     except json.JSONDecodeError as error:
-        raise CheckpointError(f"{path}: invalid JSON in {what} (line {error.lineno}, column {error.colno}: {error.msg}).") from None
+        raise error_class(f"{path}: invalid JSON in {what} (line {error.lineno}, column {error.colno}: {error.msg}).") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise CheckpointError(f"{path}: unreadable {what} ({error}).") from None
+        raise error_class(f"{path}: unreadable {what} ({error}).") from None

@@ -4,6 +4,38 @@ from __future__ import annotations
 
 import os
 
+from biozoo.tokenizers.base import Tokenizer as TokenizerBase
+
+
+class _AnyBiozooTokenizer(type):
+    # isinstance(t, biozoo.Tokenizer) holds for every biozoo tokenizer (they subclass TokenizerBase)
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, TokenizerBase)
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, TokenizerBase)
+
+
+class Tokenizer(metaclass=_AnyBiozooTokenizer):
+    """The tokenizer of a checkpoint, loaded by name; its ids equal the HF tokenizer's.
+
+    `from_preset` takes every handle `biozoo.from_preset` takes (registry name,
+    `hf://org/repo[@rev]`, local HF or Keras preset directory, `gs://...`) and returns the
+    family's KerasHub tokenizer. Called on a list of strings, it returns token ids without
+    special tokens.
+
+    Example:
+        >>> tokenizer = biozoo.Tokenizer.from_preset("biobert_v1_1")
+        >>> tokenizer(["BRCA1 mutations in breast cancer."])
+    """
+
+    @classmethod
+    def from_preset(cls, preset, config_file="tokenizer.json", **kwargs):
+        from biozoo import presets
+
+        preset_dir = presets.resolve_tokenizer_preset(preset)
+        return TokenizerBase.from_preset(preset_dir, config_file=config_file, **kwargs)
+
 
 def from_preset(handle, load_weights=True, **kwargs):
     """The backbone of a checkpoint, by registry name or location.
@@ -42,7 +74,7 @@ def build_from_registry(name, **kwargs):
 
     entry = registry.get_entry(name)
     family = get_family(entry["family"])
-    config = family.config_from_hf(entry["config"], entry["pooler"])
+    config = family.backbone_arguments(entry["config"], use_pooler=entry["pooler"])
     config.update(kwargs)
     return family.backbone_cls(**config)
 
@@ -54,7 +86,6 @@ def _build_from_hf_config(directory, **kwargs):
 
     config = read_hf_config(directory)
     family = family_for_model_type(config["model_type"], os.path.join(directory, "config.json"))
-    names = {family.hf_table.normalize(n) for n in open_checkpoint(directory).names()}
-    arguments = family.config_from_hf(config, family.use_pooler(config, names))
+    arguments = family.backbone_arguments(config, open_checkpoint(directory).names())
     arguments.update(kwargs)
     return family.backbone_cls(**arguments)

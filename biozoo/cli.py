@@ -1,6 +1,7 @@
 """The `biozoo` command line (also `python -m biozoo`).
 
-Each command lives beside the code it drives: a module in COMMAND_MODULES defines
+Each command is a module of biozoo._commands, argparse glue for the code it drives
+(biozoo.train, biozoo.metrics, ...): a module in COMMAND_MODULES defines
 `register(subparsers)`, which adds its parser and sets `func` to a handler taking the
 parsed arguments and returning an exit status. Heavy imports happen inside handlers, so
 `biozoo --help` and `biozoo list` stay fast.
@@ -18,7 +19,7 @@ COMMAND_MODULES = (
     "biozoo._commands.convert",   # convert
     "biozoo._commands.export",    # export
     "biozoo._commands.tasks",     # finetune, evaluate, annotate
-    "biozoo.metrics.cli",         # score
+    "biozoo._commands.score",     # score
     "biozoo._commands.train",     # pretrain, distill
     "biozoo._commands.demo",      # demo
 )

@@ -6,6 +6,8 @@ import math
 
 import keras
 
+from biozoo import _keras_internals
+
 NO_DECAY = ("bias", "gamma", "beta")  # biases and LayerNorm parameters: no weight decay
 
 
@@ -88,17 +90,13 @@ class _TorchGradients:
         return super()._clip_gradients(grads)
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        # Keras 3.15's TFOptimizer._backend_update_step, with the clipping between its two halves.
+        # Keras' TFOptimizer._backend_update_step, with the clipping between its two halves.
         if not self._clips_after_sum():
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
-        import tensorflow as tf
-
         variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
-        summed = self._all_reduce_sum_gradients(list(zip(grads, variables)))
-        clipped = clip_by_global_norm_like_torch([g for g, _ in summed], self.global_clipnorm)
-        tf.__internal__.distribute.interim.maybe_merge_call(
-            self._distributed_tf_update_step, self._distribution_strategy, list(zip(clipped, variables)),
-            learning_rate)
+        _keras_internals.all_reduce_then_update(
+            self, grads, variables, learning_rate,
+            lambda summed: clip_by_global_norm_like_torch(summed, self.global_clipnorm))
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
@@ -229,7 +227,7 @@ def _with_layerwise_rates(optimizer_cls):
 
                     distribution.extended.update(getattr(variable, "value", variable), decay, group=False)
 
-            tf.__internal__.distribute.interim.maybe_merge_call(apply, self._distribution_strategy, variables)
+            _keras_internals.merge_call(self, apply, variables)
 
     LayerwiseRates.__name__ = f"Layerwise{optimizer_cls.__name__}"
     return LayerwiseRates

@@ -305,14 +305,14 @@ def _tokenizer_only(source_dir, casing):
 
 def backbone_config(family, hf_config, use_pooler=None):
     """The serialized Keras config of the family's backbone, without building it."""
-    if use_pooler is None:
-        use_pooler = family.use_pooler(hf_config, {"pooler.dense.weight", "pooler.weight"})
+    if use_pooler is None:  # no checkpoint to look at: assume the family's pooler is there
+        use_pooler = family.use_pooler(hf_config, {"pooled_dense/kernel"})
     cls = family.backbone_cls
     return {
         "module": cls.__module__,
         "class_name": cls.__name__,
         "config": {"name": f"{family.name}_backbone", "trainable": True, "dtype": None,
-                   **family.config_from_hf(hf_config, use_pooler)},
+                   **family.backbone_arguments(hf_config, use_pooler=use_pooler)},
         "registered_name": f"biozoo>{cls.__name__}",
     }
 

@@ -1,14 +1,13 @@
 """Shared fixtures: an isolated biozoo cache, the shared corpora, small tokenizer models."""
 
 import os
-import sys
+import site
 from pathlib import Path
 
 import pytest
 
 import biozoo  # noqa: F401  (before any TensorFlow import: loads triton first where installed)
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/hf_models.py
+from biozoo.testing import read_sentences, train_spiece
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,21 +32,6 @@ def isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("BIOZOO_OFFLINE", raising=False)
 
 
-def read_sentences(path, limit=None):
-    """Sentences (words joined by spaces) of a token<TAB>tag file."""
-    sentences, words = [], []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            if words:
-                sentences.append(" ".join(words))
-                words = []
-        elif not line.startswith("-DOCSTART-"):
-            words.append(line.split("\t")[0])
-    if words:
-        sentences.append(" ".join(words))
-    return sentences[:limit] if limit else sentences
-
-
 @pytest.fixture(scope="session")
 def corpus_sentences(shared_data):
     """About 1,500 real sentences: NER test sets plus ChemProt and GAD relation sentences."""
@@ -63,25 +47,12 @@ def corpus_sentences(shared_data):
     return sentences[:1500]
 
 
-def train_spiece(prefix, text, vocab_size):
-    """Train an ALBERT-style SentencePiece model (unigram; <pad> <unk> [CLS] [SEP] [MASK])."""
-    import sentencepiece as spm
-
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(text), model_prefix=str(prefix), vocab_size=vocab_size,
-        model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2,
-    )
-    return Path(str(prefix) + ".model")
-
-
 @pytest.fixture(scope="session")
 def tiny_spiece(tmp_path_factory):
     """A 40-piece model, small enough for the tiny test models' 99-row embeddings."""
-    from hf_models import wordpiece_vocab
+    from biozoo.testing import tiny_sentencepiece
 
-    text = [" ".join(w for w in wordpiece_vocab() if w.isalpha())] * 50
-    return train_spiece(tmp_path_factory.mktemp("spm") / "spiece", text, 40)
+    return tiny_sentencepiece(tmp_path_factory.mktemp("spm"))
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +73,26 @@ def minilm_dir():
 def tiny_bert_real_vocab(tmp_path_factory, minilm_dir):
     """A tiny random BERT (2 layers, hidden 32) with MiniLM's real uncased vocabulary, so
     tokenization is realistic while steps stay fast."""
-    import hf_models as H
+    from biozoo import testing as H
 
     model = H.make_model("bert", "BertModel", vocab_size=30522, initializer_range=0.02)
     return H.save_hf_directory(model, tmp_path_factory.mktemp("tiny") / "bert", vocab_file=minilm_dir / "vocab.txt")
+
+
+@pytest.fixture
+def keras_free_site_dir():
+    """`make(tmp_path)`: a site directory holding everything installed except keras, biozoo
+    and their kin, for children that prove an export serves without them."""
+
+    def make(tmp_path):
+        site_dir = tmp_path / "site"
+        site_dir.mkdir()
+        packages = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
+        for name in os.listdir(packages):
+            low = name.lower()
+            if low.startswith(("keras", "tf_keras", "biozoo", "__editable__")) or low.endswith(".pth"):
+                continue
+            os.symlink(os.path.join(packages, name), site_dir / name)
+        return site_dir
+
+    return make

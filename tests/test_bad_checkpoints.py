@@ -4,7 +4,7 @@ import json
 import os
 import pickle
 
-import hf_models as H
+from biozoo import testing as H
 import pytest
 
 import biozoo

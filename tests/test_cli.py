@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-import hf_models as H
+from biozoo import testing as H
 import pytest
 
 import biozoo
@@ -77,7 +77,7 @@ def test_python_dash_m_is_the_same_cli():
 
 
 def test_export_hf_and_garden_from_the_cli(tmp_path, capsys):
-    import hf_models as H
+    from biozoo import testing as H
     import transformers
 
     model = H.make_model("bert", "BertModel", layer_norm_eps=1e-12)
@@ -92,7 +92,7 @@ def test_export_hf_and_garden_from_the_cli(tmp_path, capsys):
 
 
 def test_export_garden_refusal_is_one_line(tmp_path, capsys):
-    import hf_models as H
+    from biozoo import testing as H
 
     source = H.save_hf_directory(H.make_model("megatron_bert", "MegatronBertModel"), tmp_path / "hf")
     assert main(["export", "garden", "--preset", str(source), "--output", str(tmp_path / "garden")]) == 2

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-import hf_models as H
+from biozoo import testing as H
 import pytest
 
 from biozoo._environment import has_gpu_device_node

@@ -206,7 +206,7 @@ def test_notebook_02_squad2_bioasq(tmp_path, monkeypatch, tiny_data, tiny_bert_r
 @pytest.fixture(scope="module")
 def tiny_mlm_teacher(tmp_path_factory, minilm_dir):
     """The tiny random BERT with an MLM head (a distillation teacher) and MiniLM's real vocabulary."""
-    import hf_models as H
+    from biozoo import testing as H
 
     model = H.make_model("bert", "BertForMaskedLM", vocab_size=30522, initializer_range=0.02)
     return H.save_hf_directory(model, tmp_path_factory.mktemp("teacher") / "bert", vocab_file=minilm_dir / "vocab.txt")

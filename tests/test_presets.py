@@ -3,7 +3,7 @@
 import os
 import threading
 
-import hf_models as H
+from biozoo import testing as H
 import keras_hub
 import numpy as np
 import pytest

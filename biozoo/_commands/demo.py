@@ -93,7 +93,8 @@ def write_sample_corpus(folder, seed=0):
 
 def demo_command(args):
     import biozoo
-    from biozoo.train.finetune import Hyperparameters, load_task_preset, run_finetune
+    from biozoo.tasks.finetuned import load_task
+    from biozoo.train.finetune import Hyperparameters, run_finetune
 
     def say(message):
         print(message, file=sys.stderr, flush=True)
@@ -116,7 +117,7 @@ def demo_command(args):
     test = metrics.get("test", metrics.get("dev"))
     say(f"[3/4] test entity F1 {test['f1']:.2f} (P {test['precision']:.2f}, R {test['recall']:.2f}) "
         f"after {metrics['train_seconds']:.0f} s of training; model written to {args.output}")
-    _, _, task = load_task_preset(args.output)
+    _, _, task = load_task(args.output)
     result = task.annotate([SAMPLE_ABSTRACT])[0]
     say("[4/4] entities in a sample abstract:")
     for entity in result["entities"]:

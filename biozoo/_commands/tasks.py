@@ -123,7 +123,7 @@ def finetune_command(args):
     if args.recipe == "biom":
         import os
 
-        from biozoo.train.recipes import biom_recipe
+        from biozoo.train.recipes import biom_recipe  # the BioM-Transformers hyperparameter table
 
         recipe = biom_recipe(args.preset, args.kind, dataset=os.path.basename(os.path.normpath(args.data)))
         log(f"recipe biom for {args.preset} / {args.kind}: {json.dumps(recipe)}")
@@ -170,9 +170,9 @@ def evaluate_command(args):
 
 def annotate_command(args):
     _set_xla(args.xla)
-    from biozoo.train.finetune import load_task_preset
+    from biozoo.tasks.finetuned import load_task
 
-    kind, _, task = load_task_preset(args.model)
+    kind, _, task = load_task(args.model)
     if kind != "ner":
         raise ValueError(f"{args.model} is a {kind} model; annotate needs a NER model.")
     stream = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")

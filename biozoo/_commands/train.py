@@ -1,5 +1,6 @@
 """`biozoo pretrain mlm|electra` and `biozoo distill`: the command lines of
-biozoo.train.pretrain and biozoo.train.distill (imported only when a command runs)."""
+biozoo.train.pretrain and biozoo.train.distill (imported only when a command runs): parsed
+options -> their hyperparameter dataclasses -> `run_pretrain` / `run_distill`."""
 
 import json
 import sys
@@ -88,7 +89,6 @@ def add_pretrain_arguments(parser):
     return parser
 
 
-
 def add_distill_arguments(parser):
     """The `biozoo distill` options."""
     parser.add_argument("--teacher", required=True, help="teacher checkpoint: registry name, hf://org/repo, or a "
@@ -124,22 +124,63 @@ def add_distill_arguments(parser):
     return parser
 
 
+def _log(message):
+    print(message, file=sys.stderr)
+
 
 def _run(args, command):
-    strategy = resolve_strategy_from(args, lambda message: print(message, file=sys.stderr))
+    strategy = resolve_strategy_from(args, _log)
     metrics = command(args, strategy)
     metrics.update({"strategy": strategy.name, "replicas": strategy.replicas})
     print(json.dumps(metrics))
     return 0
 
 
-def pretrain_command(args):
-    from biozoo.train.pretrain import pretrain_command as command
+def pretrain_hyperparameters(args):
+    """`biozoo pretrain`'s options -> `PretrainHyperparameters`."""
+    from biozoo.train.pretrain import PretrainHyperparameters
 
-    return _run(args, command)
+    return PretrainHyperparameters(
+        max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
+        learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
+        masking=args.masking, sentence_task=args.sentence_task, generator_fraction=args.generator_fraction,
+        rtd_weight=args.rtd_weight, dupe_factor=args.dupe_factor, seed=args.seed,
+        checkpoint_every=args.checkpoint_every,
+    )
+
+
+def pretrain_from_args(args, strategy=None):
+    """Run `biozoo pretrain` from parsed `args`; return the metrics."""
+    from biozoo.train.pretrain import run_pretrain
+
+    return run_pretrain(args.method, args.corpus, args.output, pretrain_hyperparameters(args), preset=args.preset,
+                        config=args.config, tokenizer=args.tokenizer, generator=args.generator, strategy=strategy,
+                        records_dir=args.records, log=_log)
+
+
+def distill_hyperparameters(args):
+    """`biozoo distill`'s options -> `DistillHyperparameters`."""
+    from biozoo.train.distill import DistillHyperparameters
+
+    return DistillHyperparameters(
+        layer_map=args.layer_map, max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
+        learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio, temperature=args.temperature,
+        masking=args.masking, seed=args.seed, checkpoint_every=args.checkpoint_every,
+    )
+
+
+def distill_from_args(args, strategy=None):
+    """Run `biozoo distill` from parsed `args`; return the metrics."""
+    from biozoo.train.distill import run_distill
+
+    return run_distill(args.method, args.teacher, args.student_config, args.corpus, args.output,
+                       distill_hyperparameters(args), eval_corpus=args.eval_corpus, records_dir=args.records,
+                       strategy=strategy, log=_log)
+
+
+def pretrain_command(args):
+    return _run(args, pretrain_from_args)
 
 
 def distill_command(args):
-    from biozoo.train.distill import distill_command as command
-
-    return _run(args, command)
+    return _run(args, distill_from_args)

@@ -16,8 +16,7 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
     `config` is an HF-style config (the family's config.json keys); it is kept in the
     preset's biozoo.json so that the preset can be exported back to HF later.
     """
-    targets = mapped_targets(table, names)
-    arguments = family.config_from_hf(config, family.use_pooler(config, targets))
+    arguments = family.backbone_arguments(config, use_pooler=family.use_pooler(config, mapped_targets(table, names)))
     if tokenizer.vocabulary_size() > config["vocab_size"]:
         raise CheckpointError(
             f"{source}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's embedding "
@@ -25,7 +24,8 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
         )
     import tempfile
 
-    from biozoo.convert.sink import H5WeightsSink, unallocated_variables
+    from biozoo._keras_internals import unallocated_variables
+    from biozoo.convert.sink import H5WeightsSink
 
     # Built without allocating its variables: the tensors stream into the weights file.
     with unallocated_variables():

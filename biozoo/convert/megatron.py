@@ -135,8 +135,7 @@ def infer_config(flat, num_heads=None):
 def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, lowercase=None, checkpoint_version=None,
                      provenance=None, progress=True):
     """Convert a MegatronBERT.pt / .nemo checkpoint into a Keras preset at `out_dir`."""
-    import json
-
+    from biozoo._io import read_json
     from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
     from biozoo.models import get_family
     from biozoo.models.megatron_bert.convert_megatron import megatron_table
@@ -166,8 +165,7 @@ def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, low
     if yaml_config:
         hf_config.update(_config_from_yaml(yaml_config))
     if config:
-        with open(config, encoding="utf-8") as f:
-            hf_config.update(_config_from_yaml(config) if config.endswith((".yaml", ".yml")) else json.load(f))
+        hf_config.update(_config_from_yaml(config) if config.endswith((".yaml", ".yml")) else read_json(config, "config"))
     if num_heads:
         hf_config["num_attention_heads"] = num_heads
     hf_config["model_type"] = "megatron-bert"

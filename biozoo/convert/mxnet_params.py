@@ -30,7 +30,6 @@ file. Pickled (object) arrays are never loaded.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import zipfile
@@ -39,6 +38,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from biozoo._io import read_json
 from biozoo.errors import CheckpointError
 
 __all__ = [
@@ -493,12 +493,9 @@ def read_gluon_vocab(path) -> List[str]:
     special token must be one of ``all_tokens``.
     """
     try:
-        with open(path, "r", encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as exc:
+        data = read_json(path, "GluonNLP vocab")
+    except FileNotFoundError as exc:
         raise _err(path, f"cannot open: {exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _err(path, f"not valid JSON: {exc}") from None
     if not isinstance(data, dict) or "all_tokens" not in data:
         raise _err(path, "expected a GluonNLP 1.0 vocab object with an 'all_tokens' list")
     tokens = data["all_tokens"]

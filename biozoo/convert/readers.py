@@ -14,6 +14,7 @@ import struct
 
 import numpy as np
 
+from biozoo._io import read_json
 from biozoo.errors import CheckpointError
 
 SAFETENSORS_DTYPES = {
@@ -211,11 +212,10 @@ def find_weight_files(directory):
         if not os.path.exists(path):
             continue
         if filename.endswith(".index.json"):
-            try:
-                with open(path, encoding="utf-8") as f:
-                    weight_map = json.load(f)["weight_map"]
-            except (OSError, ValueError, KeyError) as error:
-                raise CheckpointError(f"{path}: unreadable shard index ({error}).") from None
+            index = read_json(path, "shard index")
+            if not isinstance(index, dict) or not isinstance(index.get("weight_map"), dict):
+                raise CheckpointError(f"{path}: unreadable shard index (no 'weight_map' mapping).")
+            weight_map = index["weight_map"]
             shards = [os.path.join(directory, s) for s in dict.fromkeys(weight_map.values())]
             absent = [s for s in shards if not os.path.exists(s)]
             if absent:

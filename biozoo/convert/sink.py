@@ -5,33 +5,14 @@ memory."""
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
+from biozoo import _keras_internals
 from biozoo.errors import CheckpointError
 
 
-@contextlib.contextmanager
-def unallocated_variables():
-    """Layers built in this block get variables with shapes but no memory. They are never
-    initialized: Keras would do so when the scope exits, or at the next scope that does, so
-    they are kept off its list of variables to initialize."""
-    import keras
-    from keras.src.backend.common import global_state
-
-    pending = list(global_state.get_global_attribute("uninitialized_variables", None) or [])
-    try:
-        with keras.StatelessScope(initialize_variables=False):
-            yield
-    finally:
-        global_state.set_global_attribute("uninitialized_variables", pending)
-
-
 def _placeholder_store_class():
-    from keras.src.saving.saving_lib import H5IOStore
-
-    class PlaceholderStore(H5IOStore):
+    class PlaceholderStore(_keras_internals.h5_store_class()):
         """Keras' own weights-file writer, walked by Keras' own `_save_state`, except that each
         variable becomes an empty dataset of its shape, filled later as its tensor arrives."""
 
@@ -56,13 +37,11 @@ class H5WeightsSink:
     built lazily (no variable memory). `close()` finishes the file."""
 
     def __init__(self, weights_path, backbone):
-        from keras.src.saving.saving_lib import _save_state
-
         self.path = weights_path
         self.shapes = {v.path: tuple(v.shape) for v in backbone.weights}
         self._store = _placeholder_store_class()(weights_path)
         try:
-            _save_state(backbone, weights_store=self._store, assets_store=None, inner_path="", visited_saveables=set())
+            _keras_internals.save_state(backbone, self._store)
         except BaseException:
             self._store.close()
             raise

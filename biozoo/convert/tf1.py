@@ -8,9 +8,9 @@ ELECTRA releases ship none, so sizes are read off the tensors.
 
 from __future__ import annotations
 
-import json
 import os
 
+from biozoo._io import read_json
 from biozoo.errors import CheckpointError
 
 CONFIG_FILES = {"bert": ("bert_config.json", "config.json"), "albert": ("albert_config.json", "config.json"),
@@ -95,11 +95,7 @@ def _read_config(family, path, config_path):
     ]
     for candidate in candidates:
         if candidate and tf.io.gfile.exists(candidate):
-            with tf.io.gfile.GFile(candidate) as f:
-                try:
-                    return json.load(f)
-                except json.JSONDecodeError as error:
-                    raise CheckpointError(f"{candidate}: invalid JSON ({error}).") from None
+            return read_json(candidate, "model config")
     if config_path:
         raise CheckpointError(f"{config_path}: no such config file.")
     return None
@@ -159,7 +155,7 @@ def convert_tf1(path, out_dir, family=None, config=None, vocab=None, num_heads=N
     hf_config = {**hf_config, "model_type": fam.model_types[0]}
     if num_heads:
         hf_config["num_attention_heads"] = num_heads
-    table = fam.extra.get("tf1_generator" if part == "generator" else "tf1")
+    table = fam.source_tables.get("tf1_generator" if part == "generator" else "tf1")
     if table is None:
         raise CheckpointError(f"no TF1 mapping for the {family_name} family{' generator' if part == 'generator' else ''}.")
     tokenizer = _tokenizer(fam, path, vocab, hf_config, lowercase)

@@ -186,3 +186,26 @@ class FeatureBatches:
 
 def steps(count, batch_size):
     return math.ceil(count / batch_size)
+
+
+MODEL_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def model_input_batches(token_ids, pad_token_id, segment_ids=None, extra=None, extra_padding=None, **options):
+    """`FeatureBatches` whose x is the backbone's three inputs: padding masks (and, when not
+    given, zero segment ids) are built here; `extra` adds features (labels, weights, indices)
+    and `extra_padding` their padding values. `options` go to `FeatureBatches`.
+
+    Example:
+        >>> batches = model_input_batches(ids, tokenizer.pad_token_id, extra={"labels": labels},
+        ...                               extra_padding={"labels": IGNORE_LABEL}, y_key="labels")
+    """
+    token_ids = list(token_ids)
+    features = {
+        "token_ids": token_ids,
+        "segment_ids": list(segment_ids) if segment_ids is not None else [np.zeros_like(t) for t in token_ids],
+        "padding_mask": [np.ones_like(t) for t in token_ids],
+        **(extra or {}),
+    }
+    padding = {"token_ids": pad_token_id, "segment_ids": 0, "padding_mask": 0, **(extra_padding or {})}
+    return FeatureBatches(features, padding, x_keys=MODEL_INPUTS, **options)

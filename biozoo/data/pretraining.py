@@ -41,7 +41,9 @@ import uuid
 
 import numpy as np
 
+from biozoo._io import read_json
 from biozoo.data import IGNORE_LABEL
+from biozoo.errors import DataFormatError
 
 SENTENCE_TASKS = (None, "nsp", "sop")
 FORMAT_VERSION = 1
@@ -254,8 +256,7 @@ def write_pretraining_records(corpus_files, tokenizer, records_dir, max_seq_leng
     names = [f"shard-{i:05d}.tfrecord" for i in range(len(corpus_files))]
     paths = [os.path.join(records_dir, name) for name in names]
     if tf.io.gfile.exists(manifest_path):
-        with tf.io.gfile.GFile(manifest_path) as f:
-            manifest = json.load(f)
+        manifest = read_json(manifest_path, "pretraining records manifest", DataFormatError)
         if manifest.get("settings") == settings and all(tf.io.gfile.exists(p) for p in paths):
             if log:
                 log(f"reusing {sum(manifest['instances'])} pretraining instances in {records_dir}")
@@ -283,10 +284,8 @@ def write_pretraining_records(corpus_files, tokenizer, records_dir, max_seq_leng
 
 def count_records(records_dir):
     """Number of instances recorded in `records_dir/records.json`."""
-    import tensorflow as tf
-
-    with tf.io.gfile.GFile(os.path.join(os.fspath(records_dir), MANIFEST)) as f:
-        return sum(json.load(f)["instances"])
+    manifest = read_json(os.path.join(os.fspath(records_dir), MANIFEST), "pretraining records manifest", DataFormatError)
+    return sum(manifest["instances"])
 
 
 def read_records(files):

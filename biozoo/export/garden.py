@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -38,14 +37,6 @@ GARDEN_NAMES = [
     (r"pooler_transform/(kernel|bias)", [r"pooled_dense/\1"]),
 ]
 
-# Garden weights a family lacks; they are written as zeros, and the json says so.
-ABSENT_AS_ZEROS = {
-    "distilbert": {"type_embeddings/embeddings": "DistilBERT has no token types: a zero type embedding adds nothing",
-                   "pooler_transform/kernel": "DistilBERT has no pooler", "pooler_transform/bias": "DistilBERT has no pooler"},
-    "electra": {"pooler_transform/kernel": "ELECTRA has no pooler", "pooler_transform/bias": "ELECTRA has no pooler"},
-    "bert": {"pooler_transform/kernel": "this checkpoint has no pooler", "pooler_transform/bias": "this checkpoint has no pooler"},
-}
-
 # Model Garden hard-codes this epsilon in both encoders.
 GARDEN_EPSILON = 1e-12
 GARDEN_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "Text>gelu", "relu": "relu"}
@@ -53,10 +44,13 @@ GARDEN_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "Text>gelu", "relu": "relu"}
 
 def _encoder_spec(family, config):
     """(class name, kwargs, block prefix) for a biozoo backbone config, or a clear error."""
-    if family not in ("bert", "electra", "distilbert", "albert"):
+    if family.garden_encoder is None:
+        from biozoo.models import FAMILIES
+
+        supported = ", ".join(name for name, f in FAMILIES.items() if f.garden_encoder)
         raise BiozooError(
-            f"Model Garden export supports the bert, electra, distilbert and albert families, not "
-            f"{family}: Garden's BertEncoderV2 has no pre-LayerNorm without an embedding LayerNorm "
+            f"Model Garden export supports the {supported} families, not "
+            f"{family.name}: Garden's BertEncoderV2 has no pre-LayerNorm without an embedding LayerNorm "
             "(megatron_bert) and its MobileBERTEncoder is a different layer stack. Use `biozoo export "
             "hub` or `biozoo export hf` for this model."
         )
@@ -74,19 +68,19 @@ def _encoder_spec(family, config):
         "max_sequence_length": config["max_sequence_length"],
         "type_vocab_size": config.get("num_segments", 1),
     }
-    if family == "albert":
+    if family.garden_encoder == "AlbertEncoder":
         if config["num_groups"] != 1 or config["num_inner_repetitions"] != 1:
             raise BiozooError("Model Garden's AlbertEncoder shares one layer; this ALBERT has "
                               f"{config['num_groups']} groups x {config['num_inner_repetitions']} inner layers.")
         kwargs = dict(common, embedding_width=config["embedding_dim"], intermediate_size=config["intermediate_dim"],
                       activation=activation, dropout_rate=config["dropout"], attention_dropout_rate=config["dropout"],
                       dict_outputs=True)
-        return "AlbertEncoder", kwargs, "group_0_inner_layer_0"
+        return family.garden_encoder, kwargs, "group_0_inner_layer_0"
     embedding = config.get("embedding_dim") or config["hidden_dim"]
     kwargs = dict(common, inner_dim=config["intermediate_dim"], inner_activation=activation,
                   output_dropout=config["dropout"], attention_dropout=config["dropout"],
                   embedding_width=None if embedding == config["hidden_dim"] else embedding)
-    return "BertEncoderV2", kwargs, "transformer_layer_{n}"
+    return family.garden_encoder, kwargs, "transformer_layer_{n}"
 
 
 def _source_path(garden_name, layer_prefix, ours):
@@ -129,7 +123,7 @@ def export_garden(preset, out_dir):
     from biozoo.models import family_for_backbone
 
     backbone = biozoo.from_preset(preset)
-    family = family_for_backbone(backbone).name
+    family = family_for_backbone(backbone)
     class_name, kwargs, layer_prefix = _encoder_spec(family, backbone.get_config())
     encoder = build_garden_encoder(class_name, kwargs)
     ours = {v.path: v for v in backbone.weights}
@@ -138,9 +132,9 @@ def export_garden(preset, out_dir):
         name = _strip_scope(weight.name, encoder.name)
         path = _source_path(name, layer_prefix, ours)
         if path is None:
-            reason = ABSENT_AS_ZEROS.get(family, {}).get(name)
+            reason = family.garden_absent.get(name)
             if reason is None:
-                raise BiozooError(f"no biozoo weight for Model Garden's '{name}' ({family}).")
+                raise BiozooError(f"no biozoo weight for Model Garden's '{name}' ({family.name}).")
             weight.assign(np.zeros(weight.shape, np.float32))
             zeros[name] = reason
             continue
@@ -174,8 +168,9 @@ def load_garden_encoder(directory):
     """Rebuild and restore an exported encoder (needs tf-models-official)."""
     import tensorflow as tf
 
-    with open(os.path.join(directory, "garden_encoder.json"), encoding="utf-8") as f:
-        spec = json.load(f)
+    from biozoo._io import read_json
+
+    spec = read_json(os.path.join(directory, "garden_encoder.json"), "Model Garden encoder spec")
     encoder = build_garden_encoder(spec["class"], spec["kwargs"])
     status = tf.train.Checkpoint(encoder=encoder).read(os.path.join(directory, spec["checkpoint"]))
     status.assert_existing_objects_matched()

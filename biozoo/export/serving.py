@@ -273,8 +273,8 @@ def export_task_hub(task, out_dir, seq_length=None):
 
 def export_task_dir(model_dir, out_dir, seq_length=None):
     """`biozoo export hub --model DIR`: a directory written by `biozoo finetune`."""
-    from biozoo.train.finetune import load_task_preset
+    from biozoo.tasks import load_task
 
-    _, _, task = load_task_preset(model_dir)
+    task = load_task(model_dir).task
     info = export_task_hub(task, out_dir, seq_length)
     return dict(info, output=os.path.abspath(out_dir))

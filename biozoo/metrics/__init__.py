@@ -3,8 +3,13 @@
 * :mod:`biozoo.metrics.ner` — conlleval-equal entity F1 (seqeval default mode).
 * :mod:`biozoo.metrics.relation` — micro P/R/F1 over positive classes (ChemProt, DDI, GAD).
 * :mod:`biozoo.metrics.squad` — official SQuAD v1.1 / v2.0 evaluation.
-* :mod:`biozoo.metrics.bioasq` — official BioASQ factoid scores and BioBERT's n-best transform.
-* :mod:`biozoo.metrics.hoc` — the two published HoC document-level F1 variants.
+* :mod:`biozoo.metrics.bioasq` — official BioASQ factoid scores, BioBERT's n-best transform and
+  the golden of BioASQ-as-SQuAD snippets.
+* :mod:`biozoo.metrics.hoc` — the two published HoC document-level F1 variants, per-label
+  threshold tuning.
+* :mod:`biozoo.metrics.seeds` — mean and sample standard deviation of scores over seeds.
+
+The command line (``biozoo score``) is ``biozoo._commands.score``.
 
 Importing this package is light (no TensorFlow; seqeval is imported on first use).
 """

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["factoid_scores", "aggregate_factoid", "question_group_id"]
+__all__ = ["factoid_scores", "aggregate_factoid", "question_group_id", "snippet_golden", "snippet_factoid_scores"]
 
 
 def _questions(data, what):
@@ -156,10 +156,10 @@ def aggregate_factoid(nbest_by_qid, top_k: int = 5) -> dict:
         ``{"questions": [{"id", "type": "factoid", "exact_answer": [[a1], ...], "ideal_answer": "Dummy"}]}``.
     """
     if isinstance(nbest_by_qid, (str, Path)):
-        import json
+        from biozoo._io import read_json
+        from biozoo.errors import DataFormatError
 
-        with open(nbest_by_qid, encoding="utf-8") as handle:
-            nbest_by_qid = json.load(handle)
+        nbest_by_qid = read_json(nbest_by_qid, "n-best predictions", DataFormatError)
     if not isinstance(nbest_by_qid, dict):
         raise ValueError("n-best predictions must be a dict {question id: [entries]}")
     groups: dict[str, list] = {}
@@ -196,3 +196,47 @@ def aggregate_factoid(nbest_by_qid, top_k: int = 5) -> dict:
             }
         )
     return {"questions": questions}
+
+
+def snippet_golden(answers) -> dict:
+    """A BioASQ golden json from BioASQ-as-SQuAD examples (one example per snippet).
+
+    Args:
+        answers: ``[(example id, [answer texts of that snippet]), ...]``; example ids as
+            :func:`question_group_id` reads them.
+
+    Returns:
+        ``{"questions": [{"id", "type": "factoid", "exact_answer": [[...]]}]}``, sorted by
+        question id: each question's one gold answer has the answers of all its snippets
+        (sorted, duplicates removed) as synonyms.
+    """
+    grouped: dict[str, set] = {}
+    for qid, texts in answers:
+        grouped.setdefault(question_group_id(qid), set()).update(texts)
+    return {"questions": [{"id": group, "type": "factoid", "exact_answer": [sorted(grouped[group])]}
+                          for group in sorted(grouped)]}
+
+
+def snippet_factoid_scores(answers, nbest_by_qid):
+    """BioASQ factoid scores of n-best predictions on BioASQ-as-SQuAD examples: the n-best of a
+    question's snippets aggregated (:func:`aggregate_factoid`) and scored against
+    :func:`snippet_golden`.
+
+    Args:
+        answers: ``[(example id, [answer texts]), ...]``, as :func:`snippet_golden` takes.
+        nbest_by_qid: ``{example id: [{"text", "probability"}, ...]}``.
+
+    Returns:
+        :func:`factoid_scores` with ``"gold"`` saying how the golden was made; None where the
+        examples are not BioASQ snippets: ids :func:`question_group_id` cannot read (SQuAD's
+        24 hexadecimal characters) or one example per question.
+    """
+    try:
+        groups = {question_group_id(qid) for qid, _ in answers}
+    except ValueError:
+        return None
+    if len(groups) >= len(answers):
+        return None
+    scores = factoid_scores(snippet_golden(answers), aggregate_factoid(nbest_by_qid))
+    scores["gold"] = "snippet answers of each question, as synonyms"
+    return scores

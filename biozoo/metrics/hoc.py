@@ -21,7 +21,8 @@ import numpy as np
 
 from biozoo.metrics.ner import prf
 
-__all__ = ["hoc_micro_f1_linkbert", "hoc_f1_blue", "group_by_abstract", "abstract_id"]
+__all__ = ["hoc_micro_f1_linkbert", "hoc_f1_blue", "group_by_abstract", "abstract_id", "tune_thresholds",
+           "document_scores"]
 
 
 def abstract_id(sentence_id: str) -> str:
@@ -126,3 +127,36 @@ def hoc_f1_blue(gold, pred, ids=None) -> dict:
     mean_r = float(np.mean(recalls))
     f1 = 2 * mean_p * mean_r / (mean_p + mean_r) if mean_p + mean_r else 0.0
     return {"precision": 100.0 * mean_p, "recall": 100.0 * mean_r, "f1": 100.0 * f1, "abstracts": len(gold)}
+
+
+def tune_thresholds(probabilities, gold) -> list:
+    """One decision threshold per label, the one maximising that label's F1 on `gold`.
+
+    Args:
+        probabilities: [abstracts, labels] predicted probabilities (dev set).
+        gold: [abstracts, labels] 0/1 gold labels.
+
+    Returns:
+        A threshold per label: one of the label's predicted probabilities, or 0.5 (the first
+        of equally good ones in ascending order, 0.5 included as a candidate).
+    """
+    probs = np.asarray(probabilities)
+    gold = np.asarray(gold)
+    thresholds = []
+    for j in range(gold.shape[1]):
+        best, best_f1 = 0.5, -1.0
+        for t in np.unique(np.concatenate([probs[:, j], [0.5]])):
+            pred = probs[:, j] >= t
+            tp = float((pred & (gold[:, j] == 1)).sum())
+            f1 = 2 * tp / max(1.0, pred.sum() + gold[:, j].sum())
+            if f1 > best_f1:
+                best, best_f1 = float(t), f1
+        thresholds.append(best)
+    return thresholds
+
+
+def document_scores(gold, pred) -> dict:
+    """Both HoC variants on abstract-level rows: ``{"micro_f1_linkbert", "f1_blue", "abstracts"}``
+    (what ``biozoo finetune doc`` reports)."""
+    return {"micro_f1_linkbert": hoc_micro_f1_linkbert(gold, pred), "f1_blue": hoc_f1_blue(gold, pred),
+            "abstracts": len(gold)}

@@ -18,7 +18,7 @@ from collections import Counter
 
 from biozoo.metrics.ner import prf
 
-__all__ = ["micro_prf", "infer_negative_label"]
+__all__ = ["micro_prf", "infer_negative_label", "accuracy"]
 
 
 def infer_negative_label(labels) -> str:
@@ -86,3 +86,10 @@ def micro_prf(gold_labels, pred_labels, negative_label=None) -> dict:
         "counts": {"tp": total_tp, "pred_positive": total_pred, "gold_positive": total_gold, "total": len(gold)},
         "per_label": per_label,
     }
+
+
+def accuracy(gold_labels, pred_labels) -> float:
+    """Percentage of examples whose predicted label is the gold one (rounded to 4 decimals)."""
+    import numpy as np
+
+    return round(100.0 * float(np.mean([p == g for g, p in zip(gold_labels, pred_labels)])), 4)

@@ -29,6 +29,8 @@ __all__ = [
     "evaluate_v2",
     "find_best_thresh",
     "missing_predictions",
+    "squad_dataset",
+    "answer_scores",
 ]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -295,3 +297,33 @@ def evaluate_v1(dataset, predictions) -> dict:
     if total == 0:
         raise ValueError("the dataset has no questions")
     return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
+
+
+def squad_dataset(examples) -> dict:
+    """A SQuAD json (``{"data": [...]}``, one article per example) of QA examples: objects with
+    ``qid``, ``question``, ``context``, ``answers`` and ``is_impossible`` (``biozoo.data.qa``'s)."""
+    return {"data": [{"paragraphs": [{"context": e.context, "qas": [
+        {"id": e.qid, "question": e.question, "answers": e.answers, "is_impossible": e.is_impossible}]}]}
+        for e in examples]}
+
+
+def answer_scores(examples, results, version) -> dict:
+    """The SQuAD scores of a QA model's answers to `examples` (as :func:`squad_dataset` takes).
+
+    Args:
+        results: one dict per example, as ``QuestionAnswerer.answer`` returns them: ``text``
+            (the answer, "" for none), ``best_non_null`` (the best non-empty span) and
+            ``null_score_diff`` (the no-answer score minus the best span's).
+        version: "2.0": ``{"squad_v2": evaluate_v2(...)}`` on the answers, with the sigmoid of
+            ``null_score_diff`` as no-answer probability; otherwise ``{"squad_v1": ...}`` on the
+            best non-empty spans.
+    """
+    import numpy as np
+
+    dataset = squad_dataset(examples)
+    if version == "2.0":
+        predictions = {e.qid: r["text"] for e, r in zip(examples, results)}
+        na_probs = {e.qid: float(1.0 / (1.0 + np.exp(-r["null_score_diff"]))) for e, r in zip(examples, results)}
+        return {"squad_v2": evaluate_v2(dataset, predictions, na_probs)}
+    best = {e.qid: r["best_non_null"] for e, r in zip(examples, results)}
+    return {"squad_v1": evaluate_v1(dataset, best)}

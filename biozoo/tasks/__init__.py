@@ -1,5 +1,6 @@
 """Task models: NER, relation / document classification, QA, and pretraining heads."""
 
+from biozoo.tasks.finetuned import load_task
 from biozoo.tasks.pretraining import MaskedLM, ReplacedTokenDetector
 from biozoo.tasks.question_answerer import QuestionAnswerer, QuestionAnswererPreprocessor
 from biozoo.tasks.sequence_classifier import SequenceClassifier, SequenceClassifierPreprocessor
@@ -10,4 +11,5 @@ __all__ = [
     "SequenceClassifier", "SequenceClassifierPreprocessor",
     "QuestionAnswerer", "QuestionAnswererPreprocessor",
     "MaskedLM", "ReplacedTokenDetector",
+    "load_task",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from biozoo import _keras_internals
 from biozoo.data import IGNORE_LABEL
 
 
@@ -64,10 +65,13 @@ def head_dropout(backbone, dropout=None):
     """The task head's dropout: as given, else the backbone's hidden dropout (HF's default when
     `classifier_dropout` is unset), else 0.1. ALBERT's heads use classifier_dropout_prob, 0.1,
     whatever its hidden dropout (0)."""
+    from biozoo.models import family_for_backbone
+
     if dropout is not None:
         return dropout
-    if type(backbone).__name__ == "AlbertBackbone":
-        return 0.1
+    family_dropout = family_for_backbone(backbone).head_dropout
+    if family_dropout is not None:
+        return family_dropout
     value = backbone.get_config().get("dropout")
     return 0.1 if value is None else value
 
@@ -151,10 +155,8 @@ class GlobalBatchLossMixin:
         if self.micro_batches <= 1:
             return super().train_step(data)
         import tensorflow as tf
-        from keras.src.losses.loss import unscale_loss_for_distribution
-        from keras.src.trainers.data_adapters.data_adapter_utils import unpack_x_y_sample_weight
 
-        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        x, y, sample_weight = _keras_internals.unpack_x_y_sample_weight(data)
         parts = self._length_sorted_micro_batches(x, y, sample_weight)
         valid = [self._valid_count(part_y, part_w, tf.float32) for _, part_y, part_w in parts]
         total = self._global_count(tf.add_n(valid))
@@ -179,7 +181,7 @@ class GlobalBatchLossMixin:
                              sparse[i][0].dense_shape) if sparse[i] else tf.add_n(dense[i]) if dense[i] else None
             for i in range(len(weights))
         ]
-        self._loss_tracker.update_state(unscale_loss_for_distribution(tf.add_n(losses)),
+        _keras_internals.loss_tracker(self).update_state(_keras_internals.unscale_loss_for_distribution(tf.add_n(losses)),
                                         sample_weight=tf.shape(x["token_ids"])[0])
         self.optimizer.apply_gradients(zip(gradients, weights))
         return self.get_metrics_result()

@@ -10,12 +10,10 @@ import keras
 from keras_hub.src.models.task import Task
 
 from biozoo.data import IGNORE_LABEL
+from biozoo.models import family_for_backbone
 from biozoo.models._common import get_activation
-from biozoo.tasks.base import PresetTaskMixin
 from biozoo.optim import default_optimizer
-
-# Families whose MLM transform uses exact GELU whatever hidden_act says (HF ELECTRA generator).
-MLM_ACTIVATION = {"ElectraBackbone": "gelu"}
+from biozoo.tasks.base import PresetTaskMixin
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
@@ -75,13 +73,13 @@ class MaskedLMHead(keras.layers.Layer):
 
 
 def _mlm_head_arguments(backbone):
-    name = type(backbone).__name__
+    family = family_for_backbone(backbone)
     config = backbone.get_config()
     embed = backbone.token_embedding.embeddings.shape[-1]
-    extra = name == "MobileBertBackbone"
+    extra = family.mlm_extra_output
     return {
         "units": config["hidden_dim"] if extra else embed,
-        "activation": MLM_ACTIVATION.get(name, config.get("activation", "gelu")),
+        "activation": family.mlm_activation or config.get("activation", "gelu"),
         "layer_norm_epsilon": config.get("layer_norm_epsilon", 1e-12),
         "extra_output": extra,
     }

@@ -9,11 +9,9 @@ import numpy as np
 from keras_hub.src.models.preprocessor import Preprocessor
 from keras_hub.src.models.task import Task
 
-from biozoo.tasks.base import head_dropout
-from biozoo.tasks.base import GlobalBatchLossMixin
-from biozoo.tasks.base import PresetTaskMixin
-from biozoo.tokenizers.base import Tokenizer
 from biozoo.optim import default_optimizer
+from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tokenizers.base import Tokenizer
 
 
 @dataclasses.dataclass
@@ -218,15 +216,12 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     def span_logits(self, features, batch_size=32):
         """Start/end logits per window, `[(start [seq], end [seq]), ...]`."""
-        from biozoo.data.pipeline import FeatureBatches
+        from biozoo.data.pipeline import model_input_batches
         from biozoo.tasks._util import compiled_predict
 
-        data = {"token_ids": features.token_ids, "segment_ids": features.segment_ids,
-                "padding_mask": [np.ones_like(t) for t in features.token_ids]}
-        batches = FeatureBatches(
-            data, {"token_ids": self.preprocessor.tokenizer.pad_token_id, "segment_ids": 0, "padding_mask": 0},
-            x_keys=("token_ids", "segment_ids", "padding_mask"), batch_size=batch_size,
-            max_length=self.preprocessor.sequence_length,
+        batches = model_input_batches(
+            features.token_ids, self.preprocessor.tokenizer.pad_token_id, features.segment_ids,
+            batch_size=batch_size, max_length=self.preprocessor.sequence_length,
         )
         out = [None] * len(features.token_ids)
         predict = compiled_predict(self)

@@ -9,23 +9,17 @@ from keras_hub.src.models.text_classifier_preprocessor import TextClassifierPrep
 from keras_hub.src.models.task import Task
 
 from biozoo.data import IGNORE_LABEL
-from biozoo.tasks._util import compiled_predict, sigmoid, softmax
-from biozoo.tasks.base import head_dropout
-from biozoo.tasks.base import GlobalBatchLossMixin
-from biozoo.tasks.base import PresetTaskMixin
-from biozoo.tokenizers.base import Tokenizer
+from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
+from biozoo.tasks._util import compiled_predict, sigmoid, softmax
+from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tokenizers.base import Tokenizer
 
 # Entity markers of the biomedical RE corpora; each stays one token.
 ENTITY_MARKERS = (
     "@GENE$", "@CHEMICAL$", "@DISEASE$", "@DRUG$", "@CHEM-GENE$", "@DRUG-DRUG$",
     "BC6ENTC", "BC6ENTG", "BC6OTHER",
 )
-
-# Families without a trained pooler classify from the first token through a dense layer,
-# as HF's ElectraClassificationHead (gelu) and DistilBertForSequenceClassification (relu) do.
-CLS_HEAD_ACTIVATION = {"ElectraBackbone": "gelu", "DistilBertBackbone": "relu"}
-
 
 @keras.saving.register_keras_serializable(package="biozoo")
 class SequenceClassifierPreprocessor(TextClassifierPreprocessor):
@@ -85,6 +79,8 @@ class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     def __init__(self, backbone, label_names, preprocessor=None, multi_label=False, thresholds=None,
                  dropout=None, **kwargs):
+        if dropout is None:
+            dropout = family_for_backbone(backbone).classification_dropout
         dropout = head_dropout(backbone, dropout)
         inputs = backbone.input
         outputs = backbone(inputs)
@@ -93,7 +89,8 @@ class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
             x = outputs["pooled_output"]
             self.cls_dense = None
         else:
-            activation = CLS_HEAD_ACTIVATION.get(type(backbone).__name__, "gelu")
+            # no trained pooler: token 0 through dense + the family's activation, as HF does
+            activation = family_for_backbone(backbone).classifier_activation
             self.cls_dense = keras.layers.Dense(
                 backbone.hidden_dim, activation=activation, kernel_initializer=init,
                 dtype=backbone.dtype_policy, name="cls_dense",
@@ -134,19 +131,14 @@ class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     def predict_probabilities(self, texts, pairs=None, batch_size=64):
         """Class probabilities per example: softmax (single label) or sigmoid (multi-label)."""
-        from biozoo.data.pipeline import FeatureBatches
+        from biozoo.data.pipeline import model_input_batches
 
         encoded = self.preprocessor.encode(texts, pairs)
         if not encoded:
             return np.zeros((0, len(self.label_names)), np.float32)
-        features = {
-            "token_ids": [ids for ids, _ in encoded], "segment_ids": [seg for _, seg in encoded],
-            "padding_mask": [np.ones_like(ids) for ids, _ in encoded],
-        }
-        batches = FeatureBatches(
-            features, {"token_ids": self.preprocessor.tokenizer.pad_token_id, "segment_ids": 0, "padding_mask": 0},
-            x_keys=("token_ids", "segment_ids", "padding_mask"), batch_size=batch_size,
-            max_length=self.preprocessor.sequence_length,
+        batches = model_input_batches(
+            [ids for ids, _ in encoded], self.preprocessor.tokenizer.pad_token_id, [seg for _, seg in encoded],
+            batch_size=batch_size, max_length=self.preprocessor.sequence_length,
         )
         predict = compiled_predict(self)
         probs = np.zeros((len(encoded), len(self.label_names)), np.float32)

@@ -10,12 +10,10 @@ from keras_hub.src.models.preprocessor import Preprocessor
 from keras_hub.src.models.task import Task
 
 from biozoo.data import IGNORE_LABEL
-from biozoo.tasks._util import compiled_predict, softmax
-from biozoo.tasks.base import head_dropout
-from biozoo.tasks.base import GlobalBatchLossMixin
-from biozoo.tasks.base import PresetTaskMixin
-from biozoo.tokenizers.base import Tokenizer
 from biozoo.optim import default_optimizer
+from biozoo.tasks._util import compiled_predict, softmax
+from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tokenizers.base import Tokenizer
 
 
 @dataclasses.dataclass
@@ -199,16 +197,15 @@ class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     def predict_word_probabilities(self, sentences, batch_size=64, windows=None):
         """Per sentence, an array [words, labels] of probabilities (every word predicted)."""
-        from biozoo.data.pipeline import FeatureBatches
+        from biozoo.data.pipeline import model_input_batches
 
         windows = windows or self.preprocessor.windows(sentences)
         if not windows.token_ids:
             return [np.zeros((0, len(self.label_names)), np.float32) for _ in sentences]
-        features = {"token_ids": windows.token_ids, "segment_ids": [np.zeros_like(t) for t in windows.token_ids],
-                    "padding_mask": [np.ones_like(t) for t in windows.token_ids], "index": list(range(len(windows.token_ids)))}
-        batches = FeatureBatches(features, {"token_ids": self.preprocessor.tokenizer.pad_token_id, "segment_ids": 0,
-                                            "padding_mask": 0}, x_keys=("token_ids", "segment_ids", "padding_mask"),
-                                 scalars=("index",), batch_size=batch_size, max_length=self.preprocessor.sequence_length)
+        batches = model_input_batches(
+            windows.token_ids, self.preprocessor.tokenizer.pad_token_id,
+            extra={"index": list(range(len(windows.token_ids)))}, scalars=("index",), batch_size=batch_size,
+            max_length=self.preprocessor.sequence_length)
         probs_per_window = [None] * len(windows.token_ids)
         predict = compiled_predict(self)
         for indices in batches.plan:

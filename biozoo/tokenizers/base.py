@@ -1,4 +1,6 @@
-"""`biozoo.Tokenizer`: the KerasHub tokenizer of any biozoo handle."""
+"""The base class of biozoo's tokenizers: HF-exact ids, added tokens, word offsets.
+
+`biozoo.Tokenizer` (biozoo/api.py) is the public entry point that loads one from any handle."""
 
 from __future__ import annotations
 
@@ -7,27 +9,17 @@ from keras_hub.src.utils.tensor_utils import preprocessing_function
 
 
 class Tokenizer(keras_hub.tokenizers.Tokenizer):
-    """The tokenizer of a checkpoint, loaded by name; its ids equal the HF tokenizer's.
-
-    `from_preset` takes every handle `biozoo.from_preset` takes (registry name,
-    `hf://org/repo[@rev]`, local HF or Keras preset directory, `gs://...`). Called on a list
-    of strings, the tokenizer returns token ids without special tokens.
+    """A tokenizer whose ids equal the HF tokenizer's; `from_preset` reads a local Keras preset
+    directory (use `biozoo.Tokenizer.from_preset` for names and other handles).
 
     Example:
-        >>> tokenizer = biozoo.Tokenizer.from_preset("biobert_v1_1")
-        >>> tokenizer(["BRCA1 mutations in breast cancer."])
+        >>> tokenizer = BertTokenizer(vocabulary="vocab.txt", lowercase=True)
+        >>> tokenizer.ids(["BRCA1 mutations in breast cancer."])
     """
 
     # Literal strings kept as single tokens (entity markers such as "@GENE$"); they are
     # matched in the raw text, before normalization, as HF matches its added tokens.
     added_tokens = ()
-
-    @classmethod
-    def from_preset(cls, preset, config_file="tokenizer.json", **kwargs):
-        from biozoo import presets
-
-        preset_dir = presets.resolve_tokenizer_preset(preset)
-        return super().from_preset(preset_dir, config_file=config_file, **kwargs)
 
     def ids(self, texts):
         """Token ids of each string as Python lists (fast for long lists of strings)."""

@@ -20,6 +20,8 @@ heads than the teacher, attention maps are compared head-averaged.
 The student is the teacher's architecture with changes (`{"num_layers": 6}`); where the widths
 agree it starts from the teacher: embeddings, MLM head, and student layer l from teacher layer
 g(l) (default g(l) = l * L_t / L_s, every other layer for half the depth).
+
+The command line (`biozoo distill`) is in `biozoo._commands.train`.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 
 import keras
 import numpy as np
 
 from biozoo.data import IGNORE_LABEL
 from biozoo.errors import BiozooError
+from biozoo.train.loop import LossHistoryStep
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -59,6 +61,26 @@ METHODS = {
         "weight_decay": 1e-4,
     },
 }
+
+
+@dataclasses.dataclass
+class DistillHyperparameters:
+    """How `run_distill` trains (the options of `biozoo distill`); None: the method's default."""
+
+    layer_map: str | list | None = None  # teacher layer g(l) per student layer ("2,4,6"); None: uniform
+    max_seq_length: int = 128
+    batch_size: int = 32  # the global batch, split over the replicas
+    steps: int = 10000
+    learning_rate: float = 5e-4
+    warmup_ratio: float = 0.05
+    weight_decay: float | None = None
+    temperature: float | None = None
+    loss_weights: dict | None = None
+    layer_weights: list | None = None
+    masking: str = "wwm"  # whole words, or "token": single pieces
+    seed: int = 42
+    checkpoint_every: int | None = None  # steps; a rerun resumes from the last checkpoint
+    log_every: int | None = None  # steps per loss-curve point (default: steps // 20)
 
 
 # ---- layer map and student ----------------------------------------------------------
@@ -182,7 +204,7 @@ def _match_heads(student_map, teacher_map):
 
 
 def _unpack(data):
-    """`(x, mask_ids[, weights])` or `(x, {"mask_labels"})` (-100 = no mask) -> (x, ids, weights)."""
+    """`(x, mask_ids[, weights])` or `(x, {"mask_labels"})` (IGNORE_LABEL = no mask) -> (x, ids, weights)."""
     import tensorflow as tf
 
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
@@ -194,15 +216,16 @@ def _unpack(data):
     return x, tf.maximum(y, 0), sample_weight
 
 
-class Distiller(keras.Model):
+class Distiller(LossHistoryStep, keras.Model):
     """A student `MaskedLM` trained to imitate a frozen teacher `MaskedLM`.
 
     `method` is "distilbert", "tinybert" or "compact" (see the module docstring); `layer_map`
     gives the 1-based teacher layer g(l) for each student layer. Batches are
-    `(x, {"mask_labels"})` as `biozoo.data.pretraining.masked_dataset` makes them (-100 where no
+    `(x, {"mask_labels"})` as `biozoo.data.pretraining.masked_dataset` makes them (IGNORE_LABEL where no
     token is masked), or `(x, mask_ids, mask_weights)`. Calling the distiller runs the student.
     With `total_steps`, every loss term is averaged over each `log_every` steps in the graph (a
-    model variable, so checkpoints keep it): `loss_curves()`.
+    model variable, so checkpoints keep it): `loss_curves()`. The distributed train step is
+    `biozoo.train.loop.LossHistoryStep`'s.
 
     Example:
         >>> distiller = Distiller(teacher, student, "compact", layer_map=[2, 4])
@@ -239,19 +262,8 @@ class Distiller(keras.Model):
                 )
             self.projection = keras.layers.Dense(t_width, name="projection", dtype=student.dtype_policy)
             self.projection.build((None, None, s_width))
-        self.tracked = ("loss",) + spec["terms"]
-        self.trackers = [keras.metrics.Mean(name=name) for name in self.tracked]
-        self.log_every = max(1, int(log_every))
-        self.loss_history = None
-        if total_steps:
-            self.loss_history = keras.Variable(
-                initializer="zeros", shape=(-(-int(total_steps) // self.log_every), len(self.tracked)),
-                dtype="float32", trainable=False, aggregation="sum", synchronization="on_read", name="loss_history")
+        self.init_loss_history(("loss",) + spec["terms"], total_steps, log_every)
         self.built = True
-
-    @property
-    def metrics(self):
-        return list(self.trackers)
 
     def call(self, inputs, training=False):
         return self.student(inputs, training=training)
@@ -321,55 +333,11 @@ class Distiller(keras.Model):
         return (w["mlm"] * terms["mlm"] + w["compact"] * (terms["hidden"] + terms["attention"])
                 + w["output"] * terms["output"])
 
-    def _update_trackers(self, loss, terms):
-        for tracker in self.trackers:
-            tracker.update_state(loss if tracker.name == "loss" else terms[tracker.name])
-        return {tracker.name: tracker.result() for tracker in self.trackers}
-
-    def _record(self, loss, terms):
-        import tensorflow as tf
-
-        rows = self.loss_history.shape[0]
-        row = tf.minimum(tf.cast(self.optimizer.iterations, tf.int32) // self.log_every, rows - 1)
-        values = tf.stack([tf.cast(loss if name == "loss" else terms[name], tf.float32) for name in self.tracked])
-        share = values / float(tf.distribute.get_strategy().num_replicas_in_sync)  # the replicas' copies add up
-        self.loss_history.assign_add(tf.one_hot(row, rows)[:, None] * share[None, :])
-
-    def loss_curves(self):
-        """{term: [mean over each `log_every`-step interval]} of the steps run so far."""
-        if self.loss_history is None:
-            return {}
-        done = int(self.optimizer.iterations.numpy())
-        sums = np.asarray(keras.ops.convert_to_numpy(self.loss_history.value))
-        curves = {name: [] for name in self.tracked}
-        for row in range(min(-(-done // self.log_every), sums.shape[0])):
-            count = min(self.log_every, done - row * self.log_every)
-            for column, name in enumerate(self.tracked):
-                curves[name].append(float(sums[row, column] / count))
-        return curves
-
-    def train_step(self, data):
-        import tensorflow as tf
-
+    def step_losses(self, data, training):
+        """The total loss ("loss") and the unweighted terms of a batch."""
         x, y, sample_weight = _unpack(data)
-        variables = self.trainable_variables
-        with tf.GradientTape() as tape:
-            terms = self.compute_terms(x, y, sample_weight, training=True)
-            loss = self.total_loss(terms)
-            # Replica gradients are summed: scale each replica's mean loss by 1/replicas.
-            replicas = tf.distribute.get_strategy().num_replicas_in_sync
-            scaled = self.optimizer.scale_loss(loss / replicas)
-        if self.loss_history is not None:
-            self._record(loss, terms)
-        gradients = tape.gradient(scaled, variables)
-        # the pooler is not part of any loss
-        self.optimizer.apply_gradients([(g, v) for g, v in zip(gradients, variables) if g is not None])
-        return self._update_trackers(loss, terms)
-
-    def test_step(self, data):
-        x, y, sample_weight = _unpack(data)
-        terms = self.compute_terms(x, y, sample_weight, training=False)
-        return self._update_trackers(self.total_loss(terms), terms)
+        terms = self.compute_terms(x, y, sample_weight, training=training)
+        return {"loss": self.total_loss(terms), **terms}
 
 
 # ---- data ---------------------------------------------------------------------------------
@@ -380,7 +348,7 @@ class DistillationData:
     """What `run_distill` trains and measures on.
 
     `stream(start_step)`: an endless tf.data.Dataset of global batches `(x, y)` from step
-    `start_step` on (x: the MaskedLM inputs; y: {"mask_labels"}, -100 where no token is
+    `start_step` on (x: the MaskedLM inputs; y: {"mask_labels"}, IGNORE_LABEL where no token is
     masked); `eval_dataset`: a finite dataset of the same form for the agreement figures, or
     None; `eval_source`: where its text comes from.
     """
@@ -491,178 +459,168 @@ def _count(model):
     return int(sum(np.prod(w.shape) for w in model.weights))
 
 
-def _rmtree(path):
-    import tensorflow as tf
-
-    if tf.io.gfile.exists(path):
-        tf.io.gfile.rmtree(path)
-
-
-def run_distill(method, teacher, student_config, corpus_files, output, *, layer_map=None, max_seq_length=128,
-                batch_size=32, steps=10000, learning_rate=5e-4, warmup_ratio=0.05, weight_decay=None,
-                temperature=None, loss_weights=None, layer_weights=None, eval_corpus=None, masking="wwm",
-                records_dir=None, seed=42, strategy=None, checkpoint_every=None, checkpoint_dir=None, log_every=None,
-                make_data=None, verbose=1, log=print):
+def run_distill(method, teacher, student_config, corpus_files, output, hp=None, *, eval_corpus=None,
+                records_dir=None, strategy=None, checkpoint_dir=None, make_data=None, verbose=1, log=print,
+                **hyperparameters):
     """Distil a student from `teacher` (a handle of a checkpoint with an MLM head) on
     `corpus_files` with `method`; write the student preset (backbone, tokenizer, MaskedLM
     task) and metrics.json to `output`; return the metrics.
 
     `student_config`: changes to the teacher's backbone config (dict, JSON file or inline
-    JSON). `layer_map`: g(l) for each student layer ("2,4,6" or a list; default uniform).
-    `strategy`: a `ResolvedStrategy` or tf.distribute strategy (default: the current one); the
-    models are built and compiled in its scope. `masking`: "wwm" (whole words) or "token".
-    Corpora become TFRecords in `records_dir` (default OUTPUT.records, removed after a
-    successful run). Every `checkpoint_every` steps a checkpoint goes to `checkpoint_dir`
-    (default OUTPUT.checkpoints); a rerun resumes from it. The metrics hold every loss term
-    averaged over each `log_every` steps (`loss_curves`, first and last in `loss`) and on the
-    evaluation batches before and after (`eval_loss`). `make_data(tokenizer, corpus_files, max_seq_length=,
-    batch_size=, seed=, records_dir=, eval_corpus=, whole_words=, log=)` -> `DistillationData`
-    replaces the corpus reading (default: `pretraining_data`). Agreement with the teacher is
-    measured on `eval_corpus` (held-out text files) when given.
+    JSON). `hp`: a `DistillHyperparameters` (default: its defaults), changed by any of its
+    fields given as keywords (`steps=1000`): `layer_map` g(l) for each student layer ("2,4,6"
+    or a list; default uniform), `masking` "wwm" (whole words) or "token". `strategy`: a
+    `ResolvedStrategy` or tf.distribute strategy (default: the current one); the models are
+    built and compiled in its scope. Corpora become TFRecords in `records_dir` (default
+    OUTPUT.records, removed after a successful run). Every `checkpoint_every` steps a
+    checkpoint goes to `checkpoint_dir` (default OUTPUT.checkpoints); a rerun resumes from it.
+    The metrics hold every loss term averaged over each `log_every` steps (`loss_curves`,
+    first and last in `loss`) and on the evaluation batches before and after (`eval_loss`).
+    `make_data(tokenizer, corpus_files, max_seq_length=, batch_size=, seed=, records_dir=,
+    eval_corpus=, whole_words=, log=)` -> `DistillationData` replaces the corpus reading
+    (default: `pretraining_data`). Agreement with the teacher is measured on `eval_corpus`
+    (held-out text files) when given.
 
     Example:
         >>> run_distill("compact", "biobert_v1_1", {"num_layers": 6}, ["pubmed.txt"], "compact-biobert",
         ...             steps=100000, batch_size=192)
     """
-    import tensorflow as tf
-
     from biozoo import Tokenizer
-    from biozoo._io import atomic_directory, atomic_write_json
-    from biozoo.tasks._util import use_xla
-    from biozoo.tasks.pretraining import MaskedLM
-    from biozoo.train.finetune import set_seed
-    from biozoo.train.loop import train
-    from biozoo.optim import adamw
-    from biozoo.train.strategy import ResolvedStrategy, is_chief
+    from biozoo.train.run import TrainingRun, examples_per_second
 
+    hp = dataclasses.replace(hp or DistillHyperparameters(), **hyperparameters)
     if method not in METHODS:
         raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(METHODS)}")
-    if masking not in ("wwm", "token"):
-        raise BiozooError(f"masking must be 'wwm' or 'token', got {masking!r}")
-    if steps < 1 or batch_size < 1:
+    if hp.masking not in ("wwm", "token"):
+        raise BiozooError(f"masking must be 'wwm' or 'token', got {hp.masking!r}")
+    if hp.steps < 1 or hp.batch_size < 1:
         raise BiozooError("--steps and --batch-size must be positive.")
-    spec = METHODS[method]
     output = os.fspath(output)
-    keep_records = records_dir is not None
-    records_dir = os.fspath(records_dir) if keep_records else output + ".records"
-    checkpoint_dir = checkpoint_dir or (output + ".checkpoints" if checkpoint_every else None)
-    if strategy is None or not isinstance(strategy, ResolvedStrategy):
-        tf_strategy = strategy or tf.distribute.get_strategy()
-        name = "default" if strategy is None else type(tf_strategy).__name__
-        strategy = ResolvedStrategy(tf_strategy, name, tf_strategy.num_replicas_in_sync)
-    if batch_size % strategy.replicas:
-        raise BiozooError(f"--batch-size {batch_size} is not a multiple of the {strategy.replicas} replicas "
-                          f"of strategy {strategy.name}")
+    run = TrainingRun(output, strategy, batch_size=hp.batch_size, error=BiozooError,
+                      checkpoint_dir=checkpoint_dir or (output + ".checkpoints" if hp.checkpoint_every else None))
+    records_dir = run.scratch(records_dir, ".records")
     changes = read_student_config(student_config)
-    set_seed(seed)
+    run.seed(hp.seed)
     tokenizer = Tokenizer.from_preset(teacher)
     data = (make_data or pretraining_data)(
-        tokenizer, list(corpus_files), max_seq_length=max_seq_length, batch_size=batch_size, seed=seed,
-        records_dir=records_dir, eval_corpus=eval_corpus, whole_words=masking == "wwm", log=log)
-    log_every = log_every or max(1, steps // 20)
-    jit = use_xla() or strategy.name == "tpu"
-
-    with strategy.strategy.scope():
-        teacher_task = MaskedLM.from_preset(teacher)
-        limit = teacher_task.backbone.get_config().get("max_sequence_length")
-        if limit and max_seq_length > limit:
-            raise BiozooError(f"--max-seq-length {max_seq_length} exceeds the {limit} positions of {teacher}.")
-        config = student_backbone_config(teacher_task.backbone, changes)
-        backbone_cls = type(teacher_task.backbone)
-        student = MaskedLM(backbone=backbone_cls.from_config(config))
-        t_layers = len(teacher_task.backbone.transformer_layers)
-        g = parse_layer_map(layer_map, len(student.backbone.transformer_layers), t_layers)
-        copied = initialize_student(student, teacher_task, g)
-        distiller = Distiller(teacher_task, student, method, layer_map=g, temperature=temperature,
-                              loss_weights=loss_weights, layer_weights=layer_weights, total_steps=steps,
-                              log_every=log_every)
-        decay = spec["weight_decay"] if weight_decay is None else weight_decay
-        distiller.compile(optimizer=adamw(learning_rate, steps, warmup_ratio, decay), jit_compile=jit)
+        tokenizer, list(corpus_files), max_seq_length=hp.max_seq_length, batch_size=hp.batch_size, seed=hp.seed,
+        records_dir=records_dir, eval_corpus=eval_corpus, whole_words=hp.masking == "wwm", log=log)
+    log_every = hp.log_every or max(1, hp.steps // 20)
+    models = _build_models(run, method, teacher, changes, hp, log_every)
+    distiller, teacher_task, student = models.distiller, models.teacher, models.student
 
     log(f"distilling ({method}) a {_count(teacher_task.backbone):,}-parameter teacher into a "
-        f"{_count(student.backbone):,}-parameter student: {len(g)} layers, g = {g}, from the teacher: "
-        f"embeddings {'yes' if copied['embeddings'] else 'no'}, layers {list(copied['layers']) or 'none'}; "
-        f"{steps} steps of global batch {batch_size} over {data.train_instances} instances; {strategy.describe()}")
+        f"{_count(student.backbone):,}-parameter student: {len(models.layer_map)} layers, g = {models.layer_map}, "
+        f"from the teacher: embeddings {'yes' if models.copied['embeddings'] else 'no'}, layers "
+        f"{list(models.copied['layers']) or 'none'}; {hp.steps} steps of global batch {hp.batch_size} over "
+        f"{data.train_instances} instances; {run.strategy.describe()}")
     initial = eval_before = None
     if data.eval_dataset is not None:
         initial = masked_agreement(teacher_task, student, data.eval_dataset)
         eval_before = _evaluate_terms(distiller, data.eval_dataset)
-    start = time.time()
-    result = train(distiller, data.stream, steps, checkpoint_dir, checkpoint_every=checkpoint_every,
-                   save=is_chief(strategy.strategy), verbose=verbose, log=log, strategy=strategy.strategy)
-    seconds = time.time() - start
+    result = run.train(distiller, data.stream, hp.steps, checkpoint_every=hp.checkpoint_every, verbose=verbose,
+                       log=log)
     curves = distiller.loss_curves()
 
+    copied = models.copied
     metrics = {
         "method": method,
         "teacher": str(teacher),
         "student_config": changes,
-        "layer_map": g,
+        "layer_map": models.layer_map,
         "initialized_from_teacher": {"embeddings": copied["embeddings"], "mlm_head": copied["mlm_head"],
                                      "layers": {str(k): v for k, v in copied["layers"].items()}},
         "parameters": {"teacher": _count(teacher_task.backbone), "student": _count(student.backbone)},
         "corpus": [_where(f) for f in corpus_files],
         "train_instances": data.train_instances,
-        "steps": steps,
+        "steps": hp.steps,
         "resumed_from": result["resumed_from"],
-        "batch_size": batch_size,
-        "max_seq_length": max_seq_length,
-        "masking": masking,
-        "learning_rate": learning_rate,
+        "batch_size": hp.batch_size,
+        "max_seq_length": hp.max_seq_length,
+        "masking": hp.masking,
+        "learning_rate": hp.learning_rate,
         "temperature": distiller.temperature,
         "loss_weights": distiller.loss_weights,
-        "seed": seed,
-        "strategy": strategy.name,
-        "replicas": strategy.replicas,
-        "train_seconds": round(seconds, 1),
-        "train_examples_per_second": round(max(1, steps - result["resumed_from"]) * batch_size
-                                           / max(seconds, 1e-9), 2),
+        "seed": hp.seed,
+        "strategy": run.strategy.name,
+        "replicas": run.strategy.replicas,
+        "train_seconds": round(result["seconds"], 1),
+        "train_examples_per_second": examples_per_second(max(1, hp.steps - result["resumed_from"]), hp.batch_size,
+                                                         result["seconds"]),
         "log_every": log_every,
         # every loss term averaged over the first and the last `log_every` training steps
         "loss": {name: {"first": round(values[0], 6), "last": round(values[-1], 6)}
                  for name, values in curves.items() if values},
     }
     if data.eval_dataset is not None:
-        # no re-seeding here: tf.random.set_seed drops SentencePiece's TF resource (the tokenizer)
-        with strategy.strategy.scope():
-            random_student = MaskedLM(backbone=backbone_cls.from_config(config))
-        final = masked_agreement(teacher_task, student, data.eval_dataset)
-        random = masked_agreement(teacher_task, random_student, data.eval_dataset)
-        eval_after = _evaluate_terms(distiller, data.eval_dataset)
-        metrics["eval_source"] = data.eval_source
-        metrics["eval_masked_tokens"] = final["masked_tokens"]
-        metrics["eval_loss"] = {term: {"before": eval_before[term], "after": eval_after[term]} for term in eval_after}
-        metrics["agreement"] = {"distilled": final["agreement"], "initial": initial["agreement"],
-                                "random": random["agreement"]}
-        metrics["masked_accuracy"] = {"teacher": final["teacher_accuracy"], "distilled": final["student_accuracy"],
-                                      "initial": initial["student_accuracy"], "random": random["student_accuracy"]}
-        log(f"masked tokens ({final['masked_tokens']}): top-1 agreement with the teacher {final['agreement']:.3f} "
-            f"(at initialisation {initial['agreement']:.3f}, random student {random['agreement']:.3f})")
+        metrics.update(_held_out_metrics(run, models, data, initial, eval_before, log))
     metrics["loss_curves"] = {name: [round(v, 6) for v in values] for name, values in curves.items()}
-    if not is_chief(strategy.strategy):
+    if not run.chief:
         return metrics
-    with atomic_directory(output) as tmp:
-        student.save_to_preset(tmp)
-        tokenizer.save_to_preset(tmp)
-        atomic_write_json(os.path.join(tmp, "metrics.json"), metrics)
-    for directory in (checkpoint_dir, None if keep_records else records_dir):
-        if directory:
-            _rmtree(directory)
+
+    def save(directory):
+        student.save_to_preset(directory)
+        tokenizer.save_to_preset(directory)
+
+    run.write(save, {"metrics.json": metrics})
     return metrics
 
 
-# ---- command line -------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Models:
+    teacher: object
+    student: object
+    distiller: object
+    layer_map: list
+    copied: dict
+    student_backbone: object  # (class, config): a fresh student for the random-student baseline
 
 
-def distill_command(args, strategy=None):
-    """Run `biozoo distill` from parsed arguments -> the metrics dict."""
-    import sys
+def _build_models(run, method, teacher, changes, hp, log_every):
+    """Teacher, student (initialised from the teacher where shapes agree) and the compiled
+    distiller, built in the run's strategy scope."""
+    from biozoo.optim import adamw
+    from biozoo.tasks.pretraining import MaskedLM
 
-    return run_distill(
-        args.method, args.teacher, args.student_config, args.corpus, args.output, layer_map=args.layer_map,
-        max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
-        learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio,
-        temperature=args.temperature, eval_corpus=args.eval_corpus, masking=args.masking, records_dir=args.records,
-        seed=args.seed, strategy=strategy, checkpoint_every=args.checkpoint_every,
-        log=lambda message: print(message, file=sys.stderr),
-    )
+    with run.scope():
+        teacher_task = MaskedLM.from_preset(teacher)
+        limit = teacher_task.backbone.get_config().get("max_sequence_length")
+        if limit and hp.max_seq_length > limit:
+            raise BiozooError(f"--max-seq-length {hp.max_seq_length} exceeds the {limit} positions of {teacher}.")
+        config = student_backbone_config(teacher_task.backbone, changes)
+        backbone_cls = type(teacher_task.backbone)
+        student = MaskedLM(backbone=backbone_cls.from_config(config))
+        t_layers = len(teacher_task.backbone.transformer_layers)
+        g = parse_layer_map(hp.layer_map, len(student.backbone.transformer_layers), t_layers)
+        copied = initialize_student(student, teacher_task, g)
+        distiller = Distiller(teacher_task, student, method, layer_map=g, temperature=hp.temperature,
+                              loss_weights=hp.loss_weights, layer_weights=hp.layer_weights, total_steps=hp.steps,
+                              log_every=log_every)
+        decay = METHODS[method]["weight_decay"] if hp.weight_decay is None else hp.weight_decay
+        distiller.compile(optimizer=adamw(hp.learning_rate, hp.steps, hp.warmup_ratio, decay),
+                          jit_compile=run.jit("auto"))
+    return _Models(teacher_task, student, distiller, g, copied, (backbone_cls, config))
+
+
+def _held_out_metrics(run, models, data, initial, eval_before, log):
+    """Agreement with the teacher and accuracy on the held-out masked tokens (distilled, at
+    initialisation, a random student) and the loss terms before and after training."""
+    from biozoo.tasks.pretraining import MaskedLM
+
+    # no re-seeding here: tf.random.set_seed drops SentencePiece's TF resource (the tokenizer)
+    backbone_cls, config = models.student_backbone
+    with run.scope():
+        random_student = MaskedLM(backbone=backbone_cls.from_config(config))
+    final = masked_agreement(models.teacher, models.student, data.eval_dataset)
+    random = masked_agreement(models.teacher, random_student, data.eval_dataset)
+    eval_after = _evaluate_terms(models.distiller, data.eval_dataset)
+    log(f"masked tokens ({final['masked_tokens']}): top-1 agreement with the teacher {final['agreement']:.3f} "
+        f"(at initialisation {initial['agreement']:.3f}, random student {random['agreement']:.3f})")
+    return {
+        "eval_source": data.eval_source,
+        "eval_masked_tokens": final["masked_tokens"],
+        "eval_loss": {term: {"before": eval_before[term], "after": eval_after[term]} for term in eval_after},
+        "agreement": {"distilled": final["agreement"], "initial": initial["agreement"], "random": random["agreement"]},
+        "masked_accuracy": {"teacher": final["teacher_accuracy"], "distilled": final["student_accuracy"],
+                            "initial": initial["student_accuracy"], "random": random["student_accuracy"]},
+    }

@@ -23,111 +23,85 @@ Example:
     >>> metrics = run_pretrain("mlm", ["pmc.txt"], "out/pmc", preset="biom_albert_xxlarge",
     ...                        sentence_task="sop", steps=1000)
     >>> metrics["loss_first"], metrics["loss_last"]
+
+The command line (`biozoo pretrain`) is in `biozoo._commands.train`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import time
 
 import keras
 import numpy as np
 
 from biozoo.data import IGNORE_LABEL
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
+from biozoo.train.loop import LossHistoryStep
 
 METHODS = ("mlm", "electra")
-# Backbones whose embeddings ELECTRA's generator can share: token + position + segment
-# embeddings, then a LayerNorm (ALBERT adds its projection after them).
-ELECTRA_DISCRIMINATORS = ("ElectraBackbone", "BertBackbone", "AlbertBackbone")
+
+
+@dataclasses.dataclass
+class PretrainHyperparameters:
+    """How `run_pretrain` trains (the options of `biozoo pretrain`)."""
+
+    max_seq_length: int = 128
+    batch_size: int = 32  # the global batch, split over the replicas
+    steps: int = 10000
+    learning_rate: float = 1e-4
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    masking: str = "wwm"  # whole words, or "token": single pieces
+    sentence_task: str | None = None  # mlm: None, "nsp" or "sop"
+    generator_fraction: float = 0.25  # electra: generator size as a fraction of the discriminator's
+    rtd_weight: float = 50.0  # electra: weight of the discriminator loss
+    mask_rate: float = 0.15
+    dupe_factor: int = 1  # pack each corpus this many times
+    short_seq_prob: float = 0.1
+    seed: int = 42
+    checkpoint_every: int | None = None  # steps; a rerun resumes from the last checkpoint
+    log_every: int | None = None  # steps per loss-curve point (default: steps // 100)
+    jit_compile: str = "auto"  # "auto": XLA on GPU/TPU, not on CPU
+# What ELECTRA's generator shares with a discriminator (a family with `electra_discriminator`):
+# token + position + segment embeddings, then a LayerNorm (ALBERT adds its projection after them).
 SHARED_EMBEDDINGS = ("token_embedding", "position_embedding", "segment_embedding", "embeddings_layer_norm")
 
 
 # ---- models -----------------------------------------------------------------------------
 
 
-def _replicas():
-    import tensorflow as tf
+def _electra_discriminator(backbone):
+    from biozoo.errors import CheckpointError
+    from biozoo.models import family_for_backbone
 
-    return tf.distribute.get_strategy().num_replicas_in_sync
+    try:
+        return family_for_backbone(backbone).electra_discriminator
+    except CheckpointError:  # not a biozoo backbone
+        return False
+
+
+def _electra_discriminators():
+    from biozoo.models import FAMILIES
+
+    return ", ".join(f.backbone_cls.__name__ for f in FAMILIES.values() if f.electra_discriminator)
 
 
 def _masked_cross_entropy(labels, logits):
-    """Mean cross-entropy over the positions whose label is not -100."""
+    """Mean cross-entropy over the positions whose label is not IGNORE_LABEL."""
     weights = keras.ops.cast(keras.ops.not_equal(labels, IGNORE_LABEL), "float32")
     losses = keras.losses.sparse_categorical_crossentropy(keras.ops.maximum(labels, 0), logits, from_logits=True)
     return keras.ops.sum(losses * weights) / keras.ops.maximum(keras.ops.sum(weights), 1.0)
 
 
-class _Pretrainer(keras.Model):
-    """Shared by both objectives: loss trackers, the gradient step and a loss history.
+class _Pretrainer(LossHistoryStep, keras.Model):
+    """Shared by both objectives: loss trackers, the distributed gradient step and the loss
+    history of `biozoo.train.loop.LossHistoryStep`; a subclass computes the losses of a batch
+    `(x, y)` in `_pretraining_losses`."""
 
-    The history (`loss_history`, [intervals, tracked losses]) sums each step's losses into the
-    row of its `log_every`-step interval, in the graph: it works under any strategy (replicas
-    add their share), and being a model variable it is checkpointed and restored with it.
-    """
-
-    tracked = ("loss",)
-
-    def _init_tracking(self, total_steps, log_every):
-        self.trackers = {name: keras.metrics.Mean(name=name) for name in self.tracked}
-        self.total_steps = int(total_steps or 0)
-        self.log_every = max(1, int(log_every))
-        self.loss_history = None
-        if self.total_steps:
-            rows = -(-self.total_steps // self.log_every)
-            self.loss_history = keras.Variable(
-                initializer="zeros", shape=(rows, len(self.tracked)), dtype="float32", trainable=False,
-                aggregation="sum", synchronization="on_read", name="loss_history")
-
-    @property
-    def metrics(self):
-        return list(self.trackers.values())
-
-    def train_step(self, data):
-        import tensorflow as tf
-
+    def step_losses(self, data, training):
         x, y = data
-        with tf.GradientTape() as tape:
-            losses = self._pretraining_losses(x, y, training=True)
-            scaled = self._scale(losses["loss"])
-        return self._step(tape, scaled, losses)
-
-    def _scale(self, loss):
-        # `loss` is this replica's mean and gradients are summed over replicas: divide. (Inside
-        # the tape.) `scale_loss` applies the mixed-precision loss scale, which `apply` undoes.
-        return self.optimizer.scale_loss(loss / _replicas())
-
-    def _step(self, tape, scaled, losses):
-        import tensorflow as tf
-
-        values = [tf.cast(losses[name], tf.float32) for name in self.tracked]
-        if self.loss_history is not None:
-            rows = self.loss_history.shape[0]
-            row = tf.minimum(tf.cast(self.optimizer.iterations, tf.int32) // self.log_every, rows - 1)
-            share = tf.stack(values) / float(_replicas())
-            self.loss_history.assign_add(tf.one_hot(row, rows)[:, None] * share[None, :])
-        variables = self.trainable_variables
-        gradients = tape.gradient(scaled, variables)
-        pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
-        self.optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
-        for name, value in zip(self.tracked, values):
-            self.trackers[name].update_state(value)
-        return {name: tracker.result() for name, tracker in self.trackers.items()}
-
-    def loss_curves(self):
-        """{tracked loss: [mean over each `log_every`-step interval]} of the steps run so far
-        (resumed runs included)."""
-        if self.loss_history is None:
-            return {}
-        done = int(self.optimizer.iterations.numpy())
-        sums = np.asarray(keras.ops.convert_to_numpy(self.loss_history.value))
-        out = {name: [] for name in self.tracked}
-        for row in range(-(-done // self.log_every)):
-            count = min(self.log_every, done - row * self.log_every)
-            for column, name in enumerate(self.tracked):
-                out[name].append(float(sums[row, column] / count))
-        return out
+        return self._pretraining_losses(x, y, training=training)
 
 
 class MaskedLMPretrainer(_Pretrainer):
@@ -157,8 +131,8 @@ class MaskedLMPretrainer(_Pretrainer):
             self.sentence_head.build((None, task.backbone.hidden_dim))
             if sentence_head_weights is not None:
                 self.sentence_head.set_weights(sentence_head_weights)
-            self.tracked = ("loss", "mlm_loss", "sentence_loss")
-        self._init_tracking(total_steps, log_every)
+        tracked = ("loss", "mlm_loss", "sentence_loss") if sentence_task else ("loss",)
+        self.init_loss_history(tracked, total_steps, log_every)
         self.built = True
 
     def _pretraining_losses(self, x, y, training):
@@ -230,14 +204,12 @@ class ElectraPretrainer(_Pretrainer):
         >>> trainer = ElectraPretrainer(rtd, generator)
     """
 
-    tracked = ("loss", "generator_loss", "discriminator_loss")
-
     def __init__(self, discriminator, generator, generator_head_weights=None, rtd_weight=50.0, seed=None,
                  total_steps=None, log_every=1, **kwargs):
         super().__init__(**kwargs)
         backbone = discriminator.backbone
-        if type(backbone).__name__ not in ELECTRA_DISCRIMINATORS:
-            raise ValueError(f"ELECTRA pretraining shares the embeddings of a {', '.join(ELECTRA_DISCRIMINATORS)}; "
+        if not _electra_discriminator(backbone):
+            raise ValueError(f"ELECTRA pretraining shares the embeddings of a {_electra_discriminators()}; "
                              f"{type(backbone).__name__} is not one of them.")
         embed = backbone.token_embedding.embeddings.shape
         for name in SHARED_EMBEDDINGS:
@@ -258,7 +230,7 @@ class ElectraPretrainer(_Pretrainer):
             self.generator_head.set_weights(generator_head_weights)
         self.rtd_weight = float(rtd_weight)
         self.seed_generator = keras.random.SeedGenerator(seed)
-        self._init_tracking(total_steps, log_every)
+        self.init_loss_history(("loss", "generator_loss", "discriminator_loss"), total_steps, log_every)
         self.built = True
 
     def generator_logits(self, x, training=False):
@@ -403,8 +375,8 @@ def build_pretrainer(method, tokenizer, preset=None, config=None, sentence_task=
             generator_backbone = generator_task.backbone
             head_weights = generator_task.mlm_head.get_weights()
         else:
-            if type(backbone).__name__ not in ELECTRA_DISCRIMINATORS:
-                raise ValueError(f"ELECTRA pretraining needs a {', '.join(ELECTRA_DISCRIMINATORS)} discriminator "
+            if not _electra_discriminator(backbone):
+                raise ValueError(f"ELECTRA pretraining needs a {_electra_discriminators()} discriminator "
                                  f"(its embeddings are shared with the generator); got {type(backbone).__name__}.")
             generator_backbone = ElectraBackbone(**generator_config(backbone, generator_fraction),
                                                  dtype=backbone.dtype_policy)
@@ -422,101 +394,65 @@ def build_pretrainer(method, tokenizer, preset=None, config=None, sentence_task=
 # ---- the driver -------------------------------------------------------------------------
 
 
-def _rmtree(path):
-    import tensorflow as tf
-
-    if tf.io.gfile.exists(path):
-        tf.io.gfile.rmtree(path)
-
-
-def run_pretrain(method, corpus_files, output, preset=None, config=None, *, tokenizer=None, generator=None,
-                 max_seq_length=128, batch_size=32, steps=10000, learning_rate=1e-4, warmup_ratio=0.1,
-                 weight_decay=0.01, masking="wwm", sentence_task=None, generator_fraction=0.25, rtd_weight=50.0,
-                 mask_rate=0.15, dupe_factor=1, short_seq_prob=0.1, seed=42, strategy=None, records_dir=None,
-                 checkpoint_every=None, checkpoint_dir=None, log_every=None, jit_compile="auto", verbose=1,
-                 log=print):
+def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=None, tokenizer=None, generator=None,
+                 strategy=None, records_dir=None, checkpoint_dir=None, verbose=1, log=print, **hyperparameters):
     """Pretrain with `method` ("mlm" or "electra") on plain-text `corpus_files`; write the
     preset and metrics.json to `output`; return the metrics.
 
     `preset` gives the starting weights and tokenizer; with `config` (JSON path or dict) the
-    model starts from scratch with the tokenizer of `tokenizer` (default: `preset`).
-    `batch_size` is global (split over the strategy's replicas). `masking`: "wwm" (whole
-    words) or "token". `sentence_task`: None, "nsp" or "sop" (mlm only). `checkpoint_every`
-    steps a checkpoint goes to `checkpoint_dir` (default OUTPUT.checkpoints); a rerun resumes
-    from it. The metrics hold the loss averaged over every `log_every` steps (`losses`, and
-    per part for ELECTRA and sentence tasks) with their first and last values.
+    model starts from scratch with the tokenizer of `tokenizer` (default: `preset`). `hp`: a
+    `PretrainHyperparameters` (default: its defaults), changed by any of its fields given as
+    keywords (`steps=1000`): `batch_size` is global (split over the strategy's replicas),
+    `masking` "wwm" (whole words) or "token", `sentence_task` None, "nsp" or "sop" (mlm only).
+    Every `checkpoint_every` steps a checkpoint goes to `checkpoint_dir` (default
+    OUTPUT.checkpoints); a rerun resumes from it. Corpora are packed into `records_dir`
+    (default OUTPUT.records, removed after a successful run). The metrics hold the loss
+    averaged over every `log_every` steps (`losses`, and per part for ELECTRA and sentence
+    tasks) with their first and last values.
 
     Example:
         >>> run_pretrain("electra", ["pubmed.txt"], "out/electra", config="small.json",
         ...              tokenizer="biom_electra_base_discriminator", steps=10000)
     """
-    import tensorflow as tf
-
-    from biozoo._io import atomic_directory, atomic_write_json
-    from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, PROVENANCE_FILE
+    from biozoo.api import Tokenizer
     from biozoo.data.pretraining import count_records, masked_dataset, write_pretraining_records
-    from biozoo.tokenizers import Tokenizer
-    from biozoo.train import loop
     from biozoo.optim import adamw
-    from biozoo.train.strategy import is_chief
+    from biozoo.train.run import TrainingRun, examples_per_second
 
-    if method not in METHODS:
-        raise ValueError(f"unknown pretraining method {method!r}; choose mlm or electra.")
-    if masking not in ("wwm", "token"):
-        raise ValueError(f"masking must be 'wwm' or 'token', got {masking!r}")
-    if preset is None and config is None:
-        raise ValueError("give a --preset to continue pretraining, or a --config (with --tokenizer) to start "
-                         "from scratch.")
-    if config is not None and preset is None and tokenizer is None:
-        raise ValueError("--config trains from scratch and needs a tokenizer: give --tokenizer (or --preset).")
-    if steps < 1 or batch_size < 1:
-        raise ValueError("--steps and --batch-size must be positive.")
+    hp = dataclasses.replace(hp or PretrainHyperparameters(), **hyperparameters)
+    _check_arguments(method, hp, preset, config, tokenizer)
     corpus_files = [os.fspath(f) for f in corpus_files]
     output = os.fspath(output)
-    strategy = getattr(strategy, "strategy", strategy) or tf.distribute.get_strategy()
-    replicas = strategy.num_replicas_in_sync
-    if batch_size % replicas:
-        raise ValueError(f"--batch-size {batch_size} is not a multiple of the {replicas} replicas.")
-    from biozoo.train.finetune import set_seed
-
-    set_seed(seed)
+    run = TrainingRun(output, strategy, batch_size=hp.batch_size,
+                      checkpoint_dir=checkpoint_dir or (output + ".checkpoints" if hp.checkpoint_every else None))
+    run.seed(hp.seed)
 
     tokenizer_handle = tokenizer if tokenizer is not None else preset
     tok = Tokenizer.from_preset(tokenizer_handle)
-    from biozoo.tasks._util import use_xla
-
-    jit = use_xla() if jit_compile == "auto" else bool(jit_compile)
-    every = log_every or max(1, steps // 100)
-    with strategy.scope():
-        trainer = build_pretrainer(method, tok, preset, config, sentence_task, generator, generator_fraction,
-                                   rtd_weight, seed, steps, every)
+    every = hp.log_every or max(1, hp.steps // 100)
+    with run.scope():
+        trainer = build_pretrainer(method, tok, preset, config, hp.sentence_task, generator, hp.generator_fraction,
+                                   hp.rtd_weight, hp.seed, hp.steps, every)
         backbone = trainer.task.backbone if method == "mlm" else trainer.discriminator.backbone
         limit = backbone.get_config().get("max_sequence_length")
-        if limit and max_seq_length > limit:
-            raise ValueError(f"--max-seq-length {max_seq_length} exceeds the model's {limit} positions.")
-        trainer.compile(optimizer=adamw(learning_rate, steps, warmup_ratio, weight_decay), jit_compile=jit)
+        if limit and hp.max_seq_length > limit:
+            raise ValueError(f"--max-seq-length {hp.max_seq_length} exceeds the model's {limit} positions.")
+        trainer.compile(optimizer=adamw(hp.learning_rate, hp.steps, hp.warmup_ratio, hp.weight_decay),
+                        jit_compile=run.jit(hp.jit_compile))
 
-    keep_records = records_dir is not None
-    records_dir = os.fspath(records_dir) if keep_records else output + ".records"
-    files = write_pretraining_records(corpus_files, tok, records_dir, max_seq_length, sentence_task, seed,
-                                      short_seq_prob, dupe_factor, log=log)
+    records_dir = run.scratch(records_dir, ".records")
+    files = write_pretraining_records(corpus_files, tok, records_dir, hp.max_seq_length, hp.sentence_task, hp.seed,
+                                      hp.short_seq_prob, hp.dupe_factor, log=log)
     instances = count_records(records_dir)
 
     def stream(start_step):
-        return masked_dataset(files, tok, max_seq_length, batch_size, sentence_task, seed, start_step,
-                              whole_words=masking == "wwm", mask_rate=mask_rate)
+        return masked_dataset(files, tok, hp.max_seq_length, hp.batch_size, hp.sentence_task, hp.seed, start_step,
+                              whole_words=hp.masking == "wwm", mask_rate=hp.mask_rate)
 
-    log(f"pretraining {method} ({masking}{', ' + sentence_task if sentence_task else ''}) on {instances} instances: "
-        f"{steps} steps of batch {batch_size}")
-    checkpoint_dir = checkpoint_dir or (output + ".checkpoints" if checkpoint_every else None)
-    start = time.time()
-    chief = is_chief(strategy)
-    result = loop.train(trainer, stream, steps, checkpoint_dir, checkpoint_every=checkpoint_every, save=chief,
-                        verbose=verbose, log=log, strategy=strategy)
-    seconds = time.time() - start
+    log(f"pretraining {method} ({hp.masking}{', ' + hp.sentence_task if hp.sentence_task else ''}) on {instances} "
+        f"instances: {hp.steps} steps of batch {hp.batch_size}")
+    result = run.train(trainer, stream, hp.steps, checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log)
 
-    curves = trainer.loss_curves()
-    ran = max(1, steps - result["resumed_from"])
     metrics = {
         "method": method,
         "preset": None if preset is None else os.fspath(preset),
@@ -524,73 +460,74 @@ def run_pretrain(method, corpus_files, output, preset=None, config=None, *, toke
         "tokenizer": os.fspath(tokenizer_handle),
         "corpus": corpus_files,
         "instances": instances,
-        "masking": masking,
-        "sentence_task": sentence_task,
+        "masking": hp.masking,
+        "sentence_task": hp.sentence_task,
         "hyperparameters": {
-            "steps": steps, "batch_size": batch_size, "max_seq_length": max_seq_length,
-            "learning_rate": learning_rate, "warmup_ratio": warmup_ratio, "weight_decay": weight_decay,
-            "mask_rate": mask_rate, "seed": seed,
+            "steps": hp.steps, "batch_size": hp.batch_size, "max_seq_length": hp.max_seq_length,
+            "learning_rate": hp.learning_rate, "warmup_ratio": hp.warmup_ratio, "weight_decay": hp.weight_decay,
+            "mask_rate": hp.mask_rate, "seed": hp.seed,
         },
-        "replicas": replicas,
+        "replicas": run.strategy.replicas,
         "resumed_from": result["resumed_from"],
-        "train_seconds": round(seconds, 1),
-        "train_examples_per_second": round(ran * batch_size / max(seconds, 1e-9), 2),
+        "train_seconds": round(result["seconds"], 1),
+        "train_examples_per_second": examples_per_second(max(1, hp.steps - result["resumed_from"]), hp.batch_size,
+                                                         result["seconds"]),
         "log_every": every,
     }
     if method == "electra":
-        metrics["hyperparameters"].update({"generator_fraction": generator_fraction, "rtd_weight": rtd_weight})
+        metrics["hyperparameters"].update({"generator_fraction": hp.generator_fraction, "rtd_weight": hp.rtd_weight})
         metrics["generator"] = {k: v for k, v in trainer.generator.get_config().items()
                                 if k in ("num_layers", "num_heads", "hidden_dim", "embedding_dim", "intermediate_dim")}
-    for name, values in curves.items():
+    for name, values in trainer.loss_curves().items():
         key = name + "es"  # loss -> losses, generator_loss -> generator_losses
         metrics[key] = [round(v, 5) for v in values]
         if values:
             metrics[name + "_first"] = metrics[key][0]
             metrics[name + "_last"] = metrics[key][-1]
 
-    if chief:
-        heads = {k: np.asarray(keras.ops.convert_to_numpy(v)) for k, v in trainer.heads().items()}
-        with atomic_directory(output) as tmp:
-            if method == "mlm":
-                trainer.task.save_to_preset(tmp)
-            else:
-                trainer.discriminator.save_to_preset(tmp)
-                generator_task = trainer.generator_task()
-                generator_task.save_to_preset(os.path.join(tmp, "generator"))
-                tok.save_to_preset(os.path.join(tmp, "generator"))
-            tok.save_to_preset(tmp)
-            from safetensors.numpy import save_file
-
-            save_file({k: np.ascontiguousarray(v) for k, v in heads.items()}, os.path.join(tmp, HEADS_FILE))
-            heads_config = {name: {} for name in sorted({k.split("/")[0] for k in heads})}
-            if "mlm" in heads_config:
-                head = trainer.task.mlm_head
-                heads_config["mlm"] = {"activation": head.activation, "layer_norm_epsilon": head.layer_norm_epsilon,
-                                       "tied_embedding": True}
-            atomic_write_json(os.path.join(tmp, HEADS_CONFIG_FILE), heads_config)
-            atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), {"format": "keras", "pretraining": {
-                "method": method, "from": metrics["preset"], "config": metrics["config"]}})
-            atomic_write_json(os.path.join(tmp, "metrics.json"), metrics)
-        if checkpoint_dir:
-            _rmtree(checkpoint_dir)
-        if not keep_records:
-            _rmtree(records_dir)
+    if run.chief:
+        run.write(lambda directory: save_pretrained(trainer, method, tok, directory, metrics),
+                  {"metrics.json": metrics})
     return metrics
 
 
-# ---- command line -----------------------------------------------------------------------
+def _check_arguments(method, hp, preset, config, tokenizer):
+    if method not in METHODS:
+        raise ValueError(f"unknown pretraining method {method!r}; choose mlm or electra.")
+    if hp.masking not in ("wwm", "token"):
+        raise ValueError(f"masking must be 'wwm' or 'token', got {hp.masking!r}")
+    if preset is None and config is None:
+        raise ValueError("give a --preset to continue pretraining, or a --config (with --tokenizer) to start "
+                         "from scratch.")
+    if config is not None and preset is None and tokenizer is None:
+        raise ValueError("--config trains from scratch and needs a tokenizer: give --tokenizer (or --preset).")
+    if hp.steps < 1 or hp.batch_size < 1:
+        raise ValueError("--steps and --batch-size must be positive.")
 
 
-def pretrain_command(args, strategy=None):
-    """Run `biozoo pretrain` from parsed `args`; return the metrics."""
-    import sys
+def save_pretrained(trainer, method, tokenizer, directory, metrics):
+    """Write the trained model into `directory` as a Keras preset: the MaskedLM task (mlm) or
+    the discriminator with its generator in `directory`/generator (electra), the tokenizer,
+    the heads (heads.safetensors, heads.json) and the provenance record."""
+    from safetensors.numpy import save_file
 
-    return run_pretrain(
-        args.method, args.corpus, args.output, preset=args.preset, config=args.config, tokenizer=args.tokenizer,
-        generator=args.generator, max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
-        learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
-        masking=args.masking, sentence_task=args.sentence_task, generator_fraction=args.generator_fraction,
-        rtd_weight=args.rtd_weight, dupe_factor=args.dupe_factor, seed=args.seed, strategy=strategy,
-        records_dir=args.records, checkpoint_every=args.checkpoint_every,
-        log=lambda message: print(message, file=sys.stderr),
-    )
+    from biozoo._io import atomic_write_json
+    from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, PROVENANCE_FILE
+
+    heads = {k: np.asarray(keras.ops.convert_to_numpy(v)) for k, v in trainer.heads().items()}
+    if method == "mlm":
+        trainer.task.save_to_preset(directory)
+    else:
+        trainer.discriminator.save_to_preset(directory)
+        trainer.generator_task().save_to_preset(os.path.join(directory, "generator"))
+        tokenizer.save_to_preset(os.path.join(directory, "generator"))
+    tokenizer.save_to_preset(directory)
+    save_file({k: np.ascontiguousarray(v) for k, v in heads.items()}, os.path.join(directory, HEADS_FILE))
+    heads_config = {name: {} for name in sorted({k.split("/")[0] for k in heads})}
+    if "mlm" in heads_config:
+        head = trainer.task.mlm_head
+        heads_config["mlm"] = {"activation": head.activation, "layer_norm_epsilon": head.layer_norm_epsilon,
+                               "tied_embedding": True}
+    atomic_write_json(os.path.join(directory, HEADS_CONFIG_FILE), heads_config)
+    atomic_write_json(os.path.join(directory, PROVENANCE_FILE), {"format": "keras", "pretraining": {
+        "method": method, "from": metrics["preset"], "config": metrics["config"]}})

@@ -1,4 +1,6 @@
-"""Published fine-tuning recipes: the hyperparameters a paper used, per model and task.
+"""Published fine-tuning recipes (`biozoo finetune --recipe`): the hyperparameters a paper
+used, per model and task. In biozoo "recipe" names only these tables; the per-task-kind code
+of the fine-tuning driver is its task adapters (`biozoo.train.adapters`).
 
 `biom_recipe(preset, kind, dataset)` reads `biom_recipes.json` (shipped beside this module),
 a transcription of Appendix Table 4 of the BioM-Transformers paper (Alrowili and
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import os
 import re
 from importlib import resources
@@ -41,8 +42,10 @@ class RecipeError(KeyError):
 
 @functools.lru_cache(maxsize=1)
 def _document():
-    text = resources.files("biozoo.train").joinpath(RECIPES_FILE).read_text(encoding="utf-8")
-    return json.loads(text)
+    from biozoo._io import read_json
+
+    with resources.as_file(resources.files("biozoo.train").joinpath(RECIPES_FILE)) as path:
+        return read_json(path, "BioM recipe table")
 
 
 def biom_document():
@@ -96,6 +99,7 @@ def _local_registry_name(path, depth=0):
     an HF directory's `_name_or_path`, or the `preset` a `biozoo finetune` output (its
     `metrics.json`) started from, followed through chains of fine-tuning runs."""
     from biozoo import registry
+    from biozoo._io import read_json
 
     for file_name, keys in (("biozoo.json", ("registry_name", "hf_repo", "source")),
                             ("metrics.json", ("preset",)),
@@ -104,9 +108,8 @@ def _local_registry_name(path, depth=0):
         if not os.path.isfile(full):
             continue
         try:
-            with open(full, encoding="utf-8") as handle:
-                info = json.load(handle)
-        except (OSError, ValueError):
+            info = read_json(full, file_name)
+        except (OSError, ValueError):  # missing, unreadable or not JSON: look at the next file
             continue
         for key in keys:
             value = info.get(key) if isinstance(info, dict) else None

@@ -5,9 +5,9 @@ import json
 import shutil
 from pathlib import Path
 
-import hf_models as H
+from biozoo import testing as H
 import pytest
-import tf1_checkpoints as T
+from biozoo.testing import tf1_checkpoints as T
 
 from biozoo.cli import main
 

@@ -5,7 +5,7 @@ import argparse
 import io
 import tarfile
 
-import hf_models as H
+from biozoo import testing as H
 import numpy as np
 import pytest
 

@@ -4,10 +4,10 @@ global_step) convert to presets equal to the transformers models they were made 
 import json
 import shutil
 
-import hf_models as H
+from biozoo import testing as H
 import numpy as np
 import pytest
-import tf1_checkpoints as T
+from biozoo.testing import tf1_checkpoints as T
 
 import biozoo
 from biozoo.cli import main

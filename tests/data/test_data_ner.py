@@ -1,20 +1,9 @@
 """read_ner / find_split: real corpora, every format variant, malformed lines."""
 
-import os
-from pathlib import Path
-
 import pytest
 
 from biozoo.data.ner import find_split, infer_entity_type, read_ner
 from biozoo.errors import DataFormatError
-
-
-def shared_data():
-    env = os.environ.get("BIOZOO_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    if not root.is_dir():
-        pytest.skip(f"shared benchmark data not found at {root} (set BIOZOO_SHARED_DATA)")
-    return root
 
 
 @pytest.mark.parametrize(
@@ -25,8 +14,8 @@ def shared_data():
         ("BC5CDR-disease", (4560, 4581, 4797), "Disease"),
     ],
 )
-def test_real_corpora(corpus, counts, etype):
-    folder = shared_data() / "ner" / corpus
+def test_real_corpora(corpus, counts, etype, shared_data):
+    folder = shared_data / "ner" / corpus
     for split, expected in zip(("train", "dev", "test"), counts):
         path = find_split(folder, split)
         sentences = read_ner(path)

@@ -1,9 +1,7 @@
 """read_squad / read_bioasq_golden: real BioASQ data, SQuAD v2 variants, answer checks, errors."""
 
 import json
-import os
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -11,18 +9,10 @@ from biozoo.data.qa import check_answers, read_bioasq_golden, read_squad
 from biozoo.errors import DataFormatError
 
 
-def shared_data():
-    env = os.environ.get("BIOZOO_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    if not root.is_dir():
-        pytest.skip(f"shared benchmark data not found at {root} (set BIOZOO_SHARED_DATA)")
-    return root
-
-
-def test_real_bioasq():
+def test_real_bioasq(shared_data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # this release has no offset mismatches
-        examples = read_squad(shared_data() / "qa" / "bioasq" / "dev.json")
+        examples = read_squad(shared_data / "qa" / "bioasq" / "dev.json")
     assert len(examples) == 1809
     assert len({e.qid.rsplit(":", 1)[0] for e in examples}) == 214
     assert not any(e.is_impossible for e in examples)

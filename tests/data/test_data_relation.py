@@ -1,8 +1,6 @@
 """read_relation: real ChemProt/GAD files, every layout, malformed lines."""
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
@@ -10,16 +8,8 @@ from biozoo.data.relation import detect_relation_format, read_relation
 from biozoo.errors import DataFormatError
 
 
-def shared_data():
-    env = os.environ.get("BIOZOO_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    if not root.is_dir():
-        pytest.skip(f"shared benchmark data not found at {root} (set BIOZOO_SHARED_DATA)")
-    return root
-
-
-def test_real_chemprot():
-    folder = shared_data() / "re" / "chemprot"
+def test_real_chemprot(shared_data):
+    folder = shared_data / "re" / "chemprot"
     counts = {}
     for split in ("train", "dev", "test"):
         path = folder / f"{split}.tsv"
@@ -36,8 +26,8 @@ def test_real_chemprot():
     assert any('"' in e.text for e in read_relation(folder / "test.tsv"))  # quotes kept literally
 
 
-def test_real_gad():
-    folder = shared_data() / "re" / "gad"
+def test_real_gad(shared_data):
+    folder = shared_data / "re" / "gad"
     assert detect_relation_format(folder / "train.tsv") == "biobert"
     assert detect_relation_format(folder / "test.tsv") == "biobert_test"
     train = read_relation(folder / "train.tsv")

@@ -1,26 +1,22 @@
-"""Model Garden export: the restored BertEncoderV2 / AlbertEncoder equals transformers."""
+"""Model Garden export: the restored BertEncoderV2 / AlbertEncoder equals transformers. The
+cases, and the config overrides under which Garden can express them (`Case.garden`: one ALBERT
+group, Garden's fixed LayerNorm epsilon 1e-12), come from biozoo.testing.CASES."""
 
-import hf_models as H
 import numpy as np
 import pytest
 
+from biozoo import testing as H
 from biozoo.errors import BiozooError
 from biozoo.export.garden import export_garden, load_garden_encoder
 
-CASES = [("bert", "BertModel"), ("albert", "AlbertModel"), ("electra", "ElectraModel"),
-         ("distilbert", "DistilBertModel")]
 
-
-@pytest.mark.parametrize("name, model_cls", CASES)
-def test_garden_encoder_equals_transformers(name, model_cls, tmp_path, tiny_spiece):
+@pytest.mark.parametrize("name, model_cls, overrides", H.cases(kind="garden"))
+def test_garden_encoder_equals_transformers(name, model_cls, overrides, tmp_path, tiny_spiece):
     pytest.importorskip("official.nlp.modeling")
-    overrides = {"distilbert": {}, "albert": {"num_hidden_groups": 1, "inner_group_num": 1}}.get(name, {"layer_norm_eps": 1e-12})
-    model = H.make_model(name, model_cls, **overrides)
-    tokenizer = "sentencepiece" if name == "albert" else "wordpiece"
-    source = H.save_hf_directory(model, tmp_path / "hf", tokenizer=tokenizer, spiece_model=tiny_spiece)
+    model, source = H.save_case(name, model_cls, tmp_path, spiece_model=tiny_spiece, **overrides)
     export_garden(str(source), tmp_path / "garden")
     encoder = load_garden_encoder(tmp_path / "garden")
-    inputs = H.random_inputs(num_segments=2 if name != "distilbert" else 1)
+    inputs = H.random_inputs(num_segments=2 if H.family_of(name) != "distilbert" else 1)
     outputs = encoder({"input_word_ids": inputs["token_ids"], "input_mask": inputs["padding_mask"],
                        "input_type_ids": inputs["segment_ids"]}, training=False)
     expected, expected_pooled = H.hf_outputs(model, inputs)
@@ -31,16 +27,10 @@ def test_garden_encoder_equals_transformers(name, model_cls, tmp_path, tiny_spie
         assert np.abs(outputs["pooled_output"].numpy() - expected_pooled).max() <= 1e-4
 
 
-@pytest.mark.parametrize("name, model_cls, message", [
-    ("megatron_bert", "MegatronBertModel", "megatron_bert"),
-    ("mobilebert", "MobileBertModel", "mobilebert"),
-    ("bert_gelu_new_eps", "BertModel", "layer_norm_epsilon is 0.001"),
-    ("albert", "AlbertModel", "2 groups x 2 inner layers"),
-])
+@pytest.mark.parametrize("name, model_cls, message", H.cases(kind="garden_refusal"))
 def test_garden_refuses_what_it_cannot_express(name, model_cls, message, tmp_path, tiny_spiece):
     pytest.importorskip("official.nlp.modeling")
-    tokenizer = "sentencepiece" if name == "albert" else "wordpiece"
-    source = H.save_hf_directory(H.make_model(name, model_cls), tmp_path / "hf", tokenizer=tokenizer, spiece_model=tiny_spiece)
+    _, source = H.save_case(name, model_cls, tmp_path, spiece_model=tiny_spiece)
     with pytest.raises(BiozooError, match=message):
         export_garden(str(source), tmp_path / "garden")
     assert not (tmp_path / "garden").exists()

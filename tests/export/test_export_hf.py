@@ -1,28 +1,22 @@
 """HF -> biozoo preset -> HF: transformers loads the export and gives the original outputs;
-its tokenizer gives biozoo's ids."""
+its tokenizer gives biozoo's ids. Every case of biozoo.testing.CASES."""
 
-import hf_models as H
 import numpy as np
 import pytest
 
 import biozoo
+from biozoo import testing as H
 from biozoo.export.hf import export_hf
 
-CASES = [("bert", "BertModel"), ("bert_gelu_new_eps", "BertModel"), ("albert", "AlbertModel"),
-         ("electra", "ElectraModel"), ("distilbert", "DistilBertModel"), ("mobilebert", "MobileBertModel"),
-         ("mobilebert_layer_norm", "MobileBertModel"), ("megatron_bert", "MegatronBertModel")]
 
-
-@pytest.mark.parametrize("name, model_cls", CASES)
+@pytest.mark.parametrize("name, model_cls", H.cases(kind="hf_export"))
 def test_hf_round_trip(name, model_cls, tmp_path, tiny_spiece):
     transformers = pytest.importorskip("transformers")
-    model = H.make_model(name, model_cls)
-    tokenizer = "sentencepiece" if name == "albert" else "wordpiece"
-    source = H.save_hf_directory(model, tmp_path / "hf", "bin", tokenizer, tiny_spiece)
+    model, source = H.save_case(name, model_cls, tmp_path, "bin", tiny_spiece)
     export_hf(str(source), tmp_path / "exported")
     reloaded = transformers.AutoModel.from_pretrained(str(tmp_path / "exported")).eval()
     assert type(reloaded).__name__ == model_cls
-    inputs = H.random_inputs(num_segments=getattr(model.config, "type_vocab_size", 2))
+    inputs = H.case_inputs(model)
     expected, expected_pooled = H.hf_outputs(model, inputs)
     got, got_pooled = H.hf_outputs(reloaded, inputs)
     assert H.max_diff(got, expected, inputs["padding_mask"]) <= 1e-4

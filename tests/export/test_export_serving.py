@@ -15,7 +15,6 @@ import tensorflow as tf
 import biozoo
 from biozoo.export.serving import export_task_hub
 
-from test_export_hub import keras_free_site
 
 LABELS = ["O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]
 
@@ -49,7 +48,7 @@ def served_entities(out, i):
              "score": float(out["entity_score"][i][j])} for j in range(n)]
 
 
-def test_ner_serving_equals_annotate(ner, corpus_sentences, tmp_path):
+def test_ner_serving_equals_annotate(ner, corpus_sentences, tmp_path, keras_free_site_dir):
     texts = [s for s in corpus_sentences[:80] if len(ner.preprocessor.tokenizer.ids([s])[0]) < 60][:40]
     texts += ["Naïve µ-opioid (IL-2\u00adR) in Σ cells.", "", "   "]
     export_task_hub(ner, tmp_path / "ner")
@@ -68,7 +67,7 @@ def test_ner_serving_equals_annotate(ner, corpus_sentences, tmp_path):
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"signature": "serving_default", "inputs": {"text": texts[:5]}}))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(PYTHONPATH=str(keras_free_site(tmp_path)), TF_CPP_MIN_LOG_LEVEL="2")
+    env.update(PYTHONPATH=str(keras_free_site_dir(tmp_path)), TF_CPP_MIN_LOG_LEVEL="2")
     child = Path(__file__).with_name("keras_free_serve.py")
     result = subprocess.run([sys.executable, "-S", str(child), str(tmp_path / "ner"), str(request), str(tmp_path / "out.json")],
                             capture_output=True, text=True, env=env, cwd=tmp_path)

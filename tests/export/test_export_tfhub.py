@@ -4,12 +4,11 @@ transformers."""
 
 import json
 import os
-import site
 import subprocess
 import sys
 from pathlib import Path
 
-import hf_models as H
+from biozoo import testing as H
 import numpy as np
 import pytest
 
@@ -19,25 +18,12 @@ CHILD = Path(__file__).with_name("keras_free_child.py")
 SEQ_LENGTH = 64
 
 
-def keras_free_site(tmp_path):
-    """A site directory holding everything installed except keras, biozoo and their kin."""
-    site_dir = tmp_path / "site"
-    site_dir.mkdir()
-    packages = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
-    for name in os.listdir(packages):
-        low = name.lower()
-        if low.startswith(("keras", "tf_keras", "biozoo", "__editable__")) or low.endswith(".pth"):
-            continue
-        os.symlink(os.path.join(packages, name), site_dir / name)
-    return site_dir
-
-
-def run_keras_free(export_dir, request, tmp_path):
+def run_keras_free(export_dir, request, tmp_path, keras_free_site_dir):
     request_path = tmp_path / "request.json"
     request_path.write_text(json.dumps(request), encoding="utf-8")
     out_path = tmp_path / "out.npz"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env["PYTHONPATH"] = str(keras_free_site(tmp_path))
+    env["PYTHONPATH"] = str(keras_free_site_dir(tmp_path))
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     result = subprocess.run(
         [sys.executable, "-S", str(CHILD), str(export_dir), str(request_path), str(out_path)],
@@ -57,7 +43,7 @@ def type_ids(batch, hf_tokenizer):
     return ((after_first_sep >= 1) & (mask == 1)).astype(int)
 
 
-def check_export(export_dir, hf_dir, sentences, tmp_path, expect_pooler):
+def check_export(export_dir, hf_dir, sentences, tmp_path, expect_pooler, keras_free_site_dir):
     import torch
     import transformers
 
@@ -65,7 +51,7 @@ def check_export(export_dir, hf_dir, sentences, tmp_path, expect_pooler):
     # one pair that must be trimmed, with an odd budget: HF longest-first vs round robin
     pairs.append((" ".join(sentences[:3]), " ".join(sentences[3:5])))
     request = {"singles": sentences, "pairs": pairs, "pair_seq_length": SEQ_LENGTH - 1}
-    got = run_keras_free(export_dir, request, tmp_path)
+    got = run_keras_free(export_dir, request, tmp_path, keras_free_site_dir)
     assert json.loads(str(got["modules"])) == []
 
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
@@ -101,17 +87,19 @@ def check_export(export_dir, hf_dir, sentences, tmp_path, expect_pooler):
 
 
 @pytest.mark.slow
-def test_minilm_hub_export_without_biozoo_or_keras(minilm_dir, corpus_sentences, tmp_path):
+def test_minilm_hub_export_without_biozoo_or_keras(minilm_dir, corpus_sentences, tmp_path, keras_free_site_dir):
     pytest.importorskip("transformers")
     sentences = corpus_sentences[:40] + ["naïve T-cells (CD4+) at 5 µM Σ-receptor", "IL-2\u00adreceptor\u200bα"]
     export_hub(str(minilm_dir), tmp_path / "export", seq_length=SEQ_LENGTH)
     assert (tmp_path / "export" / "README.md").exists()
-    check_export(tmp_path / "export", minilm_dir, sentences, tmp_path, expect_pooler=True)
+    check_export(tmp_path / "export", minilm_dir, sentences, tmp_path, expect_pooler=True,
+                 keras_free_site_dir=keras_free_site_dir)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family, model_cls", [("albert", "AlbertModel"), ("electra", "ElectraModel")])
-def test_tiny_hub_export(family, model_cls, corpus_spiece, corpus_sentences, tiny_bert_real_vocab, minilm_dir, tmp_path):
+def test_tiny_hub_export(family, model_cls, corpus_spiece, corpus_sentences, tiny_bert_real_vocab, minilm_dir, tmp_path,
+                         keras_free_site_dir):
     pytest.importorskip("transformers")
     if family == "albert":
         model = H.make_model("albert", "AlbertModel", vocab_size=2000)
@@ -121,4 +109,4 @@ def test_tiny_hub_export(family, model_cls, corpus_spiece, corpus_sentences, tin
         hf_dir = H.save_hf_directory(model, tmp_path / "hf", vocab_file=minilm_dir / "vocab.txt")
     export_hub(str(hf_dir), tmp_path / "export", seq_length=SEQ_LENGTH)
     check_export(tmp_path / "export", hf_dir, corpus_sentences[:40] + ["Naïve ``T-cells'' Ⅱ"], tmp_path,
-                 expect_pooler=family == "albert")
+                 expect_pooler=family == "albert", keras_free_site_dir=keras_free_site_dir)

@@ -1,20 +1,9 @@
 """BioASQ factoid scores (official evaluator rules) and the BioBERT n-best transform."""
 
-import os
-from pathlib import Path
-
 import pytest
 
 from biozoo.data.qa import read_squad
 from biozoo.metrics.bioasq import aggregate_factoid, factoid_scores, question_group_id
-
-
-def shared_data():
-    env = os.environ.get("BIOZOO_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    if not root.is_dir():
-        pytest.skip(f"shared benchmark data not found at {root} (set BIOZOO_SHARED_DATA)")
-    return root
 
 
 GOLDEN = {
@@ -120,8 +109,8 @@ def test_aggregate_factoid():
     assert aggregate_factoid(nbest, top_k=2)["questions"][1]["exact_answer"] == [["g"], ["e"]]
 
 
-def test_real_bioasq_gold_answers_score_100():
-    examples = read_squad(shared_data() / "qa" / "bioasq" / "dev.json")
+def test_real_bioasq_gold_answers_score_100(shared_data):
+    examples = read_squad(shared_data / "qa" / "bioasq" / "dev.json")
     nbest, synonyms = {}, {}
     for ex in examples:
         nbest[ex.qid] = [{"text": a["text"], "probability": 1.0} for a in ex.answers]
@@ -150,3 +139,20 @@ def test_real_bioasq_gold_answers_score_100():
         "mrr": 100.0,
         "questions": 100,
     }
+
+
+def test_snippet_golden_and_scores():
+    from biozoo.metrics.bioasq import snippet_factoid_scores, snippet_golden
+
+    answers = [("Q1:0", ["BRCA1"]), ("Q1:1", ["brca1", "BRCA2"]), ("Q2:0", ["TP53"])]
+    assert snippet_golden(answers) == {"questions": [
+        {"id": "Q1", "type": "factoid", "exact_answer": [["BRCA1", "BRCA2", "brca1"]]},
+        {"id": "Q2", "type": "factoid", "exact_answer": [["TP53"]]}]}
+    nbest = {"Q1:0": [{"text": "BRCA2", "probability": 0.6}], "Q1:1": [{"text": "MDM2", "probability": 0.7}],
+             "Q2:0": [{"text": "p53", "probability": 0.9}, {"text": "TP53", "probability": 0.1}]}
+    scores = snippet_factoid_scores(answers, nbest)
+    assert scores["questions"] == 2 and scores["strict_accuracy"] == 0.0 and scores["lenient_accuracy"] == 100.0
+    assert scores["mrr"] == 50.0 and scores["gold"].startswith("snippet answers")
+    # one example per question, or SQuAD ids: not BioASQ snippets
+    assert snippet_factoid_scores([("Q1:0", ["a"]), ("Q2:0", ["b"])], {}) is None
+    assert snippet_factoid_scores([("5733be284776f41900661182", ["a"])] * 2, {}) is None

@@ -12,7 +12,7 @@ def run_cli(argv):
         from biozoo import __version__  # noqa: F401  (biozoo/cli.py needs it)
         from biozoo.cli import main
     except ImportError:
-        from biozoo.metrics.cli import register
+        from biozoo._commands.score import register
 
         def main(argv):
             parser = argparse.ArgumentParser(prog="biozoo")

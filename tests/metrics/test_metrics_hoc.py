@@ -67,3 +67,14 @@ def test_bad_input():
         hoc_f1_blue([(1, 0)], [])
     with pytest.raises(ValueError, match="ids"):
         hoc_f1_blue([(1, 0)], [(1, 0)], ids=["1_0", "1_1"])
+
+
+def test_tuned_thresholds_maximise_each_labels_f1():
+    from biozoo.metrics.hoc import tune_thresholds
+
+    probs = np.array([[0.9, 0.2], [0.6, 0.4], [0.55, 0.1], [0.2, 0.45]])
+    gold = np.array([[1, 0], [1, 1], [0, 0], [0, 1]])
+    # label 0: 0.6 keeps the two positives only (0.5 lets 0.55 in); label 1: 0.4 the two positives
+    assert tune_thresholds(probs, gold) == [0.6, 0.4]
+    # no positive gold: every threshold scores 0, the first candidate (0.5 or lower) stays
+    assert tune_thresholds(np.array([[0.7], [0.8]]), np.array([[0], [0]])) == [0.5]

@@ -1,22 +1,12 @@
 """micro_prf against sklearn's precision_recall_fscore_support(labels=positives, average='micro')."""
 
-import os
 import random
-from pathlib import Path
 
 import pytest
 from sklearn.metrics import f1_score, precision_recall_fscore_support
 
 from biozoo.data.relation import read_relation
 from biozoo.metrics.relation import infer_negative_label, micro_prf
-
-
-def shared_data():
-    env = os.environ.get("BIOZOO_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    if not root.is_dir():
-        pytest.skip(f"shared benchmark data not found at {root} (set BIOZOO_SHARED_DATA)")
-    return root
 
 
 CHEMPROT = ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "False"]
@@ -50,8 +40,8 @@ def test_random_labels_match_sklearn():
         assert (ours["precision"], ours["recall"], ours["f1"]) == pytest.approx(ref)
 
 
-def test_real_chemprot_test_labels_against_random_prediction():
-    path = shared_data() / "re" / "chemprot" / "test.tsv"
+def test_real_chemprot_test_labels_against_random_prediction(shared_data):
+    path = shared_data / "re" / "chemprot" / "test.tsv"
     gold = [ex.label for ex in read_relation(path)]
     assert sorted(set(gold)) == CHEMPROT
     rng = random.Random(42)

@@ -2,7 +2,7 @@
 
 import json
 
-import hf_models as H
+from biozoo import testing as H
 import pytest
 
 import biozoo

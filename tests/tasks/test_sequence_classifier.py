@@ -9,7 +9,7 @@ import pytest
 import biozoo
 from biozoo.data.hoc import LABELS
 from biozoo.data.relation import read_relation
-from biozoo.train.finetune import Hyperparameters, RelationRecipe, load_task_preset, run_evaluate, run_finetune
+from biozoo.train.finetune import Hyperparameters, load_task_preset, run_evaluate, run_finetune
 
 
 def head(source, target, n):

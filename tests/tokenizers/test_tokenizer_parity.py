@@ -48,7 +48,7 @@ def test_uncased_wordpiece_minilm(minilm_dir, corpus_sentences):
 @pytest.fixture(scope="module")
 def cased_vocab_dir(tmp_path_factory, shared_data):
     """A cased WordPiece vocabulary trained on NCBI-disease with HF tokenizers."""
-    from conftest import read_sentences
+    from biozoo.testing import read_sentences
     from tokenizers import BertWordPieceTokenizer
 
     directory = tmp_path_factory.mktemp("cased")

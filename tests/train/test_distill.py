@@ -244,7 +244,7 @@ def trained_teacher(tmp_path_factory, shared_data):
     from biozoo.data import pretraining as P
     from biozoo.tokenizers import SentencePieceTokenizer
     from biozoo.optim import adamw
-    from conftest import read_sentences, train_spiece
+    from biozoo.testing import read_sentences, train_spiece
 
     root = tmp_path_factory.mktemp("distill")
     ncbi = shared_data / "ner" / "NCBI-disease"
@@ -313,7 +313,7 @@ def test_distilled_student_agrees_with_teacher(method, trained_teacher, tmp_path
 def test_tinybert_cli_narrow_student_with_projection(trained_teacher, tmp_path):
     (tmp_path / "student.json").write_text(json.dumps({"num_layers": 2, "hidden_dim": 32, "intermediate_dim": 64,
                                                        "num_heads": 2}))
-    from biozoo._commands.train import add_distill_arguments
+    from biozoo._commands.train import add_distill_arguments, distill_from_args
 
     parser = add_distill_arguments(argparse.ArgumentParser())
     output = tmp_path / "student"
@@ -323,7 +323,15 @@ def test_tinybert_cli_narrow_student_with_projection(trained_teacher, tmp_path):
         "--output", str(output), "--max-seq-length", str(SEQ), "--batch-size", str(BATCH),
         "--steps", str(STUDENT_STEPS), "--learning-rate", "2e-3", "--masking", "token",
     ])
-    metrics = D.distill_command(args, None)
+    metrics = distill_from_args(args)
     assert metrics["initialized_from_teacher"] == {"embeddings": False, "mlm_head": False, "layers": {}}
     check_distilled(metrics, output)
     assert biozoo.from_preset(str(output)).hidden_dim == 32
+
+
+def test_command_line_defaults_are_the_hyperparameters_defaults():
+    from biozoo._commands.train import add_distill_arguments, distill_hyperparameters
+
+    args = add_distill_arguments(argparse.ArgumentParser()).parse_args(
+        ["--teacher", "t", "--student-config", "{}", "--method", "compact", "--corpus", "c.txt", "--output", "o"])
+    assert distill_hyperparameters(args) == D.DistillHyperparameters()

@@ -32,7 +32,7 @@ def chemprot_subset(shared_data, target, counts=None):
 def tiny_no_dropout(tmp_path_factory, minilm_dir):
     """A tiny random BERT with the real uncased vocabulary and no dropout, so that one device
     and several replicas compute exactly the same function."""
-    import hf_models as H
+    from biozoo import testing as H
 
     model = H.make_model("bert", "BertModel", vocab_size=30522, initializer_range=0.02,
                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -191,16 +191,17 @@ def task_data(kind, shared_data, root):
 def test_train_step_compiles_with_xla_and_static_shapes(kind, tmp_path, shared_data, tiny_bert_real_vocab):
     import tensorflow as tf
 
-    from biozoo.train.finetune import RECIPES, Hyperparameters
+    from biozoo.train.adapters import ADAPTERS
+    from biozoo.train.finetune import Hyperparameters
     from biozoo.train.loop import train
     from biozoo.optim import make_optimizer
 
     data = task_data(kind, shared_data, tmp_path / kind)
     hp = Hyperparameters(batch_size=4, max_seq_length=64, learning_rate=1e-3)
-    recipe = RECIPES[kind]()
-    splits = recipe.load(data, only="train")
-    task = recipe.build_task(str(tiny_bert_real_vocab), splits, hp)
-    batches = recipe.batches(task, splits["train"], hp, training=True).make_static()
+    adapter = ADAPTERS[kind]()
+    splits = adapter.load(data, only="train")
+    task = adapter.build_task(str(tiny_bert_real_vocab), splits, hp)
+    batches = adapter.batches(task, splits["train"], hp, training=True).make_static()
     task.compile(optimizer=make_optimizer("adamw", 1e-3, 4), jit_compile=True)
     batch = next(iter(batches.dataset_from(0)))
     shapes = {tuple(t.shape) for t in tf.nest.flatten(batch) if t.shape.rank == 2 and t.dtype == tf.int32}

@@ -114,10 +114,10 @@ def test_rerun_after_success_trains_anew_and_checkpoints_are_gone(tmp_path, chem
 def test_seeding_again_keeps_sentencepiece_tokenizers_working(tmp_path, tiny_spiece):
     """`--seeds` seeds once per run in one process; TensorFlow's tf.random.set_seed clears the
     kernel cache in eager mode, which destroyed tf-text's SentencePiece resources."""
-    import hf_models as H
+    from biozoo import testing as H
 
     import biozoo
-    from biozoo.train.finetune import set_seed
+    from biozoo.train.run import set_seed
 
     source = H.save_hf_directory(H.make_model("albert", "AlbertModel"), tmp_path / "albert",
                                  tokenizer="sentencepiece", spiece_model=tiny_spiece)

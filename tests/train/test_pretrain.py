@@ -35,7 +35,7 @@ def corpus(tmp_path_factory, corpus_sentences):
 def tiny_albert(tmp_path_factory, corpus_spiece):
     """A tiny random ALBERT (pretraining heads included) with a SentencePiece model trained on
     NCBI-disease sentences."""
-    import hf_models as H
+    from biozoo import testing as H
 
     model = H.make_model("albert", "AlbertForPreTraining", vocab_size=2000, initializer_range=0.02)
     return H.save_hf_directory(model, tmp_path_factory.mktemp("tiny") / "albert", tokenizer="sentencepiece",
@@ -176,7 +176,7 @@ def masked_batches(tmp_path, sentences, tokenizer, whole_words, batches=25):
 
 def test_whole_word_masking_masks_every_piece_of_known_words(tmp_path, shared_data, tiny_bert_real_vocab):
     import biozoo
-    from conftest import read_sentences
+    from biozoo.testing import read_sentences
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
     words = {}
@@ -409,3 +409,14 @@ def test_command_line_arguments():
     assert args.masking == "wwm" and args.rtd_weight == 50.0 and args.generator_fraction == 0.25
     with pytest.raises(SystemExit):
         parser.parse_args(["mlm", "--corpus", "a.txt", "--output", "o", "--nsp", "--sop"])
+
+
+def test_command_line_defaults_are_the_hyperparameters_defaults():
+    from biozoo._commands.train import add_pretrain_arguments, pretrain_hyperparameters
+    from biozoo.train.pretrain import PretrainHyperparameters
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("method")
+    add_pretrain_arguments(parser)
+    args = parser.parse_args(["mlm", "--corpus", "a.txt", "--preset", "p", "--output", "o"])
+    assert pretrain_hyperparameters(args) == PretrainHyperparameters()

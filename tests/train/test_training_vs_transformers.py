@@ -46,7 +46,9 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
     from biozoo import presets
-    from biozoo.train.finetune import Hyperparameters, RelationRecipe, set_seed
+    from biozoo.train.adapters import RelationAdapter
+    from biozoo.train.finetune import Hyperparameters
+    from biozoo.train.run import set_seed
     from biozoo.optim import make_optimizer
 
     labels = sorted({e.label for e in examples})
@@ -54,20 +56,20 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
                          weight_decay=0.01, warmup_ratio=0.25)
     set_seed(0)
     torch.manual_seed(0)
-    recipe = RelationRecipe()
-    task = recipe.build_task(presets.resolve_preset(str(model_dir)), {"train": examples}, hp)
-    assert task.label_names == labels and recipe.added_tokens
+    adapter = RelationAdapter()
+    task = adapter.build_task(presets.resolve_preset(str(model_dir)), {"train": examples}, hp)
+    assert task.label_names == labels and adapter.added_tokens
 
     hf = AutoModelForSequenceClassification.from_pretrained(
         model_dir, num_labels=len(labels), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    tokenizer.add_tokens(recipe.added_tokens)
+    tokenizer.add_tokens(adapter.added_tokens)
     hf.resize_token_embeddings(len(tokenizer))
     # One start for both: transformers' new marker rows (sampled near the mean) and its head.
     embedding = task.backbone.get_layer("token_embedding").embeddings
     rows = hf.get_input_embeddings().weight.detach().numpy()
     assert embedding.shape == rows.shape
-    np.testing.assert_array_equal(embedding.numpy()[: -len(recipe.added_tokens)], rows[: -len(recipe.added_tokens)])
+    np.testing.assert_array_equal(embedding.numpy()[: -len(adapter.added_tokens)], rows[: -len(adapter.added_tokens)])
     embedding.assign(rows)
     task.output_dense.kernel.assign(hf.classifier.weight.detach().numpy().T)
     task.output_dense.bias.assign(hf.classifier.bias.detach().numpy())
@@ -75,7 +77,7 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
         if isinstance(layer, keras.layers.Dropout):
             layer.rate = 0.0
 
-    batches = recipe.batches(task, examples, hp, training=True)
+    batches = adapter.batches(task, examples, hp, training=True)
     task.micro_batches = micro_batches
     task.compile(optimizer=(keras_optimizer or make_optimizer)("adamw", lr, steps, hp.warmup_ratio, hp.weight_decay,
                                                                clip_norm=clip_norm), jit_compile=False)

@@ -6,7 +6,8 @@
     biozoo score bioasq --gold golden.json (--pred system.json | --nbest nbest_predictions.json)
     biozoo score doc    --gold HoC/test.tsv --pred predictions.txt
 
-All scores are percentages (0-100). Imports happen inside the handlers.
+All scores are percentages (0-100). Imports happen inside the handlers; the scorers are
+in biozoo.metrics.
 """
 
 from __future__ import annotations
@@ -27,14 +28,12 @@ def _emit(result) -> int:
 
 
 def _load_json(path, what):
+    from biozoo._io import read_json
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as error:
-        raise DataFormatError(f"{path}:{error.lineno}: invalid json ({what}): {error.msg}") from None
+    return read_json(path, what, DataFormatError)
 
 
 def _read_lines(path, what):

@@ -1,0 +1,163 @@
+"""Every place biozoo reaches into private Keras internals, in one module.
+
+Each function names the private Keras code it uses; `CHECKED` lists that code with the
+digest of its source in the Keras version it was checked against, and
+tests/test_keras_internals.py fails when an upgrade changes any of it (then re-read the
+new code, adapt the function here and update the digest).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import inspect
+
+CHECKED_KERAS_VERSION = "3.15.1"
+
+# private Keras code we call, patch or override -> sha256 of its source in CHECKED_KERAS_VERSION
+CHECKED = {
+    "keras.src.backend.tensorflow.optimizer.TFOptimizer._backend_update_step": "00bd759c099a6b72",
+    "keras.src.backend.tensorflow.trainer.TensorFlowTrainer.train_step": "debf0efab9d5794b",
+    "keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients": "953512efa56c9680",
+    "keras.src.backend.tensorflow.optimizer.TFOptimizer._distributed_tf_update_step": "ec83c95231ba33ee",
+    "keras.src.optimizers.base_optimizer.BaseOptimizer._clip_gradients": "152b956e23c91ad9",
+    "keras.src.backend.tensorflow.trainer.reduce_per_replica": "2e7d54b1e6edc29a",
+    "keras.src.backend.tensorflow.trainer._collective_all_reduce_multi_worker": "0302369d850e6694",
+    "keras.src.losses.loss.unscale_loss_for_distribution": "3903c7ed7f69c5ac",
+    "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight": "ff6afba0383c3fae",
+    "keras.src.saving.saving_lib.H5IOStore": "6de535f3937a377b",
+    "keras.src.saving.saving_lib._save_state": "472e9cc9267e3c4b",
+    "keras.src.backend.common.global_state.set_global_attribute": "f31774cabee5ad63",
+    "keras.src.backend.common.global_state.get_global_attribute": "d39da35cc653dfaa",
+    "keras.src.random.seed_generator.GLOBAL_SEED_GENERATOR": "c5f470870581df43",
+    "keras.src.utils.rng_utils.GLOBAL_RANDOM_SEED": "ed227e43dc43d011",
+}
+
+
+def resolve(dotted):
+    """The object a dotted name in `CHECKED` denotes."""
+    parts = dotted.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attribute in parts[split:]:
+            obj = getattr(obj, attribute)
+        return obj
+    raise ImportError(dotted)
+
+
+def source_digest(dotted):
+    """sha256 (16 hex digits) of the source of a function or class, or of a constant's repr."""
+    obj = inspect.unwrap(resolve(dotted))
+    text = inspect.getsource(obj) if inspect.isroutine(obj) or inspect.isclass(obj) else repr(obj)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ---- random seeds (biozoo.train) ---------------------------------------------------------
+
+
+def set_keras_seed(seed):
+    """Keras' global seed, and a fresh global SeedGenerator, as keras.utils.set_random_seed
+    sets them (without its tf.random.set_seed)."""
+    from keras.src.backend.common import global_state
+    from keras.src.random import seed_generator
+    from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
+
+    global_state.set_global_attribute(GLOBAL_RANDOM_SEED, seed)
+    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
+
+
+# ---- variables without memory, and Keras' own weights-file writer (biozoo.convert.sink) ----
+
+
+@contextlib.contextmanager
+def unallocated_variables():
+    """Layers built in this block get variables with shapes but no memory. They are never
+    initialized: Keras would do so when the scope exits, or at the next scope that does, so
+    they are kept off its list of variables to initialize."""
+    import keras
+    from keras.src.backend.common import global_state
+
+    pending = list(global_state.get_global_attribute("uninitialized_variables", None) or [])
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield
+    finally:
+        global_state.set_global_attribute("uninitialized_variables", pending)
+
+
+def h5_store_class():
+    """Keras' `.weights.h5` writer class (H5IOStore)."""
+    from keras.src.saving.saving_lib import H5IOStore
+
+    return H5IOStore
+
+
+def save_state(layer, weights_store):
+    """Walk `layer` as `Model.save_weights` does, writing each variable into `weights_store`."""
+    from keras.src.saving.saving_lib import _save_state
+
+    _save_state(layer, weights_store=weights_store, assets_store=None, inner_path="", visited_saveables=set())
+
+
+# ---- train steps (biozoo.tasks.base) -----------------------------------------------------
+
+
+def unpack_x_y_sample_weight(data):
+    from keras.src.trainers.data_adapters.data_adapter_utils import unpack_x_y_sample_weight as unpack
+
+    return unpack(data)
+
+
+def unscale_loss_for_distribution(loss):
+    from keras.src.losses.loss import unscale_loss_for_distribution as unscale
+
+    return unscale(loss)
+
+
+def loss_tracker(model):
+    """The Mean metric behind a compiled model's "loss" log."""
+    return model._loss_tracker
+
+
+# ---- optimizers (biozoo.optim) -----------------------------------------------------------
+
+
+def all_reduce_then_update(optimizer, grads, variables, learning_rate, transform):
+    """TFOptimizer._backend_update_step (sum the replicas' gradients, then update under a merge
+    call), with `transform(summed gradients) -> gradients` between its two halves."""
+    import tensorflow as tf
+
+    summed = optimizer._all_reduce_sum_gradients(list(zip(grads, variables)))
+    transformed = transform([g for g, _ in summed])
+    tf.__internal__.distribute.interim.maybe_merge_call(
+        optimizer._distributed_tf_update_step, optimizer._distribution_strategy,
+        list(zip(transformed, variables)), learning_rate)
+
+
+def merge_call(optimizer, function, *args):
+    """Run `function(strategy, *args)` in cross-replica context, as Keras' TF optimizer does."""
+    import tensorflow as tf
+
+    return tf.__internal__.distribute.interim.maybe_merge_call(function, optimizer._distribution_strategy, *args)
+
+
+# ---- multi-worker logs (biozoo.train.loop) -------------------------------------------------
+
+
+def patch_reduce_per_replica(make_replacement):
+    """Replace Keras' TF trainer `reduce_per_replica` by `make_replacement(original,
+    is_collective_multi_worker, map_structure)`, once."""
+    from keras.src import tree
+    from keras.src.backend.tensorflow import trainer as keras_trainer
+
+    original = keras_trainer.reduce_per_replica
+    if getattr(original, "biozoo_patched", False):
+        return
+    replacement = make_replacement(original, keras_trainer._collective_all_reduce_multi_worker, tree.map_structure)
+    replacement.biozoo_patched = True
+    replacement.__wrapped__ = original
+    keras_trainer.reduce_per_replica = replacement

@@ -1,0 +1,65 @@
+"""Fine-tuned task presets as `biozoo finetune` writes them: a task preset (task.json, weights,
+tokenizer) plus a small JSON record of the task kind and the options of the task adapter that
+trained it, read back by `biozoo evaluate`, `biozoo annotate` and `biozoo export hub --model`.
+
+Example:
+    >>> kind, options, task = load_task("out/ncbi-disease")
+    >>> task.annotate(["BRCA1 mutations cause breast cancer."])
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+# The task kind record: {"kind": "ner", "options": {...}}. The file name predates the name "task
+# adapter" (the fine-tuning driver's code per task kind); it is kept so that output directories
+# already written still load.
+KIND_FILE = "recipe.json"
+
+KINDS = ("ner", "re", "qa", "doc")
+
+
+def task_class(kind):
+    """The task model class of a task kind: ner, re, doc or qa."""
+    if kind == "ner":
+        from biozoo.tasks.token_classifier import TokenClassifier
+
+        return TokenClassifier
+    if kind in ("re", "doc"):
+        from biozoo.tasks.sequence_classifier import SequenceClassifier
+
+        return SequenceClassifier
+    if kind == "qa":
+        from biozoo.tasks.question_answerer import QuestionAnswerer
+
+        return QuestionAnswerer
+    raise KeyError(f"unknown task kind {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def kind_record(kind, options):
+    """What KIND_FILE holds for a run of task `kind` with adapter `options`."""
+    return {"kind": kind, "options": dict(options)}
+
+
+def read_kind(model_dir):
+    """(kind, adapter options) of a fine-tuned model directory."""
+    from biozoo._io import read_json
+
+    path = os.path.join(os.fspath(model_dir), KIND_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{model_dir} is not a fine-tuned biozoo model (no {KIND_FILE}).")
+    info = read_json(path, "task kind record")
+    return info["kind"], info.get("options", {})
+
+
+class FinetunedTask(NamedTuple):
+    kind: str
+    options: dict
+    task: object
+
+
+def load_task(model_dir):
+    """A model directory written by `biozoo finetune` -> FinetunedTask(kind, options, task)."""
+    kind, options = read_kind(model_dir)
+    return FinetunedTask(kind, options, task_class(kind).from_preset(os.fspath(model_dir)))

@@ -1,0 +1,64 @@
+"""What a task adapter is: how `biozoo finetune` handles one task kind."""
+
+from __future__ import annotations
+
+
+class TaskAdapter:
+    """One task kind for the fine-tuning driver (`biozoo.train.finetune`): it reads the kind's
+    data, builds its task model, turns examples into training batches and scores predictions
+    with the kind's reference metric (`biozoo.metrics`).
+
+    `options()` are the constructor arguments the adapter ends with (some are settled by the
+    training data, e.g. the entity markers added to the vocabulary); they are recorded beside
+    the task preset (`biozoo.tasks.finetuned`), so that `biozoo evaluate` rebuilds the same
+    adapter.
+    """
+
+    kind = None  # "ner", "re", "doc" or "qa"
+
+    @property
+    def task_cls(self):
+        from biozoo.tasks.finetuned import task_class
+
+        return task_class(self.kind)
+
+    def options(self):
+        return {}
+
+    def load(self, data_dir, only=None):
+        """{split: examples} of `data_dir` (train, dev, test; only `only` when given)."""
+        raise NotImplementedError
+
+    def build_task(self, preset, splits, hp):
+        """The task model to fine-tune from `preset` (`hp`: `finetune.Hyperparameters`)."""
+        raise NotImplementedError
+
+    def batches(self, task, examples, hp, training=False):
+        """A `biozoo.data.pipeline.FeatureBatches` of `examples` (shuffled when training)."""
+        raise NotImplementedError
+
+    def tune(self, task, dev):
+        """Settle what training leaves open on the dev split (the default: nothing)."""
+
+    def evaluate(self, task, examples):
+        """The kind's scores of `task` on `examples` (a JSON-ready dict)."""
+        raise NotImplementedError
+
+
+def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt")):
+    """{split: examples} for train / dev / test (dev and test optional unless asked for).
+    `data_dir` may be gs:// (read through tf.io.gfile)."""
+    from biozoo.data.ner import find_split
+    from biozoo.data.remote import local_folder
+
+    splits = {}
+    with local_folder(data_dir) as folder:
+        for split in (only,) if only else ("train", "dev", "test"):
+            try:
+                path = find_split(folder, split, extensions)
+            except FileNotFoundError:
+                if split == "train" or only:
+                    raise
+                continue
+            splits[split] = reader(path)
+    return splits

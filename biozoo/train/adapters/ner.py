@@ -1,0 +1,50 @@
+"""Named-entity recognition: token<TAB>tag files, a `TokenClassifier`, conlleval entity F1."""
+
+from __future__ import annotations
+
+from biozoo.data import IGNORE_LABEL
+from biozoo.train.adapters.base import TaskAdapter, load_splits
+
+
+class NerAdapter(TaskAdapter):
+    """NER on token<TAB>tag files (typed IOB2, BLURB bare tags, BioBERT whitespace files)."""
+
+    kind = "ner"
+
+    def __init__(self, entity_type=None):
+        self.entity_type = entity_type
+
+    def options(self):
+        return {"entity_type": self.entity_type}
+
+    def load(self, data_dir, only=None):
+        from biozoo.data.ner import read_ner
+
+        return load_splits(data_dir, lambda path: read_ner(path, entity_type=self.entity_type), only)
+
+    def build_task(self, preset, splits, hp):
+        tags = {t for sentences in splits.values() for s in sentences for t in s.tags}
+        label_names = ["O"] + sorted(tags - {"O"}, key=lambda t: (t[2:], t[:1]))
+        task = self.task_cls.from_preset(preset, label_names=label_names)
+        task.preprocessor.sequence_length = hp.max_seq_length
+        return task
+
+    def batches(self, task, sentences, hp, training=False):
+        from biozoo.data.pipeline import model_input_batches
+
+        index = {label: i for i, label in enumerate(task.label_names)}
+        windows = task.preprocessor.windows([s.words for s in sentences],
+                                            [[index[t] for t in s.tags] for s in sentences])
+        return model_input_batches(
+            windows.token_ids, task.preprocessor.tokenizer.pad_token_id,
+            extra={"labels": windows.labels}, extra_padding={"labels": IGNORE_LABEL}, y_key="labels",
+            batch_size=hp.batch_size, max_length=hp.max_seq_length, shuffle=training, seed=hp.seed,
+        )
+
+    def evaluate(self, task, sentences):
+        from biozoo.metrics.ner import entity_scores
+
+        tags, _ = task.predict_tags([s.words for s in sentences])
+        scores = entity_scores([s.tags for s in sentences], tags)
+        scores["sentences"] = len(sentences)
+        return scores

@@ -1,0 +1,61 @@
+"""Extractive question answering: SQuAD-format json (SQuAD v1.1 / v2.0, BioASQ as SQuAD), a
+`QuestionAnswerer`, the official SQuAD scores and, for BioASQ snippets, the factoid scores."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from biozoo.train.adapters.base import TaskAdapter, load_splits
+
+
+class QuestionAnsweringAdapter(TaskAdapter):
+    """Extractive QA on SQuAD-format json (SQuAD v1.1/v2.0, BioASQ as SQuAD). `version`
+    "auto" becomes "2.0" when the data has unanswerable questions, else "1.1"."""
+
+    kind = "qa"
+
+    def __init__(self, version="auto"):
+        self.version = version
+
+    def options(self):
+        return {"version": self.version}
+
+    def load(self, data_dir, only=None):
+        from biozoo.data.qa import read_squad
+
+        return load_splits(data_dir, read_squad, only, extensions=(".json",))
+
+    def build_task(self, preset, splits, hp):
+        task = self.task_cls.from_preset(preset)
+        task.preprocessor.sequence_length = hp.max_seq_length
+        if self.version == "auto":
+            impossible = any(e.is_impossible for examples in splits.values() for e in examples)
+            self.version = "2.0" if impossible else "1.1"
+        return task
+
+    def batches(self, task, examples, hp, training=False):
+        from biozoo.data.pipeline import model_input_batches
+
+        answers = [None if e.is_impossible or not e.answers else (e.answers[0]["answer_start"], e.answers[0]["text"])
+                   for e in examples]
+        f = task.preprocessor.features([e.question for e in examples], [e.context for e in examples], answers)
+        return model_input_batches(
+            f.token_ids, task.preprocessor.tokenizer.pad_token_id, f.segment_ids,
+            extra={"positions": list(np.stack([f.start_positions, f.end_positions], 1)),
+                   "weights": [1.0] * len(f.token_ids)},
+            y_key="positions", w_key="weights", scalars=("positions", "weights"), scalar_pad=None,
+            batch_size=hp.batch_size, max_length=hp.max_seq_length, shuffle=training, seed=hp.seed,
+        )
+
+    def evaluate(self, task, examples):
+        from biozoo.metrics.bioasq import snippet_factoid_scores
+        from biozoo.metrics.squad import answer_scores
+
+        results = task.answer([e.question for e in examples], [e.context for e in examples])
+        scores = answer_scores(examples, results, self.version)
+        bioasq = snippet_factoid_scores([(e.qid, [a["text"] for a in e.answers]) for e in examples],
+                                        {e.qid: r["nbest"] for e, r in zip(examples, results)})
+        if bioasq is not None:  # BioASQ: several snippets per question
+            scores["bioasq_factoid"] = bioasq
+        scores["examples"] = len(examples)
+        return scores

@@ -1,0 +1,70 @@
+"""Relation extraction: one label per sentence with entity markers (ChemProt, DDI, GAD), a
+`SequenceClassifier`, micro P/R/F1 over the positive classes."""
+
+from __future__ import annotations
+
+from biozoo.data import IGNORE_LABEL
+from biozoo.train.adapters.base import TaskAdapter, load_splits
+
+
+class RelationAdapter(TaskAdapter):
+    """Relation extraction: one label per sentence with entity markers (ChemProt, DDI, GAD).
+    The markers the training text uses become tokens of their own (`added_tokens`)."""
+
+    kind = "re"
+
+    def __init__(self, negative_label=None, added_tokens=()):
+        self.negative_label = negative_label
+        self.added_tokens = list(added_tokens)
+
+    def options(self):
+        return {"negative_label": self.negative_label, "added_tokens": self.added_tokens}
+
+    def load(self, data_dir, only=None):
+        from biozoo.data.relation import read_relation
+
+        return load_splits(data_dir, read_relation, only)
+
+    def build_task(self, preset, splits, hp):
+        import biozoo
+        from biozoo.metrics.relation import infer_negative_label
+        from biozoo.tasks.base import resize_token_embedding
+        from biozoo.tasks.sequence_classifier import SequenceClassifierPreprocessor, markers_to_add
+
+        labels = sorted({e.label for examples in splits.values() for e in examples})
+        self.negative_label = self.negative_label or infer_negative_label(labels)
+        tokenizer = biozoo.Tokenizer.from_preset(preset)
+        texts = [e.text for e in splits["train"]]
+        self.added_tokens = markers_to_add(tokenizer, texts)
+        if self.added_tokens:
+            tokenizer = tokenizer.with_added_tokens(self.added_tokens)
+        backbone = biozoo.from_preset(preset)
+        if tokenizer.vocabulary_size() > backbone.vocabulary_size:
+            backbone = resize_token_embedding(backbone, tokenizer.vocabulary_size())
+        preprocessor = SequenceClassifierPreprocessor(tokenizer=tokenizer, sequence_length=hp.max_seq_length)
+        return self.task_cls(backbone=backbone, preprocessor=preprocessor, label_names=labels)
+
+    def batches(self, task, examples, hp, training=False):
+        from biozoo.data.pipeline import model_input_batches
+
+        index = {label: i for i, label in enumerate(task.label_names)}
+        encoded = task.preprocessor.encode([e.text for e in examples])
+        return model_input_batches(
+            [ids for ids, _ in encoded], task.preprocessor.tokenizer.pad_token_id, [s for _, s in encoded],
+            extra={"labels": [index[e.label] for e in examples]}, y_key="labels", scalars=("labels",),
+            scalar_pad=IGNORE_LABEL, batch_size=hp.batch_size, max_length=hp.max_seq_length, shuffle=training,
+            seed=hp.seed,
+        )
+
+    def evaluate(self, task, examples):
+        from biozoo.metrics.relation import accuracy, micro_prf
+
+        unknown = sorted({e.label for e in examples} - set(task.label_names))
+        if unknown:
+            raise ValueError(f"labels not seen in training: {', '.join(unknown)} ({examples[0].path})")
+        predicted = task.predict_labels([e.text for e in examples])
+        gold = [e.label for e in examples]
+        scores = micro_prf(gold, predicted, self.negative_label)
+        scores["accuracy"] = accuracy(gold, predicted)
+        scores["examples"] = len(examples)
+        return scores

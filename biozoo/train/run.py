@@ -1,0 +1,171 @@
+"""The run scaffold every training driver (finetune, pretrain, distill) shares: the strategy
+and the global batch's split over its replicas, seeding, the dtype policy and strategy scope
+models are built in, XLA, the timed training loop with its checkpoints, the atomic write of
+OUTPUT (model files plus JSON records such as metrics.json) and the clean-up afterwards.
+
+Example:
+    >>> run = TrainingRun("out", strategy, batch_size=32, checkpoint_dir="out.checkpoints")
+    >>> run.seed(42)
+    >>> with run.scope("mixed_float16"):
+    ...     model = build(); model.compile(optimizer=adamw(1e-4, 1000), jit_compile=run.jit("auto"))
+    >>> result = run.train(model, stream, 1000, checkpoint_every=100)
+    >>> if run.chief:
+    ...     run.write(model.save_to_preset, {"metrics.json": {"seconds": result["seconds"]}})
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+import numpy as np
+
+PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+def set_seed(seed):
+    """What keras.utils.set_random_seed seeds (Python, NumPy, Keras' global seed and
+    SeedGenerator) except tf.random.set_seed: in eager mode that clears TensorFlow's kernel
+    cache, destroying the resources of tokenizers already built (tf-text's SentencePiece
+    op), so a second seeded run in one process (`--seeds`) could not tokenize. biozoo draws no
+    TensorFlow-seeded random numbers."""
+    import random
+
+    from biozoo import _keras_internals
+
+    _keras_internals.set_keras_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+
+
+def precision_policy(precision, strategy_name):
+    """The Keras dtype policy for `--precision` (auto: bfloat16 on TPU, float16 on GPU)."""
+    import tensorflow as tf
+
+    if precision == "auto":
+        if strategy_name == "tpu":
+            precision = "bfloat16"
+        elif tf.config.list_logical_devices("GPU") and strategy_name != "cpu":
+            precision = "float16"
+        else:
+            precision = "float32"
+    if precision not in PRECISION_POLICIES:
+        raise ValueError(f"--precision {precision}: choose one of auto, {', '.join(PRECISION_POLICIES)}")
+    return PRECISION_POLICIES[precision]
+
+
+def resolved_strategy(strategy=None):
+    """`strategy` as a `ResolvedStrategy`: one already resolved as it is, a tf.distribute
+    strategy named after its class, None the current strategy (named "default")."""
+    import tensorflow as tf
+
+    from biozoo.train.strategy import ResolvedStrategy
+
+    if isinstance(strategy, ResolvedStrategy):
+        return strategy
+    tf_strategy = strategy or tf.distribute.get_strategy()
+    name = "default" if strategy is None else type(tf_strategy).__name__
+    return ResolvedStrategy(tf_strategy, name, tf_strategy.num_replicas_in_sync)
+
+
+def examples_per_second(steps, batch_size, seconds):
+    return round(steps * batch_size / max(seconds, 1e-9), 2)
+
+
+def remove_tree(path):
+    """Remove a directory (local or gs://) if it exists."""
+    import tensorflow as tf
+
+    if tf.io.gfile.exists(path):
+        tf.io.gfile.rmtree(path)
+
+
+class TrainingRun:
+    """One run of a training driver, writing OUTPUT.
+
+    `strategy`: a `ResolvedStrategy`, a tf.distribute strategy or None (the current one);
+    `batch_size` (global) must split evenly over its replicas (else `error` is raised).
+    `checkpoint_dir`: where `train` checkpoints (None: no checkpoints); it and every scratch
+    directory (`scratch`) are removed once OUTPUT is written.
+    """
+
+    def __init__(self, output, strategy=None, *, batch_size, checkpoint_dir=None, error=ValueError):
+        self.output = os.fspath(output)
+        self.strategy = resolved_strategy(strategy)
+        if batch_size % self.strategy.replicas:
+            raise error(f"--batch-size {batch_size} is not a multiple of the {self.strategy.replicas} replicas "
+                        f"of strategy {self.strategy.name}")
+        self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
+        self.temporary = []
+
+    @property
+    def chief(self):
+        """True on the worker that writes OUTPUT and checkpoints."""
+        from biozoo.train.strategy import is_chief
+
+        return is_chief(self.strategy.strategy)
+
+    def seed(self, seed):
+        set_seed(seed)
+
+    def scratch(self, given, suffix):
+        """`given` (kept), or OUTPUT + `suffix` (removed after the run)."""
+        if given is not None:
+            return os.fspath(given)
+        path = self.output + suffix
+        self.temporary.append(path)
+        return path
+
+    def jit(self, jit_compile="auto"):
+        """Compile train steps with XLA? "auto": on GPUs and TPUs (see `biozoo.tasks._util.use_xla`)."""
+        from biozoo.tasks._util import use_xla
+
+        if jit_compile == "auto":
+            return use_xla() or self.strategy.name == "tpu"
+        return bool(jit_compile)
+
+    @contextlib.contextmanager
+    def scope(self, policy=None):
+        """Build (and compile) models inside: the strategy's scope, under the dtype policy
+        `policy` when given (the global policy is restored after)."""
+        import keras
+
+        previous = keras.config.dtype_policy()
+        if policy is not None:
+            keras.config.set_dtype_policy(policy)
+        try:
+            with self.strategy.strategy.scope():
+                yield
+        finally:
+            keras.config.set_dtype_policy(previous)
+
+    def train(self, model, stream, total_steps, *, steps_per_epoch=None, checkpoint_every=None, verbose=1, log=print):
+        """`biozoo.train.loop.train` under the run's strategy, checkpointing into
+        `checkpoint_dir` every `checkpoint_every` steps (the chief saves, a rerun resumes);
+        its result with the wall-clock `seconds` added."""
+        from biozoo.train.loop import train
+
+        start = time.time()
+        result = train(model, stream, total_steps, self.checkpoint_dir if checkpoint_every else None,
+                       steps_per_epoch=steps_per_epoch, checkpoint_every=checkpoint_every, save=self.chief,
+                       verbose=verbose, log=log, strategy=self.strategy.strategy)
+        result["seconds"] = time.time() - start
+        return result
+
+    def write(self, save, records):
+        """Write OUTPUT in one rename: `save(directory)` writes the model files, then each of
+        `records` ({file name: JSON object}); then remove the checkpoints and scratch
+        directories. Only the chief calls it."""
+        from biozoo._io import atomic_directory, atomic_write_json
+
+        with atomic_directory(self.output) as tmp:
+            save(tmp)
+            for name, record in records.items():
+                atomic_write_json(os.path.join(tmp, name), record)
+        self.clean_up()
+
+    def clean_up(self):
+        for directory in (self.checkpoint_dir, *self.temporary):
+            if directory:
+                remove_tree(directory)

@@ -1,0 +1,27 @@
+"""MobileBERT (bottlenecks, stacked FFNs; NoNorm and LayerNorm variants): the biozoo.testing battery, over the family's cases in biozoo.testing.CASES."""
+
+import pytest
+
+from biozoo import testing
+
+FAMILY = "mobilebert"
+
+
+@pytest.mark.parametrize("name", testing.cases(FAMILY))
+def test_backbone(name, tmp_path, tiny_spiece):
+    testing.run_backbone_test(name, tmp_path, tiny_spiece)
+
+
+@pytest.mark.parametrize("name, hf_class, fmt", testing.cases(FAMILY, kind="parity"))
+def test_from_preset_matches_transformers(name, hf_class, fmt, tmp_path, tiny_spiece):
+    testing.run_parity_test(name, hf_class, fmt, tmp_path, tiny_spiece)
+
+
+@pytest.mark.parametrize("name, hf_class", testing.cases(FAMILY, kind="heads"))
+def test_heads_are_kept_in_the_preset(name, hf_class, tmp_path, tiny_spiece):
+    testing.run_converted_heads_test(name, hf_class, tmp_path, tiny_spiece)
+
+
+@pytest.mark.parametrize("name, kind, hf_class", testing.cases(FAMILY, kind="task"))
+def test_task_head_matches_transformers(name, kind, hf_class, tmp_path, tiny_spiece):
+    testing.run_task_test(name, kind, hf_class, tmp_path, tiny_spiece)

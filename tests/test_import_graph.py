@@ -1,0 +1,130 @@
+"""Dependencies run one way (DESIGN.md's data flow): no package, or top-level module, of
+biozoo imports one that imports it back, directly or through others. Every import counts,
+including those inside functions (a lazy import is still a dependency)."""
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "biozoo"
+
+
+def module_names(root):
+    names = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def unit(module):
+    """The node a module belongs to: `biozoo.tasks.base` -> `biozoo.tasks`; the root package's
+    `__init__` (the public API that re-exports everything) is `biozoo`."""
+    return ".".join(module.split(".")[:2])
+
+
+def imports_of(module, path, modules):
+    """Modules of biozoo that `module` imports anywhere in its file."""
+    found = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return {name for name in found if name in modules}
+
+
+def unit_graph(root=PACKAGE):
+    modules = module_names(root)
+    graph = {}
+    for module, path in modules.items():
+        for target in imports_of(module, path, modules):
+            a, b = unit(module), unit(target)
+            if a != b:
+                graph.setdefault(a, {}).setdefault(b, f"{module} imports {target}")
+    return graph
+
+
+def find_cycle(graph):
+    """One cycle as a list of edges' reasons, or None."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        for nxt, why in sorted(graph.get(node, {}).items()):
+            stack.append(why)
+            if state.get(nxt) == "open":
+                start = next(i for i, w in enumerate(stack) if w.split(" imports ")[0].startswith(nxt + ".")
+                             or w.split(" imports ")[0] == nxt)
+                return stack[start:]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+            stack.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_no_package_level_cycle():
+    cycle = find_cycle({a: {b: w for b, w in edges.items() if b != "biozoo"} for a, edges in unit_graph().items()
+                        if a != "biozoo"})
+    assert cycle is None, "import cycle:\n  " + "\n  ".join(cycle)
+
+
+# DESIGN.md's flow, top to bottom: a unit imports only units below it. The root package
+# (`import biozoo`: the public API, re-exporting tasks, models and tokenizers) sits under the
+# drivers that use it. A new package or top-level module must be placed here.
+LAYERS = [
+    "biozoo.__main__", "biozoo.cli", "biozoo._commands", "biozoo.testing", "biozoo.export", "biozoo.train",
+    "biozoo", "biozoo.metrics", "biozoo.tasks", "biozoo.api", "biozoo.presets", "biozoo.convert", "biozoo.models",
+    "biozoo.data", "biozoo.tokenizers", "biozoo.optim", "biozoo._keras_internals", "biozoo.registry",
+    "biozoo.preset_files", "biozoo.mapping", "biozoo._io", "biozoo._environment", "biozoo.errors",
+]
+
+
+def test_imports_point_down_the_layers():
+    modules = module_names(PACKAGE)
+    assert {unit(m) for m in modules} <= set(LAYERS), sorted({unit(m) for m in modules} - set(LAYERS))
+    upward = [why for a, edges in unit_graph().items() for b, why in edges.items() if LAYERS.index(b) <= LAYERS.index(a)]
+    assert upward == [], "imports that point up the layers:\n  " + "\n  ".join(sorted(upward))
+
+
+@pytest.mark.parametrize("module", sorted(m for m in module_names(PACKAGE) if m != "biozoo.__main__"))
+def test_every_module_imports(module):
+    import importlib
+
+    importlib.import_module(module)
+
+
+def test_a_planted_cycle_is_found(tmp_path):
+    """The check can fail: a copy of the package with one import added back up."""
+    import shutil
+
+    copy = tmp_path / "biozoo"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    mapping = copy / "mapping.py"
+    mapping.write_text(mapping.read_text() + "\n\ndef _planted():\n    from biozoo.models import FAMILIES\n")
+    graph = unit_graph(copy)
+    cycle = find_cycle({a: {b: w for b, w in e.items() if b != "biozoo"} for a, e in graph.items() if a != "biozoo"})
+    assert cycle is not None and any("biozoo.mapping imports biozoo.models" in w for w in cycle)
+
+
+if __name__ == "__main__":
+    for a, edges in sorted(unit_graph().items()):
+        print(a, "->", ", ".join(sorted(edges)))
+    print(find_cycle({a: {b: w for b, w in e.items() if b != "biozoo"} for a, e in unit_graph().items() if a != "biozoo"}))
+    pytest.main([__file__, "-q"])
