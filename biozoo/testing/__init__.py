@@ -256,6 +256,16 @@ def train_spiece(prefix, text, vocab_size):
     return Path(str(prefix) + ".model")
 
 
+def chemprot_subset(shared_data, target, counts=None):
+    """The first lines of ChemProt's train / dev / test splits (`counts` per split) in `target`."""
+    counts = counts or {"train": 96, "dev": 24, "test": 24}
+    target.mkdir(parents=True, exist_ok=True)
+    for split, count in counts.items():
+        lines = (shared_data / "re" / "chemprot" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+        (target / f"{split}.tsv").write_text("\n".join(lines[:count]) + "\n", encoding="utf-8")
+    return target
+
+
 def make_config(name, **overrides):
     """The transformers config of a case (`name` may also be a `Case`)."""
     import transformers

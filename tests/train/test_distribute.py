@@ -11,21 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from biozoo.testing import chemprot_subset
+
 REPO = Path(__file__).resolve().parents[2]
 
 # One device vs replicas: every step sees the same global batch split into equal per-replica
 # halves, and relation classification's loss is a mean over examples, so the curves differ
 # only by float summation order.
 LOSS_TOLERANCE = 1e-4
-
-
-def chemprot_subset(shared_data, target, counts=None):
-    counts = counts or {"train": 96, "dev": 24, "test": 24}
-    target.mkdir(parents=True, exist_ok=True)
-    for split, count in counts.items():
-        lines = (shared_data / "re" / "chemprot" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
-        (target / f"{split}.tsv").write_text("\n".join(lines[:count]) + "\n", encoding="utf-8")
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_distribute import chemprot_subset
+from biozoo.testing import chemprot_subset
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from test_distribute import chemprot_subset
+from biozoo.testing import chemprot_subset
 
 REPO = Path(__file__).resolve().parents[2]
 
