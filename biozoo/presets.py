@@ -303,16 +303,15 @@ def _tokenizer_only(source_dir, casing):
     return build
 
 
-def backbone_config(family, hf_config, use_pooler=None):
-    """The serialized Keras config of the family's backbone, without building it."""
-    if use_pooler is None:  # no checkpoint to look at: assume the family's pooler is there
-        use_pooler = family.use_pooler(hf_config, {"pooled_dense/kernel"})
+def backbone_config(family, hf_config):
+    """The serialized Keras config of the family's backbone, without building it (with no
+    checkpoint to look at, no pooler tensor is found)."""
     cls = family.backbone_cls
     return {
         "module": cls.__module__,
         "class_name": cls.__name__,
         "config": {"name": f"{family.name}_backbone", "trainable": True, "dtype": None,
-                   **family.backbone_arguments(hf_config, use_pooler=use_pooler)},
+                   **family.backbone_arguments(hf_config)},
         "registered_name": f"biozoo>{cls.__name__}",
     }
 

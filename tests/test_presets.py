@@ -167,3 +167,15 @@ def test_remote_directory_through_tf_gfile(tiny_bert_dir):
     inputs = H.random_inputs()
     local = biozoo.from_preset(str(tiny_bert_dir))
     assert_same_outputs(backbone(inputs), local(inputs), inputs)
+
+
+@pytest.mark.parametrize("name, model_cls, pooled", [("bert", "BertModel", True), ("electra", "ElectraModel", False)])
+def test_load_weights_false_on_an_hf_directory_keeps_its_pooler(name, model_cls, pooled, tmp_path):
+    """The architecture of an HF directory, built without its weights, has the pooler exactly
+    when the checkpoint has one (its tensor names are read, not its tensors)."""
+    from biozoo import testing
+
+    directory = testing.save_hf_directory(testing.make_model(name, model_cls), tmp_path / "hf")
+    backbone = biozoo.from_preset(str(directory), load_weights=False)
+    assert ("pooled_output" in backbone.output) == pooled
+    assert backbone.count_params() == sum(p.numel() for p in testing.make_model(name, model_cls).parameters())
