@@ -1,7 +1,7 @@
 """biozoo: biomedical language models for Keras 3 / TensorFlow, loaded by name.
 
     >>> import biozoo
-    >>> biozoo.list_presets("bioformer_*")
+    >>> biozoo.list_presets("bioformer_*", kind="backbone")
     ['bioformer_16l', 'bioformer_8l']
     >>> backbone = biozoo.from_preset("bioformer_8l")
     >>> tokenizer = biozoo.Tokenizer.from_preset("bioformer_8l")

@@ -181,14 +181,31 @@ def _local_key(path):
     return f"local/{_safe_key(os.path.basename(os.path.abspath(path)))}-{digest.hexdigest()[:16]}"
 
 
-def _convert(source_dir, casing=None, provenance=None):
+def _convert(source_dir, casing=None, provenance=None, accept=None):
     from biozoo.convert.hf import convert_hf_directory
 
-    return lambda target: convert_hf_directory(source_dir, target, casing=casing, provenance=provenance)
+    return lambda target: convert_hf_directory(source_dir, target, casing=casing, provenance=provenance,
+                                               accept=accept)
 
 
-def resolve_preset(handle):
-    """A local Keras preset directory for `handle`, converting (once) when needed."""
+def resolve_preset(handle, accept=None):
+    """A local Keras preset directory for `handle`, converting (once) when needed.
+
+    `accept(hf_config, source)` may refuse an HF checkpoint by raising (e.g. a question-answering
+    checkpoint asked for as a token classifier); it runs before a conversion writes anything,
+    and on the recorded config of a preset converted earlier.
+    """
+    preset_dir = _resolve_preset(handle, accept)
+    if accept is not None:
+        from biozoo.preset_files import read_provenance
+
+        hf_config = read_provenance(preset_dir).get("hf_config")
+        if hf_config is not None:
+            accept(hf_config, os.fspath(handle))
+    return preset_dir
+
+
+def _resolve_preset(handle, accept):
     kind, info = parse_handle(handle)
     if kind == "keras_dir":
         return info["path"]
@@ -200,7 +217,7 @@ def resolve_preset(handle):
             what = f"Preset '{entry['name']}'"
             source = _hf_download(repo, revision, list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision, weights), what)
             provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision}
-            _convert(source, entry["tokenizer"], provenance)(target)
+            _convert(source, entry["tokenizer"], provenance, accept)(target)
 
         return _cached(_safe_key(f"{entry['name']}@{revision}"), build)
     if kind == "hf":
@@ -212,17 +229,17 @@ def resolve_preset(handle):
             what = f"hf://{repo}@{revision}"
             patterns = list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision)
             source = _hf_download(repo, revision, patterns, what)
-            _convert(source, casing, {"hf_repo": repo, "revision": revision})(target)
+            _convert(source, casing, {"hf_repo": repo, "revision": revision}, accept)(target)
 
         return _cached(_safe_key(f"hf/{repo}@{revision}"), build)
     if kind == "hf_dir":
-        return _cached(_local_key(info["path"]), _convert(info["path"], None, {}))
+        return _cached(_local_key(info["path"]), _convert(info["path"], None, {}, accept))
     if kind == "remote":
-        return _resolve_remote(info["url"])
+        return _resolve_remote(info["url"], accept)
     raise AssertionError(kind)
 
 
-def _resolve_remote(url):
+def _resolve_remote(url, accept=None):
     import tensorflow as tf
 
     config_url = url + "/config.json"
@@ -243,7 +260,7 @@ def _resolve_remote(url):
 
                     atomic_write_json(os.path.join(target, PROVENANCE_FILE), {"format": "keras", "source": url})
             else:
-                _convert(target + ".download", None, {"source": url})(target)
+                _convert(target + ".download", None, {"source": url}, accept)(target)
         finally:
             shutil.rmtree(target + ".download", ignore_errors=True)
 

@@ -1,5 +1,10 @@
 """The checkpoints registry: registry names -> entries (family, config, sources, licence...).
 
+Task checkpoints (published fine-tunes: NER, classification, QA) are entries too: a normal
+entry (so they download and convert like any backbone) plus a `task` section with the task
+kind, the HF head class, label names in id order, the base checkpoint, the training data,
+the reported scores and the list of fields that were inferred rather than read in a source.
+
 The data lives in `checkpoints_registry.json` (repository root, shipped as package data).
 Adding a checkpoint of a known family is one entry there; no code changes.
 """
@@ -29,17 +34,45 @@ def _load_registry():
     return json.loads(text)
 
 
-def list_presets(pattern=None):
+KINDS = ("backbone", "task")
+TASK_KINDS = ("ner", "classification", "qa")
+
+
+def list_presets(pattern=None, kind=None):
     """Registry names, sorted; `pattern` is a shell-style wildcard such as `"biom_*"` or `"*bert*"`.
 
+    `kind` keeps only backbone checkpoints (`"backbone"`), only task checkpoints (`"task"`:
+    entries with a `task` section, i.e. published fine-tunes with a head), or only task
+    checkpoints of one task kind (`"ner"`, `"classification"`, `"qa"`). The default (None)
+    lists every name.
+
     Example:
-        >>> biozoo.list_presets("bioformer_*")
+        >>> biozoo.list_presets("bioformer_*", kind="backbone")
         ['bioformer_16l', 'bioformer_8l']
     """
-    names = sorted(_load_registry()["checkpoints"])
+    if kind is not None and kind not in KINDS + TASK_KINDS:
+        raise ValueError(f"Unknown kind '{kind}': expected one of {', '.join(KINDS + TASK_KINDS)}.")
+    checkpoints = _load_registry()["checkpoints"]
+    names = sorted(checkpoints)
     if pattern:
         names = [n for n in names if fnmatch.fnmatchcase(n, pattern.lower())]
+    if kind is not None:
+        names = [n for n in names if _kind_matches(checkpoints[n], kind)]
     return names
+
+
+def _kind_matches(entry, kind):
+    task = entry.get("task")
+    if kind == "backbone":
+        return task is None
+    if kind == "task":
+        return task is not None
+    return task is not None and task["kind"] == kind
+
+
+def is_task(name):
+    """True when `name` is a task checkpoint (its entry has a `task` section)."""
+    return is_registered(name) and "task" in _load_registry()["checkpoints"][name]
 
 
 def is_registered(name):

@@ -102,7 +102,8 @@ def test_unknown_name_lists_the_closest():
 
 
 def test_list_presets_wildcards():
-    assert biozoo.list_presets("bioformer_*") == ["bioformer_16l", "bioformer_8l"]
+    assert biozoo.list_presets("bioformer_*", kind="backbone") == ["bioformer_16l", "bioformer_8l"]
+    assert "bioformer_8l_ncbi_disease" in biozoo.list_presets("bioformer_*", kind="task")
     assert "biom_albert_xxlarge_pmc" in biozoo.list_presets("*albert*")
     assert len(biozoo.list_presets()) >= 24
     assert biozoo.list_presets("nothing*") == []

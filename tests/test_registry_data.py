@@ -32,6 +32,11 @@ REQUIRED_NAMES = {
     "bioformer_8l", "bioformer_16l", "biobert_v1_1", "biobert_v1_2",
     "pubmedbert_abstract", "pubmedbert_fulltext",
     "biomegatron_345m_uncased", "biomegatron_345m_cased",
+    # task checkpoints (published fine-tunes; tests/test_registry_tasks.py checks their task sections)
+    "bioformer_8l_squad1", "bioformer_8l_qnli", "bioformer_8l_mnli", "bioformer_8l_bc2gm",
+    "bioformer_8l_ncbi_disease", "bioformer_16l_squad1", "bioformer_16l_squad2",
+    "biom_electra_base_squad2", "biom_electra_base_squad2_bioasq8b", "biom_electra_large_squad2_bioasq8b",
+    "biobert_v1_1_squad",
 }
 
 FAMILY_TO_MODEL_TYPE = {
@@ -44,13 +49,14 @@ FAMILY_TO_MODEL_TYPE = {
 }
 
 # Heads a checkpoint of each family can carry.
+FINE_TUNED_HEADS = {"qa", "token_classification", "sequence_classification"}
 FAMILY_HEADS = {
-    "bert": {"mlm", "nsp", "qa"},
-    "albert": {"mlm", "sop", "qa"},
-    "electra": {"mlm", "rtd", "qa"},
-    "distilbert": {"mlm", "qa"},
-    "mobilebert": {"mlm", "nsp", "qa"},
-    "megatron_bert": {"mlm", "nsp", "qa"},
+    "bert": {"mlm", "nsp"} | FINE_TUNED_HEADS,
+    "albert": {"mlm", "sop"} | FINE_TUNED_HEADS,
+    "electra": {"mlm", "rtd"} | FINE_TUNED_HEADS,
+    "distilbert": {"mlm"} | FINE_TUNED_HEADS,
+    "mobilebert": {"mlm", "nsp"} | FINE_TUNED_HEADS,
+    "megatron_bert": {"mlm", "nsp"} | FINE_TUNED_HEADS,
 }
 
 
@@ -143,9 +149,21 @@ def test_revision_pinning_is_consistent(name):
     hf = _entry(name)["sources"]["hf"]
     if hf.get("revision_pinned", False):
         assert re.fullmatch(r"[0-9a-f]{40}", hf["revision"]), hf["revision"]
+        assert "revision_unpinned_reason" not in hf and "revision_seen" not in hf
     else:
         assert hf["revision"] == "main", hf["revision"]
+        # an unpinned revision says why, machine-readably, and the short ids it saw are not full ones
+        assert hf["revision_unpinned_reason"]
+        assert all(7 <= len(c) < 40 for c in hf.get("revision_seen", []))
     assert hf["weights"] in hf.get("files", [hf["weights"]])
+
+
+def test_no_unpinned_checkpoint_but_the_known_one():
+    # BioM-ELECTRA-Base-Generator and BioBERT v1.2 were pinned from the 2021 HF API snapshot
+    # (github saranscript/huggingface-models, models/*/infos.json); BioTinyBERT has only short ids.
+    unpinned = {n for n in ALL_NAMES if not _entry(n)["sources"]["hf"].get("revision_pinned", False)}
+    assert unpinned == {"bio_tinybert"}
+    assert _entry("biobert_v1_2")["sources"]["hf"]["revision"].startswith("67c9c25")
 
 
 def test_hub_ids_and_aliases_are_unique():
@@ -227,6 +245,11 @@ PUBLISHED_WEIGHTS = {
     "pubmedbert_fulltext": ("BertForMaskedLM", 440e6, 0.5e6, 4),
     "biomegatron_345m_uncased": (None, 668e6, 0.5e6, 2),  # float16 port, no heads
     "biomegatron_345m_cased": (None, 665e6, 0.5e6, 2),
+    # task checkpoints (hub "Files" pages); the head class needs the label count, from config.id2label
+    "bioformer_8l_squad1": ("BertForQuestionAnswering", 169e6, 0.5e6, 4),  # no pooler (save_pretrained)
+    "bioformer_8l_qnli": ("BertForSequenceClassification", 170e6, 0.5e6, 4),
+    "biobert_v1_1_squad": ("BertForQuestionAnswering", 433e6, 0.5e6, 4),  # carries the pretrained pooler
+    "biom_electra_large_squad2_bioasq8b": ("ElectraForQuestionAnswering", 1.33e9, 5e6, 4),
 }
 PICKLE_BYTES_PER_TENSOR = 600  # torch.save overhead allowance (measured ~410-450 B/tensor on the nlpie files)
 

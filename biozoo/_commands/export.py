@@ -31,8 +31,13 @@ def register(subparsers):
     hub.set_defaults(func=export_hub_command)
 
     hf = kinds.add_parser("hf", help="a HuggingFace directory (config.json, model.safetensors, tokenizer)",
-                          description="transformers.AutoModel.from_pretrained(OUT) loads it with equal outputs.")
-    hf.add_argument("--preset", required=True)
+                          description="--preset P: transformers.AutoModel.from_pretrained(OUT) loads it with equal "
+                          "outputs. --model DIR (from `biozoo finetune`, or a task checkpoint handle): the matching "
+                          "*ForTokenClassification / *ForSequenceClassification / *ForQuestionAnswering class with "
+                          "id2label, which transformers' pipelines run with the task's predictions.")
+    source = hf.add_mutually_exclusive_group(required=True)
+    source.add_argument("--preset", help="a backbone preset handle")
+    source.add_argument("--model", help="a fine-tuned model directory or task checkpoint")
     hf.add_argument("--output", required=True)
     hf.set_defaults(func=export_hf_command)
 
@@ -62,9 +67,15 @@ def export_hub_command(args):
 
 
 def export_hf_command(args):
-    from biozoo.export.hf import export_hf
+    if args.model:
+        from biozoo.export.hf import export_hf_task
+        from biozoo.tasks.finetuned import load_task
 
-    export_hf(args.preset, args.output)
+        export_hf_task(load_task(args.model).task, args.output)
+    else:
+        from biozoo.export.hf import export_hf
+
+        export_hf(args.preset, args.output)
     print(json.dumps({"output": os.path.abspath(args.output)}))
     return 0
 

@@ -8,9 +8,16 @@ def register(subparsers):
     parser = subparsers.add_parser(
         "list",
         help="list the registry's checkpoints",
-        description="List the registry's checkpoints: name, family, size, licence, HF source.",
+        description="List the registry's checkpoints: name, family, size, licence, HF source. "
+        "With --kind task (or ner, classification, qa) only task checkpoints (published fine-tunes) are "
+        "listed, with their task kind, label count and base checkpoint.",
     )
     parser.add_argument("pattern", nargs="?", help="shell-style wildcard, e.g. 'biom_*' or '*bert*'")
+    parser.add_argument(
+        "--kind",
+        choices=("backbone", "task", "ner", "classification", "qa"),
+        help="only backbones, only task checkpoints, or only task checkpoints of one task kind",
+    )
     parser.add_argument("--json", action="store_true", help="print the entries as JSON")
     parser.set_defaults(func=list_command)
 
@@ -29,27 +36,62 @@ def _millions(n):
     return f"{n / 1e6:.1f}M"
 
 
+def _labels_count(task):
+    return str(len(task["label_names"])) if task.get("label_names") else "-"
+
+
 def list_command(args):
     from biozoo import registry
 
-    names = registry.list_presets(args.pattern)
+    kind = getattr(args, "kind", None)
+    names = registry.list_presets(args.pattern, kind=kind)
     entries = [registry.get_entry(n) for n in names]
     if args.json:
         print(json.dumps(entries, indent=2, ensure_ascii=False))
         return 0
     if not entries:
-        print(f"no registry name matches '{args.pattern}'", file=sys.stderr)
+        what = f"'{args.pattern}'" if args.pattern else "any name"
+        print(f"no registry name matches {what}" + (f" with --kind {kind}" if kind else ""), file=sys.stderr)
         return 1
-    rows = [("NAME", "FAMILY", "PARAMS", "TOKENIZER", "LICENSE", "HF SOURCE")]
-    for e in entries:
-        tok = e["tokenizer"]
-        casing = "uncased" if tok["lowercase"] else "cased"
-        rows.append((e["name"], e["family"], _millions(e["parameters"]), f"{tok['kind']} {casing}",
-                     e["license"].split(" (")[0], e["sources"]["hf"]["repo"]))
+    if kind in ("task", *registry.TASK_KINDS):
+        rows = [("NAME", "TASK", "LABELS", "FAMILY", "PARAMS", "BASE", "LICENSE", "HF SOURCE")]
+        for e in entries:
+            task = e["task"]
+            rows.append((e["name"], task["kind"], _labels_count(task), e["family"], _millions(e["parameters"]),
+                         task["base"], e["license"].split(" (")[0], e["sources"]["hf"]["repo"]))
+    else:
+        rows = [("NAME", "FAMILY", "PARAMS", "TOKENIZER", "LICENSE", "HF SOURCE")]
+        for e in entries:
+            tok = e["tokenizer"]
+            casing = "uncased" if tok["lowercase"] else "cased"
+            rows.append((e["name"], e["family"], _millions(e["parameters"]), f"{tok['kind']} {casing}",
+                         e["license"].split(" (")[0], e["sources"]["hf"]["repo"]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
     return 0
+
+
+def _result_lines(title, results, empty, row):
+    return [title] + ([f"  ({empty})"] if not results else [f"  {row(r)}" for r in results])
+
+
+def _task_lines(task):
+    lines = [f"task          {task['kind']} ({task['hf_class']}), fine-tuned from {task['base']}"]
+    if task.get("label_names"):
+        lines.append(f"labels        {len(task['label_names'])}: {', '.join(task['label_names'])}")
+    if task.get("problem_type"):
+        lines.append(f"problem type  {task['problem_type']}")
+    for i, data in enumerate(task["data"]):
+        extra = [x for x in (data.get("hf_dataset") and f"hf dataset {data['hf_dataset']}", data.get("url"),
+                             data.get("note")) if x]
+        lines.append(f"{'data' if i == 0 else '':<14}{data['name']}" + (f"  ({'; '.join(extra)})" if extra else ""))
+    lines += _result_lines(
+        "task results", task["reported"], "none published for this checkpoint",
+        lambda r: f"{r['dataset']:<28} {r['metric']:<16} {r['value']:>7} [{r['split']}]  ({r['source']})"
+                  + (f"  [inferred: {', '.join(r['inferred'])}]" if r.get("inferred") else ""))
+    lines.append(f"inferred      {', '.join(task['inferred']) or 'nothing (every field read in a source)'}")
+    return lines
 
 
 def info_command(args):
@@ -70,8 +112,12 @@ def info_command(args):
         f"{tok['vocab_size']} entries",
         f"heads         {', '.join(entry['heads']) or 'none'}",
         f"source        hf://{hf['repo']}@{hf['revision']}"
-        + ("" if hf.get("revision_pinned", True) else "  (revision not pinned)"),
+        + ("" if hf.get("revision_pinned", True) else
+           f"  (revision not pinned: {hf.get('revision_unpinned_reason', 'unknown').replace('_', ' ')}"
+           + (f"; seen {', '.join(hf['revision_seen'])}" if hf.get("revision_seen") else "") + ")"),
     ]
+    if entry.get("task"):
+        lines += _task_lines(entry["task"])
     for kind in ("tf1", "gluonnlp", "megatron"):
         for archive in entry["sources"].get(kind, []):
             lines.append(f"{kind:<14}{archive['url']}" + (f"  ({archive['note']})" if archive.get("note") else ""))
@@ -81,12 +127,10 @@ def info_command(args):
                  + (f" {c.get('url') or c.get('doi')}" if c.get("url") or c.get("doi") else ""))
     lines.append("config")
     lines += [f"  {k} = {v}" for k, v in entry["config"].items()]
-    lines.append("reported results")
-    if not entry["reported_results"]:
-        lines.append("  (none in the source papers)")
-    for r in entry["reported_results"]:
-        split = f" [{r['split']}]" if r.get("split") else ""
-        lines.append(f"  {r['task']:<28} {r['metric']:<14} {r['value']:>7}{split}  ({r['source']})")
+    lines += _result_lines(
+        "reported results", entry["reported_results"], "none in the source papers",
+        lambda r: f"{r['task']:<28} {r['metric']:<14} {r['value']:>7}"
+                  + (f" [{r['split']}]" if r.get("split") else "") + f"  ({r['source']})")
     for note in entry.get("notes", []):
         lines.append(f"note: {note}")
     print("\n".join(lines))

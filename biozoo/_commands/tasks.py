@@ -44,7 +44,8 @@ def register(subparsers):
         description="Evaluate a model written by `biozoo finetune` on DATA's split; print the metrics JSON.",
     )
     parser.add_argument("kind", choices=KINDS)
-    parser.add_argument("--model", required=True, help="the OUTPUT directory of `biozoo finetune`")
+    parser.add_argument("--model", required=True, help="the OUTPUT directory of `biozoo finetune`, or a task "
+                        "checkpoint: a registry task name, hf://org/repo[@rev] or a local HF directory")
     parser.add_argument("--data", required=True)
     parser.add_argument("--split", default="test", help="train, dev (devel) or test")
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
@@ -59,7 +60,13 @@ def register(subparsers):
         'object per line: {"text", "entities": [{"start", "end", "type", "text", "score"}]}, '
         "with character offsets into the input line.",
     )
-    parser.add_argument("--model", required=True, help="a NER model written by `biozoo finetune ner`")
+    parser.add_argument("--model", required=True, help="a NER model written by `biozoo finetune ner`, or a "
+                        "token-classification checkpoint: a registry task name, hf://org/repo[@rev] or a local "
+                        "HF directory (converted once, cached)")
+    parser.add_argument("--aggregation", choices=["first", "average", "max", "simple", "none"], default="first",
+                        help="how tokens become entities, as transformers' token-classification pipeline's "
+                        "aggregation_strategy (first: a word takes its first token's label, as biozoo trains; "
+                        "none: one entry per token)")
     parser.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
@@ -182,7 +189,8 @@ def annotate_command(args):
         if stream is not sys.stdin:
             stream.close()
     for start in range(0, len(lines), 1024):
-        for result in task.annotate(lines[start:start + 1024], batch_size=args.batch_size):
+        for result in task.annotate(lines[start:start + 1024], batch_size=args.batch_size,
+                                    aggregation=args.aggregation):
             print(json.dumps(result, ensure_ascii=False))
     return 0
 

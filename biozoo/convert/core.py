@@ -44,8 +44,42 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
             sink.close()
             if bar is not None:
                 bar.close()
-        write_preset(out_dir, backbone, tokenizer, heads, family.heads_config(config), record, weights_file=sink.path)
+        heads_config = {**family.heads_config(config), **classifier_head_config(config, heads, source)}
+        write_preset(out_dir, backbone, tokenizer, heads, heads_config, record, weights_file=sink.path)
     return out_dir
+
+
+PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
+
+
+def classifier_head_config(config, heads, source):
+    """heads.json's "classifier" entry of a `*ForTokenClassification` / `*ForSequenceClassification`
+    checkpoint: its label names (`id2label` in id order), `problem_type` and HF class.
+
+    Raises when `id2label` disagrees with the width of the head. Without `id2label` the labels
+    are LABEL_0, LABEL_1, ..., as transformers names them."""
+    kernel = heads.get("classifier/output/kernel", heads.get("classifier/dense/kernel"))
+    if kernel is None:
+        return {}
+    width = int(kernel.shape[-1])
+    id2label = config.get("id2label") or {}
+    problem_type = config.get("problem_type")
+    if problem_type not in (None, *PROBLEM_TYPES):
+        raise CheckpointError(f"{source}: problem_type {problem_type!r} is none of {', '.join(PROBLEM_TYPES)}.")
+    if id2label:
+        try:
+            by_id = {int(key): str(value) for key, value in id2label.items()}
+        except ValueError:
+            raise CheckpointError(f"{source}: id2label keys must be label ids (0, 1, ...), got {sorted(id2label)}.") from None
+        if sorted(by_id) != list(range(len(by_id))) or len(by_id) != width:
+            raise CheckpointError(
+                f"{source}: id2label names {len(by_id)} labels (ids {sorted(by_id)}) but the classifier head "
+                f"has {width} outputs; the checkpoint's config and its head disagree.")
+        names = [by_id[i] for i in range(width)]
+    else:
+        names = [f"LABEL_{i}" for i in range(width)]
+    architectures = config.get("architectures") or [None]
+    return {"classifier": {"label_names": names, "problem_type": problem_type, "hf_class": architectures[0]}}
 
 
 def _progress(total, description, enabled):

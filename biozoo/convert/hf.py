@@ -21,8 +21,11 @@ def read_hf_config(directory):
     return config
 
 
+SPECIAL_TOKEN_KEYS = ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")
+
+
 def _tokenizer_settings(directory):
-    """Casing and special tokens from tokenizer.json / tokenizer_config.json, when present."""
+    """Casing and special tokens from tokenizer_config.json, when present."""
     settings = {}
     config_path = os.path.join(directory, "tokenizer_config.json")
     if os.path.exists(config_path):
@@ -30,51 +33,40 @@ def _tokenizer_settings(directory):
         for key in ("do_lower_case", "strip_accents", "keep_accents"):
             if config.get(key) is not None:
                 settings[key] = config[key]
-        for key in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token"):
+        for key in SPECIAL_TOKEN_KEYS:
             value = config.get(key)
             if isinstance(value, dict):
                 value = value.get("content")
             if isinstance(value, str):
                 settings[key] = value
-    fast_path = os.path.join(directory, "tokenizer.json")
-    if os.path.exists(fast_path):
-        normalizer = read_json(fast_path, "tokenizer").get("normalizer") or {}
-        if normalizer.get("type") == "BertNormalizer":
-            settings["do_lower_case"] = bool(normalizer.get("lowercase", True))
-            settings["strip_accents"] = normalizer.get("strip_accents")
     return settings
 
 
 def build_tokenizer(family, directory, vocab_size, casing=None):
-    """The family's tokenizer from the vocabulary files in `directory`.
+    """The family's tokenizer from the tokenizer files in `directory`.
 
-    `casing` ({"lowercase": bool, "strip_accents": ...}, from the registry) applies when the
-    directory says nothing about casing (no tokenizer_config.json / tokenizer.json).
+    tokenizer.json, what HF's fast tokenizer runs (and all that transformers 5 saves), wins
+    when present; otherwise vocab.txt / spiece.model, cased as tokenizer_config.json says or,
+    when it says nothing, as `casing` ({"lowercase": bool, "strip_accents": ...}, from the
+    registry). Special tokens named in tokenizer_config.json apply either way.
     """
-    settings = _tokenizer_settings(directory)
-    casing = casing or {}
-    specials = {k: settings[k] for k in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token") if k in settings}
-    from biozoo.tokenizers import SentencePieceTokenizer
+    from biozoo.tokenizers import SentencePieceTokenizer, tokenizer_json
 
-    if issubclass(family.tokenizer_cls, SentencePieceTokenizer):
-        paths = [os.path.join(directory, f) for f in SENTENCEPIECE_FILES]
-        path = next((p for p in paths if os.path.exists(p)), None)
-        if path is None:
-            raise CheckpointError(f"{directory}: no SentencePiece model (spiece.model).")
-        lowercase = settings.get("do_lower_case", casing.get("lowercase", True))
-        tokenizer = family.tokenizer_cls(
-            proto=path, lowercase=lowercase, keep_accents=settings.get("keep_accents", False), **specials
-        )
+    settings = _tokenizer_settings(directory)
+    specials = {key: settings[key] for key in SPECIAL_TOKEN_KEYS if key in settings}
+    sentencepiece = issubclass(family.tokenizer_cls, SentencePieceTokenizer)
+    path = os.path.join(directory, "tokenizer.json")
+    if os.path.exists(path):
+        read = tokenizer_json.sentencepiece_arguments if sentencepiece else tokenizer_json.wordpiece_arguments
+        arguments = read(path, specials)
+    elif sentencepiece:
+        path, arguments = _sentencepiece_file_arguments(directory, settings, casing or {})
     else:
-        path = os.path.join(directory, "vocab.txt")
-        if not os.path.exists(path):
-            raise CheckpointError(f"{directory}: no vocab.txt for the WordPiece tokenizer.")
-        lowercase = settings.get("do_lower_case", casing.get("lowercase", True))
-        strip = settings["strip_accents"] if "strip_accents" in settings else casing.get("strip_accents")
-        try:
-            tokenizer = family.tokenizer_cls(vocabulary=path, lowercase=lowercase, strip_accents=strip, **specials)
-        except ValueError as error:
-            raise CheckpointError(f"{path}: {error}") from None
+        path, arguments = _vocab_txt_arguments(directory, settings, casing or {})
+    try:
+        tokenizer = family.tokenizer_cls(**{**arguments, **specials})
+    except ValueError as error:
+        raise CheckpointError(f"{path}: {error}") from None
     if tokenizer.vocabulary_size() > vocab_size:
         raise CheckpointError(
             f"{path}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's "
@@ -83,17 +75,40 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
     return tokenizer
 
 
-def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progress=True):
+def _sentencepiece_file_arguments(directory, settings, casing):
+    """(spiece.model path, SentencePieceTokenizer arguments but special tokens)."""
+    paths = [os.path.join(directory, f) for f in SENTENCEPIECE_FILES]
+    path = next((p for p in paths if os.path.exists(p)), None)
+    if path is None:
+        raise CheckpointError(f"{directory}: no SentencePiece model (spiece.model) and no tokenizer.json.")
+    lowercase = settings.get("do_lower_case", casing.get("lowercase", True))
+    return path, {"proto": path, "lowercase": lowercase, "keep_accents": settings.get("keep_accents", False)}
+
+
+def _vocab_txt_arguments(directory, settings, casing):
+    """(vocab.txt path, WordPieceTokenizer arguments but special tokens)."""
+    path = os.path.join(directory, "vocab.txt")
+    if not os.path.exists(path):
+        raise CheckpointError(f"{directory}: no vocab.txt and no tokenizer.json for the WordPiece tokenizer.")
+    lowercase = settings.get("do_lower_case", casing.get("lowercase", True))
+    strip = settings["strip_accents"] if "strip_accents" in settings else casing.get("strip_accents")
+    return path, {"vocabulary": path, "lowercase": lowercase, "strip_accents": strip}
+
+
+def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progress=True, accept=None):
     """Convert an HF model directory (config.json, weights, vocabulary) into a Keras preset.
 
     Streams the weights tensor by tensor into a backbone built from config.json, keeps the
     heads the checkpoint carries, and writes the preset atomically. Returns `out_dir`.
+    `accept(hf_config, source)` may refuse the checkpoint (raise) before anything is written.
     """
     from biozoo.convert.core import convert_tensors
     from biozoo.models import family_for_model_type
 
     directory = os.fspath(directory)
     config = read_hf_config(directory)
+    if accept is not None:
+        accept(config, directory)
     family = family_for_model_type(config["model_type"], os.path.join(directory, "config.json"))
     reader = open_checkpoint(directory)
     tokenizer = build_tokenizer(family, directory, config["vocab_size"], casing)

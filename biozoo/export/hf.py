@@ -51,16 +51,67 @@ def tokenizer_files(tokenizer, directory):
 
 def export_hf(preset, out_dir):
     """Write `out_dir`: config.json, model.safetensors (the base model) and the tokenizer."""
-    from safetensors.numpy import save_file
-
     import biozoo
-    from biozoo._io import atomic_directory
 
     backbone = biozoo.from_preset(preset)
     tokenizer = biozoo.Tokenizer.from_preset(preset)
     family, state = hf_state_dict(backbone)
     config = family.config_to_hf(backbone.get_config())
     config["pad_token_id"] = int(tokenizer.pad_token_id)
+    return _write(out_dir, state, config, tokenizer)
+
+
+# biozoo task class -> the transformers class name ending it is saved as
+HF_TASK_CLASSES = {"TokenClassifier": "ForTokenClassification", "SequenceClassifier": "ForSequenceClassification",
+                   "QuestionAnswerer": "ForQuestionAnswering"}
+
+
+def export_hf_task(task, out_dir):
+    """Write a biozoo task (a model from `biozoo finetune`, or any TokenClassifier /
+    SequenceClassifier / QuestionAnswerer) as the matching transformers class, e.g.
+    `BertForTokenClassification` with `id2label`: `AutoModelFor...from_pretrained(out_dir)` and
+    transformers' pipelines then predict what the task predicts."""
+    from biozoo.mapping import INVERSE, reverse_lookup
+
+    family, state = hf_state_dict(task.backbone)
+    config = family.config_to_hf(task.backbone.get_config())
+    kind = type(task).__name__
+    if kind not in HF_TASK_CLASSES:
+        raise CheckpointError(f"{kind} has no transformers task class; export its backbone with --preset.")
+    base = config["architectures"][0][:-len("Model")]
+    config["architectures"] = [base + HF_TASK_CLASSES[kind]]
+    prefix = family.hf_table.strip_prefixes[0]
+    hidden = getattr(task, "cls_dense", None)
+    if kind == "SequenceClassifier" and hidden is not None and reverse_lookup(family.hf_table, "heads/classifier/hidden/kernel") is None:
+        raise CheckpointError(f"{config['architectures'][0]} reads the pooled output; this classifier has a dense "
+                              "layer on the first token instead (a backbone without a pooler).")
+    # the task classes save no pooler except sequence classification (HF: add_pooling_layer=False)
+    state = {(prefix + name): value for name, value in state.items()
+             if kind == "SequenceClassifier" or not name.startswith("pooler")}
+    heads = {"qa/dense": task.span_dense} if kind == "QuestionAnswerer" else {"classifier/dense": task.output_dense}
+    if hidden is not None:
+        heads = {"classifier/hidden": hidden, "classifier/output": task.output_dense}
+        if reverse_lookup(family.hf_table, "heads/classifier/output/kernel") is None:
+            heads["classifier/dense"] = heads.pop("classifier/output")
+    for head, layer in heads.items():
+        for variable, value in zip(("kernel", "bias"), layer.get_weights()):
+            name, transform = reverse_lookup(family.hf_table, f"heads/{head}/{variable}")
+            state[name] = np.ascontiguousarray(INVERSE[transform](np.asarray(value, np.float32)))
+    if kind != "QuestionAnswerer":
+        config["id2label"] = {str(i): name for i, name in enumerate(task.label_names)}
+        config["label2id"] = {name: i for i, name in enumerate(task.label_names)}
+    if kind == "SequenceClassifier" and task.problem_type is not None:
+        config["problem_type"] = task.problem_type
+    tokenizer = task.preprocessor.tokenizer
+    config["pad_token_id"] = int(tokenizer.pad_token_id)
+    return _write(out_dir, state, config, tokenizer)
+
+
+def _write(out_dir, state, config, tokenizer):
+    from safetensors.numpy import save_file
+
+    from biozoo._io import atomic_directory
+
     with atomic_directory(out_dir) as tmp:
         save_file(state, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:

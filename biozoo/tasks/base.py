@@ -13,9 +13,13 @@ class PresetTaskMixin:
 
     KerasHub's `Task.from_preset` looks for a per-family subclass (BertTextClassifier...);
     biozoo's tasks are family-agnostic, so the preset's task.json (or its backbone and
-    tokenizer) is loaded directly. A task built from a backbone preset picks up the heads the
-    source checkpoint carried (e.g. the SQuAD2 QA head) through `_init_from_heads`.
+    tokenizer) is loaded directly. A task built from a converted checkpoint picks up the heads
+    it carried (a SQuAD2 QA head, a `*ForTokenClassification` classifier and its `id2label`...)
+    through `_head_arguments` and `_init_from_heads`.
     """
+
+    # The transformers class name ending of the checkpoints this task reproduces.
+    hf_class_suffix = None
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, **kwargs):
@@ -24,17 +28,96 @@ class PresetTaskMixin:
         from biozoo import presets
         from biozoo.preset_files import read_heads
 
-        preset_dir = presets.resolve_preset(preset)
+        new_head = cls._new_head_requested(kwargs)
+        preset_dir = presets.resolve_preset(preset, accept=None if new_head else cls._accept_checkpoint)
         loader = get_preset_loader(preset_dir)
         has_task = check_file_exists(preset_dir, "task.json")
+        heads, config = ({}, {}) if has_task else read_heads(preset_dir)
+        if not has_task:
+            kwargs = cls._head_arguments(config, kwargs, preset)
         task = loader.load_task(cls, load_weights, load_task_weights=True, **kwargs)
         if not has_task and load_weights:
-            heads, config = read_heads(preset_dir)
             task._init_from_heads(heads, config)
         return task
 
+    @classmethod
+    def _new_head_requested(cls, kwargs):
+        """Whether the arguments ask for a new head (e.g. other labels) rather than the checkpoint's."""
+        return False
+
+    @classmethod
+    def _accept_checkpoint(cls, hf_config, source):
+        """Refuse a task checkpoint of another kind (a QA model asked for as a token classifier)."""
+        found = (hf_config.get("architectures") or [None])[0]
+        if not found or cls.hf_class_suffix is None or found.endswith(cls.hf_class_suffix):
+            return
+        other = next((task for task in _TASK_OF_SUFFIX.items() if found.endswith(task[0])), None)
+        if other is None:
+            return  # a pretraining or bare-encoder class: the task gets a new head
+        from biozoo.errors import CheckpointError
+
+        hint = " or pass label_names for a new head on its encoder" if cls._takes_labels() else ""
+        raise CheckpointError(
+            f"{source} holds a {found} checkpoint (a {other[1][1]} model), not a *{cls.hf_class_suffix}; load it "
+            f"with biozoo.{other[1][0]}{hint}.")
+
+    @classmethod
+    def _takes_labels(cls):
+        return False
+
+    @classmethod
+    def _head_arguments(cls, heads_config, kwargs, preset):
+        """`kwargs` completed from the converted head (label names...); the default adds none."""
+        return kwargs
+
     def _init_from_heads(self, heads, config):
         """Copy converted heads into the task's layers; the default uses none."""
+
+
+# transformers head class endings -> (biozoo task, what it is)
+_TASK_OF_SUFFIX = {
+    "ForTokenClassification": ("TokenClassifier", "token-classification"),
+    "ForSequenceClassification": ("SequenceClassifier", "sequence-classification"),
+    "ForQuestionAnswering": ("QuestionAnswerer", "question-answering"),
+}
+
+
+class ClassifierHeadMixin:
+    """Label names, problem type and weights from a converted `*ForTokenClassification` or
+    `*ForSequenceClassification` head. Label names given that differ from the checkpoint's ask
+    for a new head on its encoder (fine-tuning for other labels)."""
+
+    @classmethod
+    def _new_head_requested(cls, kwargs):
+        return "label_names" in kwargs
+
+    @classmethod
+    def _takes_labels(cls):
+        return True
+
+    @classmethod
+    def _head_arguments(cls, heads_config, kwargs, preset):
+        head = heads_config.get("classifier")
+        if head is None or "label_names" in kwargs:
+            return kwargs
+        names = head["label_names"]
+        if head.get("problem_type") != "regression" and names == [f"LABEL_{i}" for i in range(len(names))]:
+            import warnings
+
+            warnings.warn(f"{preset}: the checkpoint names no labels (no id2label, or only LABEL_0 ... "
+                          f"LABEL_{len(names) - 1}); predictions carry those names.", stacklevel=3)
+        return {"label_names": names, **cls._problem_arguments(head), **kwargs}
+
+    @classmethod
+    def _problem_arguments(cls, head):
+        return {}
+
+    def _classifier_weights(self, heads, config):
+        """The converted head's tensors for this task, or None (no head, other labels)."""
+        head = config.get("classifier")
+        if head is None or list(head["label_names"]) != list(self.label_names):
+            return None
+        return heads
 
 
 def resize_token_embedding(backbone, vocabulary_size):

@@ -59,7 +59,35 @@ class FinetunedTask(NamedTuple):
     task: object
 
 
-def load_task(model_dir):
-    """A model directory written by `biozoo finetune` -> FinetunedTask(kind, options, task)."""
-    kind, options = read_kind(model_dir)
-    return FinetunedTask(kind, options, task_class(kind).from_preset(os.fspath(model_dir)))
+def load_task(model):
+    """A model directory written by `biozoo finetune`, or the handle of a task checkpoint (a
+    registry task name, `hf://org/repo`, a local HF directory of a `*ForTokenClassification`,
+    `*ForSequenceClassification` or `*ForQuestionAnswering` model; converted once, cached) ->
+    FinetunedTask(kind, options, task)."""
+    if os.path.exists(os.path.join(os.fspath(model), KIND_FILE)):
+        kind, options = read_kind(model)
+        return FinetunedTask(kind, options, task_class(kind).from_preset(os.fspath(model)))
+    from biozoo import presets
+    from biozoo.preset_files import read_heads, read_provenance
+
+    preset_dir = presets.resolve_preset(model)
+    hf_config = read_provenance(preset_dir).get("hf_config") or {}
+    hf_class = (hf_config.get("architectures") or [""])[0]
+    multi_label = (read_heads(preset_dir)[1].get("classifier") or {}).get("problem_type") == "multi_label_classification"
+    kind = kind_of_hf_class(hf_class, multi_label)
+    if kind is None:
+        raise ValueError(f"{model} is neither a model written by `biozoo finetune` (no {KIND_FILE}) nor a task "
+                         f"checkpoint (its class is {hf_class or 'not recorded'}; expected a *ForTokenClassification, "
+                         "*ForSequenceClassification or *ForQuestionAnswering model).")
+    return FinetunedTask(kind, {}, task_class(kind).from_preset(preset_dir))
+
+
+def kind_of_hf_class(hf_class, multi_label=False):
+    """The task kind of a transformers task class: ner, re (single label), doc (multi-label), qa."""
+    if hf_class.endswith("ForTokenClassification"):
+        return "ner"
+    if hf_class.endswith("ForSequenceClassification"):
+        return "doc" if multi_label else "re"
+    if hf_class.endswith("ForQuestionAnswering"):
+        return "qa"
+    return None

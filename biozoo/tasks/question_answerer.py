@@ -1,4 +1,9 @@
-"""Extractive question answering (SQuAD v1.1 / v2.0, BioASQ factoid)."""
+"""Extractive question answering (SQuAD v1.1 / v2.0, BioASQ factoid).
+
+Two ways to read answers from the span logits: `QuestionAnswerer.answer` (the default, used
+by `biozoo evaluate qa`) follows SQuAD's official BERT post-processing; `pipeline_answers`
+gives what transformers' `pipeline("question-answering")` (4.x) answers.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from keras_hub.src.models.task import Task
 
 from biozoo.optim import default_optimizer
 from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tasks._qa_pipeline import answer_chars, decode_spans, pipeline_tokens, span_probabilities
 from biozoo.tokenizers.base import Tokenizer
 
 
@@ -25,6 +31,8 @@ class QAFeatures:
     example: np.ndarray  # window -> example index
     start_positions: np.ndarray
     end_positions: np.ndarray
+    words: list = None  # pipeline windows: per window, the context word of each token, -1 if none
+    p_mask: list = None  # pipeline windows: per window, True where a token cannot be in an answer
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
@@ -146,6 +154,56 @@ class QuestionAnswererPreprocessor(Preprocessor):
         f.end_positions = np.asarray(f.end_positions, np.int32)
         return f
 
+    def pipeline_features(self, questions, contexts, max_seq_len=384, doc_stride=128):
+        """Windows as transformers' question-answering pipeline (4.x, fast tokenizer) makes them.
+
+        Unlike `features`: the question is kept whole (no `max_query_length`); windows hold
+        `max_seq_len - len(question) - 3` context tokens and *overlap* by `doc_stride` tokens
+        (the tokenizer's `stride`; in `features`, SQuAD's `doc_stride` is the step between
+        window starts); offsets and word ids are the fast tokenizer's (`pipeline_tokens`).
+        """
+        tok = self.tokenizer
+        # as contexts: for ALBERT, 4.x's Metaspace keeps a trailing "▁" that biozoo's ids drop
+        question_ids = [ids for ids, _, _ in pipeline_tokens(tok, questions)]
+        tokens = pipeline_tokens(tok, contexts)
+        f = QAFeatures([], [], [], [], [], [], [], words=[], p_mask=[])
+        cache = {}
+        for e, (q, (ids, spans, words)) in enumerate(zip(question_ids, tokens)):
+            budget = max_seq_len - len(q) - 3
+            windows = [(0, len(ids))]
+            if len(ids) > budget:  # the tokenizer's overflowing windows, and its refusals
+                if budget <= 0:
+                    raise ValueError(f"question {e} has {len(q)} tokens: no room for the context in "
+                                     f"max_seq_len={max_seq_len}")
+                if doc_stride >= budget:
+                    raise ValueError(f"doc_stride={doc_stride} must be less than the {budget} context tokens "
+                                     f"a window of question {e} holds (max_seq_len - question - 3)")
+                windows = []
+                for start in range(0, len(ids), budget - doc_stride):
+                    windows.append((start, min(budget, len(ids) - start)))
+                    if start + budget >= len(ids):
+                        break
+            offset = len(q) + 2
+            for w, (start, length) in enumerate(windows):
+                token_ids = [tok.cls_token_id] + q + [tok.sep_token_id] + ids[start:start + length] + [tok.sep_token_id]
+                # the pipeline masks all but the context, and keeps every [CLS] (the null answer)
+                p_mask = [True] * offset + [False] * length + [True]
+                p_mask = [m and i != tok.cls_token_id for m, i in zip(p_mask, token_ids)]
+                f.token_ids.append(np.asarray(token_ids, np.int32))
+                f.segment_ids.append(np.asarray([0] * offset + [1] * (length + 1), np.int32))
+                f.spans.append([(-1, -1)] * offset + spans[start:start + length] + [(-1, -1)])
+                f.words.append([-1] * offset + words[start:start + length] + [-1])
+                f.p_mask.append(p_mask)
+                f.max_context.append([False] * offset + [_is_max_context(windows, w, start + i, cache, e)
+                                                         for i in range(length)] + [False])
+                f.example.append(e)
+                f.start_positions.append(0)
+                f.end_positions.append(0)
+        f.example = np.asarray(f.example, int)
+        f.start_positions = np.asarray(f.start_positions, np.int32)
+        f.end_positions = np.asarray(f.end_positions, np.int32)
+        return f
+
     def get_config(self):
         config = super().get_config()
         config.update({"sequence_length": self.sequence_length, "doc_stride": self.doc_stride,
@@ -173,7 +231,8 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     Answers come with n-best lists and a null score from `[CLS]` (SQuAD v2.0: predict no
     answer when `null - best > null_threshold`). A SQuAD2 checkpoint's converted QA head
-    (biom_electra_large_squad2, biom_albert_xxlarge_squad2) is used as is.
+    (biom_electra_large_squad2, biom_albert_xxlarge_squad2) is used as is. `pipeline_answers`
+    answers as transformers' `pipeline("question-answering")` does instead.
 
     Example:
         >>> qa = biozoo.QuestionAnswerer.from_preset("biom_electra_large_squad2")
@@ -182,6 +241,7 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     backbone_cls = None
     preprocessor_cls = QuestionAnswererPreprocessor
+    hf_class_suffix = "ForQuestionAnswering"
 
     def __init__(self, backbone, preprocessor=None, dropout=None, null_threshold=0.0, **kwargs):
         dropout = head_dropout(backbone, dropout)
@@ -214,14 +274,15 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
             loss = SpanLoss()
         super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)
 
-    def span_logits(self, features, batch_size=32):
-        """Start/end logits per window, `[(start [seq], end [seq]), ...]`."""
+    def span_logits(self, features, batch_size=32, max_length=None):
+        """Start/end logits per window, `[(start [seq], end [seq]), ...]`; windows are cut to
+        `max_length` tokens (default: the preprocessor's `sequence_length`)."""
         from biozoo.data.pipeline import model_input_batches
         from biozoo.tasks._util import compiled_predict
 
         batches = model_input_batches(
             features.token_ids, self.preprocessor.tokenizer.pad_token_id, features.segment_ids,
-            batch_size=batch_size, max_length=self.preprocessor.sequence_length,
+            batch_size=batch_size, max_length=max_length or self.preprocessor.sequence_length,
         )
         out = [None] * len(features.token_ids)
         predict = compiled_predict(self)
@@ -273,4 +334,55 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
                 "null_score_diff": diff,
                 "nbest": nbest,
             })
+        return results
+
+    def pipeline_answers(self, questions, contexts, top_k=1, doc_stride=None, max_answer_len=15, max_seq_len=None,
+                         handle_impossible_answer=False, align_to_words=True, batch_size=32):
+        """What transformers' `pipeline("question-answering")` (4.x, fast tokenizer) answers,
+        with its arguments and defaults: per question {"score", "start", "end", "answer"}
+        (`context[start:end] == answer`), a list of up to `top_k` of them when `top_k > 1`.
+
+        The pipeline's rule, not SQuAD's (`answer`): windows as `pipeline_features`; in each
+        window a softmax over [CLS] and the context tokens, span score p(start) * p(end) (not
+        a sum of logits), the window's best spans of at most `max_answer_len` tokens wherever
+        their tokens have the most context; with `align_to_words`, spans grow to whole words;
+        answers of equal lower-cased text add their scores; with `handle_impossible_answer`,
+        the null answer "" scores the least p_start([CLS]) * p_end([CLS]) over the windows.
+        `max_seq_len` defaults to min(384, the backbone's max_sequence_length) (the pipeline
+        reads the tokenizer's `model_max_length`), `doc_stride` to min(max_seq_len // 2, 128).
+        """
+        if max_seq_len is None:
+            max_seq_len = min(384, self.backbone.max_sequence_length)
+        if doc_stride is None:
+            doc_stride = min(max_seq_len // 2, 128)
+        if doc_stride > max_seq_len:
+            raise ValueError(f"`doc_stride` ({doc_stride}) is larger than `max_seq_len` ({max_seq_len})")
+        if top_k < 1 or max_answer_len < 1:
+            raise ValueError(f"top_k ({top_k}) and max_answer_len ({max_answer_len}) must be >= 1")
+        features = self.preprocessor.pipeline_features(questions, contexts, max_seq_len, doc_stride)
+        logits = self.span_logits(features, batch_size, max_length=max_seq_len) if features.token_ids else []
+        # spans dropped by word alignment (equal texts) leave room for others
+        candidates = top_k * 2 + 10 if align_to_words else top_k
+        results = []
+        for e, context in enumerate(contexts):
+            null_score, answers = 1000000.0, []
+            for w in np.flatnonzero(features.example == e):
+                start, end = span_probabilities(*logits[w], features.p_mask[w])
+                if handle_impossible_answer:
+                    null_score = min(null_score, float(start[0, 0] * end[0, 0]))
+                start[0, 0] = end[0, 0] = 0.0
+                allowed = np.flatnonzero(~np.asarray(features.p_mask[w], bool))
+                for s, t, score in zip(*decode_spans(start, end, candidates, max_answer_len, allowed)):
+                    char_start, char_end = answer_chars(features.spans[w], features.words[w], s, t, align_to_words)
+                    text = context[char_start:char_end]
+                    same = next((a for a in answers if a["answer"].lower() == text.lower()), None)
+                    if same is not None:
+                        same["score"] += float(score)
+                    else:
+                        answers.append({"score": float(score), "start": int(char_start), "end": int(char_end),
+                                        "answer": text})
+            if handle_impossible_answer:
+                answers.append({"score": null_score, "start": 0, "end": 0, "answer": ""})
+            answers = sorted(answers, key=lambda a: a["score"], reverse=True)[:top_k]
+            results.append(answers if top_k > 1 else (answers[0] if answers else None))
         return results

@@ -12,10 +12,12 @@ from biozoo.data import IGNORE_LABEL
 from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
 from biozoo.tasks._util import compiled_predict, sigmoid, softmax
-from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tokenizers.base import Tokenizer
 
 # Entity markers of the biomedical RE corpora; each stays one token.
+PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
+
 ENTITY_MARKERS = (
     "@GENE$", "@CHEMICAL$", "@DISEASE$", "@DRUG$", "@CHEM-GENE$", "@DRUG-DRUG$",
     "BC6ENTC", "BC6ENTG", "BC6OTHER",
@@ -60,25 +62,38 @@ class SequenceClassifierPreprocessor(TextClassifierPreprocessor):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
+class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin, Task):
     """Relation extraction and document classification on any biozoo backbone.
 
     Single-label (`multi_label=False`: softmax, e.g. ChemProt, DDI, GAD) or multi-label
-    (`multi_label=True`: sigmoid with a threshold per label, e.g. HoC). The head reads the
-    pooled output, or the first token through a dense layer for families without a pooler.
+    (`multi_label=True`: sigmoid with a threshold per label, e.g. HoC); `problem_type` takes
+    transformers' names ("single_label_classification", "multi_label_classification",
+    "regression"), as a hub checkpoint's config.json gives it. The head reads the pooled
+    output, or the first token through a dense layer for families without a pooler. A hub
+    `*ForSequenceClassification` checkpoint loads with its labels and head.
 
     Example:
         >>> re = biozoo.SequenceClassifier.from_preset(
         ...     "biobert_v1_1", label_names=["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"])
         >>> re.predict_labels(["@CHEMICAL$ inhibits @GENE$ expression."])
+        >>> biozoo.SequenceClassifier.from_preset("hf://org/some-biobert-classifier").classify(["..."])
     """
 
     backbone_cls = None
     preprocessor_cls = SequenceClassifierPreprocessor
     padding_invariant_loss = True  # the head reads the first token only
+    hf_class_suffix = "ForSequenceClassification"
 
     def __init__(self, backbone, label_names, preprocessor=None, multi_label=False, thresholds=None,
-                 dropout=None, **kwargs):
+                 dropout=None, problem_type=None, **kwargs):
+        if problem_type not in (None, *PROBLEM_TYPES):
+            raise ValueError(f"problem_type {problem_type!r} is none of {', '.join(PROBLEM_TYPES)}")
+        if problem_type is None and multi_label:
+            problem_type = "multi_label_classification"
+        elif problem_type == "multi_label_classification":
+            multi_label = True
+        elif multi_label:
+            raise ValueError(f"multi_label=True contradicts problem_type {problem_type!r}")
         if dropout is None:
             dropout = family_for_backbone(backbone).classification_dropout
         dropout = head_dropout(backbone, dropout)
@@ -112,25 +127,63 @@ class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
         self.multi_label = multi_label
         self.thresholds = list(thresholds) if thresholds is not None else [0.5] * len(label_names)
         self.dropout = dropout
+        self.problem_type = problem_type
         if compile_now:
             self.compile()
+
+    @property
+    def regression(self):
+        """transformers' rule: "regression", or one output and no problem type, trains with MSE."""
+        return self.problem_type == "regression" or (self.problem_type is None and len(self.label_names) == 1)
 
     def get_config(self):
         config = super().get_config()
         config.update({"label_names": self.label_names, "multi_label": self.multi_label,
-                       "thresholds": self.thresholds, "dropout": self.dropout})
+                       "thresholds": self.thresholds, "dropout": self.dropout, "problem_type": self.problem_type})
         return config
+
+    @classmethod
+    def _problem_arguments(cls, head):
+        return {"problem_type": head.get("problem_type")}
+
+    def _init_from_heads(self, heads, config):
+        from biozoo.errors import CheckpointError
+
+        heads = self._classifier_weights(heads, config)
+        if heads is None:
+            return
+        if ("classifier/hidden/kernel" in heads) != (self.cls_dense is not None):
+            raise CheckpointError(
+                f"the checkpoint's classifier head {'has' if self.cls_dense is None else 'has no'} dense layer before "
+                "its output layer, which this backbone's sequence classifier does not match")
+        if self.cls_dense is not None:
+            self.cls_dense.set_weights([heads["classifier/hidden/kernel"], heads["classifier/hidden/bias"]])
+        output = "classifier/output" if "classifier/output/kernel" in heads else "classifier/dense"
+        self.output_dense.set_weights([heads[f"{output}/kernel"], heads[f"{output}/bias"]])
+        self.preprocessor.sequence_length = min(512, self.backbone.max_sequence_length)
 
     def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
         if loss == "auto":
             # multi-label: mean over real abstracts (filler rows of a short batch have weight 0)
-            loss = (keras.losses.BinaryCrossentropy(from_logits=True, reduction="mean_with_sample_weight")
-                    if self.multi_label
-                    else keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL))
+            if self.multi_label:
+                loss = keras.losses.BinaryCrossentropy(from_logits=True, reduction="mean_with_sample_weight")
+            elif self.regression:
+                loss = keras.losses.MeanSquaredError()
+            else:
+                loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
         super().compile(optimizer=default_optimizer(optimizer), loss=loss, metrics=metrics, **kwargs)
 
+    def classify(self, texts, pairs=None, batch_size=64):
+        """Per example, every label with its score, best first: `[{"label", "score"}, ...]`, as
+        transformers' `pipeline("text-classification", top_k=None)` returns them (softmax; sigmoid
+        for multi-label or one-output models; the raw output for regression)."""
+        scores = self.predict_probabilities(texts, pairs, batch_size)
+        return [[{"label": self.label_names[i], "score": float(row[i])} for i in np.argsort(-row, kind="stable")]
+                for row in scores]
+
     def predict_probabilities(self, texts, pairs=None, batch_size=64):
-        """Class probabilities per example: softmax (single label) or sigmoid (multi-label)."""
+        """Class probabilities per example: softmax (single label), sigmoid (multi-label, or one
+        output without a problem type, as transformers' pipeline) or the raw output (regression)."""
         from biozoo.data.pipeline import model_input_batches
 
         encoded = self.preprocessor.encode(texts, pairs)
@@ -144,8 +197,15 @@ class SequenceClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
         probs = np.zeros((len(encoded), len(self.label_names)), np.float32)
         for indices in batches.plan:
             logits = np.asarray(predict(batches.batch(indices)))[: len(indices)]
-            probs[indices] = sigmoid(logits) if self.multi_label else softmax(logits)
+            probs[indices] = self._scores(logits)
         return probs
+
+    def _scores(self, logits):
+        if self.problem_type == "regression":
+            return logits
+        if self.multi_label or len(self.label_names) == 1:
+            return sigmoid(logits)
+        return softmax(logits)
 
     def predict_labels(self, texts, pairs=None, batch_size=64):
         """Label names (single label) or lists of label names (multi-label) per example."""

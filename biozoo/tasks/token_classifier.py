@@ -12,7 +12,7 @@ from keras_hub.src.models.task import Task
 from biozoo.data import IGNORE_LABEL
 from biozoo.optim import default_optimizer
 from biozoo.tasks._util import compiled_predict, softmax
-from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tokenizers.base import Tokenizer
 
 
@@ -67,11 +67,16 @@ class TokenClassifierPreprocessor(Preprocessor):
         return out
 
     def windows(self, sentences, tags=None):
+        """Model inputs for word lists (`tags`: label ids per word), every word in a window."""
+        return self.piece_windows(self.word_pieces(sentences), tags)
+
+    def piece_windows(self, word_pieces, tags=None):
+        """`windows` for sentences already cut into pieces: per sentence, the piece ids of each word."""
         budget = self.sequence_length - 2
         stride = self.stride or max(1, budget // 2)
         cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
         token_ids, labels, positions, sentence_of, first_word, owner = [], [], [], [], [], []
-        for s, pieces in enumerate(self.word_pieces(sentences)):
+        for s, pieces in enumerate(word_pieces):
             lengths = [min(len(p), budget) for p in pieces]
             spans, start = [], 0
             while True:
@@ -144,22 +149,25 @@ class TokenClassifierPreprocessor(Preprocessor):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
+class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin, Task):
     """Named-entity recognition on any biozoo backbone.
 
     Each word's label sits on its first sub-token; predictions are read back per word and to
     character offsets. Sentences longer than the model's window are split into overlapping
-    windows, so nothing is dropped.
+    windows, so nothing is dropped. A hub `*ForTokenClassification` checkpoint loads with its
+    `id2label`, and `annotate` groups tokens into entities as transformers' pipeline does.
 
     Example:
         >>> ner = biozoo.TokenClassifier.from_preset(
         ...     "bioformer_8l", label_names=["O", "B-Disease", "I-Disease"])
         >>> ner.predict_tags([["BRCA1", "causes", "breast", "cancer"]])
         >>> ner.annotate(["BRCA1 mutations cause breast cancer."])
+        >>> biozoo.TokenClassifier.from_preset("hf://org/some-biobert-ner").annotate(["..."], aggregation="max")
     """
 
     backbone_cls = None
     preprocessor_cls = TokenClassifierPreprocessor
+    hf_class_suffix = "ForTokenClassification"
     padding_invariant_loss = True  # padded positions are labelled -100
     token_level_labels = True
 
@@ -188,6 +196,19 @@ class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
         config.update({"label_names": self.label_names, "dropout": self.dropout})
         return config
 
+    def _init_from_heads(self, heads, config):
+        from biozoo.errors import CheckpointError
+
+        heads = self._classifier_weights(heads, config)
+        if heads is None:
+            return
+        if "classifier/hidden/kernel" in heads or "classifier/output/kernel" in heads:
+            raise CheckpointError("the checkpoint's classifier is a sequence-classification head (a dense layer "
+                                  "on the first token), not a token-classification head")
+        self.output_dense.set_weights([heads["classifier/dense/kernel"], heads["classifier/dense/bias"]])
+        # transformers' pipeline reads up to 512 tokens at once; longer sentences are windowed
+        self.preprocessor.sequence_length = min(512, self.backbone.max_sequence_length)
+
     def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
         if loss == "auto":
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
@@ -197,11 +218,15 @@ class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
     def predict_word_probabilities(self, sentences, batch_size=64, windows=None):
         """Per sentence, an array [words, labels] of probabilities (every word predicted)."""
+        windows = windows or self.preprocessor.windows(sentences)
+        return self._unit_probabilities(windows, [len(words) for words in sentences], batch_size)
+
+    def _unit_probabilities(self, windows, counts, batch_size):
+        """Probabilities of each window's units (words, or single tokens), per sentence."""
         from biozoo.data.pipeline import model_input_batches
 
-        windows = windows or self.preprocessor.windows(sentences)
         if not windows.token_ids:
-            return [np.zeros((0, len(self.label_names)), np.float32) for _ in sentences]
+            return [np.zeros((count, len(self.label_names)), np.float32) for count in counts]
         batches = model_input_batches(
             windows.token_ids, self.preprocessor.tokenizer.pad_token_id,
             extra={"index": list(range(len(windows.token_ids)))}, scalars=("index",), batch_size=batch_size,
@@ -214,8 +239,8 @@ class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
             for row, window in enumerate(indices):
                 probs_per_window[window] = softmax(logits[row])
         out = []
-        for s, words in enumerate(sentences):
-            probs = np.zeros((len(words), len(self.label_names)), np.float32)
+        for s, count in enumerate(counts):
+            probs = np.zeros((count, len(self.label_names)), np.float32)
             for w, window in enumerate(windows.owner[s]):
                 probs[w] = probs_per_window[window][windows.word_positions[window][w]]
             out.append(probs)
@@ -230,27 +255,35 @@ class TokenClassifier(GlobalBatchLossMixin, PresetTaskMixin, Task):
             scores.append([float(p[i]) for p, i in zip(probs, best)])
         return tags, scores
 
-    def annotate(self, texts, batch_size=64):
+    def annotate(self, texts, batch_size=64, aggregation="first", truncate=False):
         """Raw texts in, `{"text", "entities": [{"start", "end", "type", "text", "score"}]}` out,
-        with character offsets into each text."""
-        from biozoo.tokenizers.words import split_words
+        with character offsets into each text.
 
-        # Words as NER corpora split them (whitespace and punctuation), for every tokenizer.
-        spans = [split_words(text) for text in texts]
-        tags, scores = self.predict_tags([[w for w, _, _ in s] for s in spans], batch_size)
+        Entities are the ones transformers' `pipeline("token-classification",
+        aggregation_strategy=aggregation)` finds: "first" (default; a word takes its first
+        token's label, as biozoo trains), "average", "max", "simple" (tokens grouped without
+        words) or "none" (one entry per token, with its "index"). Texts longer than the model's
+        window are read in overlapping windows; `truncate=True` drops what does not fit in the
+        first window instead, as the pipeline does.
+        """
+        from biozoo.tasks._aggregation import Piece, aggregate, is_subword
+
+        tokenizer = self.preprocessor.tokenizer
+        spans = tokenizer.token_spans(texts)
+        if truncate:
+            spans = [row[:self.preprocessor.sequence_length - 2] for row in spans]
+        windows = self.preprocessor.piece_windows([[[i] for i, _, _ in row] for row in spans])
+        probabilities = self._unit_probabilities(windows, [len(row) for row in spans], batch_size)
+        vocabulary = tokenizer.get_vocabulary()
+        wordpiece = tokenizer.continuation_prefix is not None
         results = []
-        for text, words, sentence_tags, sentence_scores in zip(texts, spans, tags, scores):
-            entities = []
-            for etype, first, last in _chunks(sentence_tags):
-                start, end = words[first][1], words[last][2]
-                score = float(np.mean(sentence_scores[first:last + 1]))
-                entities.append({"start": start, "end": end, "type": etype, "text": text[start:end], "score": round(score, 4)})
+        for text, row, probs in zip(texts, spans, probabilities):
+            pieces = [Piece(vocabulary[i], a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id,
+                                                            wordpiece))
+                      for i, a, b in row]
+            entities = aggregate(pieces, probs, self.label_names, aggregation)
+            for entity in entities:
+                entity["text"] = text[entity["start"]:entity["end"]]
+                entity["score"] = round(entity["score"], 6)
             results.append({"text": text, "entities": entities})
         return results
-
-
-def _chunks(tags):
-    """(type, first word, last word) of each entity, by conlleval's rules (seqeval default)."""
-    from seqeval.metrics.sequence_labeling import get_entities
-
-    return get_entities(list(tags))

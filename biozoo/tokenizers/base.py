@@ -45,6 +45,33 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
         character offsets in `text` (for mapping predictions back to the input)."""
         raise NotImplementedError
 
+    def token_spans(self, texts):
+        """Per text, `[(token id, start, end), ...]` without special tokens: the ids `ids` gives and
+        each token's character span in the text (HF's `offset_mapping`)."""
+        from biozoo.tokenizers._offsets import token_spans
+
+        words = [self.split_words(text) for text in texts]
+        ids = self.ids([w for ws in words for w, _, _ in ws])
+        vocabulary = self.get_vocabulary()
+        out, k = [], 0
+        for ws in words:
+            row = []
+            for word, start, end in ws:
+                word_ids = ids[k]
+                k += 1
+                normalized, origin = self._alignment(word)
+                spans = token_spans([vocabulary[i] for i in word_ids], start, end, normalized, origin,
+                                    self.continuation_prefix, self.unk_token)
+                row.extend((i, a, b) for i, (a, b) in zip(word_ids, spans))
+            out.append(row)
+        return out
+
+    continuation_prefix = None  # WordPiece marks a word's later tokens ("##")
+
+    def _alignment(self, word):
+        """(normalized word, input index of each of its characters)."""
+        return word, list(range(len(word)))
+
     @preprocessing_function
     def _tokenize_tf(self, inputs):
         import tensorflow as tf

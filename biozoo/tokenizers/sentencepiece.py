@@ -80,6 +80,11 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
 
         return [(m.group(), m.start(), m.end()) for m in re.finditer(f"[^{re.escape(UNICODE_WHITESPACE)}]+", text)]
 
+    def _alignment(self, word):
+        from biozoo.tokenizers._offsets import albert_alignment
+
+        return albert_alignment(word, self.lowercase, self.keep_accents)
+
     def vocabulary_size(self):
         self._check_vocabulary()
         return len(self._vocabulary)

@@ -97,6 +97,13 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
     def _use_tf_workflow(self):
         return True
 
+    continuation_prefix = "##"
+
+    def _alignment(self, word):
+        from biozoo.tokenizers._offsets import bert_alignment
+
+        return bert_alignment(word, self.lowercase, self.strip_accents)
+
     def words(self, inputs):
         """Normalized words, `[batch] -> ragged [batch, (words)]`, special tokens kept whole."""
         # Several string ops stop at NUL, which HF's clean_text removes anyway.

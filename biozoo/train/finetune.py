@@ -183,8 +183,9 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
 
 
 def load_task_preset(model_dir):
-    """A fine-tuned model written by `run_finetune` -> (kind, task adapter, task). Loading the
-    task alone needs no adapter: `biozoo.tasks.load_task`."""
+    """A fine-tuned model written by `run_finetune` (or a task checkpoint handle, with the
+    adapter's default options) -> (kind, task adapter, task). Loading the task alone needs no
+    adapter: `biozoo.tasks.load_task`."""
     from biozoo.tasks.finetuned import load_task
 
     kind, options, task = load_task(model_dir)
@@ -195,6 +196,7 @@ def run_evaluate(model_dir, data_dir, split="test"):
     """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric."""
     kind, adapter, task = load_task_preset(model_dir)
     splits = adapter.load(data_dir, only=split)
-    return {"task": kind, "model": os.path.abspath(model_dir), "data": _where(data_dir), "split": split,
+    model = os.path.abspath(model_dir) if os.path.exists(model_dir) else model_dir
+    return {"task": kind, "model": model, "data": _where(data_dir), "split": split,
             **adapter.evaluate(task, splits[split])}
 

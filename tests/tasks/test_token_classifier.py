@@ -71,9 +71,16 @@ def test_annotate_maps_entities_to_character_offsets(ner16, monkeypatch):
     tags[4:6] = ["B-Disease", "I-Disease"]  # breast cancer
     tags[9:14] = ["B-Disease"] + ["I-Disease"] * 4  # hereditary breast – ovarian cancer
     tags[15] = "I-Disease"  # a stray I- starts an entity, as conlleval reads it
-    monkeypatch.setattr(ner16, "predict_tags", lambda sentences, batch_size=64: ([tags], [[0.9] * len(tags)]))
+    # every token of a word predicts the word's tag (probability 0.9)
+    spans = ner16.preprocessor.tokenizer.token_spans([text])[0]
+    word_of = [next(k for k, (_, a, b) in enumerate(words) if a <= start < b) for _, start, _ in spans]
+    probs = np.full((len(spans), len(ner16.label_names)), 0.1 / (len(ner16.label_names) - 1), np.float32)
+    probs[np.arange(len(spans)), [ner16.label_names.index(tags[w]) for w in word_of]] = 0.9
+    monkeypatch.setattr(ner16, "_unit_probabilities", lambda windows, counts, batch_size: [probs])
     entities = ner16.annotate([text])[0]["entities"]
     assert [e["text"] for e in entities] == ["breast cancer", "hereditary breast\u2013ovarian cancer", "see"]
+    assert all(abs(e["score"] - 0.9) < 1e-6 for e in entities)
+    monkeypatch.undo()
     for entity in entities:
         assert text[entity["start"]:entity["end"]] == entity["text"]
     real = ner16.annotate([text])[0]  # the model's own predictions map back the same way

@@ -34,6 +34,7 @@ HF_TABLE = Table(
         *param("predictions.bias", "heads/mlm/output_bias"),
         *dense("sop_classifier.classifier", "heads/sop/dense"),
         *dense("qa_outputs", "heads/qa/dense"),
+        *dense("classifier", "heads/classifier/dense"),  # *ForTokenClassification, *ForSequenceClassification
     ],
     ignore=(r"embeddings\.position_ids", r"predictions\.decoder\.weight", r"predictions\.decoder\.bias"),
     strip_prefixes=("albert.",),

@@ -1,4 +1,5 @@
-"""HuggingFace BERT (BertModel, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering)."""
+"""HuggingFace BERT (BertModel, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+BertForTokenClassification, BertForSequenceClassification)."""
 
 from biozoo.mapping import Table, attention, dense, embedding, layer_norm, param
 from biozoo.errors import CheckpointError
@@ -22,13 +23,15 @@ BERT_LAYER_RULES = [
     *layer_norm(LAYER + ".output.LayerNorm", BLOCK + "/feedforward_layer_norm"),
 ]
 
-# Pretraining and QA heads of BertForPreTraining / BertForMaskedLM / *ForQuestionAnswering.
+# Pretraining and task heads of BertForPreTraining / BertForMaskedLM / *ForQuestionAnswering /
+# *ForTokenClassification and *ForSequenceClassification (both name their output "classifier").
 BERT_HEAD_RULES = [
     *dense("cls.predictions.transform.dense", "heads/mlm/dense"),
     *layer_norm("cls.predictions.transform.LayerNorm", "heads/mlm/layer_norm"),
     *param("cls.predictions.bias", "heads/mlm/output_bias"),
     *dense("cls.seq_relationship", "heads/nsp/dense"),
     *dense("qa_outputs", "heads/qa/dense"),
+    *dense("classifier", "heads/classifier/dense"),
 ]
 
 # Legacy checkpoints (TF-converted BioBERT .bin) spell LayerNorm parameters gamma/beta.

@@ -27,6 +27,9 @@ HF_TABLE = Table(
         *layer_norm("vocab_layer_norm", "heads/mlm/layer_norm"),
         *param("vocab_projector.bias", "heads/mlm/output_bias"),
         *dense("qa_outputs", "heads/qa/dense"),
+        # *ForTokenClassification: classifier; *ForSequenceClassification: pre_classifier (relu), classifier
+        *dense("pre_classifier", "heads/classifier/hidden"),
+        *dense("classifier", "heads/classifier/dense"),
     ],
     ignore=(r"embeddings\.position_ids", r"vocab_projector\.weight"),
     strip_prefixes=("distilbert.",),

@@ -22,6 +22,11 @@ HF_TABLE = Table(
         *layer_norm("generator_predictions.LayerNorm", "heads/mlm/layer_norm"),
         *param("generator_lm_head.bias", "heads/mlm/output_bias"),
         *dense("qa_outputs", "heads/qa/dense"),
+        # ElectraForTokenClassification: classifier; ElectraForSequenceClassification: its
+        # ElectraClassificationHead, classifier.dense (gelu) then classifier.out_proj
+        *dense("classifier", "heads/classifier/dense"),
+        *dense("classifier.dense", "heads/classifier/hidden"),
+        *dense("classifier.out_proj", "heads/classifier/output"),
     ],
     ignore=(r"embeddings\.position_ids", r"generator_lm_head\.weight"),
     strip_prefixes=("electra.",),

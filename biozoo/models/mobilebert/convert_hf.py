@@ -46,6 +46,7 @@ HF_TABLE = Table(
         *param("cls.predictions.bias", "heads/mlm/output_bias"),
         *dense("cls.seq_relationship", "heads/nsp/dense"),
         *dense("qa_outputs", "heads/qa/dense"),
+        *dense("classifier", "heads/classifier/dense"),  # *ForTokenClassification, *ForSequenceClassification
     ],
     ignore=(
         r"embeddings\.position_ids",

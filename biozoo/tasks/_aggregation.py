@@ -1,0 +1,117 @@
+"""Token predictions -> entities, by the rules of transformers' token-classification pipeline.
+
+`aggregate(pieces, probs, label_names, strategy)` returns what
+`pipeline("token-classification", aggregation_strategy=strategy)` returns for the same token
+probabilities: "none" (one entry per token), "simple" (adjacent tokens of one type grouped),
+"first" / "average" / "max" (a word takes the label of its first token, of its tokens' mean
+probabilities, or of its most confident token, then words are grouped). Labels "O" are left
+out; `B-X` starts an entity of type X, `I-X` (or a bare `X`) continues one of the same type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+STRATEGIES = ("none", "simple", "first", "average", "max")
+
+
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    """One token of the text: its vocabulary string and character span."""
+
+    token: str
+    start: int
+    end: int
+    is_subword: bool  # continues the word of the token before it (the pipeline's rule)
+
+
+def is_subword(token, start, end, text, is_unknown, wordpiece):
+    """The pipeline's test: a WordPiece token whose string is longer than its text ("##ing" for
+    "ing") continues a word; other tokenizers: a token not preceded by a space. An unknown token
+    always starts a word."""
+    if is_unknown:
+        return False
+    if wordpiece:
+        return len(token) != end - start
+    return start > 0 and " " not in text[start - 1:start + 1]
+
+
+def _entity_of(label):
+    """(B or I, type): "B-X" -> (B, X); "I-X" and a bare "X" -> (I, X)."""
+    if label.startswith("B-"):
+        return "B", label[2:]
+    if label.startswith("I-"):
+        return "I", label[2:]
+    return "I", label
+
+
+def _token_entities(pieces, probs, label_names):
+    out = []
+    for index, (piece, p) in enumerate(zip(pieces, probs)):
+        best = int(p.argmax())
+        out.append({"label": label_names[best], "score": p[best], "start": piece.start, "end": piece.end,
+                    "index": index})
+    return out
+
+
+def _word_entities(pieces, probs, label_names, strategy):
+    words, group = [], []
+    for piece, p in zip(pieces, probs):
+        if group and not piece.is_subword:
+            words.append(group)
+            group = []
+        group.append((piece, p))
+    if group:
+        words.append(group)
+    out = []
+    for group in words:
+        scores = np.stack([p for _, p in group])
+        if strategy == "first":
+            row = scores[0]
+        elif strategy == "max":
+            row = scores[int(np.argmax(scores.max(axis=1)))]  # the first of equally confident tokens
+        else:  # average
+            row = np.nanmean(scores, axis=0)
+        best = int(row.argmax())
+        out.append({"label": label_names[best], "score": row[best], "start": group[0][0].start,
+                    "end": group[-1][0].end})
+    return out
+
+
+def _group(entities):
+    groups, current = [], []
+    for entity in entities:
+        if current:
+            tag, kind = _entity_of(entity["label"])
+            _, last_kind = _entity_of(current[-1]["label"])
+            if kind != last_kind or tag == "B":
+                groups.append(current)
+                current = []
+        current.append(entity)
+    if current:
+        groups.append(current)
+    return [{"label": g[0]["label"].split("-", 1)[-1], "score": float(np.nanmean([e["score"] for e in g])),
+             "start": g[0]["start"], "end": g[-1]["end"]} for g in groups]
+
+
+def aggregate(pieces, probs, label_names, strategy="first", ignore=("O",)):
+    """Entities `{"start", "end", "type", "score"}` (and "index" of the token for "none")."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"aggregation {strategy!r} is none of {', '.join(STRATEGIES)}")
+    if strategy in ("none", "simple"):
+        entities = _token_entities(pieces, probs, label_names)
+    else:
+        entities = _word_entities(pieces, probs, label_names, strategy)
+    if strategy != "none":
+        entities = _group(entities)
+    out = []
+    for e in entities:
+        if e["label"] in ignore:
+            continue
+        entity = {"start": e["start"], "end": e["end"], "type": e["label"], "score": float(e["score"])}
+        if "index" in e:
+            entity["index"] = e["index"]
+        out.append(entity)
+    return out
