@@ -51,15 +51,16 @@ class PresetTaskMixin:
         found = (hf_config.get("architectures") or [None])[0]
         if not found or cls.hf_class_suffix is None or found.endswith(cls.hf_class_suffix):
             return
-        other = next((task for task in _TASK_OF_SUFFIX.items() if found.endswith(task[0])), None)
+        other = next((task for suffix, task in _TASK_OF_SUFFIX.items() if found.endswith(suffix)), None)
         if other is None:
             return  # a pretraining or bare-encoder class: the task gets a new head
         from biozoo.errors import CheckpointError
 
+        task_class, what = other
         hint = " or pass label_names for a new head on its encoder" if cls._takes_labels() else ""
         raise CheckpointError(
-            f"{source} holds a {found} checkpoint (a {other[1][1]} model), not a *{cls.hf_class_suffix}; load it "
-            f"with biozoo.{other[1][0]}{hint}.")
+            f"{source} holds a {found} checkpoint (a {what} model), not a *{cls.hf_class_suffix}; load it "
+            f"with biozoo.{task_class}{hint}.")
 
     @classmethod
     def _takes_labels(cls):
@@ -117,6 +118,8 @@ class ClassifierHeadMixin:
         head = config.get("classifier")
         if head is None or list(head["label_names"]) != list(self.label_names):
             return None
+        if head.get("hf_class") and not head["hf_class"].endswith(self.hf_class_suffix):
+            return None  # another task's head (asked for with label_names): a new head
         return heads
 
 

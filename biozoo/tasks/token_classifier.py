@@ -266,18 +266,27 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         window are read in overlapping windows; `truncate=True` drops what does not fit in the
         first window instead, as the pipeline does.
         """
-        from biozoo.tasks._aggregation import Piece, aggregate, is_subword
+        return self.group(texts, self.token_probabilities(texts, batch_size, truncate), aggregation)
 
-        tokenizer = self.preprocessor.tokenizer
-        spans = tokenizer.token_spans(texts)
+    def token_probabilities(self, texts, batch_size=64, truncate=False):
+        """Per text, `(tokens, probabilities)`: its tokens `[(id, start, end), ...]` (character
+        spans, no special tokens) and their label probabilities `[tokens, labels]`. Predict once,
+        then `group` them several ways."""
+        spans = self.preprocessor.tokenizer.token_spans(texts)
         if truncate:
             spans = [row[:self.preprocessor.sequence_length - 2] for row in spans]
         windows = self.preprocessor.piece_windows([[[i] for i, _, _ in row] for row in spans])
-        probabilities = self._unit_probabilities(windows, [len(row) for row in spans], batch_size)
+        return list(zip(spans, self._unit_probabilities(windows, [len(row) for row in spans], batch_size)))
+
+    def group(self, texts, token_probabilities, aggregation="first"):
+        """`annotate`'s results from `token_probabilities(texts)`, grouped by `aggregation`."""
+        from biozoo.tasks._aggregation import Piece, aggregate, is_subword
+
+        tokenizer = self.preprocessor.tokenizer
         vocabulary = tokenizer.get_vocabulary()
         wordpiece = tokenizer.continuation_prefix is not None
         results = []
-        for text, row, probs in zip(texts, spans, probabilities):
+        for text, (row, probs) in zip(texts, token_probabilities):
             pieces = [Piece(vocabulary[i], a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id,
                                                             wordpiece))
                       for i, a, b in row]
