@@ -50,18 +50,16 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
     when it says nothing, as `casing` ({"lowercase": bool, "strip_accents": ...}, from the
     registry). Special tokens named in tokenizer_config.json apply either way.
     """
-    from biozoo.tokenizers import SentencePieceTokenizer, tokenizer_json
+    from biozoo.tokenizers import SentencePieceTokenizer
 
     settings = _tokenizer_settings(directory)
     specials = {key: settings[key] for key in SPECIAL_TOKEN_KEYS if key in settings}
     sentencepiece = issubclass(family.tokenizer_cls, SentencePieceTokenizer)
     path = os.path.join(directory, "tokenizer.json")
-    if os.path.exists(path):
-        read = tokenizer_json.sentencepiece_arguments if sentencepiece else tokenizer_json.wordpiece_arguments
-        arguments = read(path, specials)
-    elif sentencepiece:
+    arguments = _tokenizer_json_arguments(path, specials, sentencepiece) if os.path.exists(path) else None
+    if arguments is None and sentencepiece:
         path, arguments = _sentencepiece_file_arguments(directory, settings, casing or {})
-    else:
+    elif arguments is None:
         path, arguments = _vocab_txt_arguments(directory, settings, casing or {})
     try:
         tokenizer = family.tokenizer_cls(**{**arguments, **specials})
@@ -73,6 +71,24 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
             f"embedding has {vocab_size} rows (config.json vocab_size); they must agree."
         )
     return tokenizer
+
+
+def _tokenizer_json_arguments(path, specials, sentencepiece):
+    """Tokenizer arguments from tokenizer.json; None (with a warning) when it holds something
+    biozoo cannot reproduce and a vocabulary file lies beside it."""
+    from biozoo.tokenizers import tokenizer_json
+
+    read = tokenizer_json.sentencepiece_arguments if sentencepiece else tokenizer_json.wordpiece_arguments
+    try:
+        return read(path, specials)
+    except CheckpointError as error:
+        directory = os.path.dirname(path)
+        if not any(os.path.exists(os.path.join(directory, f)) for f in ("vocab.txt", *SENTENCEPIECE_FILES)):
+            raise
+        import warnings
+
+        warnings.warn(f"{error}; the vocabulary file beside it is used instead.", stacklevel=3)
+        return None
 
 
 def _sentencepiece_file_arguments(directory, settings, casing):

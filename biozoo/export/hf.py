@@ -61,11 +61,6 @@ def export_hf(preset, out_dir):
     return _write(out_dir, state, config, tokenizer)
 
 
-# biozoo task class -> the transformers class name ending it is saved as
-HF_TASK_CLASSES = {"TokenClassifier": "ForTokenClassification", "SequenceClassifier": "ForSequenceClassification",
-                   "QuestionAnswerer": "ForQuestionAnswering"}
-
-
 def export_hf_task(task, out_dir):
     """Write a biozoo task (a model from `biozoo finetune`, or any TokenClassifier /
     SequenceClassifier / QuestionAnswerer) as the matching transformers class, e.g.
@@ -76,10 +71,11 @@ def export_hf_task(task, out_dir):
     family, state = hf_state_dict(task.backbone)
     config = family.config_to_hf(task.backbone.get_config())
     kind = type(task).__name__
-    if kind not in HF_TASK_CLASSES:
+    suffix = getattr(task, "hf_class_suffix", None)
+    if suffix is None:
         raise CheckpointError(f"{kind} has no transformers task class; export its backbone with --preset.")
     base = config["architectures"][0][:-len("Model")]
-    config["architectures"] = [base + HF_TASK_CLASSES[kind]]
+    config["architectures"] = [base + suffix]
     prefix = family.hf_table.strip_prefixes[0]
     hidden = getattr(task, "cls_dense", None)
     if kind == "SequenceClassifier" and hidden is not None and reverse_lookup(family.hf_table, "heads/classifier/hidden/kernel") is None:

@@ -19,9 +19,8 @@ STRATEGIES = ("none", "simple", "first", "average", "max")
 
 @dataclasses.dataclass(frozen=True)
 class Piece:
-    """One token of the text: its vocabulary string and character span."""
+    """One token of the text: its character span and whether it continues a word."""
 
-    token: str
     start: int
     end: int
     is_subword: bool  # continues the word of the token before it (the pipeline's rule)
@@ -52,7 +51,7 @@ def _token_entities(pieces, probs, label_names):
     for index, (piece, p) in enumerate(zip(pieces, probs)):
         best = int(p.argmax())
         out.append({"label": label_names[best], "score": p[best], "start": piece.start, "end": piece.end,
-                    "index": index})
+                    "index": index + 1})  # the position in the model input, after [CLS]
     return out
 
 
@@ -97,7 +96,8 @@ def _group(entities):
 
 
 def aggregate(pieces, probs, label_names, strategy="first", ignore=("O",)):
-    """Entities `{"start", "end", "type", "score"}` (and "index" of the token for "none")."""
+    """Entities `{"start", "end", "type", "score"}`; for "none", "type" is the token's label and
+    "index" its position in the model input ([CLS] is 0), as the pipeline gives them."""
     if strategy not in STRATEGIES:
         raise ValueError(f"aggregation {strategy!r} is none of {', '.join(STRATEGIES)}")
     if strategy in ("none", "simple"):

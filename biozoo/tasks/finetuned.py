@@ -79,7 +79,11 @@ def load_task(model):
         raise ValueError(f"{model} is neither a model written by `biozoo finetune` (no {KIND_FILE}) nor a task "
                          f"checkpoint (its class is {hf_class or 'not recorded'}; expected a *ForTokenClassification, "
                          "*ForSequenceClassification or *ForQuestionAnswering model).")
-    return FinetunedTask(kind, {}, task_class(kind).from_preset(preset_dir))
+    task = task_class(kind).from_preset(preset_dir)
+    types = {name.split("-", 1)[-1] for name in getattr(task, "label_names", []) if name != "O"}
+    # a one-type tagger (B-bio, I-bio) reads bare B/I gold tags as its own type
+    options = {"entity_type": types.pop()} if kind == "ner" and len(types) == 1 else {}
+    return FinetunedTask(kind, options, task)
 
 
 def kind_of_hf_class(hf_class, multi_label=False):

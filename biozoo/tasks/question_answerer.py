@@ -344,8 +344,8 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
 
         The pipeline's rule, not SQuAD's (`answer`): windows as `pipeline_features`; in each
         window a softmax over [CLS] and the context tokens, span score p(start) * p(end) (not
-        a sum of logits), the window's best spans of at most `max_answer_len` tokens wherever
-        their tokens have the most context; with `align_to_words`, spans grow to whole words;
+        a sum of logits), the window's best spans of at most `max_answer_len` tokens (no
+        max-context rule: every window's spans compete); with `align_to_words`, spans grow to whole words;
         answers of equal lower-cased text add their scores; with `handle_impossible_answer`,
         the null answer "" scores the least p_start([CLS]) * p_end([CLS]) over the windows.
         `max_seq_len` defaults to min(384, the backbone's max_sequence_length) (the pipeline

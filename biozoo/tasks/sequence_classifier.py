@@ -8,6 +8,7 @@ import numpy as np
 from keras_hub.src.models.text_classifier_preprocessor import TextClassifierPreprocessor
 from keras_hub.src.models.task import Task
 
+from biozoo.convert.core import PROBLEM_TYPES
 from biozoo.data import IGNORE_LABEL
 from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
@@ -16,8 +17,6 @@ from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetT
 from biozoo.tokenizers.base import Tokenizer
 
 # Entity markers of the biomedical RE corpora; each stays one token.
-PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
-
 ENTITY_MARKERS = (
     "@GENE$", "@CHEMICAL$", "@DISEASE$", "@DRUG$", "@CHEM-GENE$", "@DRUG-DRUG$",
     "BC6ENTC", "BC6ENTG", "BC6OTHER",

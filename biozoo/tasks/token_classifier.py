@@ -287,7 +287,7 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         wordpiece = tokenizer.continuation_prefix is not None
         results = []
         for text, (row, probs) in zip(texts, token_probabilities):
-            pieces = [Piece(vocabulary[i], a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id,
+            pieces = [Piece(a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id,
                                                             wordpiece))
                       for i, a, b in row]
             entities = aggregate(pieces, probs, self.label_names, aggregation)

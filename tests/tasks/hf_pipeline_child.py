@@ -15,7 +15,7 @@ import transformers
 
 def _entities(found):
     return [{"start": int(e["start"]), "end": int(e["end"]), "type": e.get("entity_group", e.get("entity")),
-             "score": float(e["score"])} for e in found]
+             "score": float(e["score"]), **({"index": int(e["index"])} if "index" in e else {})} for e in found]
 
 
 def token_classification(request):

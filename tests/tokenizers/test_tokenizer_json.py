@@ -199,6 +199,17 @@ def test_unsupported_model_type_names_the_file_and_type(tmp_path):
         biozoo.Tokenizer.from_preset(str(tmp_path))
 
 
+def test_an_unreadable_tokenizer_json_beside_a_vocab_txt_falls_back_with_a_warning(tmp_path):
+    from tokenizers import Tokenizer, models
+
+    Tokenizer(models.BPE(vocab={"a": 0, "b": 1, "ab": 2}, merges=[("a", "b")])).save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "vocab.txt").write_text("\n".join(H.wordpiece_vocab()) + "\n")
+    write_config(tmp_path, "bert", H.VOCAB_SIZE)
+    with pytest.warns(UserWarning, match=r"'BPE'.*the vocabulary file beside it is used instead"):
+        tokenizer = biozoo.Tokenizer.from_preset(str(tmp_path))
+    assert tokenizer.get_vocabulary() == H.wordpiece_vocab()
+
+
 # ---- tokenizer.json variants and refusals, on the parsed file ---------------------------------
 
 

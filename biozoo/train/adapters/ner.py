@@ -44,6 +44,12 @@ class NerAdapter(TaskAdapter):
     def evaluate(self, task, sentences):
         from biozoo.metrics.ner import entity_scores
 
+        gold_types = {t.split("-", 1)[-1] for s in sentences for t in s.tags if t != "O"}
+        model_types = {name.split("-", 1)[-1] for name in task.label_names if name != "O"}
+        if gold_types and not gold_types & model_types:
+            raise ValueError(f"the model tags {sorted(model_types)} and the data's entities are {sorted(gold_types)}: "
+                             "no type in common, every entity would count as wrong (bare B/I tags are read "
+                             "as the model's type when it has one)")
         tags, _ = task.predict_tags([s.words for s in sentences])
         scores = entity_scores([s.tags for s in sentences], tags)
         scores["sentences"] = len(sentences)
