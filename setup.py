@@ -22,6 +22,11 @@ INSTALL_REQUIRES = [
     "tqdm>=4.60",
     "numpy>=1.26",
     "pyyaml>=6",
+    # documents: BioC XML/JSON writing (the format's reference package), PubMed/BioC XML streaming,
+    # and spaCy's rule-based English tokenizer for sentences (AIONER's own splitter; no model download)
+    "bioc==2.1",
+    "lxml>=5",
+    "spacy>=3.8,<3.9",
 ]
 
 EXTRAS = {

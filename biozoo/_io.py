@@ -53,7 +53,10 @@ def replace_directory(src, dst):
     shutil.rmtree(old, ignore_errors=True)
 
 
-def atomic_write_bytes(path, data):
+@contextlib.contextmanager
+def atomic_binary_file(path):
+    """A binary file object whose contents appear at `path` only when the block ends without
+    an error (a temporary file beside it, fsynced, then renamed)."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -61,7 +64,7 @@ def atomic_write_bytes(path, data):
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -69,6 +72,11 @@ def atomic_write_bytes(path, data):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_bytes(path, data):
+    with atomic_binary_file(path) as f:
+        f.write(data)
 
 
 def atomic_write_text(path, text):

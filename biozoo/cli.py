@@ -18,7 +18,8 @@ COMMAND_MODULES = (
     "biozoo._commands.registry",  # list, info
     "biozoo._commands.convert",   # convert
     "biozoo._commands.export",    # export
-    "biozoo._commands.tasks",     # finetune, evaluate, annotate
+    "biozoo._commands.tasks",     # finetune, evaluate
+    "biozoo._commands.annotate",  # annotate
     "biozoo._commands.score",     # score
     "biozoo._commands.train",     # pretrain, distill
     "biozoo._commands.demo",      # demo

@@ -212,6 +212,8 @@ def _resolve_preset(handle, accept):
     if kind == "registry":
         entry = registry.get_entry(info["name"])
         repo, revision, weights = _registry_source(entry)
+        if "aioner" in entry.get("task", {}):
+            return _cached(_safe_key(f"{entry['name']}@{revision}"), _aioner_build(entry, repo, revision, weights))
 
         def build(target):
             what = f"Preset '{entry['name']}'"
@@ -237,6 +239,35 @@ def _resolve_preset(handle, accept):
     if kind == "remote":
         return _resolve_remote(info["url"], accept)
     raise AssertionError(kind)
+
+
+def _aioner_build(entry, repo, revision, archive):
+    """Download AIONER's archive and convert the model the entry names (no transformers config:
+    `accept` does not apply)."""
+
+    def build(target):
+        from biozoo.convert.aioner import convert_aioner_archive
+
+        source = _hf_download(repo, revision, [archive], f"Preset '{entry['name']}'")
+        provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
+                      "archive": archive, "model_file": entry["task"]["aioner"]["model_file"]}
+        convert_aioner_archive(os.path.join(source, archive), target, entry["task"], entry["name"], provenance)
+
+    return build
+
+
+def is_aioner(handle):
+    """True when `handle` names an AIONER model: a registry entry with a task.aioner section, or
+    a preset directory whose heads.json has an "aioner" head."""
+    handle = os.fspath(handle)
+    if registry.is_registered(handle):
+        return "aioner" in registry.get_entry(handle).get("task", {})
+    path = os.path.join(handle, "heads.json")
+    if os.path.isdir(handle) and os.path.exists(path):
+        from biozoo._io import read_json
+
+        return "aioner" in read_json(path, "heads config")
+    return False
 
 
 def _resolve_remote(url, accept=None):

@@ -37,6 +37,8 @@ REQUIRED_NAMES = {
     "bioformer_8l_ncbi_disease", "bioformer_16l_squad1", "bioformer_16l_squad2",
     "biom_electra_base_squad2", "biom_electra_base_squad2_bioasq8b", "biom_electra_large_squad2_bioasq8b",
     "biobert_v1_1_squad",
+    # AIONER (PubTator3's NER): Keras .h5 models in one archive of the hub
+    "aioner_bioformer", "aioner_pubmedbert",
 }
 
 FAMILY_TO_MODEL_TYPE = {
@@ -162,7 +164,8 @@ def test_no_unpinned_checkpoint_but_the_known_one():
     # BioM-ELECTRA-Base-Generator and BioBERT v1.2 were pinned from the 2021 HF API snapshot
     # (github saranscript/huggingface-models, models/*/infos.json); BioTinyBERT has only short ids.
     unpinned = {n for n in ALL_NAMES if not _entry(n)["sources"]["hf"].get("revision_pinned", False)}
-    assert unpinned == {"bio_tinybert"}
+    # AIONER's archive: no commit of lingbionlp/AIONER-0415 was seen (the hub was unreachable)
+    assert unpinned == {"bio_tinybert", "aioner_bioformer", "aioner_pubmedbert"}
     assert _entry("biobert_v1_2")["sources"]["hf"]["revision"].startswith("67c9c25")
 
 
@@ -171,6 +174,8 @@ def test_hub_ids_and_aliases_are_unique():
     for name, e in _checkpoints().items():
         hf = e["sources"]["hf"]
         for repo in [hf["repo"], *hf.get("aliases", [])]:
+            if "aioner" in e.get("task", {}):  # one archive holds both AIONER models
+                repo = f"{repo}:{e['task']['aioner']['model_file']}"
             assert repo not in seen, f"{repo} used by {seen[repo]} and {name}"
             seen[repo] = name
 

@@ -50,6 +50,7 @@ TASKS = {
     "biobert_v1_1_squad": ("qa", "BertForQuestionAnswering", None, "biobert_v1_1", "dmis-lab/biobert-base-cased-v1.1-squad"),
 }
 TASK_NAMES = sorted(TASKS)
+AIONER = ["aioner_bioformer", "aioner_pubmedbert"]  # task entries of another kind: Keras .h5 in an archive
 
 # Pinned commits read on the hub pages / HF API snapshots (first 7 hex digits).
 PINS = {
@@ -122,8 +123,29 @@ def _resolve(entry, path):
 # ------------------------------------------------------------------ which entries are tasks
 
 def test_exactly_the_expected_task_entries():
-    tasks = {name for name, e in _registry()["checkpoints"].items() if "task" in e}
+    tasks = {name for name, e in _registry()["checkpoints"].items() if "task" in e and "aioner" not in e["task"]}
     assert tasks == set(TASKS), f"missing: {sorted(set(TASKS) - tasks)}; unexpected: {sorted(tasks - set(TASKS))}"
+
+
+def test_aioner_entries_name_the_archive_members_labels_and_types():
+    """AIONER's models are Keras .h5 files in one archive; the entry says which, and the 19 AIO
+    labels (vocab/AIO_label.vocab of github ncbi/AIONER) in id order."""
+    labels = ["O", "O-CellLine", "O-Species", "O-Variant", "O-Chemical", "O-Gene", "O-Disease"] + [
+        f"{p}-{t}" for t in ("CellLine", "Species", "Variant", "Chemical", "Gene", "Disease") for p in "BI"]
+    expected = {"aioner_bioformer": ("AIONER/Bioformer-softmax-AIONER.h5", "bioformer-cased-v1.0", "softmax", False, "bioformer_8l"),
+                "aioner_pubmedbert": ("AIONER/PubmedBERT-CRF-AIONER.h5", "BiomedNLP-PubMedBERT-base-uncased-abstract",
+                                      "crf", True, "pubmedbert_abstract")}
+    found = {name for name, e in _registry()["checkpoints"].items() if "aioner" in e.get("task", {})}
+    assert found == set(expected)
+    for name, (model_file, base_dir, decoder, lowercase, base) in expected.items():
+        entry = registry.get_entry(name)
+        spec = entry["task"]["aioner"]
+        assert (spec["model_file"], spec["base_dir"], spec["decoder"], spec["lowercase"]) == (model_file, base_dir, decoder, lowercase)
+        assert entry["task"]["label_names"] == labels and entry["task"]["base"] == base
+        assert entry["sources"]["hf"]["repo"] == "lingbionlp/AIONER-0415" and entry["sources"]["hf"]["weights"] == spec["archive"]
+        assert set(spec["entity_types"]) == {"Gene", "Chemical", "Disease", "Species", "Variant", "CellLine"}
+        assert entry["config"]["vocab_size"] == entry["tokenizer"]["vocab_size"] + 14  # the marker tokens
+        assert entry["tokenizer"]["lowercase"] is lowercase
 
 
 def test_squad2_checkpoints_are_qa_tasks():
@@ -260,11 +282,12 @@ def test_reported_scores_and_data(name):
 def test_list_presets_kind_filter():
     all_names = sorted(_registry()["checkpoints"])
     assert biozoo.list_presets() == all_names  # the default is unchanged: every name
-    assert registry.list_presets(kind="task") == TASK_NAMES
+    assert registry.list_presets(kind="task") == sorted(TASK_NAMES + AIONER)
     backbones = registry.list_presets(kind="backbone")
-    assert set(backbones) == set(all_names) - set(TASKS) and "bioformer_8l" in backbones
+    assert set(backbones) == set(all_names) - set(TASKS) - set(AIONER) and "bioformer_8l" in backbones
     assert registry.list_presets("bioformer_*", kind="backbone") == ["bioformer_16l", "bioformer_8l"]
-    assert registry.list_presets(kind="ner") == ["bioformer_8l_bc2gm", "bioformer_8l_ncbi_disease"]
+    assert registry.list_presets(kind="ner") == ["aioner_bioformer", "aioner_pubmedbert", "bioformer_8l_bc2gm",
+                                                 "bioformer_8l_ncbi_disease"]
     assert registry.list_presets(kind="classification") == ["bioformer_8l_mnli", "bioformer_8l_qnli"]
     assert registry.list_presets("biom_*", kind="qa") == [
         "biom_albert_xxlarge_squad2", "biom_electra_base_squad2", "biom_electra_base_squad2_bioasq8b",
@@ -287,7 +310,8 @@ def test_cli_list_kind_task(capsys):
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["NAME", "TASK", "LABELS"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert sorted(rows) == TASK_NAMES
+    assert sorted(rows) == sorted(TASK_NAMES + AIONER)
+    assert rows["aioner_bioformer"][1:3] == ["ner", "19"]
     assert rows["bioformer_8l_mnli"][1:3] == ["classification", "3"]
     assert rows["bioformer_8l_bc2gm"][1:3] == ["ner", "3"]
     assert rows["biom_electra_large_squad2"][1:3] == ["qa", "-"]
@@ -297,7 +321,7 @@ def test_cli_list_kind_backbone_and_json(capsys):
     status, out, _ = _run(capsys, "list", "--kind", "backbone")
     assert status == 0
     names = {line.split()[0] for line in out.splitlines()[1:]}
-    assert names == set(_registry()["checkpoints"]) - set(TASKS)
+    assert names == set(_registry()["checkpoints"]) - set(TASKS) - set(AIONER)
     status, out, _ = _run(capsys, "list", "bioformer_*", "--kind", "ner", "--json")
     assert [e["name"] for e in json.loads(out)] == ["bioformer_8l_bc2gm", "bioformer_8l_ncbi_disease"]
     status, _, err = _run(capsys, "list", "biobert*", "--kind", "ner")

@@ -1,6 +1,7 @@
 """``biozoo score``: score prediction files with the official metrics; JSON on stdout.
 
     biozoo score ner    --input conlleval.txt
+    biozoo score ner    --gold GOLD.pubtator --pred PRED.pubtator [--allow-missing]
     biozoo score re     --gold test.tsv --pred predictions.txt [--negative-label False]
     biozoo score qa     --data dev.json --pred predictions.json [--na-prob na.json]
     biozoo score bioasq --gold golden.json (--pred system.json | --nbest nbest_predictions.json)
@@ -60,6 +61,14 @@ def _print_warnings(caught):
 
 
 def _score_ner(args) -> int:
+    if args.gold is not None:
+        return _score_ner_documents(args)
+    document_flags = (("--pred", args.pred), ("--gold-format", args.gold_format),
+                      ("--pred-format", args.pred_format), ("--allow-missing", args.allow_missing or None),
+                      ("--pred-from", args.pred_from))
+    extra = [flag for flag, value in document_flags if value is not None]
+    if extra:
+        raise ValueError(f"{', '.join(extra)} go(es) with --gold, not with --input")
     from biozoo.metrics.ner import entity_scores, read_conlleval
 
     path = Path(args.input)
@@ -67,6 +76,40 @@ def _score_ner(args) -> int:
         raise FileNotFoundError(f"conlleval file not found: {path}")
     gold, pred = read_conlleval(path)
     return _emit(entity_scores(gold, pred))
+
+
+def _read_document_file(path, fmt):
+    """Every document of a file (or folder, .gz, "-"), read by biozoo.documents.read_documents."""
+    from biozoo.documents import read_documents
+
+    return list(read_documents(path, fmt=fmt or "auto"))
+
+
+def _score_ner_documents(args) -> int:
+    """Mention-level scores by offsets: gold = GOLD's annotations; pred = PRED's predictions
+    when it has any, else its annotations (--pred-from)."""
+    from biozoo.metrics.documents import score_mentions
+
+    if args.pred is None:
+        raise ValueError("--gold needs --pred (the predicted documents)")
+    gold = _read_document_file(args.gold, args.gold_format)
+    pred = _read_document_file(args.pred, args.pred_format)
+    result = score_mentions(gold, pred, gold_from="existing", pred_from=args.pred_from or "auto",
+                            allow_missing=args.allow_missing)
+    for side, path in (("gold", args.gold), ("pred", args.pred)):
+        if result["duplicates_removed"][side]:
+            print(f"warning: {path}: {result['duplicates_removed'][side]} duplicate {side} mention(s) "
+                  "(same document, offsets and type) counted once", file=sys.stderr)
+    for side in ("gold", "pred"):
+        ids = result["documents"][f"only_in_{side}"]
+        if ids:
+            print(f"warning: {len(ids)} document(s) only in {side}, counted as "
+                  f"{'missed (FN)' if side == 'gold' else 'false positives (FP)'}", file=sys.stderr)
+    if result["text_differs"]:
+        print(f"warning: {len(result['text_differs'])} document(s) have a different text in gold and pred "
+              f"(offsets may not compare the same characters): {', '.join(result['text_differs'][:10])}",
+              file=sys.stderr)
+    return _emit(result)
 
 
 def _score_re(args) -> int:
@@ -177,14 +220,39 @@ def register(subparsers):
 
     ner = tasks.add_parser(
         "ner",
-        help="entity-level P/R/F1, equal to conlleval.pl",
-        description="Entity-level precision/recall/F1 as conlleval.pl computes them (seqeval default "
-        "mode: a stray I- starts an entity; bare B/I tags accepted).\n\nInput: one token per line, "
-        "'token ... gold pred' (space or tab separated; the last two fields are the tags); a blank "
-        "line or a -DOCSTART-/-X- line ends a sentence.\n\nOutput: {precision, recall, f1, per_type, counts}.",
+        help="entity-level P/R/F1: conlleval.pl-equal (--input) or by document offsets (--gold/--pred)",
+        description="With --input: entity-level precision/recall/F1 as conlleval.pl computes them "
+        "(seqeval default mode: a stray I- starts an entity; bare B/I tags accepted). Input: one token "
+        "per line, 'token ... gold pred' (space or tab separated; the last two fields are the tags); a "
+        "blank line or a -DOCSTART-/-X- line ends a sentence. Output: {precision, recall, f1, per_type, "
+        "counts}.\n\nWith --gold and --pred: mention-level scores by character offsets on two document "
+        "files (PubTator, BioC XML/JSON, JSONL, ...). Gold: GOLD's annotations; pred: PRED's predictions "
+        "when it has any (JSONL written by 'biozoo annotate'), else its annotations (PubTator). strict = "
+        "same document, offsets (every span) and type, as the BioCreative evaluations count; "
+        "approximate = same document and type, overlapping spans, paired one to one "
+        "(maximum matching). Identical mentions listed twice count once (reported). Both files must hold "
+        "the same documents unless --allow-missing. Output: {strict, approximate, documents, mentions, "
+        "duplicates_removed, sources, text_differs}, each section {precision, recall, f1, per_type, counts}.",
         formatter_class=fmt,
     )
-    ner.add_argument("--input", required=True, metavar="FILE", help="conlleval-format file")
+    ner_source = ner.add_mutually_exclusive_group(required=True)
+    ner_source.add_argument("--input", metavar="FILE", help="conlleval-format file")
+    ner_source.add_argument("--gold", metavar="GOLD", help="gold document file (its annotations are the gold)")
+    ner.add_argument("--pred", metavar="PRED", help="with --gold: predicted document file")
+    ner.add_argument("--gold-format", default=None, metavar="F", help="format of GOLD (default: detected)")
+    ner.add_argument("--pred-format", default=None, metavar="F", help="format of PRED (default: detected)")
+    ner.add_argument(
+        "--pred-from",
+        default=None,
+        choices=("auto", "existing", "predictions", "all"),
+        help="which annotations of PRED are the predictions (default auto: its predictions when it has any, "
+        "else the annotations it carries)",
+    )
+    ner.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="score documents found in one file only (gold-only mentions: FN; pred-only: FP) instead of failing",
+    )
     ner.set_defaults(func=_score_ner)
 
     re_ = tasks.add_parser(

@@ -1,4 +1,4 @@
-"""`biozoo finetune`, `biozoo evaluate` and `biozoo annotate`."""
+"""`biozoo finetune` and `biozoo evaluate`."""
 
 import json
 import sys
@@ -46,33 +46,20 @@ def register(subparsers):
     parser.add_argument("kind", choices=KINDS)
     parser.add_argument("--model", required=True, help="the OUTPUT directory of `biozoo finetune`, or a task "
                         "checkpoint: a registry task name, hf://org/repo[@rev] or a local HF directory")
-    parser.add_argument("--data", required=True)
+    parser.add_argument("--data", help="a data folder (sentence-level splits)")
     parser.add_argument("--split", default="test", help="train, dev (devel) or test")
+    parser.add_argument("--documents", nargs="+", metavar="GOLD",
+                        help="ner: gold documents (PubTator, BioC, JSONL) instead of --data; the model annotates them "
+                        "as `biozoo annotate` does and mentions are scored by offsets (strict and approximate); "
+                        "--model may also be an AIONER model")
+    parser.add_argument("--type-map", default="",
+                        help="with --documents: rename types before scoring, e.g. "
+                        "SpecificDisease=Disease,DiseaseClass=Disease (applied to gold and predictions)")
+    parser.add_argument("--entity-types", default="ALL", help="with --documents, AIONER models: as `annotate`")
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
                         "for large inputs once each bucket shape is compiled)")
     parser.set_defaults(func=evaluate_command)
-
-    parser = subparsers.add_parser(
-        "annotate",
-        help="tag raw text with a fine-tuned NER model (JSONL out)",
-        description="Read raw text (one document per line) from FILE or stdin and write one JSON "
-        'object per line: {"text", "entities": [{"start", "end", "type", "text", "score"}]}, '
-        "with character offsets into the input line.",
-    )
-    parser.add_argument("--model", required=True, help="a NER model written by `biozoo finetune ner`, or a "
-                        "token-classification checkpoint: a registry task name, hf://org/repo[@rev] or a local "
-                        "HF directory (converted once, cached)")
-    parser.add_argument("--aggregation", choices=["first", "average", "max", "simple", "none"], default="first",
-                        help="how tokens become entities, as transformers' token-classification pipeline's "
-                        "aggregation_strategy (first: a word takes its first token's label, as biozoo trains; "
-                        "none: one entry per token)")
-    parser.add_argument("input", nargs="?", default="-", help="text file, or - for stdin (default)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
-                        help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
-                        "for large inputs once each bucket shape is compiled)")
-    parser.set_defaults(func=annotate_command)
 
 
 def add_training_arguments(parser):
@@ -166,6 +153,10 @@ def finetune_command(args):
 
 def evaluate_command(args):
     _set_xla(args.xla)
+    if args.documents:
+        return _evaluate_documents(args)
+    if not args.data:
+        raise ValueError("evaluate needs --data (a data folder) or, for ner, --documents (gold documents)")
     from biozoo.train.finetune import run_evaluate
 
     metrics = run_evaluate(args.model, args.data, args.split)
@@ -175,23 +166,24 @@ def evaluate_command(args):
     return 0
 
 
-def annotate_command(args):
-    _set_xla(args.xla)
-    from biozoo.tasks.finetuned import load_task
+def _evaluate_documents(args):
+    """Annotate gold documents (their annotations kept apart) and score by offsets."""
+    from biozoo.annotate import AnnotationRun, load_annotator
+    from biozoo.documents import read_documents
+    from biozoo.metrics.documents import score_mentions
 
-    kind, _, task = load_task(args.model)
-    if kind != "ner":
-        raise ValueError(f"{args.model} is a {kind} model; annotate needs a NER model.")
-    stream = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
-    try:
-        lines = [line.rstrip("\n").rstrip("\r") for line in stream]
-    finally:
-        if stream is not sys.stdin:
-            stream.close()
-    for start in range(0, len(lines), 1024):
-        for result in task.annotate(lines[start:start + 1024], batch_size=args.batch_size,
-                                    aggregation=args.aggregation):
-            print(json.dumps(result, ensure_ascii=False))
+    if args.kind != "ner":
+        raise ValueError("--documents evaluates NER models only")
+    mapping = dict(pair.split("=", 1) for pair in args.type_map.split(",") if pair.strip())
+    types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
+    annotator = load_annotator(args.model, entity_types=types)
+    documents = list(AnnotationRun([annotator]).annotate(read_documents(args.documents)))
+    for document in documents:
+        for annotation in document.existing_annotations() + document.predictions:
+            annotation.type = mapping.get(annotation.type, annotation.type)
+    result = score_mentions(documents, documents, gold_from="existing", pred_from="predictions")
+    result["model"] = str(args.model)
+    print(json.dumps(result))
     return 0
 
 

@@ -10,11 +10,14 @@ from biozoo.preset_files import write_preset
 from biozoo.errors import CheckpointError
 
 
-def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, source, provenance=None, progress=True):
+def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, source, provenance=None, progress=True,
+                    task_heads=None):
     """`tensors` (an iterator of (name, array)) -> a preset at `out_dir`, atomically.
 
     `config` is an HF-style config (the family's config.json keys); it is kept in the
-    preset's biozoo.json so that the preset can be exported back to HF later.
+    preset's biozoo.json so that the preset can be exported back to HF later. `task_heads`
+    (`{head: (its heads.json entry, the tensor names it needs)}`) records a head that no HF
+    config describes (AIONER's); a needed tensor that is missing fails the conversion.
     """
     arguments = family.backbone_arguments(config, use_pooler=family.use_pooler(config, mapped_targets(table, names)))
     if tokenizer.vocabulary_size() > config["vocab_size"]:
@@ -45,6 +48,11 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
             if bar is not None:
                 bar.close()
         heads_config = {**family.heads_config(config), **classifier_head_config(config, heads, source)}
+        for head, (entry, needed) in (task_heads or {}).items():
+            missing = sorted(set(needed) - set(heads))
+            if missing:
+                raise CheckpointError(f"{source}: no {', '.join(missing)} for the {head} head.")
+            heads_config[head] = entry
         write_preset(out_dir, backbone, tokenizer, heads, heads_config, record, weights_file=sink.path)
     return out_dir
 

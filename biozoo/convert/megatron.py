@@ -11,6 +11,16 @@ import tempfile
 from biozoo.errors import CheckpointError
 
 
+def check_member_path(archive, target, name):
+    """Where archive member `name` lands under `target` (a real path); raises CheckpointError for
+    absolute paths, `..` components or a destination outside `target`."""
+    destination = os.path.realpath(os.path.join(target, name))
+    inside = destination == target or destination.startswith(target + os.sep)
+    if os.path.isabs(name) or ".." in name.replace("\\", "/").split("/") or not inside:
+        raise CheckpointError(f"{archive}: refused: member '{name}' would be written outside the extraction folder.")
+    return destination
+
+
 def safe_extract(archive, target):
     """Extract a tar archive, refusing members that would land outside `target`: absolute
     paths, `..` components, and links pointing out of it. Nothing is extracted when any
@@ -23,10 +33,7 @@ def safe_extract(archive, target):
     with tar:
         members = tar.getmembers()
         for member in members:
-            destination = os.path.realpath(os.path.join(target, member.name))
-            inside = destination == target or destination.startswith(target + os.sep)
-            if os.path.isabs(member.name) or ".." in member.name.replace("\\", "/").split("/") or not inside:
-                raise CheckpointError(f"{archive}: refused: member '{member.name}' would be written outside the extraction folder.")
+            destination = check_member_path(archive, target, member.name)
             if member.issym() or member.islnk():
                 link = os.path.realpath(os.path.join(os.path.dirname(destination), member.linkname)
                                         if member.issym() else os.path.join(target, member.linkname))

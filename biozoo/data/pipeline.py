@@ -54,6 +54,23 @@ def plan_batches(lengths, batch_size, max_length, shuffle=False, seed=0, static=
     return batches
 
 
+def plan_exact_batches(lengths, batch_size, max_tokens):
+    """Prediction batches without bucketing: examples sorted by length, each batch at most
+    `batch_size` rows and `max_tokens` padded tokens (rows x its longest), padded to its own
+    longest example. For eager or graph prediction on CPUs, where shapes cost no compilation."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    batches, current = [], []
+    for index in order:
+        longest = max(int(lengths[index]), 1)
+        if current and (len(current) >= batch_size or (len(current) + 1) * longest > max_tokens):
+            batches.append(np.asarray(current))
+            current = []
+        current.append(index)
+    if current:
+        batches.append(np.asarray(current))
+    return batches
+
+
 def pad_batch(arrays, length, value):
     out = np.full((len(arrays), length), value, dtype=np.int32)
     for row, array in enumerate(arrays):
@@ -79,7 +96,7 @@ class FeatureBatches:
 
     def __init__(self, features, sequences, x_keys, y_key=None, scalars=(), length_key="token_ids", w_key=None,
                  batch_size=32, max_length=512, shuffle=False, seed=0, static=False, drop_remainder=False,
-                 fill_batches=True, scalar_pad=0):
+                 fill_batches=True, scalar_pad=0, exact_lengths=False, max_tokens=4096):
         self.features = features
         self.sequences = dict(sequences)
         self.scalars = tuple(scalars)
@@ -90,13 +107,21 @@ class FeatureBatches:
         self.drop_remainder = drop_remainder or static
         self.fill_batches, self.scalar_pad = fill_batches, scalar_pad
         self.epoch = 0
-        self.plan = plan_batches(self.lengths, batch_size, max_length, shuffle, seed, self.static, self.drop_remainder)
+        self.exact_lengths = exact_lengths and not (shuffle or static)
+        if self.exact_lengths:
+            self.fill_batches = False
+            self.plan = plan_exact_batches(self.lengths, batch_size, max_tokens)
+        else:
+            self.plan = plan_batches(self.lengths, batch_size, max_length, shuffle, seed, self.static,
+                                     self.drop_remainder)
 
     def __len__(self):
         return len(self.plan)
 
     def batch(self, indices):
-        length = padded_length(int(self.lengths[indices].max()), self.max_length, self.static)
+        longest = int(self.lengths[indices].max())
+        length = min(longest, self.max_length) if self.exact_lengths else padded_length(longest, self.max_length,
+                                                                                          self.static)
         rows = self.batch_size if self.fill_batches else len(indices)
         out = {}
         for key, pad in self.sequences.items():

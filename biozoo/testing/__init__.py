@@ -646,3 +646,19 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     restored.set_weights(task.get_weights())
     np.testing.assert_allclose(np.asarray(restored(inputs)), ours, atol=1e-6, err_msg=f"{what}: from_config")
     return task
+
+
+def annotate_by_sentence(task, texts, model, aggregation="first"):
+    """What `biozoo annotate` must write for one-line documents: `task.annotate` of each sentence
+    (split_sentences), shifted to the line's offsets, named by the model."""
+    from biozoo.documents.sentences import split_sentences
+
+    out = []
+    for text in texts:
+        found = []
+        for start, end in split_sentences(text):
+            for e in task.annotate([text[start:end]], aggregation=aggregation)[0]["entities"]:
+                found.append({"start": start + e["start"], "end": start + e["end"], "type": e["type"],
+                              "text": e["text"], "score": e["score"], "model": model, "concept_id": None, "id": None})
+        out.append(sorted(found, key=lambda e: (e["start"], e["end"])))
+    return out

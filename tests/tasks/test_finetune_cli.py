@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from biozoo import testing as H
 from biozoo.cli import main
 
 
@@ -60,9 +61,10 @@ def test_annotate_in_a_new_process_matches_in_process(ner_model, tmp_path):
     texts = ["BRCA1 mutations cause breast and ovarian cancer.",
              "Patients with cystic fibrosis (CF) and Duchenne muscular dystrophy were excluded.", ""]
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
-    lines = run_cli("annotate", "--model", str(output), str(tmp_path / "in.txt")).strip().splitlines()
+    lines = run_cli("annotate", "--model", str(output), "--no-progress", str(tmp_path / "in.txt")).strip().splitlines()
     _, _, task = load_task(str(output))
-    assert [json.loads(line) for line in lines] == task.annotate(texts)
+    assert [json.loads(line)["predictions"] for line in lines] == H.annotate_by_sentence(task, texts, str(output))
+
 
 
 def test_evaluate_refuses_the_wrong_kind(ner_model, capsys):

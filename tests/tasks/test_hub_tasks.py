@@ -335,9 +335,9 @@ def test_annotate_and_evaluate_take_a_hub_checkpoint_from_the_cli(hub, shared_da
     model = next(m for m, _ in _models(hub, "ner") if m["case"] == "electra")["dir"]
     texts = hub[0][:8]
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
-    assert main(["annotate", "--model", model, "--aggregation", "max", str(tmp_path / "in.txt")]) == 0
-    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert printed == biozoo.TokenClassifier.from_preset(model).annotate(texts, aggregation="max")
+    assert main(["annotate", "--model", model, "--aggregation", "max", "--no-progress", str(tmp_path / "in.txt")]) == 0
+    printed = [json.loads(line)["predictions"] for line in capsys.readouterr().out.splitlines()]
+    assert printed == H.annotate_by_sentence(biozoo.TokenClassifier.from_preset(model), texts, model, "max")
 
     data = tmp_path / "NCBI-disease"  # the folder name types its bare B/I tags as Disease
     data.mkdir()

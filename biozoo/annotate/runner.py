@@ -1,0 +1,126 @@
+"""The annotation run: documents in, the same documents with predictions out, in order.
+
+Documents are read lazily and annotated `chunk_size` at a time (each model batches the
+sentences of a whole chunk). Every prediction's offsets are checked against the document's
+text before it is kept; progress (documents/s, entities) goes to stderr.
+
+Example:
+    >>> run = AnnotationRun([load_annotator("aioner_bioformer")])
+    >>> for document in run.annotate(read_documents(["abstracts.pubtator"])):
+    ...     print(document.id, len(document.predictions))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from biozoo.documents.model import Annotation
+
+OVERLAP_RULES = ("keep", "longest", "score")
+
+
+def _overlap(a, b):
+    return a.start < b.end and b.start < a.end
+
+
+def resolve_overlaps(predictions, rule="keep"):
+    """Predictions (of one document, from every model) with overlaps resolved: `keep` keeps all;
+    `longest` keeps the longest of overlapping mentions, `score` the highest-scoring (ties: the
+    longer, then the earlier model and position). The result is in document order."""
+    if rule not in OVERLAP_RULES:
+        raise ValueError(f"overlaps must be one of {', '.join(OVERLAP_RULES)}, got {rule!r}")
+    if rule == "keep":
+        return sorted(predictions, key=lambda a: (a.start, a.end))
+    indexed = list(enumerate(predictions))
+    if rule == "longest":
+        priority = lambda item: (-(item[1].end - item[1].start), -(item[1].score or 0.0), item[0])  # noqa: E731
+    else:
+        priority = lambda item: (-(item[1].score if item[1].score is not None else float("-inf")),  # noqa: E731
+                                 -(item[1].end - item[1].start), item[0])
+    kept = []
+    for _, candidate in sorted(indexed, key=priority):
+        if not any(_overlap(candidate, other) for other in kept):
+            kept.append(candidate)
+    return sorted(kept, key=lambda a: (a.start, a.end))
+
+
+@dataclasses.dataclass
+class AnnotationRun:
+    """Annotators applied to a stream of documents.
+
+    `drop_existing` removes the annotations the input carried; otherwise they stay apart from
+    the predictions (`Document.predictions`)."""
+
+    annotators: list
+    overlaps: str = "keep"
+    chunk_size: int = 64
+    drop_existing: bool = False
+    progress: bool = True
+    documents: int = 0
+    entities: int = 0
+    seconds: float = 0.0
+
+    def annotate(self, documents):
+        """Yield each document of `documents` with its predictions."""
+        if self.overlaps not in OVERLAP_RULES:
+            raise ValueError(f"overlaps must be one of {', '.join(OVERLAP_RULES)}, got {self.overlaps!r}")
+        bar = self._bar()
+        started = time.perf_counter()
+        chunk = []
+        try:
+            for document in documents:
+                chunk.append(document)
+                if len(chunk) >= self.chunk_size:
+                    yield from self._annotate_chunk(chunk, bar)
+                    chunk = []
+            if chunk:
+                yield from self._annotate_chunk(chunk, bar)
+        finally:
+            self.seconds = time.perf_counter() - started
+            if bar is not None:
+                bar.close()
+
+    def summary(self):
+        rate = self.documents / self.seconds if self.seconds else 0.0
+        return (f"annotated {self.documents} documents, {self.entities} entities in {self.seconds:.1f} s "
+                f"({rate:.1f} documents/s)")
+
+    def _bar(self):
+        if not self.progress:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(unit="doc", desc="annotating", dynamic_ncols=True)
+
+    def _annotate_chunk(self, chunk, bar):
+        found = [[] for _ in chunk]
+        for annotator in self.annotators:
+            for d, entities in enumerate(annotator.annotate(chunk)):
+                for start, end, kind, score in entities:
+                    found[d].append(self._annotation(chunk[d], start, end, kind, score, annotator.name))
+        for document, predictions in zip(chunk, found):
+            if self.drop_existing:
+                document.annotations = []
+                for passage in document.passages:
+                    passage.annotations = []
+                    passage.relations = []
+                document.relations = []
+            document.predictions = resolve_overlaps(predictions, self.overlaps)
+            self.documents += 1
+            self.entities += len(document.predictions)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(entities=self.entities, refresh=False)
+            yield document
+
+    @staticmethod
+    def _annotation(document, start, end, kind, score, model):
+        text = document.text_at(start, end)  # raises, naming the document, when outside every passage
+        return Annotation(start=start, end=end, type=kind, text=text,
+                          score=None if score is None else float(score), model=model)
+
+
+def annotate_documents(documents, annotators, **options):
+    """`AnnotationRun(annotators, **options).annotate(documents)`."""
+    return AnnotationRun(list(annotators), **options).annotate(documents)

@@ -1,0 +1,162 @@
+"""AIONER's released models -> biozoo task presets.
+
+`pretrained_models.zip` (hub repo lingbionlp/AIONER-0415) holds the two AIONER models as Keras
+`save_weights` files (`AIONER/Bioformer-softmax-AIONER.h5`, `AIONER/PubmedBERT-CRF-AIONER.h5`)
+and the base models they start from (config.json, vocab.txt). An .h5 is read with h5py, tensor
+by tensor (no code in it is run): a transformers `TFBertModel` (embedding grown by the 14 marker
+tokens), `dense2` (Dense 128, relu) and the `softmax` Dense or the `crf_layer`. The encoder
+streams through the BERT family's TF1 table once transformers' TF names are spelled as TF1's;
+the head goes to `heads.safetensors` under `aioner/`.
+
+Example:
+    >>> convert_aioner("pretrained_models/AIONER/Bioformer-softmax-AIONER.h5",
+    ...                "pretrained_models/bioformer-cased-v1.0", "out/", label_names, "softmax", lowercase=False)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import zipfile
+
+from biozoo.convert.megatron import check_member_path
+from biozoo.errors import CheckpointError
+from biozoo.mapping import Rule, Table
+
+# transformers' TF BERT names (tf_bert_model/bert/encoder/layer_._0/.../kernel:0) -> TF1's
+TF_TRANSFORMERS_RENAMES = (
+    (r":\d+$", ""),
+    (r"^(?:[^/]+/)*?tf_bert_model(?:_\d+)?/", ""),
+    (r"layer_\._(\d+)", r"layer_\1"),
+    (r"/word_embeddings/weight$", "/word_embeddings"),
+    (r"/(position|token_type)_embeddings/embeddings$", r"/\1_embeddings"),
+)
+# the Keras head layers of model_ner.py, whatever scopes Keras put around their variables
+HEAD_RENAMES = (
+    (r"^(?:[^/]+/)*?dense2/(?:[^/]+/)*?(kernel|bias)$", r"aioner/dense2/\1"),
+    (r"^(?:[^/]+/)*?softmax/(?:[^/]+/)*?(kernel|bias)$", r"aioner/output/\1"),
+    (r"^(?:[^/]+/)*?crf_layer/(?:[^/]+/)*?(kernel|bias)$", r"aioner/output/\1"),
+    (r"^(?:[^/]+/)*?crf_layer/(?:[^/]+/)*?(chain_kernel|left_boundary|right_boundary)$", r"aioner/crf/\1"),
+)
+HEAD_RULES = [Rule(f"aioner/{name}", f"heads/aioner/{name}") for name in (
+    "dense2/kernel", "dense2/bias", "output/kernel", "output/bias",
+    "crf/chain_kernel", "crf/left_boundary", "crf/right_boundary")]
+MARKER_TOKENS = ("<Chemical>", "</Chemical>", "<Disease>", "</Disease>", "<CellLine>", "</CellLine>",
+                 "<Gene>", "</Gene>", "<Species>", "</Species>", "<Variant>", "</Variant>", "<ALL>", "</ALL>")
+
+
+def aioner_table():
+    from biozoo.models.bert.convert_tf1 import TF1_TABLE
+
+    return Table(rules=[*TF1_TABLE.rules, *HEAD_RULES], ignore=TF1_TABLE.ignore,
+                 renames=TF_TRANSFORMERS_RENAMES + HEAD_RENAMES)
+
+
+def read_keras_h5(path):
+    """`{name: array}` of a Keras (2) weights file, names as Keras saved them, read with h5py."""
+    import h5py
+    import numpy as np
+
+    try:
+        handle = h5py.File(path, "r")
+    except OSError as error:
+        raise CheckpointError(f"{path}: not a readable HDF5 (Keras .h5) file ({error}).") from None
+    tensors = {}
+    with handle:
+        root = handle["model_weights"] if "model_weights" in handle else handle
+        layers = [_text(n) for n in root.attrs.get("layer_names", [])]
+        if not layers:
+            raise CheckpointError(f"{path}: no 'layer_names' attribute; not a Keras weights file.")
+        for layer in layers:
+            group = root[layer]
+            for name in (_text(n) for n in group.attrs.get("weight_names", [])):
+                if name in tensors:
+                    raise CheckpointError(f"{path}: weight '{name}' appears twice (layers share a name).")
+                tensors[name] = np.asarray(group[name], dtype=np.float32)
+    return tensors
+
+
+def _text(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def safe_extract_zip(archive, target):
+    """Extract a zip archive into `target`, refusing (before writing anything) absolute paths,
+    `..` components and symbolic links."""
+    target = os.path.realpath(target)
+    try:
+        handle = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise CheckpointError(f"{archive}: not a readable zip archive ({error}).") from None
+    with handle:
+        members = handle.infolist()
+        for member in members:
+            name = member.filename
+            check_member_path(archive, target, name)
+            if stat.S_ISLNK(member.external_attr >> 16):
+                raise CheckpointError(f"{archive}: refused: member '{name}' is a symbolic link.")
+        handle.extractall(target, members=members)
+    return target
+
+
+def find_in_archive(root, relative):
+    """`relative` (e.g. "AIONER/Bioformer-softmax-AIONER.h5") under `root`, at any depth (the
+    archive has a top folder)."""
+    relative = relative.strip("/")
+    for directory, folders, files in os.walk(root):
+        folders.sort()
+        candidate = os.path.join(directory, relative)
+        if os.path.exists(candidate):
+            return candidate
+    raise CheckpointError(f"the AIONER archive has no {relative} (looked under {root}).")
+
+
+def convert_aioner(h5_path, base_dir, out_dir, label_names, decoder, lowercase, max_length=256, name="aioner",
+                   provenance=None, progress=True):
+    """An AIONER .h5 (with its base model's config.json and vocab.txt) -> a task preset at `out_dir`."""
+    from biozoo._io import read_json
+    from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
+    from biozoo.models import get_family
+
+    family = get_family("bert")
+    tensors = read_keras_h5(h5_path)
+    embedding = next((a for n, a in tensors.items() if re.search(r"word_embeddings/weight(:\d+)?$", n)), None)
+    if embedding is None:
+        raise CheckpointError(f"{h5_path}: no word_embeddings tensor; not an AIONER (TFBertModel) .h5.")
+    config = dict(read_json(os.path.join(base_dir, "config.json"), "base model config"))
+    tokenizer = wordpiece_tokenizer(family, os.path.join(base_dir, "vocab.txt"), lowercase=lowercase)
+    base_size = tokenizer.vocabulary_size()
+    if embedding.shape[0] != base_size + len(MARKER_TOKENS):
+        raise CheckpointError(
+            f"{h5_path}: the word embedding has {embedding.shape[0]} rows; AIONER's are the vocabulary "
+            f"({base_size} in {base_dir}/vocab.txt) plus {len(MARKER_TOKENS)} marker tokens.")
+    tokenizer = tokenizer.with_added_tokens(MARKER_TOKENS)
+    config.update({"model_type": "bert", "vocab_size": int(embedding.shape[0])})
+    output = [a for n, a in tensors.items() if n.endswith(("softmax/kernel:0", "crf_layer/kernel:0"))]
+    if len(output) != 1 or output[0].shape[-1] != len(label_names):
+        found = output[0].shape[-1] if output else "no"
+        raise CheckpointError(f"{h5_path}: the output layer has {found} labels, the label vocabulary {len(label_names)}.")
+    needed = ["dense2/kernel", "dense2/bias", "output/kernel", "output/bias"]
+    if decoder == "crf":
+        needed += ["crf/chain_kernel", "crf/left_boundary", "crf/right_boundary"]
+    entry = {"label_names": list(label_names), "decoder": decoder, "lowercase": lowercase, "max_length": max_length,
+             "name": name}
+    record = {"format": "aioner-h5", "source": os.fspath(h5_path), "label": os.path.basename(h5_path)}
+    record.update(provenance or {})
+    names = sorted(tensors)
+    stream = ((n, tensors[n]) for n in names)
+    return convert_tensors(family, config, aioner_table(), names, stream, tokenizer, out_dir, h5_path, record, progress,
+                           task_heads={"aioner": (entry, [f"aioner/{n}" for n in needed])})
+
+
+def convert_aioner_archive(archive, out_dir, task, name, provenance=None, progress=True):
+    """The model a registry entry's `task` names inside AIONER's `pretrained_models.zip`."""
+    import tempfile
+
+    spec = task["aioner"]
+    with tempfile.TemporaryDirectory(prefix="biozoo-aioner-") as scratch:
+        root = safe_extract_zip(archive, scratch)
+        return convert_aioner(find_in_archive(root, spec["model_file"]), find_in_archive(root, spec["base_dir"]),
+                              out_dir, task["label_names"], spec["decoder"], spec["lowercase"], spec["max_length"],
+                              name, provenance, progress)

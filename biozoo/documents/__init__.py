@@ -1,0 +1,20 @@
+"""Documents in the field's formats: one model (documents/passages/annotations with
+document-level offsets), readers and writers for text, JSONL, PubTator, BioC XML/JSON and
+PubMed XML."""
+
+from biozoo.documents.io import (
+    INPUT_FORMATS,
+    OUTPUT_FORMATS,
+    DocumentStream,
+    detect_format,
+    iter_input_files,
+    read_documents,
+    write_documents,
+)
+from biozoo.documents.model import Annotation, Collection, Document, Passage, Relation
+
+__all__ = [
+    "Annotation", "Collection", "Document", "Passage", "Relation",
+    "INPUT_FORMATS", "OUTPUT_FORMATS", "DocumentStream",
+    "detect_format", "iter_input_files", "read_documents", "write_documents",
+]

@@ -1,0 +1,394 @@
+"""BioC XML and BioC JSON.
+
+Reading: BioC XML with lxml's `iterparse`, one `<document>` at a time, cleared once read, so a
+big collection is never held whole (the `bioc` package's document reader keeps every element
+it has read, and its errors name no line); BioC JSON with `json` (a whole collection at once:
+no streaming JSON parser is installed), or one BioC document a line (read line by line). Both
+go through one converter into the model; sentence-level passages (no passage text) get the
+sentences' text at their offsets, and their annotations. Writing: through the `bioc` package's
+data structures, its streaming `BioCXMLDocumentWriter` and its JSON encoder (`toJSON`).
+
+Kept: the collection's source/date/key/infons (`Document.collection`, one object shared by the
+documents of a file; a writer writes the first document's), document/passage/annotation infons
+untouched (a passage's type is its infon "type", an annotation's type its infon "type", its
+concept id "identifier" or a key such as "MESH"), several locations (discontinuous), document-
+level annotations and relations. Predictions are written as annotations of the passage holding
+them (else of the document) with infons type, identifier, annotator (the model) and score, and
+ids "p0", "p1", ... that no input id uses; reading such a file gives them back as the input's
+annotations.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+from biozoo.documents._checks import annotation_problem, concept_id_from, container
+from biozoo.documents.model import Annotation, Collection, Document, Passage, Relation
+from biozoo.errors import DataFormatError
+
+
+class _Bad(ValueError):
+    pass
+
+
+# ------------------------------------------------------------------- BioC (dict) -> model
+
+
+def _infons(obj) -> dict:
+    infons = obj.get("infons") or {}
+    if not isinstance(infons, dict):
+        raise _Bad(f"infons must be an object, got {infons!r:.60}")
+    return {str(k): "" if v is None else v for k, v in infons.items()}
+
+
+def _int(value, what):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise _Bad(f"{what} {value!r} is not an integer") from None
+
+
+def _annotation(obj) -> Annotation:
+    infons = _infons(obj)
+    label = f"annotation {obj.get('id')}"
+    spans = []
+    for location in obj.get("locations") or []:
+        start = _int(location.get("offset"), f"{label}: location offset")
+        spans.append((start, start + _int(location.get("length"), f"{label}: location length")))
+    if not spans:
+        raise _Bad(f"{label} has no location")
+    return Annotation(spans[0][0], spans[0][1], infons.get("type", ""), obj.get("text") or "",
+                      concept_id=concept_id_from(infons), id=obj.get("id"), infons=infons,
+                      locations=spans if len(spans) > 1 else None)
+
+
+def _relation(obj) -> Relation:
+    nodes = [(node.get("refid"), node.get("role")) for node in obj.get("nodes") or []]
+    return Relation(infons=_infons(obj), nodes=nodes, id=obj.get("id"))
+
+
+def _passage(obj) -> Passage:
+    offset = _int(obj.get("offset"), "passage offset")
+    infons = _infons(obj)
+    text = obj.get("text")
+    annotations = [_annotation(a) for a in obj.get("annotations") or []]
+    relations = [_relation(r) for r in obj.get("relations") or []]
+    sentences = obj.get("sentences") or []
+    if text is None and sentences:  # sentence-level BioC: the sentences' text at their offsets
+        parts, position = [], offset
+        for sentence in sorted(sentences, key=lambda s: _int(s.get("offset"), "sentence offset")):
+            start = _int(sentence.get("offset"), "sentence offset")
+            if start < position:
+                raise _Bad(f"sentence at {start} overlaps the one before it")
+            parts += [" " * (start - position), sentence.get("text") or ""]
+            position = start + len(parts[-1])
+            annotations += [_annotation(a) for a in sentence.get("annotations") or []]
+            relations += [_relation(r) for r in sentence.get("relations") or []]
+        text = "".join(parts)
+    return Passage(offset, text or "", infons.get("type"), infons, annotations, relations)
+
+
+def document_from_bioc(obj, source, collection=None) -> Document:
+    """A Document from a BioC document as a dict (BioC JSON's layout); raises DataFormatError
+    naming `source` when it is malformed or an annotation does not fit its text."""
+    ident = obj.get("id") if isinstance(obj, dict) else None
+    try:
+        if not isinstance(obj, dict):
+            raise _Bad(f"a document must be an object, got {type(obj).__name__}")
+        if ident is None:
+            raise _Bad("document without an id")
+        document = Document(str(ident), [_passage(p) for p in obj.get("passages") or []], infons=_infons(obj),
+                            relations=[_relation(r) for r in obj.get("relations") or []],
+                            source=source, collection=collection)
+        document.annotations = [_annotation(a) for a in obj.get("annotations") or []]
+    except (_Bad, AttributeError, TypeError) as error:
+        raise DataFormatError(f"{source}: document {ident}: {error}") from None
+    text = document.text if document.annotations else ""
+    for passage in document.passages:
+        for annotation in passage.annotations:
+            problem = annotation_problem(annotation, passage)
+            if problem:
+                raise DataFormatError(f"{source}: document {ident}: {problem}")
+    for annotation in document.annotations:
+        problem = annotation_problem(annotation, text=text)
+        if problem:
+            raise DataFormatError(f"{source}: document {ident}: {problem}")
+    return document
+
+
+# ------------------------------------------------------------------------------- BioC XML
+
+
+def _element_infons(element):
+    return {child.get("key"): child.text for child in element.iterchildren("infon")}
+
+
+def _element_annotation(element):
+    return {"id": element.get("id"), "infons": _element_infons(element), "text": element.findtext("text"),
+            "locations": [{"offset": loc.get("offset"), "length": loc.get("length")}
+                          for loc in element.iterchildren("location")]}
+
+
+def _element_relation(element):
+    return {"id": element.get("id"), "infons": _element_infons(element),
+            "nodes": [{"refid": n.get("refid"), "role": n.get("role")} for n in element.iterchildren("node")]}
+
+
+def _element_annotated(element):
+    """offset, infons, text, annotations, relations of a passage or sentence element."""
+    return {"offset": element.findtext("offset"), "infons": _element_infons(element), "text": element.findtext("text"),
+            "annotations": [_element_annotation(a) for a in element.iterchildren("annotation")],
+            "relations": [_element_relation(r) for r in element.iterchildren("relation")]}
+
+
+def _element_document(element):
+    passages = []
+    for passage in element.iterchildren("passage"):
+        obj = _element_annotated(passage)
+        obj["sentences"] = [_element_annotated(s) for s in passage.iterchildren("sentence")]
+        passages.append(obj)
+    return {"id": element.findtext("id"), "infons": _element_infons(element), "passages": passages,
+            "annotations": [_element_annotation(a) for a in element.iterchildren("annotation")],
+            "relations": [_element_relation(r) for r in element.iterchildren("relation")]}
+
+
+def read_bioc_xml(stream, name):
+    """Yield each Document of a BioC XML byte stream (a DataFormatError naming file:line in
+    place of a bad one); raises DataFormatError for XML that does not parse."""
+    from lxml import etree
+
+    collection = Collection()
+    events = etree.iterparse(stream, events=("end",), huge_tree=True, resolve_entities=False,
+                             no_network=True, load_dtd=False, remove_comments=True, remove_pis=True)
+    checked = False
+    try:
+        for _, element in events:
+            parent = element.getparent()
+            if not checked:
+                root = element.getroottree().getroot()
+                if root.tag != "collection":
+                    raise DataFormatError(f"{name}:{root.sourceline}: not BioC XML: the root element is "
+                                          f"<{root.tag}>, not <collection>")
+                checked = True
+            if parent is None or parent.getparent() is not None:
+                continue  # not a child of <collection>: read with its document
+            if element.tag == "document":
+                source = f"{name}:{element.sourceline}"
+                try:
+                    document = document_from_bioc(_element_document(element), source, collection)
+                    document.source_format = "bioc-xml"
+                    yield document
+                except DataFormatError as error:
+                    yield error
+            elif element.tag in ("source", "date", "key"):
+                setattr(collection, element.tag, element.text or "")
+            elif element.tag == "infon":
+                collection.infons[element.get("key")] = element.text or ""
+            element.clear()
+            while element.getprevious() is not None:
+                del parent[0]
+    except etree.XMLSyntaxError as error:
+        raise DataFormatError(f"{name}:{error.lineno}: unparsable XML: {error.msg}") from None
+
+
+# ------------------------------------------------------------------------------ BioC JSON
+
+
+def _json_documents(obj, where):
+    """(document dict, collection) pairs of a parsed BioC JSON value."""
+    if isinstance(obj, list):
+        for item in obj:
+            yield from _json_documents(item, where)
+    elif isinstance(obj, dict) and "documents" in obj:
+        collection = Collection(str(obj.get("source") or ""), str(obj.get("date") or ""), str(obj.get("key") or ""),
+                                {k: "" if v is None else v for k, v in (obj.get("infons") or {}).items()})
+        for document in obj["documents"]:
+            yield document, collection
+    elif isinstance(obj, dict) and "passages" in obj:
+        yield obj, None
+    else:
+        raise DataFormatError(f"{where}: not BioC JSON (expected a collection with \"documents\", "
+                              "a document with \"passages\", or a list of them)")
+
+
+def _json_items(stream, name):
+    """(parsed value, where) for a whole-file JSON value, or for each line of JSON lines."""
+    first = stream.readline()
+    lineno = 1
+    while first and not first.strip():
+        first, lineno = stream.readline(), lineno + 1
+    try:
+        value = json.loads(first)
+    except json.JSONDecodeError:  # one value over many lines: read it whole
+        rest = first + stream.read()
+        try:
+            yield json.loads(rest), name
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            line = getattr(error, "lineno", 0) + lineno - 1
+            raise DataFormatError(f"{name}:{line}: unparsable JSON: {error}") from None
+        return
+    except UnicodeDecodeError as error:
+        raise DataFormatError(f"{name}:{lineno}: not UTF-8: {error}") from None
+    yield value, f"{name}:{lineno}"
+    for lineno, line in enumerate(stream, lineno + 1):
+        if line.strip():
+            try:
+                yield json.loads(line), f"{name}:{lineno}"
+            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise DataFormatError(f"{name}:{lineno}: unparsable JSON: {error}") from None
+
+
+def read_bioc_json(stream, name):
+    """Yield each Document of a BioC JSON byte stream (a collection, a list of them, or one
+    BioC document a line); a DataFormatError in place of a bad document."""
+    for value, where in _json_items(stream, name):
+        for obj, collection in _json_documents(value, where):
+            try:
+                document = document_from_bioc(obj, where, collection)
+            except DataFormatError as error:
+                yield error
+                continue
+            if where == name:  # a whole-file collection: no line numbers
+                document.source = f"{name} document {document.id}"
+            document.source_format = "bioc-json"
+            yield document
+
+
+# ------------------------------------------------------------------- model -> bioc objects
+
+
+def _fresh_ids(prefix, used):
+    number = 0
+    while True:
+        name = f"{prefix}{number}"
+        number += 1
+        if name not in used:
+            used.add(name)
+            yield name
+
+
+def _strings(infons):
+    return {str(k): "" if v is None else str(v) for k, v in infons.items()}
+
+
+def _bioc_annotation(annotation, ident, prediction=False):
+    import bioc
+
+    infons = dict(annotation.infons)
+    if annotation.type and infons.get("type") != annotation.type:
+        infons["type"] = annotation.type
+    if annotation.concept_id is not None and concept_id_from(infons) != annotation.concept_id:
+        infons["identifier"] = annotation.concept_id
+    if prediction:
+        if annotation.model is not None:
+            infons["annotator"] = annotation.model
+        if annotation.score is not None:
+            infons["score"] = format(float(annotation.score), ".6g")
+    result = bioc.BioCAnnotation()
+    result.id, result.text, result.infons = str(ident), annotation.text, _strings(infons)
+    for start, end in annotation.spans():
+        result.add_location(bioc.BioCLocation(start, end - start))
+    return result
+
+
+def _bioc_relation(relation, ident):
+    import bioc
+
+    result = bioc.BioCRelation()
+    result.id, result.infons = str(ident), _strings(relation.infons)
+    for refid, role in relation.nodes:
+        result.add_node(bioc.BioCNode(str(refid), "" if role is None else str(role)))
+    return result
+
+
+def document_to_bioc(document: Document):
+    """The document as a `bioc.BioCDocument`, predictions included as annotations."""
+    import bioc
+
+    existing = document.existing_annotations()
+    relations = document.relations + [r for p in document.passages for r in p.relations]
+    used = {a.id for a in existing if a.id is not None} | {r.id for r in relations if r.id is not None}
+    annotation_ids, prediction_ids, relation_ids = (_fresh_ids(p, used) for p in ("", "p", "R"))
+
+    result = bioc.BioCDocument()
+    result.id, result.infons = document.id, _strings(document.infons)
+    by_passage = {}
+    for passage in document.passages:
+        item = bioc.BioCPassage()
+        infons = dict(passage.infons)
+        if passage.type is not None and infons.get("type") != passage.type:
+            infons["type"] = passage.type
+        item.offset, item.text, item.infons = passage.offset, passage.text, _strings(infons)
+        for annotation in passage.annotations:
+            item.add_annotation(_bioc_annotation(annotation, annotation.id or next(annotation_ids)))
+        for relation in passage.relations:
+            item.add_relation(_bioc_relation(relation, relation.id or next(relation_ids)))
+        by_passage[id(passage)] = item
+        result.add_passage(item)
+    for annotation in document.annotations:
+        result.add_annotation(_bioc_annotation(annotation, annotation.id or next(annotation_ids)))
+    for prediction in document.predictions:
+        passage = container(document, prediction)
+        target = by_passage[id(passage)] if passage is not None else result
+        target.add_annotation(_bioc_annotation(prediction, next(prediction_ids), prediction=True))
+    for relation in document.relations:
+        result.add_relation(_bioc_relation(relation, relation.id or next(relation_ids)))
+    return result
+
+
+def collection_header(documents, collection=None):
+    """(first document or None, the collection to write): `collection`, else the first
+    document's, else a new one (source "biozoo", today's date)."""
+    first = next(documents, None)
+    if collection is None:
+        collection = first.collection if first is not None and first.collection is not None else None
+    if collection is None:
+        collection = Collection("biozoo", datetime.date.today().strftime("%Y%m%d"), "")
+    return first, collection
+
+
+def _documents_after(first, documents):
+    if first is not None:
+        yield first
+        yield from documents
+
+
+def write_bioc_xml(documents, out, collection: Collection | None = None) -> int:
+    """Write documents as one BioC XML collection to a binary stream; the number written."""
+    import bioc
+    from bioc.biocxml import BioCXMLDocumentWriter
+
+    documents = iter(documents)
+    first, header = collection_header(documents, collection)
+    info = bioc.BioCCollection()
+    info.source, info.date, info.key, info.infons = header.source, header.date, header.key, _strings(header.infons)
+    writer = BioCXMLDocumentWriter(out, encoding="UTF-8")
+    writer.write_collection_info(info)
+    count = 0
+    for document in _documents_after(first, documents):
+        try:
+            writer.write_document(document_to_bioc(document))
+        except ValueError as error:  # e.g. a control character XML cannot hold
+            raise ValueError(f"document {document.id} ({document.source}): cannot be written as XML: {error}") from None
+        count += 1
+    writer.close()
+    return count
+
+
+def write_bioc_json(documents, out, collection: Collection | None = None) -> int:
+    """Write documents as one BioC JSON collection to a binary stream; the number written."""
+    from bioc.biocjson import toJSON
+
+    documents = iter(documents)
+    first, header = collection_header(documents, collection)
+    head = {"bioctype": "BioCCollection", "source": header.source, "date": header.date, "key": header.key,
+            "version": "1.0", "infons": _strings(header.infons)}
+    out.write(json.dumps(head, ensure_ascii=False)[:-1].encode("utf-8") + b', "documents": [')
+    count = 0
+    for document in _documents_after(first, documents):
+        item = json.dumps(toJSON(document_to_bioc(document)), ensure_ascii=False)
+        out.write((",\n" if count else "\n").encode("utf-8") + item.encode("utf-8"))
+        count += 1
+    out.write(b"\n]}\n")
+    return count

@@ -1,0 +1,210 @@
+"""Reading and writing documents in any of the supported formats.
+
+    >>> for document in read_documents(["abstracts.pubtator", "pubmed24n0001.xml.gz"]):
+    ...     ...
+    >>> write_documents(documents, "out.bioc.xml", fmt="bioc-xml")
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import sys
+import zlib
+
+from biozoo.documents._streams import GZIP_MAGIC, display_name, iter_input_files, open_input, open_output
+from biozoo.documents.bioc_format import read_bioc_json, read_bioc_xml, write_bioc_json, write_bioc_xml
+from biozoo.documents.jsonl import read_jsonl, write_jsonl
+from biozoo.documents.pubmed import read_pubmed_xml
+from biozoo.documents.pubtator import read_pubtator, write_pubtator
+from biozoo.documents.text import read_text
+from biozoo.errors import DataFormatError
+
+INPUT_FORMATS = ("text", "jsonl", "pubtator", "bioc-xml", "bioc-json", "pubmed-xml")
+OUTPUT_FORMATS = ("jsonl", "pubtator", "bioc-xml", "bioc-json")
+
+_READERS = {
+    "text": read_text, "jsonl": read_jsonl, "pubtator": read_pubtator, "bioc-xml": read_bioc_xml,
+    "bioc-json": read_bioc_json, "pubmed-xml": read_pubmed_xml,
+}
+_WRITERS = {"jsonl": write_jsonl, "pubtator": write_pubtator, "bioc-xml": write_bioc_xml, "bioc-json": write_bioc_json}
+
+_PUBTATOR_LINE = re.compile(r"[^|\t\n]*\|[ta]\|")
+_BIOC_JSON_KEY = re.compile(r'(?<!\\)"(documents|bioctype)"\s*:')
+_XML_PROLOG = re.compile(r"\s*(<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^[>]*(\[.*?\])?\s*>)", re.S)
+_XML_ROOTS = {"collection": "bioc-xml", "PubmedArticleSet": "pubmed-xml"}
+
+
+# ------------------------------------------------------------------------------ detection
+
+
+def _head_text(head: bytes, name) -> str:
+    if head.startswith(GZIP_MAGIC):
+        head = zlib.decompressobj(wbits=31).decompress(head)
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.start < len(head) - 3:  # not just a character cut at the end of the head
+            raise DataFormatError(f"{name}: unknown format: not UTF-8 text ({error.reason} at byte "
+                                  f"{error.start})") from None
+        text = head[:error.start].decode("utf-8")
+    if "\x00" in text:
+        raise DataFormatError(f"{name}: unknown format: binary data (NUL bytes)")
+    return text.lstrip("\ufeff")
+
+
+def _xml_format(text, name):
+    position = 0
+    while match := _XML_PROLOG.match(text, position):
+        position = match.end()
+    root = re.match(r"\s*<([\w.:-]+)", text[position:])
+    fmt = _XML_ROOTS.get(root.group(1)) if root else None
+    if fmt is None:
+        found = f"<{root.group(1)}>" if root else "no element"
+        raise DataFormatError(f"{name}: unknown format: XML with root {found} (BioC XML has <collection>, "
+                              "PubMed XML <PubmedArticleSet>)")
+    return fmt
+
+
+def _json_format(text):
+    """'bioc-json' or 'jsonl' for text starting with '{'."""
+    first_line, newline, _ = text.partition("\n")
+    try:
+        obj = json.loads(first_line)
+    except ValueError:
+        if newline:
+            return "bioc-json"  # a JSON value over several lines: JSONL documents are one a line
+        return "bioc-json" if '"sentences"' in first_line else "jsonl"  # a line longer than the head
+    if not isinstance(obj, dict):
+        return "jsonl"
+    passages = obj.get("passages")
+    if "documents" in obj or "bioctype" in obj or (
+            isinstance(passages, list) and passages and isinstance(passages[0], dict) and "sentences" in passages[0]):
+        return "bioc-json"
+    return "jsonl"
+
+
+def detect_format(path_or_head, name=None) -> str:
+    """The format of a file (a path, gzip or not) or of its first bytes: one of INPUT_FORMATS.
+    Raises DataFormatError naming the file when the content is none of them."""
+    if isinstance(path_or_head, (bytes, bytearray)):
+        head, name = bytes(path_or_head), name or "<input>"
+    else:
+        name = name or display_name(path_or_head)
+        with open_input(path_or_head) as (_, head):
+            pass
+    text = _head_text(head, name).lstrip()
+    if not text:
+        return "text"
+    if text[0] == "<":
+        return _xml_format(text, name)
+    if text[0] == "[":
+        return "bioc-json"
+    if text[0] == "{":
+        if _BIOC_JSON_KEY.search(text.split("\n", 1)[0]):
+            return "bioc-json"
+        return _json_format(text)
+    if _PUBTATOR_LINE.match(text):
+        return "pubtator"
+    return "text"
+
+
+# -------------------------------------------------------------------------------- reading
+
+
+def _skip_to_stderr(message):
+    print(f"biozoo: skipped: {message}", file=sys.stderr)
+
+
+def _note_to_stderr(message):
+    print(f"biozoo: {message}", file=sys.stderr)
+
+
+class DocumentStream:
+    """The documents of every input, one at a time. `read`, `skipped` (bad documents, or the rest
+    of a file that stopped parsing, with skip_bad; each told to `on_skip`) and `notes` (what was
+    passed over that is no document: PubMed books and deletions; told to `on_note`) count as it
+    goes."""
+
+    def __init__(self, inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=None):
+        if fmt != "auto" and fmt not in _READERS:
+            raise ValueError(f"unknown input format {fmt!r}; one of auto, {', '.join(INPUT_FORMATS)}")
+        self.fmt, self.skip_bad = fmt, skip_bad
+        self.on_skip = on_skip or _skip_to_stderr
+        self.on_note = on_note or _note_to_stderr
+        self.read = self.skipped = self.notes = 0
+        self._documents = self._generate(inputs)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._documents)
+
+    def _note(self, message):
+        self.notes += 1
+        self.on_note(message)
+
+    def _skip(self, message):
+        self.skipped += 1
+        self.on_skip(message)
+
+    def _generate(self, inputs):
+        for path in iter_input_files(inputs):
+            name = display_name(path)
+            try:
+                yield from self._read_file(path, name)
+            except DataFormatError as error:
+                if not self.skip_bad:
+                    raise
+                self._skip(f"{error} (nothing more is read from {name})")
+
+    def _read_file(self, path, name):
+        try:
+            with open_input(path) as (stream, head):
+                fmt = self.fmt if self.fmt != "auto" else detect_format(head, name)
+                if fmt == "pubmed-xml":
+                    items = read_pubmed_xml(stream, name, self._note)
+                else:
+                    items = _READERS[fmt](stream, name)
+                for item in items:
+                    if isinstance(item, DataFormatError):
+                        if not self.skip_bad:
+                            raise item
+                        self._skip(str(item))
+                        continue
+                    item.source_format = fmt
+                    self.read += 1
+                    yield item
+        except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+            raise DataFormatError(f"{name}: broken gzip data: {error}") from None
+
+
+def read_documents(inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=None) -> DocumentStream:
+    """Stream the documents of `inputs` (paths, folders, `.gz`, `gs://`, "-" for stdin; one or a
+    list) in `fmt` (one of INPUT_FORMATS, or "auto": detected per file from its first bytes).
+
+    A malformed document raises DataFormatError naming its file and line (or PMID); with
+    `skip_bad=True` it is reported through `on_skip(message)` (default: printed to stderr),
+    counted in the returned stream's `skipped`, and left out. `on_note(message)` (default:
+    stderr) hears of entries that are no document (PubMed books and deletions, counted in `notes`).
+    """
+    return DocumentStream(inputs, fmt, skip_bad, on_skip, on_note)
+
+
+# -------------------------------------------------------------------------------- writing
+
+
+def write_documents(documents, output=None, fmt="jsonl", *, collection=None) -> int:
+    """Write `documents` (any iterable, consumed once) to `output` (a path, written atomically,
+    gzip-compressed when it ends in .gz; a `gs://` path; or "-"/None for stdout) in `fmt` (one
+    of OUTPUT_FORMATS); returns the number written. `collection` is the BioC collection header
+    (default: the first document's). PubTator raises ValueError for a document with both input
+    annotations and predictions."""
+    if fmt not in _WRITERS:
+        raise ValueError(f"unknown output format {fmt!r}; one of {', '.join(OUTPUT_FORMATS)}")
+    with open_output(output) as out:
+        if fmt in ("bioc-xml", "bioc-json"):
+            return _WRITERS[fmt](documents, out, collection)
+        return _WRITERS[fmt](documents, out)

@@ -1,0 +1,119 @@
+"""The document model every reader fills and every writer reads.
+
+Offsets are document-level characters, as in BioC: a passage starts at `offset` and an
+annotation's `start`/`end` (end exclusive) index the document's text, which is the passages
+placed at their offsets. For PubTator the document text is `title + " " + abstract`.
+
+    >>> doc = Document("1", [Passage(0, "Aspirin helps.", "title")])
+    >>> doc.text_at(0, 7)
+    'Aspirin'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Annotation:
+    """One mention. `locations` holds every (start, end) of a discontinuous BioC mention; the
+    first one is also `start`/`end`. `model` names the model that predicted it (None: it came
+    with the input)."""
+
+    start: int
+    end: int
+    type: str
+    text: str
+    score: float | None = None
+    model: str | None = None
+    concept_id: str | None = None
+    id: str | None = None
+    infons: dict = field(default_factory=dict)
+    locations: list[tuple[int, int]] | None = None
+
+    def spans(self) -> list[tuple[int, int]]:
+        return list(self.locations) if self.locations else [(self.start, self.end)]
+
+
+@dataclass
+class Relation:
+    """A relation as the input gave it (PubTator relation lines, BioC relations), kept for output."""
+
+    infons: dict = field(default_factory=dict)
+    nodes: list[tuple[str, str]] = field(default_factory=list)  # (refid, role)
+    id: str | None = None
+    raw: str | None = None  # the PubTator line, verbatim
+
+
+@dataclass
+class Passage:
+    offset: int
+    text: str
+    type: str | None = None
+    infons: dict = field(default_factory=dict)
+    annotations: list[Annotation] = field(default_factory=list)  # those the input had
+    relations: list[Relation] = field(default_factory=list)
+
+    @property
+    def end(self) -> int:
+        return self.offset + len(self.text)
+
+
+@dataclass
+class Collection:
+    """A BioC collection's header. A BioC reader sets one shared object on every document of a
+    file (`Document.collection`); a BioC writer writes the first document's (or a new one)."""
+
+    source: str = ""
+    date: str = ""
+    key: str = ""
+    infons: dict = field(default_factory=dict)
+
+
+@dataclass
+class Document:
+    id: str
+    passages: list[Passage]
+    infons: dict = field(default_factory=dict)
+    annotations: list[Annotation] = field(default_factory=list)  # input's, not in a passage
+    relations: list[Relation] = field(default_factory=list)
+    predictions: list[Annotation] = field(default_factory=list)  # what models found
+    source: str | None = None  # "file:line" or "file PMID ..." for error messages
+    source_format: str | None = None  # the format it was read from ("pubtator", "bioc-xml", ...)
+    # the BioC collection header of its file (not content: left out of == and repr)
+    collection: Collection | None = field(default=None, compare=False, repr=False)
+
+    def existing_annotations(self) -> list[Annotation]:
+        """Every annotation the input carried (passage-level ones first, in passage order)."""
+        return [a for p in self.passages for a in p.annotations] + list(self.annotations)
+
+    def passage_at(self, start: int, end: int) -> Passage | None:
+        for passage in self.passages:
+            if passage.offset <= start and end <= passage.end:
+                return passage
+        return None
+
+    def text_at(self, start: int, end: int) -> str:
+        """The text of [start, end); raises ValueError naming the document when no passage
+        holds the span (a PubTator document's span may cross from title to abstract)."""
+        passage = self.passage_at(start, end)
+        if passage is None and self.source_format == "pubtator" and 0 <= start <= end <= len(self.text):
+            return self.text[start:end]  # title + " " + abstract is one text: a span may cross it
+        if passage is None or start > end:
+            raise ValueError(f"document {self.id}: offsets {start}-{end} are outside every passage "
+                             f"({', '.join(f'{p.offset}-{p.end}' for p in self.passages)})")
+        return passage.text[start - passage.offset:end - passage.offset]
+
+    @property
+    def text(self) -> str:
+        """The passages at their offsets, gaps filled with spaces (PubTator: title + " " + abstract)."""
+        parts, position = [], 0
+        for passage in sorted(self.passages, key=lambda p: p.offset):
+            if passage.offset > position:
+                parts.append(" " * (passage.offset - position))
+                position = passage.offset
+            if passage.offset < position:  # overlapping passages: text_at() is the authority
+                continue
+            parts.append(passage.text)
+            position = passage.end
+        return "".join(parts)

@@ -1,0 +1,229 @@
+"""PubTator: `PMID|t|title`, `PMID|a|abstract`, `PMID<TAB>start<TAB>end<TAB>mention<TAB>type[<TAB>id]`
+annotation lines, `PMID<TAB>type<TAB>id1<TAB>id2` relation lines, a blank line after each document.
+
+Own streaming parser, not `bioc.pubtator`: bioc 2.1 strips every line (NCBI-disease abstracts
+end in a space, so offsets after a lost character would shift), reads a 5-column annotation
+(no concept id) as a relation, and prints bad lines instead of raising with a line number.
+
+The text is `title + " " + abstract`; the title passage (type "title") is at 0, the abstract
+passage (type "abstract", present when the file has an `|a|` line) at `len(title) + 1`. A
+concept id column is kept verbatim ("-", "-1", "D1|D2"; None when the column is absent), extra
+columns in the infon "pubtator_extra", relation lines verbatim in `Relation.raw`, so the
+writer gives the input back byte for byte (with a blank line after every document).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+
+from biozoo.documents._checks import annotation_problem, container
+from biozoo.documents.model import Annotation, Document, Passage, Relation
+from biozoo.errors import DataFormatError
+
+TITLE_OR_ABSTRACT = re.compile(r"([^|\t]*)\|([ta])\|(.*)\Z", re.S)
+EXTRA = "pubtator_extra"
+
+
+def _int(value):
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+class _Block:
+    """The lines of one document while it is read."""
+
+    def __init__(self, name, lineno, pmid):
+        self.name, self.lineno, self.pmid = name, lineno, pmid
+        self.title = self.abstract = None
+        self.annotations, self.relations, self.error = [], [], None
+
+    def fail(self, lineno, message):
+        if self.error is None:
+            self.error = f"{self.name}:{lineno}: PMID {self.pmid}: {message}"
+
+    def add_line(self, lineno, line):
+        fields = line.split("\t")
+        if fields[0] != self.pmid:
+            return self.fail(lineno, f"a line of PMID {fields[0]!r} inside this document: {line[:80]!r}")
+        start, end = (_int(fields[1]), _int(fields[2])) if len(fields) >= 3 else (None, None)
+        if len(fields) >= 5 and start is not None and end is not None:
+            concept_id = fields[5] if len(fields) >= 6 else None
+            infons = {EXTRA: "\t".join(fields[6:])} if len(fields) > 6 else {}
+            annotation = Annotation(start, end, fields[4], fields[3], concept_id=concept_id, infons=infons)
+            self.annotations.append((lineno, annotation))
+        elif len(fields) >= 4 and start is None:
+            infons = {"type": fields[1], "role1": fields[2], "role2": fields[3]}
+            if len(fields) > 4:
+                infons[EXTRA] = "\t".join(fields[4:])
+            self.relations.append(Relation(infons=infons, raw=line))
+        else:
+            self.fail(lineno, "malformed line (expected PMID|t|, PMID|a|, an annotation "
+                              f"PMID start end mention type [id], or a relation line): {line[:80]!r}")
+
+    def finish(self):
+        """The Document, or the DataFormatError that says what is wrong with it."""
+        if self.error is None and self.title is None:
+            self.fail(self.lineno, "no title line (PMID|t|...)")
+        if self.error is not None:
+            return DataFormatError(self.error)
+        passages = [Passage(0, self.title, "title", {"type": "title"})]
+        if self.abstract is not None:
+            passages.append(Passage(len(self.title) + 1, self.abstract, "abstract", {"type": "abstract"}))
+        document = Document(self.pmid, passages, relations=self.relations,
+                            source=f"{self.name}:{self.lineno}", source_format="pubtator")
+        text = None
+        for lineno, annotation in self.annotations:
+            passage = container(document, annotation)
+            if passage is None and text is None:
+                text = document.text
+            problem = annotation_problem(annotation, passage, text)
+            if problem:
+                return DataFormatError(f"{self.name}:{lineno}: PMID {self.pmid}: {problem}")
+            (passage.annotations if passage is not None else document.annotations).append(annotation)
+        return document
+
+
+def _decode(raw: bytes, name, lineno):
+    line = raw.decode("utf-8")
+    if line.endswith("\n"):
+        line = line[:-1]
+    if line.endswith("\r"):
+        line = line[:-1]
+    return line.lstrip("\ufeff") if lineno == 1 else line
+
+
+def read_pubtator(stream, name):
+    """Yield each Document of a PubTator byte stream, or a DataFormatError (naming file:line
+    and PMID) in place of a malformed one."""
+    block = None
+    for lineno, raw in enumerate(stream, 1):
+        try:
+            line = _decode(raw, name, lineno)
+        except UnicodeDecodeError as error:
+            if block is None:
+                block = _Block(name, lineno, "?")
+            block.fail(lineno, f"not UTF-8 ({error.reason} at byte {error.start})")
+            continue
+        if not line.strip():
+            if block is not None:
+                yield block.finish()
+            block = None
+            continue
+        match = TITLE_OR_ABSTRACT.match(line)
+        if match and match.group(2) == "t":
+            if block is not None:  # no blank line between two documents: tolerated
+                yield block.finish()
+            block = _Block(name, lineno, match.group(1))
+            block.title = match.group(3)
+            if not block.pmid.strip():
+                block.fail(lineno, "empty PMID")
+        elif match:
+            pmid, text = match.group(1), match.group(3)
+            if block is None:
+                block = _Block(name, lineno, pmid)
+                block.fail(lineno, "abstract line before the title line")
+            elif pmid != block.pmid:
+                block.fail(lineno, f"abstract of PMID {pmid!r} after the title of PMID {block.pmid}")
+            elif block.abstract is not None:
+                block.fail(lineno, "a second abstract line")
+            else:
+                block.abstract = text
+        else:
+            if block is None:
+                block = _Block(name, lineno, line.split("\t")[0][:20])
+                block.fail(lineno, f"line before any title line (PMID|t|...): {line[:80]!r}")
+            block.add_line(lineno, line)
+    if block is not None:
+        yield block.finish()
+
+
+# ------------------------------------------------------------------------------------ writing
+
+
+def _one_line(text: str) -> str:
+    """PubTator lines cannot hold line breaks (or tabs in a column): spaces, same length."""
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+def title_and_abstract(document: Document) -> tuple[str, str | None]:
+    """The document's text as PubTator's title and abstract, keeping every offset: the first
+    passage is the title when a gap follows it, the rest of the text (gaps as spaces) after that
+    gap is the abstract. None for the abstract of a title-only PubTator document."""
+    passages = sorted(document.passages, key=lambda p: p.offset)
+    if len(passages) == 1 and passages[0].type == "title" and passages[0].offset == 0:
+        return _one_line(passages[0].text), None
+    full = document.text
+    if len(passages) > 1 and passages[0].offset == 0 and passages[1].offset > passages[0].end:
+        title = passages[0].text
+    else:
+        title = full
+    return _one_line(title), _one_line(full[len(title) + 1:])
+
+
+def _annotation_line(pmid, annotation, text):
+    spans = annotation.spans()
+    if len(spans) > 1:  # PubTator has no discontinuous mentions: the covering span
+        start, end = min(s for s, _ in spans), max(e for _, e in spans)
+        mention = text[start:end]
+    else:
+        start, end, mention = annotation.start, annotation.end, annotation.text
+    columns = [pmid, str(start), str(end), _one_line(mention).replace("\t", " "), annotation.type]
+    extra = annotation.infons.get(EXTRA)
+    if annotation.concept_id is not None or extra is not None:
+        columns.append(annotation.concept_id or "")
+    if extra is not None:
+        columns.append(extra)
+    return "\t".join(columns)
+
+
+def _relation_line(pmid, relation):
+    if relation.raw is not None:
+        return relation.raw
+    infons = relation.infons
+    if "role1" in infons or "role2" in infons:
+        ends = [infons.get("role1", ""), infons.get("role2", "")]
+    else:
+        ends = [refid for refid, _ in relation.nodes]
+    columns = [pmid, infons.get("type", ""), *ends]
+    if EXTRA in infons:
+        columns.append(infons[EXTRA])
+    return "\t".join(columns)
+
+
+def pubtator_block(document: Document) -> str:
+    """One document in PubTator, ending with its blank line. Raises ValueError when it has both
+    input annotations and predictions (PubTator cannot keep them apart)."""
+    pmid = document.id
+    if any(c in pmid for c in "|\t\r\n") or not pmid:
+        raise ValueError(f"document id {pmid!r} cannot be a PubTator PMID (empty, or has | or a tab)")
+    existing = document.existing_annotations()
+    if existing and document.predictions:
+        raise ValueError(f"document {pmid} ({document.source}): PubTator output cannot keep the "
+                         "input's annotations apart from the predictions; drop the input's "
+                         "annotations (--drop-existing) or write jsonl or BioC")
+    title, abstract = title_and_abstract(document)
+    lines = [f"{pmid}|t|{title}"]
+    if abstract is not None:
+        lines.append(f"{pmid}|a|{abstract}")
+    if existing:  # in input order within each passage, merged by start
+        groups = [p.annotations for p in sorted(document.passages, key=lambda p: p.offset)]
+        annotations = heapq.merge(*groups, document.annotations, key=lambda a: a.start)
+    else:
+        annotations = sorted(document.predictions, key=lambda a: (a.start, a.end))
+    text = title + " " + (abstract or "")
+    lines += [_annotation_line(pmid, a, text) for a in annotations]
+    relations = document.relations + [r for p in document.passages for r in p.relations]
+    lines += [_relation_line(pmid, r) for r in relations]
+    return "\n".join(lines) + "\n\n"
+
+
+def write_pubtator(documents, out) -> int:
+    """Write documents to a binary stream; the number written."""
+    count = 0
+    for document in documents:
+        out.write(pubtator_block(document).encode("utf-8"))
+        count += 1
+    return count

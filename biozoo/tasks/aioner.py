@@ -1,0 +1,330 @@
+"""AIONER, PubTator3's all-in-one NER (Luo et al., Bioinformatics 2023; github ncbi/AIONER, MIT),
+run exactly as its `AIONER_Run.py` runs it.
+
+One model tags Gene, Chemical, Disease, Species, Variant and CellLine. What it expects is part
+of the model, so it is reproduced here step by step:
+
+- the text (stripped) gets spaces around `= / ( ) < > + - _`, runs of spaces collapse, and
+  spaCy's English tokenizer with its rule-based sentencizer (stanza's "spacy" tokenizer)
+  splits sentences and words;
+- each sentence becomes `<TYPE> words </TYPE>` for the requested type (`ALL`: every type); a
+  sentence of more than 256 words is cut after every 256th word;
+- words go through the BERT tokenizer (14 marker tokens added at the end of the vocabulary),
+  256 pieces at most; each word takes the label of its first piece: softmax argmax, or the
+  Viterbi path of the CRF over all 256 positions (the CRF sees no mask);
+- labels are AIO labels (`O`, `O-Type`, `B-Type`, `I-Type`); AIONER's own rules turn them into
+  entities (an `I-` after `O` starts one, the first and last word of each cut are its markers)
+  and find each word back in the lower-cased text, in order.
+
+Offsets index the text given. One deliberate difference: where lower-casing changes a
+character's length (e.g. "İ"), AIONER's offsets shift; here they do not.
+
+Example:
+    >>> tagger = AionerTagger.from_preset("aioner_bioformer")
+    >>> tagger.annotate(["BRCA1 mutations cause breast cancer."])
+    >>> tagger.annotate(texts, entity_types=["Gene"])
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import re
+
+import numpy as np
+
+ENTITY_TYPES = ("Gene", "Chemical", "Disease", "Species", "Variant", "CellLine")
+# represent_ner.py adds these, in this order, after the vocabulary
+MARKER_TOKENS = ("<Chemical>", "</Chemical>", "<Disease>", "</Disease>", "<CellLine>", "</CellLine>",
+                 "<Gene>", "</Gene>", "<Species>", "</Species>", "<Variant>", "</Variant>", "<ALL>", "</ALL>")
+MAX_LENGTH = 256  # model_ner.py's maxlen: pieces per input, and words per cut of a sentence
+DECODERS = ("softmax", "crf")
+
+
+def pre_token(text):
+    """AIONER's pre-tokenization: spaces around = / ( ) < > + - _, runs of spaces collapsed."""
+    text = re.sub(r"([=/()<>+\-_])", r" \1 ", text)
+    return re.sub("[ ]+", " ", text)
+
+
+@functools.lru_cache(maxsize=1)
+def _spacy_sentencizer():
+    """What stanza's `processors={'tokenize': 'spacy'}` builds: spaCy's blank English pipeline
+    with its rule-based sentencizer."""
+    from spacy.lang.en import English
+
+    nlp = English()
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def conll_input(text, entity_type="ALL", max_words=MAX_LENGTH):
+    """The word-per-line text AIONER feeds its tagger (`ssplit_token`): one block per sentence
+    (cut every `max_words` words), framed by the type's marker words."""
+    out = io.StringIO()
+    count = 0
+    for sentence in _spacy_sentencizer()(pre_token(text.strip())).sents:
+        out.write(f"<{entity_type}>\tO\n")
+        for token in sentence:
+            count += 1
+            out.write(token.text + "\tO\n")
+            if count >= max_words:
+                out.write("\n")
+                count = 0
+        out.write(f"</{entity_type}>\tO\n\n")
+        count = 0
+    return out.getvalue()
+
+
+def conll_blocks(conll):
+    """The blocks of `conll_input`, each a list of its words (`ml_intext_fn`)."""
+    return [[line.split("\t")[0] for line in block.split("\n")] for block in conll.strip().split("\n\n")]
+
+
+def first_piece_positions(word_ids):
+    """Position of each word's first piece, for the words AIONER labels (`generate_label_list`):
+    words in order from the first; a word without pieces (or cut off) ends the list."""
+    positions, expected = [], 0
+    for position, word in enumerate(word_ids):
+        if word is not None and word == expected and (position == 0 or word_ids[position - 1] != word):
+            positions.append(position)
+            expected += 1
+    return positions
+
+
+def entity_word_spans(labels):
+    """`[(first word, last word, type)]` of one block's inner words (`NN_BIO_tag_entity`: the
+    block's first and last words are markers; `labels` are those of the inner words)."""
+    entities, start, kind = [], 0, None
+    n = len(labels)
+    for i, label in enumerate(labels):
+        last = i == n - 1
+        following = labels[i + 1] if not last else None
+        ends = last or following.startswith("B-") or following.startswith("O")
+        if label.startswith("B-"):
+            start, kind = i, label[2:]
+            if ends:
+                entities.append((start, i, kind))
+        elif label.startswith("I-"):
+            if i == 0 or labels[i - 1].startswith("O"):
+                start, kind = i, label[2:]
+            if ends:
+                entities.append((start, i, kind))
+    return entities
+
+
+def _length_preserving_lower(text):
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+
+
+def restore_offsets(text, blocks):
+    """`[(start, end, type)]` in `text` from `[(inner words text, entities)]` per block, in
+    AIONER's order and without repeats (`NN_restore_index_fn`): each block's words are found
+    one after the other in the lower-cased text."""
+    lowered = _length_preserving_lower(text)
+    position, found = 0, []
+    for words_text, entities in blocks:
+        spans = []
+        for word in _length_preserving_lower(words_text).split():
+            at = lowered.find(word, position)
+            if at < 0:
+                raise ValueError(f"AIONER word {word!r} not found in the text after offset {position}")
+            spans.append((at, at + len(word)))
+            position = at + len(word)
+        for first, last, kind in entities:
+            entity = (spans[first][0], spans[last][1], kind)
+            if entity not in found:
+                found.append(entity)
+    return found
+
+
+def viterbi(potentials, transitions):
+    """Best tag path of each row of `potentials` [batch, length, tags] (tensorflow-addons'
+    crf_decode: first maximum on ties)."""
+    potentials = np.asarray(potentials, np.float32)
+    transitions = np.asarray(transitions, np.float32)
+    batch, length, tags = potentials.shape
+    state = potentials[:, 0]
+    pointers = np.zeros((batch, length, tags), np.int32)
+    for t in range(1, length):
+        scores = state[:, :, None] + transitions[None]
+        pointers[:, t] = scores.argmax(1)
+        state = potentials[:, t] + scores.max(1)
+    path = np.zeros((batch, length), np.int32)
+    path[:, -1] = state.argmax(-1)
+    for t in range(length - 1, 0, -1):
+        path[:, t - 1] = pointers[np.arange(batch), t, path[:, t]]
+    return path
+
+
+class AionerTagger:
+    """An AIONER model (Bioformer + softmax, or PubMedBERT + CRF) converted from its Keras .h5.
+
+    Example:
+        >>> tagger = AionerTagger.from_preset("aioner_bioformer")
+        >>> tagger.annotate(["Mutations in BRCA1 cause breast cancer."])[0]["entities"]
+    """
+
+    def __init__(self, backbone, tokenizer, label_names, decoder, head, name="aioner"):
+        import keras
+
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
+        self.backbone, self.tokenizer, self.decoder, self.name = backbone, tokenizer, decoder, name
+        self.label_names = list(label_names)
+        inputs = backbone.input
+        hidden = backbone(inputs)["sequence_output"]
+        dense = keras.layers.Dense(128, activation="relu", name="dense2")
+        output = keras.layers.Dense(len(self.label_names), name="output")
+        logits = output(dense(hidden))
+        self.model = keras.Model(inputs, logits)
+        dense.set_weights([head["dense2/kernel"], head["dense2/bias"]])
+        output.set_weights([head["output/kernel"], head["output/bias"]])
+        if decoder == "crf":
+            self.transitions = np.asarray(head["crf/chain_kernel"], np.float32)
+            self.left_boundary = np.asarray(head["crf/left_boundary"], np.float32)
+            self.right_boundary = np.asarray(head["crf/right_boundary"], np.float32)
+        vocabulary = tokenizer.get_vocabulary()
+        self.marker_ids = {token: vocabulary.index(token) for token in MARKER_TOKENS}
+        self._predict = None
+
+    @classmethod
+    def from_preset(cls, handle):
+        """A converted AIONER preset: a registry name (aioner_bioformer, aioner_pubmedbert) or
+        its directory."""
+        from keras_hub.src.models.backbone import Backbone
+
+        from biozoo import presets
+        from biozoo.preset_files import read_heads
+        from biozoo.tokenizers.base import Tokenizer
+
+        preset_dir = presets.resolve_preset(handle)
+        heads, config = read_heads(preset_dir)
+        record = config.get("aioner")
+        if record is None:
+            raise ValueError(f"{handle} is not an AIONER model (its heads.json has no 'aioner' entry).")
+        backbone = Backbone.from_preset(preset_dir)
+        tokenizer = Tokenizer.from_preset(preset_dir)
+        head = {key.split("/", 1)[1]: value for key, value in heads.items() if key.startswith("aioner/")}
+        return cls(backbone, tokenizer, record["label_names"], record["decoder"], head,
+                   name=record.get("name", str(handle)))
+
+    # ---- the steps ---------------------------------------------------------------------
+
+    def _encode(self, blocks):
+        """Per block, `(input_ids, word_ids)` as AIONER's fast tokenizer gives them
+        (is_split_into_words, 256 pieces at most with [CLS] and [SEP]); one tokenizer call for
+        all blocks."""
+        words = sorted({w for block in blocks for w in block if w not in self.marker_ids})
+        pieces = dict(zip(words, self.tokenizer.ids(words))) if words else {}
+        pieces.update({marker: [i] for marker, i in self.marker_ids.items()})
+        encoded = []
+        for block in blocks:
+            ids, word_ids = [self.tokenizer.cls_token_id], [None]
+            for index, word in enumerate(block):
+                ids.extend(pieces[word])
+                word_ids.extend([index] * len(pieces[word]))
+            encoded.append((ids[:MAX_LENGTH - 1] + [self.tokenizer.sep_token_id], word_ids[:MAX_LENGTH - 1] + [None]))
+        return encoded
+
+    def _label_ids(self, encoded, batch_size):
+        """Per block, the label id at every position (first pieces are what is read)."""
+        import tensorflow as tf
+
+        if self._predict is None:
+            self._predict = tf.function(lambda x: self.model(x, training=False), reduce_retracing=True)
+        out = [None] * len(encoded)
+        # softmax rows do not see padding: sort by length so batches pad little; the CRF decodes
+        # over all 256 positions (its energies at padding count), so it runs at full length
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            width = MAX_LENGTH if self.decoder == "crf" else max(len(encoded[i]) for i in rows)
+            token_ids = np.zeros((len(rows), width), np.int32)
+            mask = np.zeros((len(rows), width), np.int32)
+            for r, i in enumerate(rows):
+                token_ids[r, :len(encoded[i])] = encoded[i]
+                mask[r, :len(encoded[i])] = 1
+            logits = np.array(self._predict({"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
+                                               "padding_mask": mask}), np.float32)
+            if self.decoder == "crf":
+                logits[:, 0] += self.left_boundary
+                logits[:, -1] += self.right_boundary
+                labels, scores = viterbi(logits, self.transitions), None
+            else:
+                probs = np.exp(logits - logits.max(-1, keepdims=True))
+                probs /= probs.sum(-1, keepdims=True)
+                labels, scores = probs.argmax(-1), probs.max(-1)
+            for r, i in enumerate(rows):
+                out[i] = (labels[r], None if scores is None else scores[r])
+        return out
+
+    def tag(self, texts, entity_type="ALL", batch_size=64):
+        """Per text, `[(start, end, type, score)]` as AIONER finds them (score: the mean
+        first-piece probability of the entity's words for the softmax model, else None)."""
+        if entity_type != "ALL" and entity_type not in ENTITY_TYPES:
+            raise ValueError(f"unknown AIONER entity type {entity_type!r}; choose ALL or one of {', '.join(ENTITY_TYPES)}")
+        blocks_per_text = [conll_blocks(conll_input(text, entity_type)) if text.strip() else [] for text in texts]
+        flat = [block for blocks in blocks_per_text for block in blocks]
+        encoded = self._encode(flat)
+        predicted = self._label_ids([ids for ids, _ in encoded], batch_size)
+        results, k = [], 0
+        for text, blocks in zip(texts, blocks_per_text):
+            restored, scores = [], {}
+            for block in blocks:
+                (_, word_ids), (labels, probs) = encoded[k], predicted[k]
+                k += 1
+                positions = first_piece_positions(word_ids)
+                tagged = block[:len(positions)]  # words after the last labelled one are dropped, as in AIONER
+                names = [self.label_names[labels[p]] for p in positions]
+                inner = tagged[1:-1]
+                spans = entity_word_spans(names[1:-1])
+                restored.append((" ".join(inner), spans))
+                if probs is not None:
+                    for first, last, kind in spans:
+                        scores.setdefault(len(restored) - 1, {})[(first, last, kind)] = float(
+                            np.mean([probs[p] for p in positions[1 + first:2 + last]]))
+            entities = restore_offsets(text, restored)
+            score_of = _scores_by_offsets(text, restored, scores)
+            results.append([(s, e, kind, score_of.get((s, e, kind))) for s, e, kind in entities])
+        return results
+
+    def annotate(self, texts, batch_size=64, entity_types=("ALL",)):
+        """Raw texts in, `{"text", "entities": [{"start", "end", "type", "text", "score"}]}` out,
+        like `TokenClassifier.annotate`. Several entity types: one pass each, keeping each
+        pass's own type."""
+        entity_types = [entity_types] if isinstance(entity_types, str) else list(entity_types)
+        per_type = [self.tag(texts, kind, batch_size) for kind in entity_types]
+        results = []
+        for i, text in enumerate(texts):
+            entities = []
+            for kind, tagged in zip(entity_types, per_type):
+                for start, end, found, score in tagged[i]:
+                    if len(entity_types) > 1 and found != kind:
+                        continue
+                    entities.append({"start": start, "end": end, "type": found, "text": text[start:end],
+                                     "score": None if score is None else round(score, 6)})
+            entities.sort(key=lambda e: (e["start"], e["end"], e["type"]))
+            results.append({"text": text, "entities": entities})
+        return results
+
+
+def _scores_by_offsets(text, restored, scores):
+    """The softmax scores keyed by (start, end, type), the first block's score for repeats."""
+    if not scores:
+        return {}
+    out = {}
+    lowered, position = _length_preserving_lower(text), 0
+    for b, (words_text, entities) in enumerate(restored):
+        spans = []
+        for word in _length_preserving_lower(words_text).split():
+            at = lowered.find(word, position)
+            spans.append((at, at + len(word)))
+            position = at + len(word)
+        for entity in entities:
+            key = (spans[entity[0]][0], spans[entity[1]][1], entity[2])
+            out.setdefault(key, scores.get(b, {}).get(entity))
+    return out

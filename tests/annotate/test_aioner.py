@@ -1,0 +1,179 @@
+"""AIONER converted from its Keras .h5 gives exactly the entities AIONER's own code gives.
+
+The fixtures (tests/fixtures/aioner, rebuilt by its make.py) are small random-weight models made
+with AIONER's own model code (model_ner.py, TensorFlow 2.3.4, transformers 4.18.0) and saved as
+the released files are (`save_weights` .h5, laid out as pretrained_models.zip); the expected
+entities are what AIONER_Run.py's tagging functions (ML_Tag, NN_restore_index_fn) wrote for the
+shared documents, with stanza's spaCy tokenizer (spaCy 3.2.4) splitting sentences.
+"""
+
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from biozoo import registry
+from biozoo.errors import CheckpointError
+from biozoo.testing import populate_hf_cache
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "aioner"
+MODELS = {
+    "softmax": ("AIONER/Bioformer-softmax-AIONER.h5", "bioformer-cased-v1.0", False),
+    "crf": ("AIONER/PubmedBERT-CRF-AIONER.h5", "BiomedNLP-PubMedBERT-base-uncased-abstract", True),
+}
+LABELS = (FIXTURES / "AIO_label.vocab").read_text().split()
+
+
+@pytest.fixture(scope="module")
+def taggers(tmp_path_factory):
+    from biozoo.convert.aioner import convert_aioner
+    from biozoo.tasks.aioner import AionerTagger
+
+    out = {}
+    for decoder, (model_file, base_dir, lowercase) in MODELS.items():
+        target = tmp_path_factory.mktemp("aioner") / decoder
+        root = FIXTURES / "pretrained_models"
+        convert_aioner(root / model_file, root / base_dir, target, LABELS, decoder, lowercase, progress=False)
+        out[decoder] = AionerTagger.from_preset(target)
+    return out
+
+
+def pubtator_texts(path):
+    ids, texts = [], []
+    for block in path.read_text(encoding="utf-8").strip().split("\n\n"):
+        lines = block.split("\n")
+        pmid, title = lines[0].split("|t|", 1)
+        ids.append(pmid)
+        texts.append(title + " " + lines[1].split("|a|", 1)[1])
+    return ids, texts
+
+
+def expected(decoder, name, entity_type):
+    return json.loads((FIXTURES / "expected" / f"{decoder}__{name}__{entity_type}.json").read_text())
+
+
+CASES = [("softmax", "example", "ALL"), ("softmax", "example", "Gene"), ("softmax", "NCBIdisease_Test", "ALL"),
+         ("softmax", "NCBIdisease_Test", "Disease"), ("crf", "example", "ALL"), ("crf", "example", "Disease"),
+         ("crf", "example", "Gene"), ("crf", "NCBIdisease_Test", "ALL"), ("crf", "NCBIdisease_Test", "Disease")]
+
+
+@pytest.mark.parametrize("decoder,name,entity_type", CASES)
+def test_entities_equal_aioners_own_tagging(taggers, shared_data, decoder, name, entity_type):
+    ids, texts = pubtator_texts(shared_data / "documents" / f"{name}.PubTator")
+    want = expected(decoder, name, entity_type)
+    got = taggers[decoder].tag(texts, entity_type)
+    assert sum(len(v) for v in want.values()) > 20 * len(want) ** 0.5  # the fixture tags plenty
+    for pmid, text, found in zip(ids, texts, got):
+        assert [[s, e, kind] for s, e, kind, _ in found] == [[int(s), int(e), k] for s, e, k in want.get(pmid, [])], pmid
+        for s, e, _, _ in found:
+            assert 0 <= s < e <= len(text)
+
+
+@pytest.mark.parametrize("decoder", ["softmax", "crf"])
+def test_edge_cases_equal_aioners_own_tagging(taggers, decoder):
+    """Non-breaking, thin and zero-width spaces, tabs, characters outside the vocabulary, a
+    sentence of more than 256 words, more than 256 pieces, pre_token splits, a title alone: AIONER
+    cuts, drops and keeps what it does (each document tagged alone, as the fixture was made)."""
+    ids, texts = pubtator_texts(FIXTURES / "edge_cases.PubTator")
+    want = expected(decoder, "edge_cases", "ALL")
+    for pmid, text in zip(ids, texts):
+        (found,) = taggers[decoder].tag([text], "ALL")
+        assert [[s, e, k] for s, e, k, _ in found] == [[int(s), int(e), k] for s, e, k in want[pmid]["entities"]], pmid
+
+
+def test_bioc_passages_equal_aioners_own_tagging(taggers, shared_data):
+    """NER_BioC: each passage (except references) tagged alone, offsets document-level."""
+    from biozoo.annotate import AionerAnnotator
+    from biozoo.documents import read_documents
+
+    documents = list(read_documents([shared_data / "documents" / "example_pmc.BioC.xml"]))
+    want = expected("softmax", "example_pmc_bioc", "ALL")
+    found = AionerAnnotator(taggers["softmax"], "aioner").annotate(documents)
+    assert sorted(want) == sorted(d.id for d in documents)
+    for document, entities in zip(documents, found):
+        assert sorted([s, e, k] for s, e, k, _ in entities) == sorted([int(s), int(e), k] for s, e, k in want[document.id])
+
+
+def test_softmax_scores_are_probabilities(taggers):
+    (found,) = taggers["softmax"].tag(["Mutations in BRCA1 and TP53 cause breast cancer in mice treated with cisplatin."])
+    assert found and all(0 < score <= 1 for *_, score in found)
+    (crf,) = taggers["crf"].tag(["Mutations in BRCA1 and TP53 cause breast cancer in mice treated with cisplatin."])
+    assert all(score is None for *_, score in crf)
+
+
+def test_scheme_pieces():
+    """AIONER's decoding rules on hand-made cases (NN_BIO_tag_entity, generate_label_list)."""
+    from biozoo.tasks.aioner import entity_word_spans, first_piece_positions, pre_token, viterbi
+
+    assert pre_token("IL-2/CD25 (n=3)") == "IL - 2 / CD25 ( n = 3 ) "
+    # an I- after O starts an entity; I- after B- of another type continues the B-'s type
+    assert entity_word_spans(["O", "I-Gene", "I-Gene", "B-Chemical", "I-Disease", "O-Gene", "B-Gene"]) == [
+        (1, 2, "Gene"), (3, 4, "Chemical"), (6, 6, "Gene")]
+    assert entity_word_spans(["I-Disease"]) == [(0, 0, "Disease")]
+    # a word without pieces ends the labelled words (AIONER's alignment stops there)
+    assert first_piece_positions([None, 0, 0, 1, 3, 4, None]) == [1, 3]
+    potentials = np.array([[[0, 1], [2, 0], [0, 0]]], np.float32)
+    transitions = np.array([[0, -5], [-5, 0]], np.float32)
+    assert viterbi(potentials, transitions).tolist() == [[0, 0, 0]]  # one switch costs more than it gains
+    assert viterbi(potentials, np.zeros((2, 2), np.float32)).tolist() == [[1, 0, 0]]  # ties: the first label
+
+
+def test_registry_name_downloads_the_archive_and_converts_once(tmp_path, monkeypatch):
+    from biozoo import presets
+    from biozoo.tasks.aioner import AionerTagger
+
+    cache = tmp_path / "hf-cache"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    with zipfile.ZipFile(mirror / "pretrained_models.zip", "w") as archive:
+        for path in sorted((FIXTURES / "pretrained_models").rglob("*")):
+            if path.is_file():
+                archive.write(path, "pretrained_models/" + str(path.relative_to(FIXTURES / "pretrained_models")))
+    entry = registry.get_entry("aioner_bioformer")
+    populate_hf_cache(cache, entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"], mirror)
+    assert presets.is_aioner("aioner_bioformer") and not presets.is_aioner("bioformer_8l")
+    tagger = AionerTagger.from_preset("aioner_bioformer")
+    assert tagger.label_names == entry["task"]["label_names"] == LABELS
+    assert tagger.decoder == "softmax" and tagger.tokenizer.lowercase is False
+    first = presets.resolve_preset("aioner_bioformer")
+    shutil.rmtree(cache)  # the converted preset is cached: no second download or conversion
+    assert presets.resolve_preset("aioner_bioformer") == first
+    text = "BRCA1 mutations cause breast cancer in mice."
+    assert sorted(e["text"] for e in tagger.annotate([text])[0]["entities"]) == sorted(
+        text[s:e] for s, e, _, _ in tagger.tag([text])[0])
+
+
+def test_archive_members_outside_the_folder_are_refused(tmp_path):
+    from biozoo.convert.aioner import safe_extract_zip
+
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as archive:
+        archive.writestr("pretrained_models/ok.txt", "x")
+        archive.writestr("../escape.txt", "x")
+    with pytest.raises(CheckpointError, match="escape.txt"):
+        safe_extract_zip(bad, tmp_path / "out")
+    assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "out" / "pretrained_models").exists()
+    link = tmp_path / "link.zip"
+    with zipfile.ZipFile(link, "w") as archive:
+        info = zipfile.ZipInfo("pretrained_models/link")
+        info.external_attr = (0o120777 << 16)
+        archive.writestr(info, "/etc/passwd")
+    with pytest.raises(CheckpointError, match="symbolic link"):
+        safe_extract_zip(link, tmp_path / "out2")
+
+
+def test_a_wrong_label_vocabulary_is_refused(tmp_path):
+    from biozoo.convert.aioner import convert_aioner
+
+    model_file, base_dir, lowercase = MODELS["softmax"]
+    root = FIXTURES / "pretrained_models"
+    with pytest.raises(CheckpointError, match="19 labels, the label vocabulary 18"):
+        convert_aioner(root / model_file, root / base_dir, tmp_path / "out", LABELS[:-1], "softmax", lowercase,
+                       progress=False)
+    assert not os.path.exists(tmp_path / "out")

@@ -1,0 +1,171 @@
+"""`biozoo annotate` over documents: sentences that keep every character, exact offsets on every
+shared document, several models, overlaps, gold kept apart, errors that name the document."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from biozoo import testing as H
+from biozoo.cli import main
+from biozoo.documents import Annotation, Document, Passage, read_documents
+from biozoo.documents.sentences import split_sentences
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "aioner"
+
+
+@pytest.fixture(scope="module")
+def aioner_preset(tmp_path_factory):
+    from biozoo.convert.aioner import convert_aioner
+
+    root = FIXTURES / "pretrained_models"
+    target = tmp_path_factory.mktemp("aioner") / "softmax"
+    convert_aioner(root / "AIONER" / "Bioformer-softmax-AIONER.h5", root / "bioformer-cased-v1.0", target,
+                   (FIXTURES / "AIO_label.vocab").read_text().split(), "softmax", False, progress=False)
+    return str(target)
+
+
+@pytest.fixture(scope="module")
+def tagger_dir(tmp_path_factory):
+    """A random BertForTokenClassification (transformers' own), labels for two types."""
+    labels = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
+    model = H.make_model("bert", "BertForTokenClassification", num_labels=len(labels),
+                         id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)},
+                         architectures=["BertForTokenClassification"])
+    return str(H.save_hf_directory(model, tmp_path_factory.mktemp("ner") / "hf"))
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Mice got 5 mg/kg i.v. (n = 24). Fig. 3B shows it.", ["Mice got 5 mg/kg i.v. (n = 24).", "Fig. 3B shows it."]),
+    ("Levels fell, e.g. in rats (p < 0.05). Smith et al. reported it. E. coli grew.",
+     ["Levels fell, e.g. in rats (p < 0.05).", "Smith et al. reported it.", "E. coli grew."]),
+    ("2,4-dinitrophenol (DNP) was given vs. saline. It worked!", ["2,4-dinitrophenol (DNP) was given vs. saline.", "It worked!"]),
+    ("Title without period\n\nAbstract starts here.", ["Title without period", "Abstract starts here."]),
+    ("  Trailing and leading space.  ", ["Trailing and leading space."]),
+    ("", []),
+])
+def test_sentences_respect_biomedical_abbreviations(text, expected):
+    assert [text[s:e] for s, e in split_sentences(text)] == expected
+
+
+def test_sentences_cover_every_character_of_every_shared_passage(shared_data):
+    """No text is lost: between sentences only whitespace, sentences in order."""
+    paths = sorted((shared_data / "documents").glob("*.PubTator")) + [shared_data / "documents" / "example_pmc.BioC.xml"]
+    passages = 0
+    for document in read_documents(paths):
+        for passage in document.passages:
+            spans = split_sentences(passage.text)
+            position = 0
+            for start, end in spans:
+                assert position <= start < end <= len(passage.text)
+                assert passage.text[position:start].strip() == "", (document.id, passage.offset, start)
+                position = end
+            assert passage.text[position:].strip() == ""
+            passages += 1
+    assert passages > 1200
+
+
+def check_offsets(documents):
+    count = 0
+    for document in documents:
+        for p in document.predictions:
+            assert document.text_at(p.start, p.end) == p.text and p.text.strip() == p.text, (document.id, p)
+            assert document.text[p.start:p.end] == p.text
+            count += 1
+    return count
+
+
+def test_every_prediction_indexes_the_document_text(shared_data, aioner_preset, tagger_dir):
+    from biozoo.annotate import AnnotationRun, load_annotator
+
+    files = [shared_data / "documents" / name for name in ("NCBIdisease_Test.PubTator", "example.PubTator", "example_pmc.BioC.xml")]
+    run = AnnotationRun([load_annotator(aioner_preset)], progress=False)
+    annotated = list(run.annotate(read_documents(files)))
+    assert len(annotated) == 105 and check_offsets(annotated) > 5000
+    assert run.documents == 105 and run.entities == sum(len(d.predictions) for d in annotated)
+    tagged = list(AnnotationRun([load_annotator(tagger_dir)], progress=False).annotate(
+        read_documents([shared_data / "documents" / "BC5CDR_Test.PubTator"])))
+    assert len(tagged) == 500 and check_offsets(tagged) > 1000
+    assert all(len(d.existing_annotations()) > 0 for d in tagged)  # gold kept, apart
+
+
+def test_overlap_rules():
+    from biozoo.annotate import resolve_overlaps
+
+    a = Annotation(0, 10, "Gene", "x" * 10, 0.5, "m1")
+    b = Annotation(5, 20, "Disease", "x" * 15, 0.4, "m2")
+    c = Annotation(21, 25, "Chemical", "x" * 4, None, "m2")
+    assert resolve_overlaps([b, a, c], "keep") == [a, b, c]
+    assert resolve_overlaps([a, b, c], "longest") == [b, c]
+    assert resolve_overlaps([a, b, c], "score") == [a, c]
+    with pytest.raises(ValueError, match="overlaps must be"):
+        resolve_overlaps([a], "biggest")
+
+
+def test_a_prediction_outside_every_passage_names_the_document():
+    document = Document("PMID9", [Passage(0, "Aspirin."), Passage(20, "Later text.")], source_format="bioc-xml")
+    with pytest.raises(ValueError, match="PMID9.*5-22"):
+        document.text_at(5, 22)
+
+
+def write_pubtator(path, documents):
+    path.write_text("".join(f"{i}|t|{t}\n{i}|a|{a}\n" + "".join(f"{i}\t{s}\t{e}\t{(t + ' ' + a)[s:e]}\t{k}\n" for s, e, k in anns)
+                            + "\n" for i, t, a, anns in documents), encoding="utf-8")
+
+
+def test_cli_two_models_bioc_out_gold_apart(tmp_path, aioner_preset, tagger_dir, capsys):
+    source = tmp_path / "in.pubtator"
+    write_pubtator(source, [("11", "Cisplatin nephrotoxicity in β-thalassemia.", "Müller et al. gave 5 mg/kg i.v. doses.",
+                             [(0, 9, "Chemical")]), ("12", "BRCA1 in breast cancer", "No abstract text.", [])])
+    out = tmp_path / "out.json"
+    assert main(["annotate", "--model", aioner_preset, "--model", tagger_dir, "--output-format", "bioc-json",
+                 "--output", str(out), "--no-progress", str(source)]) == 0
+    assert "annotated 2 documents" in capsys.readouterr().err
+    documents = list(read_documents([out]))
+    assert [d.id for d in documents] == ["11", "12"]
+    for document in documents:
+        models = {a.infons.get("annotator") for a in document.existing_annotations()}
+        assert {aioner_preset, tagger_dir} <= models | {None}
+    gold = [a for a in documents[0].existing_annotations() if "annotator" not in a.infons]
+    assert [(a.start, a.end, a.type) for a in gold] == [(0, 9, "Chemical")]
+    # PubTator output cannot keep gold apart: refused, and nothing written
+    bad = tmp_path / "out.pubtator"
+    assert main(["annotate", "--model", aioner_preset, "--output-format", "pubtator", "--output", str(bad),
+                 "--no-progress", str(source)]) == 2
+    assert "drop" in capsys.readouterr().err and not bad.exists()
+    assert main(["annotate", "--model", aioner_preset, "--output-format", "pubtator", "--output", str(bad),
+                 "--drop-existing", "--no-progress", str(source)]) == 0
+    again = list(read_documents([bad]))
+    assert [a.model for d in again for a in d.predictions] == []  # PubTator predictions read back as annotations
+    assert all(d.text_at(a.start, a.end) == a.text for d in again for a in d.existing_annotations())
+
+
+def test_cli_reports_a_malformed_document_and_skips_it_only_when_asked(tmp_path, aioner_preset, capsys):
+    source = tmp_path / "in.pubtator"
+    source.write_text("1|t|Good title\n1|a|Good abstract.\n\n2|t|Bad\n2|a|Abstract\n2\t0\t99\tBad\tGene\n\n"
+                      "3|t|Fine\n3|a|Fine too.\n", encoding="utf-8")
+    assert main(["annotate", "--model", aioner_preset, "--no-progress", str(source)]) == 2
+    err = capsys.readouterr().err
+    assert "in.pubtator:6" in err and "2" in err
+    assert main(["annotate", "--model", aioner_preset, "--no-progress", "--skip-bad", str(source)]) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line)["id"] for line in captured.out.splitlines()] == ["1", "3"]
+    assert "1 bad document(s) skipped" in captured.err
+
+
+def test_evaluate_documents_equals_a_direct_count(tmp_path, shared_data, aioner_preset, capsys):
+    """`evaluate ner --documents` = the model's predictions scored against the gold by offsets,
+    counted here directly."""
+    from biozoo.annotate import AnnotationRun, load_annotator
+
+    gold_file = shared_data / "documents" / "NCBIdisease_Test.PubTator"
+    assert main(["evaluate", "ner", "--model", aioner_preset, "--documents", str(gold_file), "--type-map",
+                 "SpecificDisease=Disease,DiseaseClass=Disease,Modifier=Disease,CompositeMention=Disease"]) == 0
+    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    documents = list(AnnotationRun([load_annotator(aioner_preset)], progress=False).annotate(read_documents([gold_file])))
+    gold = {(d.id, a.start, a.end) for d in documents for a in d.existing_annotations()}
+    predicted = {(d.id, a.start, a.end) for d in documents for a in d.predictions if a.type == "Disease"}
+    assert result["strict"]["per_type"]["Disease"]["tp"] == len(gold & predicted)
+    assert result["strict"]["per_type"]["Disease"]["fn"] == len(gold - predicted)
+    assert result["strict"]["per_type"]["Disease"]["fp"] == len(predicted - gold)
+    assert result["mentions"]["gold"] == len(gold) == 960
