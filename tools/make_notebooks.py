@@ -264,9 +264,9 @@ def notebook_01():
             with open(f"{OUTPUT}/abstract.txt", "w", encoding="utf-8") as handle:
                 handle.write("Germline mutations in BRCA1 predispose to breast and ovarian cancer.\\n"
                              "Cisplatin-induced nephrotoxicity was reduced by co-treatment with magnesium.\\n")
-            for document in biozoo("annotate", "--model", f"{OUTPUT}/ner-{FIRST}", f"{OUTPUT}/abstract.txt"):
-                print(document["text"])
-                for entity in document["entities"]:
+            for document in biozoo("annotate", "--model", f"{OUTPUT}/ner-{FIRST}", "--no-progress", f"{OUTPUT}/abstract.txt"):
+                print(document["passages"][0]["text"])
+                for entity in document["predictions"]:
                     print(f"   {entity['type']:10s} {entity['text']!r} [{entity['start']}:{entity['end']}]")
         '''),
         md("## Fine-tune ChemProt relation extraction"),

@@ -649,15 +649,19 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
 
 
 def annotate_by_sentence(task, texts, model, aggregation="first"):
-    """What `biozoo annotate` must write for one-line documents: `task.annotate` of each sentence
-    (split_sentences), shifted to the line's offsets, named by the model."""
+    """What `biozoo annotate` must write for one-line documents: `task.annotate` of their
+    sentences (split_sentences; all in one call, batched as the command batches them), shifted to
+    each line's offsets, named by the model."""
     from biozoo.documents.sentences import split_sentences
 
+    spans = [split_sentences(text) for text in texts]
+    sentences = [text[start:end] for text, row in zip(texts, spans) for start, end in row]
+    results = iter(task.annotate(sentences, aggregation=aggregation))
     out = []
-    for text in texts:
+    for row in spans:
         found = []
-        for start, end in split_sentences(text):
-            for e in task.annotate([text[start:end]], aggregation=aggregation)[0]["entities"]:
+        for start, _ in row:
+            for e in next(results)["entities"]:
                 found.append({"start": start + e["start"], "end": start + e["end"], "type": e["type"],
                               "text": e["text"], "score": e["score"], "model": model, "concept_id": None, "id": None})
         out.append(sorted(found, key=lambda e: (e["start"], e["end"])))
