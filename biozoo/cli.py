@@ -56,7 +56,7 @@ def main(argv=None):
     except Exception as error:  # every expected failure is one clear line
         from biozoo.errors import BiozooError
 
-        if isinstance(error, (BiozooError, FileNotFoundError, KeyError, ValueError)) and not os.environ.get(
+        if isinstance(error, (BiozooError, OSError, KeyError, ValueError)) and not os.environ.get(
             "BIOZOO_DEBUG"
         ):
             print(f"biozoo {args.command}: error: {error}", file=sys.stderr)

@@ -96,6 +96,10 @@ def _score_ner_documents(args) -> int:
     pred = _read_document_file(args.pred, args.pred_format)
     result = score_mentions(gold, pred, gold_from="existing", pred_from=args.pred_from or "auto",
                             allow_missing=args.allow_missing)
+    if result["sources"]["pred"] == "existing" and any(d.source_format == "jsonl" for d in pred):
+        print(f"warning: {args.pred} carries no predictions: its annotations are scored as the predictions "
+              "(a file written by `biozoo annotate` keeps predictions apart; --pred-from says which to use)",
+              file=sys.stderr)
     for side, path in (("gold", args.gold), ("pred", args.pred)):
         if result["duplicates_removed"][side]:
             print(f"warning: {path}: {result['duplicates_removed'][side]} duplicate {side} mention(s) "

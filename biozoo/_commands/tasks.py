@@ -174,7 +174,11 @@ def _evaluate_documents(args):
 
     if args.kind != "ner":
         raise ValueError("--documents evaluates NER models only")
-    mapping = dict(pair.split("=", 1) for pair in args.type_map.split(",") if pair.strip())
+    pairs = [pair.strip() for pair in args.type_map.split(",") if pair.strip()]
+    bad = [pair for pair in pairs if pair.count("=") != 1 or not all(pair.split("="))]
+    if bad:
+        raise ValueError(f"--type-map: {', '.join(bad)} is not FROM=TO (e.g. SpecificDisease=Disease)")
+    mapping = dict(pair.split("=") for pair in pairs)
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
     annotator = load_annotator(args.model, entity_types=types)
     documents = list(AnnotationRun([annotator]).annotate(read_documents(args.documents)))

@@ -3,8 +3,8 @@
 An annotator takes documents and returns, per document, entities `(start, end, type, score)`
 with document-level offsets. `TaggerAnnotator` runs a `TokenClassifier` (fine-tuned by biozoo or
 a hub checkpoint) sentence by sentence; `AionerAnnotator` runs AIONER on the units AIONER's own
-code tags (a PubTator document's `title + " " + abstract`, or each BioC passage except
-references).
+code tags (a PubTator or PubMed document's `title + " " + abstract`, or each BioC passage
+except references).
 
 Example:
     >>> annotator = load_annotator("aioner_bioformer")
@@ -20,7 +20,7 @@ from biozoo.documents.sentences import split_sentences
 
 def _units(document, whole_pubtator_text, skip_types=()):
     """`(text, offset)` pieces of a document that a model reads independently."""
-    if whole_pubtator_text and document.source_format == "pubtator":
+    if whole_pubtator_text and document.source_format in ("pubtator", "pubmed-xml"):
         return [(document.text, 0)]
     return [(p.text, p.offset) for p in document.passages
             if p.text.strip() and (p.type or p.infons.get("type")) not in skip_types]

@@ -73,8 +73,26 @@ def read_keras_h5(path):
             for name in (_text(n) for n in group.attrs.get("weight_names", [])):
                 if name in tensors:
                     raise CheckpointError(f"{path}: weight '{name}' appears twice (layers share a name).")
-                tensors[name] = np.asarray(group[name], dtype=np.float32)
+                tensors[name] = np.asarray(_own_dataset(path, group, name), dtype=np.float32)
     return tensors
+
+
+def _own_dataset(path, group, name):
+    """`group[name]`, refusing links and data stored outside the file (external or virtual
+    datasets): a weights file must hold its own numbers."""
+    import h5py
+
+    node, parts = group, name.split("/")
+    for i, part in enumerate(parts):
+        link = node.get(part, getlink=True)
+        if link is None:
+            raise CheckpointError(f"{path}: no dataset '{group.name}/{name}'.")
+        if not isinstance(link, h5py.HardLink):
+            raise CheckpointError(f"{path}: '{group.name}/{'/'.join(parts[:i + 1])}' is a link; refused.")
+        node = node[part]
+    if not isinstance(node, h5py.Dataset) or node.external or node.is_virtual:
+        raise CheckpointError(f"{path}: '{group.name}/{name}' is not a dataset stored in the file; refused.")
+    return node
 
 
 def _text(value):

@@ -97,11 +97,13 @@ def detect_format(path_or_head, name=None) -> str:
     text = _head_text(head, name).lstrip()
     if not text:
         return "text"
-    if text[0] == "<":
+    # a line of plain text may start with "<", "[" or "{" ("[Treatment of ...]", "<i>Aspirin</i> ..."):
+    # XML needs a prolog or a known root, JSON an object
+    if text[0] == "<" and (text.startswith(("<?xml", "<!")) or re.match(r"<(collection|PubmedArticleSet)\b", text)):
         return _xml_format(text, name)
-    if text[0] == "[":
+    if text[0] == "[" and re.match(r"\[\s*(\{|$)", text):
         return "bioc-json"
-    if text[0] == "{":
+    if text[0] == "{" and re.match(r'\{\s*("|\}|$)', text):
         if _BIOC_JSON_KEY.search(text.split("\n", 1)[0]):
             return "bioc-json"
         return _json_format(text)

@@ -97,7 +97,7 @@ class Document:
         """The text of [start, end); raises ValueError naming the document when no passage
         holds the span (a PubTator document's span may cross from title to abstract)."""
         passage = self.passage_at(start, end)
-        if passage is None and self.source_format == "pubtator" and 0 <= start <= end <= len(self.text):
+        if passage is None and self.source_format in ("pubtator", "pubmed-xml") and 0 <= start <= end <= len(self.text):
             return self.text[start:end]  # title + " " + abstract is one text: a span may cross it
         if passage is None or start > end:
             raise ValueError(f"document {self.id}: offsets {start}-{end} are outside every passage "

@@ -135,6 +135,14 @@ def restore_offsets(text, blocks):
             spans.append((at, at + len(word)))
             position = at + len(word)
         for first, last, kind in entities:
+            if last >= len(spans):
+                # a whitespace "word" (a non-breaking space...) vanished from the words, as in AIONER,
+                # whose own code then fails with an IndexError: reported, not guessed
+                import warnings
+
+                warnings.warn(f"AIONER: an entity on words {first}-{last} of a sentence of {len(spans)} words "
+                              f"({words_text[:60]!r}...) is past its last word and is not reported", stacklevel=2)
+                continue
             entity = (spans[first][0], spans[last][1], kind)
             if entity not in found:
                 found.append(entity)
@@ -296,7 +304,13 @@ class AionerTagger:
         """Raw texts in, `{"text", "entities": [{"start", "end", "type", "text", "score"}]}` out,
         like `TokenClassifier.annotate`. Several entity types: one pass each, keeping each
         pass's own type."""
-        entity_types = [entity_types] if isinstance(entity_types, str) else list(entity_types)
+        entity_types = list(dict.fromkeys([entity_types] if isinstance(entity_types, str) else entity_types))
+        if "ALL" in entity_types and len(entity_types) > 1:
+            raise ValueError(f"entity types {', '.join(entity_types)}: ALL already covers every type; give ALL alone "
+                             f"or types among {', '.join(ENTITY_TYPES)}")
+        for kind in entity_types:
+            if kind != "ALL" and kind not in ENTITY_TYPES:
+                raise ValueError(f"unknown AIONER entity type {kind!r}; choose ALL or types among {', '.join(ENTITY_TYPES)}")
         per_type = [self.tag(texts, kind, batch_size) for kind in entity_types]
         results = []
         for i, text in enumerate(texts):
@@ -325,6 +339,8 @@ def _scores_by_offsets(text, restored, scores):
             spans.append((at, at + len(word)))
             position = at + len(word)
         for entity in entities:
+            if entity[1] >= len(spans):
+                continue
             key = (spans[entity[0]][0], spans[entity[1]][1], entity[2])
             out.setdefault(key, scores.get(b, {}).get(entity))
     return out

@@ -177,3 +177,28 @@ def test_a_wrong_label_vocabulary_is_refused(tmp_path):
         convert_aioner(root / model_file, root / base_dir, tmp_path / "out", LABELS[:-1], "softmax", lowercase,
                        progress=False)
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_all_with_other_types_and_unknown_types_are_refused(taggers):
+    with pytest.raises(ValueError, match="ALL already covers"):
+        taggers["softmax"].annotate(["Aspirin."], entity_types=["ALL", "Gene"])
+    with pytest.raises(ValueError, match="unknown AIONER entity type 'Protein'"):
+        taggers["softmax"].annotate(["Aspirin."], entity_types=["Protein"])
+
+
+def test_h5_links_and_outside_data_are_refused(tmp_path):
+    import h5py
+
+    from biozoo.convert.aioner import read_keras_h5
+
+    outside = tmp_path / "outside.h5"
+    with h5py.File(outside, "w") as f:
+        f["secret"] = np.arange(4, dtype=np.float32)
+    crafted = tmp_path / "crafted.h5"
+    with h5py.File(crafted, "w") as f:
+        f.attrs["layer_names"] = [b"dense2"]
+        group = f.create_group("dense2")
+        group.attrs["weight_names"] = [b"dense2/kernel:0"]
+        group.create_group("dense2")["kernel:0"] = h5py.ExternalLink(str(outside), "secret")
+    with pytest.raises(CheckpointError, match="is a link; refused"):
+        read_keras_h5(crafted)

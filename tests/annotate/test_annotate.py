@@ -169,3 +169,19 @@ def test_evaluate_documents_equals_a_direct_count(tmp_path, shared_data, aioner_
     assert result["strict"]["per_type"]["Disease"]["fn"] == len(gold - predicted)
     assert result["strict"]["per_type"]["Disease"]["fp"] == len(predicted - gold)
     assert result["mentions"]["gold"] == len(gold) == 960
+
+
+def test_plain_text_lines_that_look_like_json_or_xml_are_text():
+    from biozoo.documents import detect_format
+
+    assert detect_format(b"[Treatment of anaemia in children]\nSecond title\n") == "text"
+    assert detect_format(b"{Note} a line\n") == "text"
+    assert detect_format(b"<i>Aspirin</i> helps.\n") == "text"
+    assert detect_format(b'[\n {"source": "PMC", "documents": []}]') == "bioc-json"
+    assert detect_format(b'<?xml version="1.0"?><collection>') == "bioc-xml"
+
+
+def test_a_bad_type_map_is_one_clear_line(aioner_preset, shared_data, capsys):
+    assert main(["evaluate", "ner", "--model", aioner_preset, "--documents",
+                 str(shared_data / "documents" / "example.PubTator"), "--type-map", "SpecificDisease"]) == 2
+    assert "--type-map: SpecificDisease is not FROM=TO" in capsys.readouterr().err
