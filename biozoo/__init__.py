@@ -24,6 +24,7 @@ from biozoo import models  # noqa: E402  (registers the backbones and tokenizers
 from biozoo.api import Tokenizer, from_preset  # noqa: E402
 from biozoo.registry import list_presets  # noqa: E402
 from biozoo.tasks import (  # noqa: E402
+    AionerTagger,
     MaskedLM,
     QuestionAnswerer,
     ReplacedTokenDetector,
@@ -34,4 +35,5 @@ from biozoo.tasks import (  # noqa: E402
 __all__ = [
     "from_preset", "list_presets", "Tokenizer", "__version__",
     "TokenClassifier", "SequenceClassifier", "QuestionAnswerer", "MaskedLM", "ReplacedTokenDetector",
+    "AionerTagger",
 ]

@@ -68,7 +68,8 @@ def annotate_command(args):
         print(f"skipped: {message}", file=sys.stderr)
 
     run = AnnotationRun(annotators, overlaps=args.overlaps, chunk_size=args.chunk_size,
-                        drop_existing=args.drop_existing, progress=not args.no_progress)
+                        drop_existing=args.drop_existing, progress=not args.no_progress, skip_bad=args.skip_bad,
+                        on_skip=on_skip)
     documents = read_documents(args.inputs or ["-"], fmt=args.input_format, skip_bad=args.skip_bad, on_skip=on_skip)
     written = write_documents(run.annotate(documents), args.output, args.output_format)
     summary = run.summary() + (f"; {len(skipped)} bad document(s) skipped" if skipped else "")

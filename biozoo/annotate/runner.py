@@ -50,14 +50,19 @@ class AnnotationRun:
     """Annotators applied to a stream of documents.
 
     `drop_existing` removes the annotations the input carried; otherwise they stay apart from
-    the predictions (`Document.predictions`)."""
+    the predictions (`Document.predictions`). A document a model cannot annotate (an offset
+    outside its text...) stops the run with an error naming it, or, with `skip_bad`, is
+    reported through `on_skip(message)`, counted in `skipped` and left out."""
 
     annotators: list
     overlaps: str = "keep"
     chunk_size: int = 64
     drop_existing: bool = False
     progress: bool = True
+    skip_bad: bool = False
+    on_skip: object = None
     documents: int = 0
+    skipped: int = 0
     entities: int = 0
     seconds: float = 0.0
 
@@ -94,11 +99,23 @@ class AnnotationRun:
         return tqdm(unit="doc", desc="annotating", dynamic_ncols=True)
 
     def _annotate_chunk(self, chunk, bar):
-        found = [[] for _ in chunk]
-        for annotator in self.annotators:
-            for d, entities in enumerate(annotator.annotate(chunk)):
-                for start, end, kind, score in entities:
-                    found[d].append(self._annotation(chunk[d], start, end, kind, score, annotator.name))
+        try:
+            found = self._predictions(chunk)
+        except Exception:
+            found = None
+        if found is None:  # find the document(s) at fault: one at a time
+            kept, found = [], []
+            for document in chunk:
+                try:
+                    found.append(self._predictions([document])[0])
+                    kept.append(document)
+                except Exception as error:
+                    message = f"{document.source or 'document'} (id {document.id}): {error}"
+                    if not self.skip_bad:
+                        raise ValueError(message) from error
+                    self.skipped += 1
+                    (self.on_skip or _print_skip)(message)
+            chunk = kept
         for document, predictions in zip(chunk, found):
             if self.drop_existing:
                 document.annotations = []
@@ -114,11 +131,25 @@ class AnnotationRun:
                 bar.set_postfix(entities=self.entities, refresh=False)
             yield document
 
+    def _predictions(self, chunk):
+        found = [[] for _ in chunk]
+        for annotator in self.annotators:
+            for d, entities in enumerate(annotator.annotate(chunk)):
+                for start, end, kind, score in entities:
+                    found[d].append(self._annotation(chunk[d], start, end, kind, score, annotator.name))
+        return found
+
     @staticmethod
     def _annotation(document, start, end, kind, score, model):
         text = document.text_at(start, end)  # raises, naming the document, when outside every passage
         return Annotation(start=start, end=end, type=kind, text=text,
                           score=None if score is None else float(score), model=model)
+
+
+def _print_skip(message):
+    import sys
+
+    print(f"skipped: {message}", file=sys.stderr)
 
 
 def annotate_documents(documents, annotators, **options):

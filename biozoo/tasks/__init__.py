@@ -1,5 +1,6 @@
-"""Task models: NER, relation / document classification, QA, and pretraining heads."""
+"""Task models: NER (including AIONER), relation / document classification, QA, and pretraining heads."""
 
+from biozoo.tasks.aioner import AionerTagger
 from biozoo.tasks.finetuned import load_task
 from biozoo.tasks.pretraining import MaskedLM, ReplacedTokenDetector
 from biozoo.tasks.question_answerer import QuestionAnswerer, QuestionAnswererPreprocessor
@@ -11,5 +12,6 @@ __all__ = [
     "SequenceClassifier", "SequenceClassifierPreprocessor",
     "QuestionAnswerer", "QuestionAnswererPreprocessor",
     "MaskedLM", "ReplacedTokenDetector",
+    "AionerTagger",
     "load_task",
 ]

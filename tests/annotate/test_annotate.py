@@ -185,3 +185,28 @@ def test_a_bad_type_map_is_one_clear_line(aioner_preset, shared_data, capsys):
     assert main(["evaluate", "ner", "--model", aioner_preset, "--documents",
                  str(shared_data / "documents" / "example.PubTator"), "--type-map", "SpecificDisease"]) == 2
     assert "--type-map: SpecificDisease is not FROM=TO" in capsys.readouterr().err
+
+
+def test_a_document_a_model_cannot_annotate_is_named_and_skipped_only_when_asked():
+    """An annotator's failure on one document of a chunk: the run stops naming that document, or
+    with skip_bad reports it, counts it and annotates the others."""
+    from biozoo.annotate import AnnotationRun
+
+    class Picky:
+        name = "picky"
+
+        def annotate(self, documents):
+            if any(d.id == "bad" for d in documents):
+                raise ValueError("offsets 0-99 are outside the text")
+            return [[(0, 3, "Gene", 0.9)] for _ in documents]
+
+    def documents():
+        return [Document(i, [Passage(0, f"ABC text {i}")], source=f"in.txt:{n}") for n, i in enumerate(["a", "bad", "c"], 1)]
+
+    with pytest.raises(ValueError, match=r"in.txt:2 \(id bad\): offsets 0-99"):
+        list(AnnotationRun([Picky()], progress=False).annotate(documents()))
+    skipped = []
+    run = AnnotationRun([Picky()], progress=False, skip_bad=True, on_skip=skipped.append)
+    out = list(run.annotate(documents()))
+    assert [d.id for d in out] == ["a", "c"] and run.skipped == 1 and "in.txt:2 (id bad)" in skipped[0]
+    assert [(p.start, p.end, p.text, p.model) for p in out[0].predictions] == [(0, 3, "ABC", "picky")]
