@@ -42,6 +42,7 @@ HEAD_RENAMES = (
 HEAD_RULES = [Rule(f"aioner/{name}", f"heads/aioner/{name}") for name in (
     "dense2/kernel", "dense2/bias", "output/kernel", "output/bias",
     "crf/chain_kernel", "crf/left_boundary", "crf/right_boundary")]
+# represent_ner.py adds these, in this order, after the vocabulary
 MARKER_TOKENS = ("<Chemical>", "</Chemical>", "<Disease>", "</Disease>", "<CellLine>", "</CellLine>",
                  "<Gene>", "</Gene>", "<Species>", "</Species>", "<Variant>", "</Variant>", "<ALL>", "</ALL>")
 

@@ -33,10 +33,9 @@ import re
 
 import numpy as np
 
+from biozoo.convert.aioner import MARKER_TOKENS
+
 ENTITY_TYPES = ("Gene", "Chemical", "Disease", "Species", "Variant", "CellLine")
-# represent_ner.py adds these, in this order, after the vocabulary
-MARKER_TOKENS = ("<Chemical>", "</Chemical>", "<Disease>", "</Disease>", "<CellLine>", "</CellLine>",
-                 "<Gene>", "</Gene>", "<Species>", "</Species>", "<Variant>", "</Variant>", "<ALL>", "</ALL>")
 MAX_LENGTH = 256  # model_ner.py's maxlen: pieces per input, and words per cut of a sentence
 DECODERS = ("softmax", "crf")
 
