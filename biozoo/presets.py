@@ -181,11 +181,11 @@ def _local_key(path):
     return f"local/{_safe_key(os.path.basename(os.path.abspath(path)))}-{digest.hexdigest()[:16]}"
 
 
-def _convert(source_dir, casing=None, provenance=None, accept=None):
+def _convert(source_dir, casing=None, provenance=None, accept=None, registry_config=None):
     from biozoo.convert.hf import convert_hf_directory
 
     return lambda target: convert_hf_directory(source_dir, target, casing=casing, provenance=provenance,
-                                               accept=accept)
+                                               accept=accept, registry_config=registry_config)
 
 
 def resolve_preset(handle, accept=None):
@@ -219,7 +219,7 @@ def _resolve_preset(handle, accept):
             what = f"Preset '{entry['name']}'"
             source = _hf_download(repo, revision, list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision, weights), what)
             provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision}
-            _convert(source, entry["tokenizer"], provenance, accept)(target)
+            _convert(source, entry["tokenizer"], provenance, accept, entry["config"])(target)
 
         return _cached(_safe_key(f"{entry['name']}@{revision}"), build)
     if kind == "hf":
@@ -318,7 +318,7 @@ def resolve_tokenizer_preset(handle):
 
         def build(target):
             source = _hf_download(repo, revision, TOKENIZER_FILES, f"The tokenizer of '{entry['name']}'")
-            _tokenizer_only(source, entry["tokenizer"])(target)
+            _tokenizer_only(source, entry["tokenizer"], entry)(target)
 
         return _cached(_safe_key(f"{entry['name']}@{revision}"), build, kind="tokenizers")
     if kind == "hf":
@@ -334,13 +334,13 @@ def resolve_tokenizer_preset(handle):
     return resolve_preset(handle)
 
 
-def _tokenizer_only(source_dir, casing):
+def _tokenizer_only(source_dir, casing, entry=None):
     def build(target):
         from biozoo._io import atomic_write_json
         from biozoo.convert.hf import build_tokenizer, read_hf_config
         from biozoo.models import family_for_model_type
 
-        config = read_hf_config(source_dir)
+        config = read_hf_config(source_dir, entry and entry["config"], entry and entry["name"])
         family = family_for_model_type(config["model_type"], os.path.join(source_dir, "config.json"))
         tokenizer = build_tokenizer(family, source_dir, config["vocab_size"], casing)
         with atomic_directory(target) as tmp:

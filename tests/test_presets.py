@@ -49,12 +49,13 @@ def assert_same_outputs(a, b, inputs):
         np.testing.assert_array_equal(np.asarray(a[key]), np.asarray(b[key]))
 
 
-def test_registry_name_downloads_converts_and_caches(tiny_bert_dir, offline_hub, count_conversions):
+def test_registry_name_downloads_converts_and_caches(tiny_bert_dir, offline_hub, count_conversions, monkeypatch):
     entry = registry.get_entry("bioformer_8l")
     repo, revision = entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"]
     # The registry points at pytorch_model.bin: the mirror holds exactly that.
     model = H.make_model("bert", "BertForPreTraining")
     H.save_hf_directory(model, tiny_bert_dir.parent / "bin", "bin")
+    H.registry_entry_describes(monkeypatch, "bioformer_8l", tiny_bert_dir.parent / "bin")
     H.populate_hf_cache(offline_hub, repo, revision, tiny_bert_dir.parent / "bin")
 
     first = biozoo.from_preset("bioformer_8l")
@@ -71,10 +72,11 @@ def test_registry_name_downloads_converts_and_caches(tiny_bert_dir, offline_hub,
     assert biozoo.Tokenizer.from_preset("bioformer_8l").vocabulary_size() == H.VOCAB_SIZE
 
 
-def test_registry_casing_applies_when_the_repo_has_no_tokenizer_config(tmp_path, offline_hub):
+def test_registry_casing_applies_when_the_repo_has_no_tokenizer_config(tmp_path, offline_hub, monkeypatch):
     """BioBERT's hub repo has only vocab.txt: HF's default would lower-case; the registry says cased."""
     source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
     os.remove(source / "tokenizer_config.json")
+    H.registry_entry_describes(monkeypatch, "biobert_v1_1", source)
     entry = registry.get_entry("biobert_v1_1")
     H.populate_hf_cache(offline_hub, entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"], source)
     assert biozoo.Tokenizer.from_preset("biobert_v1_1").lowercase is False
@@ -180,3 +182,44 @@ def test_load_weights_false_on_an_hf_directory_keeps_its_pooler(name, model_cls,
     backbone = biozoo.from_preset(str(directory), load_weights=False)
     assert ("pooled_output" in backbone.output) == pooled
     assert backbone.count_params() == sum(p.numel() for p in testing.make_model(name, model_cls).parameters())
+
+
+# BioBERT v1.1's config.json at the pinned revision: the 11 keys of a BERT config, no model_type
+BIOBERT_V1_1_CONFIG = {
+    "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768,
+    "initializer_range": 0.02, "intermediate_size": 3072, "max_position_embeddings": 512,
+    "num_attention_heads": 12, "num_hidden_layers": 12, "type_vocab_size": 2, "vocab_size": 28996,
+}
+
+
+def test_a_hub_config_without_model_type_takes_the_registry_family(tmp_path, offline_hub, monkeypatch):
+    """biobert_v1_1's repo has an old 11-key config.json (no model_type): a registry name converts
+    with the registry's config, completed by the file's."""
+    import json
+
+    from biozoo.convert.hf import reconcile_config
+
+    real = reconcile_config(BIOBERT_V1_1_CONFIG, registry.get_entry("biobert_v1_1")["config"], "config.json")
+    assert real["model_type"] == "bert" and real["hidden_size"] == 768
+    source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
+    H.registry_entry_describes(monkeypatch, "biobert_v1_1", source)
+    config = json.loads((source / "config.json").read_text())
+    old_style = {key: config[key] for key in BIOBERT_V1_1_CONFIG}
+    (source / "config.json").write_text(json.dumps(old_style))
+    entry = registry.get_entry("biobert_v1_1")
+    H.populate_hf_cache(offline_hub, entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"], source)
+    backbone = biozoo.from_preset("biobert_v1_1")
+    assert type(backbone).__name__ == "BertBackbone" and backbone.hidden_dim == old_style["hidden_size"]
+
+
+def test_a_hub_config_that_disagrees_with_the_registry_names_both(tmp_path, offline_hub):
+    from biozoo.errors import CheckpointError
+
+    source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
+    entry = registry.get_entry("biobert_v1_1")  # hidden_size 768 in the registry, 32 in this file
+    H.populate_hf_cache(offline_hub, entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"], source)
+    with pytest.raises(CheckpointError, match=r"hidden_size 32 in the file, 768 in the registry"):
+        biozoo.from_preset("biobert_v1_1")
+    with pytest.raises(CheckpointError, match="disagree"):  # nothing was cached as converted
+        biozoo.from_preset("biobert_v1_1")
+

@@ -11,14 +11,45 @@ from biozoo.errors import CheckpointError
 SENTENCEPIECE_FILES = ("spiece.model", "sentencepiece.bpe.model")
 
 
-def read_hf_config(directory):
+# the keys that fix a model's shape and arithmetic: a hub config.json and a registry entry
+# that disagree on one of them describe different models
+ARCHITECTURE_KEYS = ("model_type", "vocab_size", "hidden_size", "embedding_size", "num_hidden_layers",
+                     "num_attention_heads", "intermediate_size", "max_position_embeddings", "type_vocab_size",
+                     "hidden_act", "layer_norm_eps")
+
+
+def read_hf_config(directory, registry_config=None, registry_name=None):
+    """config.json of an HF directory. With the registry entry's config (the handle was a registry
+    name), the registry is the truth: keys the hub file lacks (old BERT configs have no
+    model_type) come from it, and an architecture key on which they disagree fails, naming both."""
     path = os.path.join(directory, "config.json")
     if not os.path.exists(path):
         raise CheckpointError(f"{directory}: no config.json; not a HuggingFace model directory.")
     config = read_json(path, "model config")
+    if registry_config is not None:
+        config = reconcile_config(config, registry_config, path, registry_name)
     if "model_type" not in config:
         raise CheckpointError(f"{path}: no 'model_type' key; cannot tell the model family.")
     return config
+
+
+def reconcile_config(hub_config, registry_config, source, registry_name=None):
+    """The registry's config completed by the hub's config.json; raises CheckpointError when they
+    disagree on an architecture key (e.g. hidden_size 768 in one, 1024 in the other).
+
+        >>> reconcile_config({"hidden_size": 768}, {"model_type": "bert", "hidden_size": 768}, "config.json")
+        {'model_type': 'bert', 'hidden_size': 768}
+    """
+    hub_type = hub_config.get("model_type")
+    differ = [key for key in ARCHITECTURE_KEYS if key in hub_config and key in registry_config
+              and hub_config[key] != registry_config[key]
+              and not (key == "model_type" and str(hub_type).replace("_", "-") == registry_config[key])]
+    if differ:
+        pairs = ", ".join(f"{key} {hub_config[key]!r} in the file, {registry_config[key]!r} in the registry"
+                          for key in differ)
+        raise CheckpointError(f"{source}: config.json and the registry entry {registry_name or ''} disagree: "
+                              f"{pairs}; they describe different models.")
+    return {**registry_config, **hub_config, "model_type": hub_type or registry_config["model_type"]}
 
 
 SPECIAL_TOKEN_KEYS = ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")
@@ -111,18 +142,20 @@ def _vocab_txt_arguments(directory, settings, casing):
     return path, {"vocabulary": path, "lowercase": lowercase, "strip_accents": strip}
 
 
-def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progress=True, accept=None):
+def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progress=True, accept=None,
+                         registry_config=None):
     """Convert an HF model directory (config.json, weights, vocabulary) into a Keras preset.
 
     Streams the weights tensor by tensor into a backbone built from config.json, keeps the
     heads the checkpoint carries, and writes the preset atomically. Returns `out_dir`.
     `accept(hf_config, source)` may refuse the checkpoint (raise) before anything is written.
+    `registry_config`: the registry entry's config when the handle named one (see read_hf_config).
     """
     from biozoo.convert.core import convert_tensors
     from biozoo.models import family_for_model_type
 
     directory = os.fspath(directory)
-    config = read_hf_config(directory)
+    config = read_hf_config(directory, registry_config, (provenance or {}).get("registry_name"))
     if accept is not None:
         accept(config, directory)
     family = family_for_model_type(config["model_type"], os.path.join(directory, "config.json"))

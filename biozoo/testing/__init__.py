@@ -666,3 +666,17 @@ def annotate_by_sentence(task, texts, model, aggregation="first"):
                               "text": e["text"], "score": e["score"], "model": model, "concept_id": None, "id": None})
         out.append(sorted(found, key=lambda e: (e["start"], e["end"])))
     return out
+
+
+def registry_entry_describes(monkeypatch, name, source_dir):
+    """Make registry entry `name` describe the (small, random) model in `source_dir`: its config
+    becomes that config.json's, so a hub mirror of it agrees with the registry, as the real
+    checkpoint agrees with the real entry (restored by `monkeypatch` after the test)."""
+    import json
+
+    from biozoo import registry
+
+    config = json.loads((Path(source_dir) / "config.json").read_text())
+    keep = ("id2label", "label2id", "architectures", "torch_dtype", "transformers_version")
+    config = {k: v for k, v in config.items() if k not in keep}
+    monkeypatch.setitem(registry._load_registry()["checkpoints"][name], "config", config)

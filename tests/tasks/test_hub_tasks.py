@@ -370,6 +370,7 @@ def test_a_registry_task_checkpoint_and_its_hf_handle_load_from_a_hub_mirror(tmp
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     repo, revision = entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"]
     H.populate_hf_cache(cache, repo, revision, source)
+    H.registry_entry_describes(monkeypatch, "bioformer_8l_ncbi_disease", source)
 
     assert "bioformer_8l_ncbi_disease" in biozoo.list_presets(kind="task")
     ner = biozoo.TokenClassifier.from_preset("bioformer_8l_ncbi_disease")
