@@ -61,6 +61,13 @@ def annotate_command(args):
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
     annotators = [load_annotator(m, aggregation=args.aggregation, batch_size=args.batch_size, entity_types=types)
                   for m in models]
+    if types != ("ALL",):
+        from biozoo.annotate import AionerAnnotator
+
+        for annotator in annotators:
+            if not isinstance(annotator, AionerAnnotator):
+                print(f"warning: --entity-types applies to AIONER models only; {annotator.name} tags the types "
+                      "it was trained for", file=sys.stderr)
     skipped = []
 
     def on_skip(message):

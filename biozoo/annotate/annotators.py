@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from biozoo.documents.sentences import split_sentences
 
@@ -81,8 +82,6 @@ def load_annotator(handle, aggregation="first", batch_size=64, entity_types=("AL
     token-classification checkpoint (registry task name, hf://..., local HF directory)."""
     from biozoo import presets
     from biozoo.tasks.finetuned import KIND_FILE, load_task
-
-    import os
 
     if not os.path.exists(os.path.join(os.fspath(handle), KIND_FILE)) and presets.is_aioner(handle):
         from biozoo.tasks.aioner import AionerTagger

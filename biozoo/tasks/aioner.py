@@ -120,11 +120,12 @@ def _length_preserving_lower(text):
 
 
 def restore_offsets(text, blocks):
-    """`[(start, end, type)]` in `text` from `[(inner words text, entities)]` per block, in
-    AIONER's order and without repeats (`NN_restore_index_fn`): each block's words are found
-    one after the other in the lower-cased text."""
+    """`[(start, end, type, *extra)]` in `text` from `[(inner words text, [(first word, last word,
+    type, *extra)])]` per block, in AIONER's order and without repeats of (start, end, type), the
+    first kept (`NN_restore_index_fn`): each block's words are found one after the other in the
+    lower-cased text."""
     lowered = _length_preserving_lower(text)
-    position, found = 0, []
+    position, found, seen = 0, [], set()
     for words_text, entities in blocks:
         spans = []
         for word in _length_preserving_lower(words_text).split():
@@ -133,7 +134,7 @@ def restore_offsets(text, blocks):
                 raise ValueError(f"AIONER word {word!r} not found in the text after offset {position}")
             spans.append((at, at + len(word)))
             position = at + len(word)
-        for first, last, kind in entities:
+        for first, last, kind, *extra in entities:
             if last >= len(spans):
                 # a whitespace "word" (a non-breaking space...) vanished from the words, as in AIONER,
                 # whose own code then fails with an IndexError: reported, not guessed
@@ -143,8 +144,9 @@ def restore_offsets(text, blocks):
                               f"({words_text[:60]!r}...) is past its last word and is not reported", stacklevel=2)
                 continue
             entity = (spans[first][0], spans[last][1], kind)
-            if entity not in found:
-                found.append(entity)
+            if entity not in seen:
+                seen.add(entity)
+                found.append((*entity, *extra))
     return found
 
 
@@ -272,15 +274,14 @@ class AionerTagger:
     def tag(self, texts, entity_type="ALL", batch_size=64):
         """Per text, `[(start, end, type, score)]` as AIONER finds them (score: the mean
         first-piece probability of the entity's words for the softmax model, else None)."""
-        if entity_type != "ALL" and entity_type not in ENTITY_TYPES:
-            raise ValueError(f"unknown AIONER entity type {entity_type!r}; choose ALL or one of {', '.join(ENTITY_TYPES)}")
+        _check_entity_type(entity_type)
         blocks_per_text = [conll_blocks(conll_input(text, entity_type)) if text.strip() else [] for text in texts]
         flat = [block for blocks in blocks_per_text for block in blocks]
         encoded = self._encode(flat)
         predicted = self._label_ids([ids for ids, _ in encoded], batch_size)
         results, k = [], 0
         for text, blocks in zip(texts, blocks_per_text):
-            restored, scores = [], {}
+            restored = []
             for block in blocks:
                 (_, word_ids), (labels, probs) = encoded[k], predicted[k]
                 k += 1
@@ -288,15 +289,11 @@ class AionerTagger:
                 tagged = block[:len(positions)]  # words after the last labelled one are dropped, as in AIONER
                 names = [self.label_names[labels[p]] for p in positions]
                 inner = tagged[1:-1]
-                spans = entity_word_spans(names[1:-1])
-                restored.append((" ".join(inner), spans))
-                if probs is not None:
-                    for first, last, kind in spans:
-                        scores.setdefault(len(restored) - 1, {})[(first, last, kind)] = float(
-                            np.mean([probs[p] for p in positions[1 + first:2 + last]]))
-            entities = restore_offsets(text, restored)
-            score_of = _scores_by_offsets(text, restored, scores)
-            results.append([(s, e, kind, score_of.get((s, e, kind))) for s, e, kind in entities])
+                scored = [(first, last, kind, None if probs is None else
+                           float(np.mean([probs[p] for p in positions[1 + first:2 + last]])))
+                          for first, last, kind in entity_word_spans(names[1:-1])]
+                restored.append((" ".join(inner), scored))
+            results.append(restore_offsets(text, restored))
         return results
 
     def annotate(self, texts, batch_size=64, entity_types=("ALL",)):
@@ -307,9 +304,8 @@ class AionerTagger:
         if "ALL" in entity_types and len(entity_types) > 1:
             raise ValueError(f"entity types {', '.join(entity_types)}: ALL already covers every type; give ALL alone "
                              f"or types among {', '.join(ENTITY_TYPES)}")
-        for kind in entity_types:
-            if kind != "ALL" and kind not in ENTITY_TYPES:
-                raise ValueError(f"unknown AIONER entity type {kind!r}; choose ALL or types among {', '.join(ENTITY_TYPES)}")
+        for kind in entity_types:  # before any pass runs
+            _check_entity_type(kind)
         per_type = [self.tag(texts, kind, batch_size) for kind in entity_types]
         results = []
         for i, text in enumerate(texts):
@@ -325,21 +321,6 @@ class AionerTagger:
         return results
 
 
-def _scores_by_offsets(text, restored, scores):
-    """The softmax scores keyed by (start, end, type), the first block's score for repeats."""
-    if not scores:
-        return {}
-    out = {}
-    lowered, position = _length_preserving_lower(text), 0
-    for b, (words_text, entities) in enumerate(restored):
-        spans = []
-        for word in _length_preserving_lower(words_text).split():
-            at = lowered.find(word, position)
-            spans.append((at, at + len(word)))
-            position = at + len(word)
-        for entity in entities:
-            if entity[1] >= len(spans):
-                continue
-            key = (spans[entity[0]][0], spans[entity[1]][1], entity[2])
-            out.setdefault(key, scores.get(b, {}).get(entity))
-    return out
+def _check_entity_type(kind):
+    if kind != "ALL" and kind not in ENTITY_TYPES:
+        raise ValueError(f"unknown AIONER entity type {kind!r}; choose ALL or one of {', '.join(ENTITY_TYPES)}")
