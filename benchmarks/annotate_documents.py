@@ -12,7 +12,8 @@ once (not timed). Timed:
 - biozoo: `AnnotationRun` over the documents read from the PubTator file: sentences split with
   spaCy's tokenizer, every sentence predicted (length buckets, batch 64), entities back at
   document offsets, checked against the text; the first pass (tracing the model for new
-  shapes) and a second, warm pass.
+  shapes) and a second, warm pass; at each `--precisions` (float32 and int8 by default; int8's
+  first pass includes its one-time LiteRT conversion).
 
 Prints documents/s of each and the ratio (target >= 2.0 on a 2-core CPU), and how many
 entities each found. With `--aioner-h5 FILE --aioner-base DIR` it also times biozoo's AIONER
@@ -20,6 +21,7 @@ tagger on that model (AIONER's own code runs in its own environment: see
 tests/fixtures/aioner/make.py).
 
     .venv/bin/python benchmarks/annotate_documents.py [--documents 500] [--hf-batch-sizes 1 8] [--threads N]
+        [--precisions float32 int8]
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ def main():
     parser.add_argument("--hf-batch-sizes", type=int, nargs="+", default=[1, 8],
                         help="the pipeline's batch_size values to time (1 is its default)")
     parser.add_argument("--batch-size", type=int, default=64, help="biozoo: sentences per model call")
+    parser.add_argument("--precisions", nargs="+", default=["float32", "int8"],
+                        help="biozoo: inference precisions to time (float32, bfloat16, int8)")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads for both (0: library default)")
     parser.add_argument("--aioner-h5")
     parser.add_argument("--aioner-base")
@@ -98,20 +102,26 @@ def main():
         seconds, out = timed(lambda: pipe(texts, batch_size=batch_size))
         hf[batch_size] = (seconds, sum(len(x) for x in out))
 
-    convert_seconds, annotator = timed(lambda: load_annotator(model_dir, batch_size=args.batch_size))
-    cold, _ = timed(lambda: list(AnnotationRun([annotator], progress=False).annotate(copy.deepcopy(documents))))
-    warm, annotated = timed(lambda: list(AnnotationRun([annotator], progress=False).annotate(copy.deepcopy(documents))))
-    bz_entities = sum(len(d.predictions) for d in annotated)
+    runs = {}
+    for precision in args.precisions:
+        seconds, annotator = timed(lambda: load_annotator(model_dir, batch_size=args.batch_size, precision=precision))
+        cold, _ = timed(lambda: list(AnnotationRun([annotator], progress=False).annotate(copy.deepcopy(documents))))
+        warm, annotated = timed(lambda: list(AnnotationRun([annotator], progress=False).annotate(copy.deepcopy(documents))))
+        runs[precision] = (cold, warm, sum(len(d.predictions) for d in annotated))
+        if precision == args.precisions[0]:
+            convert_seconds = seconds
 
     n = len(documents)
-    print(f"{'':<40}{'seconds':>9}{'docs/s':>9}{'entities':>10}")
+    print(f"{'':<48}{'seconds':>9}{'docs/s':>9}{'entities':>10}")
     for batch_size, (seconds, entities) in hf.items():
-        print(f"{f'transformers pipeline, batch_size {batch_size}':<40}{seconds:>9.1f}{n / seconds:>9.2f}{entities:>10}")
-    print(f"{'biozoo annotate, first pass (tracing)':<40}{cold:>9.1f}{n / cold:>9.2f}{bz_entities:>10}")
-    print(f"{'biozoo annotate, warm':<40}{warm:>9.1f}{n / warm:>9.2f}{bz_entities:>10}")
-    for batch_size, (seconds, _) in hf.items():
-        print(f"ratio biozoo / transformers (batch_size {batch_size}): warm {seconds / warm:.2f}, first pass "
-              f"{seconds / cold:.2f} (target >= 2.0)")
+        print(f"{f'transformers pipeline, batch_size {batch_size}':<48}{seconds:>9.1f}{n / seconds:>9.2f}{entities:>10}")
+    for precision, (cold, warm, entities) in runs.items():
+        print(f"{f'biozoo annotate {precision}, first pass (tracing)':<48}{cold:>9.1f}{n / cold:>9.2f}{entities:>10}")
+        print(f"{f'biozoo annotate {precision}, warm':<48}{warm:>9.1f}{n / warm:>9.2f}{entities:>10}")
+    for precision, (cold, warm, _) in runs.items():
+        for batch_size, (seconds, _) in hf.items():
+            print(f"ratio biozoo {precision} / transformers (batch_size {batch_size}): warm {seconds / warm:.2f}, "
+                  f"first pass {seconds / cold:.2f} (target >= 2.0)")
     print(f"biozoo's one-time conversion: {convert_seconds:.1f} s")
     if args.aioner_h5:
         from biozoo.annotate import AionerAnnotator

@@ -32,6 +32,7 @@ CHECKED = {
     "keras.src.backend.common.global_state.get_global_attribute": "d39da35cc653dfaa",
     "keras.src.random.seed_generator.GLOBAL_SEED_GENERATOR": "c5f470870581df43",
     "keras.src.utils.rng_utils.GLOBAL_RANDOM_SEED": "ed227e43dc43d011",
+    "keras.src.export.tf2onnx_lib.patch_tf2onnx": "4014475707b2585e",
 }
 
 
@@ -161,3 +162,14 @@ def patch_reduce_per_replica(make_replacement):
     replacement.biozoo_patched = True
     replacement.__wrapped__ = original
     keras_trainer.reduce_per_replica = replacement
+
+
+# ---- ONNX export (biozoo.export.onnx) ----------------------------------------------------
+
+
+def patch_tf2onnx():
+    """Keras' own fixes of tf2onnx for numpy >= 2 (idempotent), applied as Keras' ONNX export
+    applies them before `tf2onnx.convert.from_function`."""
+    from keras.src.export.tf2onnx_lib import patch_tf2onnx as patch
+
+    patch()

@@ -2,6 +2,8 @@
 
 import sys
 
+from biozoo._commands import PRECISION_CHOICES, PRECISION_HELP
+
 INPUT_FORMATS = ("auto", "text", "jsonl", "pubtator", "bioc-xml", "bioc-json", "pubmed-xml")
 OUTPUT_FORMATS = ("jsonl", "pubtator", "bioc-xml", "bioc-json")
 DEFAULT_MODEL = "aioner_bioformer"
@@ -40,6 +42,8 @@ def register(subparsers):
                         help="token-classification models: how tokens become entities, as transformers' pipeline's "
                         "aggregation_strategy")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per model call")
+    parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32",
+                        help=PRECISION_HELP)
     parser.add_argument("--chunk-size", type=int, default=256, help="documents read and annotated together")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
@@ -59,7 +63,8 @@ def annotate_command(args):
     if not args.models:
         print(DEFAULT_NOTICE, file=sys.stderr)
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
-    annotators = [load_annotator(m, aggregation=args.aggregation, batch_size=args.batch_size, entity_types=types)
+    annotators = [load_annotator(m, aggregation=args.aggregation, batch_size=args.batch_size, entity_types=types,
+                                 precision=args.precision)
                   for m in models]
     if types != ("ALL",):
         from biozoo.annotate import AionerAnnotator

@@ -1,5 +1,5 @@
-"""`biozoo export {hub,hf,garden}`: TF Hub SavedModels, HuggingFace directories, Model Garden
-encoder checkpoints."""
+"""`biozoo export {hub,hf,garden,onnx,litert}`: TF Hub SavedModels, HuggingFace directories, Model
+Garden encoder checkpoints, ONNX and LiteRT models with accuracy certificates."""
 
 import json
 import os
@@ -7,7 +7,8 @@ import os
 
 def register(subparsers):
     parser = subparsers.add_parser(
-        "export", help="export a preset or a fine-tuned model (TF Hub SavedModel, HuggingFace, Model Garden)",
+        "export", help="export a preset or a fine-tuned model (TF Hub SavedModel, HuggingFace, Model Garden, ONNX, "
+        "LiteRT)",
         description="Export a backbone preset (registry name, hf://, local directory, gs://) or a model "
         "written by `biozoo finetune`. Nothing partial is left at --output.",
     )
@@ -49,7 +50,45 @@ def register(subparsers):
     garden.add_argument("--preset", required=True)
     garden.add_argument("--output", required=True)
     garden.set_defaults(func=export_garden_command)
+
+    for fmt, quantizations, runtime in (("onnx", ["int8"], "onnxruntime (tf2onnx converts; opset 17 unless --opset)"),
+                                        ("litert", ["int8", "float16"], "the LiteRT interpreter (ai-edge-litert)")):
+        sub = kinds.add_parser(
+            fmt, help=f"an {fmt.upper() if fmt == 'onnx' else 'LiteRT'} model taking token ids, with an accuracy "
+            "certificate",
+            description=f"Writes OUT/{'model.onnx' if fmt == 'onnx' else 'model.tflite'} for {runtime}: inputs "
+            "input_word_ids, input_mask, input_type_ids (int32 [batch, seq]); outputs logits (--model) or "
+            "sequence_output and pooled_output (--preset). The model takes ids, not text: OUT/tokenizer holds the "
+            "tokenizer's files and OUT/README.md says how to use them. OUT/certificate.json compares it with "
+            "biozoo's float32 model: max |diff| on fixed sentences, speed, and with --data the task's F1 on a "
+            "dev split for both.",
+        )
+        source = sub.add_mutually_exclusive_group(required=True)
+        source.add_argument("--model", help="a fine-tuned model directory or task checkpoint")
+        source.add_argument("--preset", help="a backbone preset handle")
+        sub.add_argument("--output", required=True)
+        sub.add_argument("--quantize", choices=quantizations,
+                         help="int8: int8 weights, activations quantized at run time" +
+                         ("; float16: float16 weights" if "float16" in quantizations else ""))
+        sub.add_argument("--data", help="a data folder whose --split the certificate scores both models on")
+        sub.add_argument("--split", default="dev", help="the split of --data (default: dev)")
+        sub.add_argument("--max-f1-drop", type=float, metavar="POINTS",
+                         help="fail, writing nothing, when the export's F1 on --data is lower than float32's by more "
+                         "than POINTS (e.g. 0.5)")
+        if fmt == "onnx":
+            sub.add_argument("--opset", type=int, default=None, help="ONNX opset (default: 17)")
+        sub.set_defaults(func=export_ids_command, export_format=fmt)
     return parser
+
+
+def export_ids_command(args):
+    from biozoo.export.ids_models import export_ids_model
+
+    certificate = export_ids_model(args.export_format, args.output, model=args.model, preset=args.preset,
+                                   quantize=args.quantize, data=args.data, split=args.split,
+                                   max_f1_drop=args.max_f1_drop, opset=getattr(args, "opset", None))
+    print(json.dumps({"output": os.path.abspath(args.output), "certificate": certificate}))
+    return 0
 
 
 def export_hub_command(args):

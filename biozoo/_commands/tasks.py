@@ -3,6 +3,8 @@
 import json
 import sys
 
+from biozoo._commands import PRECISION_CHOICES, PRECISION_HELP
+
 KINDS = ("ner", "re", "qa", "doc")
 
 
@@ -56,6 +58,7 @@ def register(subparsers):
                         help="with --documents: rename types before scoring, e.g. "
                         "SpecificDisease=Disease,DiseaseClass=Disease (applied to gold and predictions)")
     parser.add_argument("--entity-types", default="ALL", help="with --documents, AIONER models: as `annotate`")
+    parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32", help=PRECISION_HELP)
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
                         "for large inputs once each bucket shape is compiled)")
@@ -159,7 +162,7 @@ def evaluate_command(args):
         raise ValueError("evaluate needs --data (a data folder) or, for ner, --documents (gold documents)")
     from biozoo.train.finetune import run_evaluate
 
-    metrics = run_evaluate(args.model, args.data, args.split)
+    metrics = run_evaluate(args.model, args.data, args.split, args.precision)
     if metrics["task"] != args.kind:
         raise ValueError(f"{args.model} is a {metrics['task']} model, not {args.kind}.")
     print(json.dumps(metrics))
@@ -180,7 +183,7 @@ def _evaluate_documents(args):
         raise ValueError(f"--type-map: {', '.join(bad)} is not FROM=TO (e.g. SpecificDisease=Disease)")
     mapping = dict(pair.split("=") for pair in pairs)
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
-    annotator = load_annotator(args.model, entity_types=types)
+    annotator = load_annotator(args.model, entity_types=types, precision=args.precision)
     documents = list(AnnotationRun([annotator]).annotate(read_documents(args.documents)))
     for document in documents:
         for annotation in document.existing_annotations() + document.predictions:

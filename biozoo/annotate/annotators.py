@@ -77,17 +77,19 @@ class AionerAnnotator:
         return found
 
 
-def load_annotator(handle, aggregation="first", batch_size=64, entity_types=("ALL",)):
+def load_annotator(handle, aggregation="first", batch_size=64, entity_types=("ALL",), precision="float32"):
     """The annotator of a model handle: an AIONER preset, a `biozoo finetune ner` output, or a
-    token-classification checkpoint (registry task name, hf://..., local HF directory)."""
+    token-classification checkpoint (registry task name, hf://..., local HF directory), running
+    at inference `precision` (float32, bfloat16, int8)."""
     from biozoo import presets
     from biozoo.tasks.finetuned import KIND_FILE, load_task
 
     if not os.path.exists(os.path.join(os.fspath(handle), KIND_FILE)) and presets.is_aioner(handle):
         from biozoo.tasks.aioner import AionerTagger
 
-        return AionerAnnotator(AionerTagger.from_preset(handle), str(handle), tuple(entity_types), batch_size)
-    kind, _, task = load_task(handle)
+        return AionerAnnotator(AionerTagger.from_preset(handle, precision), str(handle), tuple(entity_types),
+                               batch_size)
+    kind, _, task = load_task(handle, precision)
     if kind != "ner":
         raise ValueError(f"{handle} is a {kind} model; annotate needs a NER model.")
     return TaggerAnnotator(task, str(handle), aggregation, batch_size)

@@ -23,13 +23,15 @@ def use_xla():
 
 
 def compiled_predict(task):
-    """`task(x, training=False)` as a tf.function, retraced only for new batch shapes."""
-    if getattr(task, "_compiled_predict", None) is None:
-        import tensorflow as tf
+    """`x -> logits` for `task` at its inference precision (`task.precision`, float32 unless
+    set): a tf.function retraced only for new batch shapes, or the int8 LiteRT interpreter.
+    Built once per precision."""
+    from biozoo.tasks._precision import predict_function
 
-        task._compiled_predict = tf.function(
-            lambda x: task(x, training=False), jit_compile=use_xla(), reduce_retracing=True
-        )
+    precision = getattr(task, "precision", "float32")
+    if getattr(task, "_compiled_predict", None) is None or getattr(task, "_compiled_precision", None) != precision:
+        task._compiled_predict = predict_function(task, precision)
+        task._compiled_precision = precision
     return task._compiled_predict
 
 

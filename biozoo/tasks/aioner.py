@@ -177,8 +177,10 @@ class AionerTagger:
         >>> tagger.annotate(["Mutations in BRCA1 cause breast cancer."])[0]["entities"]
     """
 
-    def __init__(self, backbone, tokenizer, label_names, decoder, head, name="aioner"):
+    def __init__(self, backbone, tokenizer, label_names, decoder, head, name="aioner", precision="float32"):
         import keras
+
+        from biozoo.tasks._precision import check_precision
 
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
@@ -198,12 +200,13 @@ class AionerTagger:
             self.right_boundary = np.asarray(head["crf/right_boundary"], np.float32)
         vocabulary = tokenizer.get_vocabulary()
         self.marker_ids = {token: vocabulary.index(token) for token in MARKER_TOKENS}
+        self.precision = check_precision(precision)
         self._predict = None
 
     @classmethod
-    def from_preset(cls, handle):
+    def from_preset(cls, handle, precision="float32"):
         """A converted AIONER preset: a registry name (aioner_bioformer, aioner_pubmedbert) or
-        its directory."""
+        its directory; inference at `precision` (float32, bfloat16, int8)."""
         from keras_hub.src.models.backbone import Backbone
 
         from biozoo import presets
@@ -219,7 +222,7 @@ class AionerTagger:
         tokenizer = Tokenizer.from_preset(preset_dir)
         head = {key.split("/", 1)[1]: value for key, value in heads.items() if key.startswith("aioner/")}
         return cls(backbone, tokenizer, record["label_names"], record["decoder"], head,
-                   name=record.get("name", str(handle)))
+                   name=record.get("name", str(handle)), precision=precision)
 
     # ---- the steps ---------------------------------------------------------------------
 
@@ -241,10 +244,10 @@ class AionerTagger:
 
     def _label_ids(self, encoded, batch_size):
         """Per block, the label id at every position (first pieces are what is read)."""
-        import tensorflow as tf
+        from biozoo.tasks._precision import predict_function
 
         if self._predict is None:
-            self._predict = tf.function(lambda x: self.model(x, training=False), reduce_retracing=True)
+            self._predict = predict_function(self.model, self.precision)
         out = [None] * len(encoded)
         # softmax rows do not see padding: sort by length so batches pad little; the CRF decodes
         # over all 256 positions (its energies at padding count), so it runs at full length

@@ -20,9 +20,23 @@ class PresetTaskMixin:
 
     # The transformers class name ending of the checkpoints this task reproduces.
     hf_class_suffix = None
+    _precision = "float32"
+
+    @property
+    def precision(self):
+        """The inference precision of `predict_*`, `annotate` and `answer`: "float32" (default),
+        "bfloat16" or "int8" (`biozoo.tasks._precision`). The bfloat16 and int8 models are
+        made from the weights when first used: set it after training."""
+        return self._precision
+
+    @precision.setter
+    def precision(self, value):
+        from biozoo.tasks._precision import check_precision
+
+        self._precision = check_precision(value)
 
     @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
+    def from_preset(cls, preset, load_weights=True, precision="float32", **kwargs):
         from keras_hub.src.utils.preset_utils import check_file_exists, get_preset_loader
 
         from biozoo import presets
@@ -38,6 +52,7 @@ class PresetTaskMixin:
         task = loader.load_task(cls, load_weights, load_task_weights=True, **kwargs)
         if not has_task and load_weights:
             task._init_from_heads(heads, config)
+        task.precision = precision
         return task
 
     @classmethod

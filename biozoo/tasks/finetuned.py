@@ -59,14 +59,14 @@ class FinetunedTask(NamedTuple):
     task: object
 
 
-def load_task(model):
+def load_task(model, precision="float32"):
     """A model directory written by `biozoo finetune`, or the handle of a task checkpoint (a
     registry task name, `hf://org/repo`, a local HF directory of a `*ForTokenClassification`,
     `*ForSequenceClassification` or `*ForQuestionAnswering` model; converted once, cached) ->
-    FinetunedTask(kind, options, task)."""
+    FinetunedTask(kind, options, task), the task at inference `precision`."""
     if os.path.exists(os.path.join(os.fspath(model), KIND_FILE)):
         kind, options = read_kind(model)
-        return FinetunedTask(kind, options, task_class(kind).from_preset(os.fspath(model)))
+        return FinetunedTask(kind, options, task_class(kind).from_preset(os.fspath(model), precision=precision))
     from biozoo import presets
     from biozoo.preset_files import read_heads, read_provenance
 
@@ -79,7 +79,7 @@ def load_task(model):
         raise ValueError(f"{model} is neither a model written by `biozoo finetune` (no {KIND_FILE}) nor a task "
                          f"checkpoint (its class is {hf_class or 'not recorded'}; expected a *ForTokenClassification, "
                          "*ForSequenceClassification or *ForQuestionAnswering model).")
-    task = task_class(kind).from_preset(preset_dir)
+    task = task_class(kind).from_preset(preset_dir, precision=precision)
     types = {name.split("-", 1)[-1] for name in getattr(task, "label_names", []) if name != "O"}
     # a one-type tagger (B-bio, I-bio) reads bare B/I gold tags as its own type
     options = {"entity_type": types.pop()} if kind == "ner" and len(types) == 1 else {}

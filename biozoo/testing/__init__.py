@@ -43,6 +43,7 @@ FORMATS = ("safetensors", "bin")
 TASKS = {"ner": "TokenClassifier", "classification": "SequenceClassifier", "qa": "QuestionAnswerer",
          "mlm": "MaskedLM", "rtd": "ReplacedTokenDetector"}
 CONVERTED_HEADS = ("mlm", "rtd", "qa")
+IDS_EXPORTS = ("onnx", "litert")
 MIXED_POLICIES = ("mixed_bfloat16", "mixed_float16")
 # Mixed precision: max |diff| to the float32 outputs, relative to max(1, max |float32 output|).
 # Each op's result is rounded to the compute dtype: unit roundoff 2^-11 ~ 4.9e-4 for float16
@@ -172,7 +173,9 @@ def cases(family=None, kind="backbone"):
       - "task": (name, task kind, hf_class) for every head a biozoo task reproduces;
       - "hf_export": (name, bare encoder class);
       - "garden": (name, bare encoder class, overrides) for the Garden export;
-      - "garden_refusal": (name, bare encoder class, message) for the refused Garden exports.
+      - "garden_refusal": (name, bare encoder class, message) for the refused Garden exports;
+      - "ids_export": (name, format) for the ONNX and LiteRT exports of the family's NER model
+        (the family's base case only: one conversion per family and format).
     """
     rows = [c for c in CASES.values() if family is None or c.family == family]
     if kind == "backbone":
@@ -194,6 +197,8 @@ def cases(family=None, kind="backbone"):
         return [(c.name, c.model_class, c.garden) for c in rows if c.garden is not None]
     if kind == "garden_refusal":
         return [(c.name, c.model_class, c.garden_refusal) for c in rows if c.garden_refusal]
+    if kind == "ids_export":
+        return [(c.name, fmt) for c in rows if c.name == c.family for fmt in IDS_EXPORTS]
     raise ValueError(f"unknown kind {kind!r}")
 
 
@@ -680,3 +685,90 @@ def registry_entry_describes(monkeypatch, name, source_dir):
     keep = ("id2label", "label2id", "architectures", "torch_dtype", "transformers_version")
     config = {k: v for k, v in config.items() if k not in keep}
     monkeypatch.setitem(registry._load_registry()["checkpoints"][name], "config", config)
+
+
+# Run by `run_ids_export_test` in a Python where keras, biozoo and TensorFlow cannot be imported.
+_RUNTIME_CHILD = """
+import importlib.util, sys
+import numpy as np
+for name in ("keras", "keras_hub", "tf_keras", "biozoo", "tensorflow"):
+    assert importlib.util.find_spec(name) is None, name + " is importable in the child"
+fmt, model_path, inputs_path, out_path = sys.argv[1:5]
+feed = dict(np.load(inputs_path))
+if fmt == "onnx":
+    import onnxruntime
+    session = onnxruntime.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    out = dict(zip(names, session.run(names, feed)))
+else:
+    from ai_edge_litert.interpreter import Interpreter
+    out = Interpreter(model_path=model_path).get_signature_runner()(**feed)
+np.savez(out_path, **out)
+"""
+
+
+def without_keras_site(directory):
+    """A site directory holding everything installed except keras, biozoo, TensorFlow and their
+    kin (symbolic links), for a child run with `python -S` and this directory on PYTHONPATH."""
+    import site
+
+    site_dir = Path(directory) / "site"
+    site_dir.mkdir(parents=True, exist_ok=True)
+    packages = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
+    for name in os.listdir(packages):
+        low = name.lower()
+        if low.startswith(("keras", "tf_keras", "biozoo", "__editable__", "tensorflow")) or low.endswith(".pth"):
+            continue
+        if not (site_dir / name).exists():
+            os.symlink(os.path.join(packages, name), site_dir / name)
+    return site_dir
+
+
+def run_exported_without_keras(fmt, model_path, feed, directory):
+    """The outputs of an ONNX (onnxruntime) or LiteRT (ai-edge-litert) model file on `feed`,
+    computed in a child process where keras, biozoo and TensorFlow cannot be imported."""
+    import subprocess
+    import sys
+
+    directory = Path(directory)
+    np.savez(directory / "feed.npz", **feed)
+    env = {**os.environ, "PYTHONPATH": str(without_keras_site(directory))}
+    result = subprocess.run([sys.executable, "-S", "-c", _RUNTIME_CHILD, fmt, str(model_path),
+                             str(directory / "feed.npz"), str(directory / "outputs.npz")],
+                            env=env, cwd=directory, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"{fmt} child failed:\n{result.stderr[-3000:]}"
+    return dict(np.load(directory / "outputs.npz"))
+
+
+def run_ids_export_test(name, fmt, directory, spiece_model=None):
+    """The ONNX / LiteRT export of a case's NER model (a `*ForTokenClassification` checkpoint
+    converted by biozoo), run without keras, biozoo or TensorFlow, gives transformers' logits
+    (<= 1e-4 on real tokens); its certificate's max |diff| to biozoo float32 is also <= 1e-4."""
+    import torch
+
+    from biozoo.export.ids_models import FORMATS, export_ids_model
+
+    case = get_case(name)
+    hf_class = case.tasks["ner"]
+    labels = ["O", "B-Disease", "I-Disease"]
+    model = make_model(case, hf_class, num_labels=len(labels))
+    model.config.architectures = [hf_class]
+    model.config.id2label = dict(enumerate(labels))
+    model.config.label2id = {label: i for i, label in enumerate(labels)}
+    directory = Path(directory)
+    if case.tokenizer == "sentencepiece" and spiece_model is None:
+        spiece_model = tiny_sentencepiece(directory / "spm")
+    hf_dir = save_hf_directory(model, directory / "hf", "safetensors", case.tokenizer, spiece_model)
+    certificate = export_ids_model(fmt, directory / fmt, model=str(hf_dir))
+    diff = certificate["fixed_inputs"]["max_abs_diff"]["logits"]
+    assert diff <= TOLERANCE, f"{name} {fmt}: certificate max |diff| to biozoo float32 {diff:.2e}"
+
+    inputs = case_inputs(model)
+    feed = {"input_word_ids": inputs["token_ids"], "input_mask": inputs["padding_mask"],
+            "input_type_ids": inputs["segment_ids"]}
+    outputs = run_exported_without_keras(fmt, directory / fmt / FORMATS[fmt], feed, directory)
+    with torch.no_grad():
+        expected = model(**torch_inputs(model, inputs)).logits.numpy()
+    diff = max_diff(outputs["logits"], expected, inputs["padding_mask"])
+    assert diff <= TOLERANCE, f"{name} {fmt}: exported logits max |diff| to transformers {diff:.2e} > {TOLERANCE}"
+    return certificate

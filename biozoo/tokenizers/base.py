@@ -4,8 +4,29 @@
 
 from __future__ import annotations
 
+import weakref
+
 import keras_hub
 from keras_hub.src.utils.tensor_utils import preprocessing_function
+
+
+# tokenizer -> its `_ragged_ids` as a tf.function. Kept off the tokenizer: an attribute would be
+# tracked, and saved with any SavedModel the tokenizer is part of.
+_ID_FUNCTIONS = weakref.WeakKeyDictionary()
+
+
+def _ids_function(tokenizer):
+    """`_ragged_ids` traced once: eager, its hundreds of string ops cost ~40 ms per call."""
+    import tensorflow as tf
+
+    function = _ID_FUNCTIONS.get(tokenizer)
+    if function is None:
+        tokenizer._maybe_initialized_tf()
+        owner = weakref.ref(tokenizer)  # the cache must not keep its key alive
+        function = tf.function(lambda texts: owner()._ragged_ids(texts),
+                               input_signature=[tf.TensorSpec([None], tf.string)])
+        _ID_FUNCTIONS[tokenizer] = function
+    return function
 
 
 class Tokenizer(keras_hub.tokenizers.Tokenizer):
@@ -28,8 +49,11 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
         if len(texts) == 0:
             return []
         # a tf.constant, not a list: Keras would inspect each element of a Python list
-        out = self(tf.constant(list(texts), tf.string))
-        return out.to_list() if hasattr(out, "to_list") else [list(map(int, x)) for x in out]
+        texts = tf.constant(list(texts), tf.string)
+        if self.sequence_length:
+            out = self(texts)
+            return [list(map(int, x)) for x in out]
+        return _ids_function(self)(texts).to_list()
 
     def with_added_tokens(self, tokens):
         """A copy of this tokenizer that keeps `tokens` whole (new ids at the end of the

@@ -182,21 +182,22 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
     return summary
 
 
-def load_task_preset(model_dir):
+def load_task_preset(model_dir, precision="float32"):
     """A fine-tuned model written by `run_finetune` (or a task checkpoint handle, with the
     adapter's default options) -> (kind, task adapter, task). Loading the task alone needs no
     adapter: `biozoo.tasks.load_task`."""
     from biozoo.tasks.finetuned import load_task
 
-    kind, options, task = load_task(model_dir)
+    kind, options, task = load_task(model_dir, precision)
     return kind, ADAPTERS[kind](**options), task
 
 
-def run_evaluate(model_dir, data_dir, split="test"):
-    """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric."""
-    kind, adapter, task = load_task_preset(model_dir)
+def run_evaluate(model_dir, data_dir, split="test", precision="float32"):
+    """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric, at
+    inference `precision`."""
+    kind, adapter, task = load_task_preset(model_dir, precision)
     splits = adapter.load(data_dir, only=split)
     model = os.path.abspath(model_dir) if os.path.exists(model_dir) else model_dir
-    return {"task": kind, "model": model, "data": _where(data_dir), "split": split,
+    return {"task": kind, "model": model, "data": _where(data_dir), "split": split, "inference_precision": precision,
             **adapter.evaluate(task, splits[split])}
 

@@ -25,3 +25,8 @@ def test_heads_are_kept_in_the_preset(name, hf_class, tmp_path, tiny_spiece):
 @pytest.mark.parametrize("name, kind, hf_class", testing.cases(FAMILY, kind="task"))
 def test_task_head_matches_transformers(name, kind, hf_class, tmp_path, tiny_spiece):
     testing.run_task_test(name, kind, hf_class, tmp_path, tiny_spiece)
+
+
+@pytest.mark.parametrize("name, fmt", testing.cases(FAMILY, kind="ids_export"))
+def test_onnx_and_litert_exports_give_transformers_logits(name, fmt, tmp_path, tiny_spiece):
+    testing.run_ids_export_test(name, fmt, tmp_path, tiny_spiece)

@@ -15,6 +15,7 @@ class TaskAdapter:
     """
 
     kind = None  # "ner", "re", "doc" or "qa"
+    headline_metric = "f1"  # what accuracy certificates compare (a percentage)
 
     @property
     def task_cls(self):
@@ -43,6 +44,10 @@ class TaskAdapter:
     def evaluate(self, task, examples):
         """The kind's scores of `task` on `examples` (a JSON-ready dict)."""
         raise NotImplementedError
+
+    def headline_f1(self, scores):
+        """The F1 (percent) in `evaluate`'s scores."""
+        return scores["f1"]
 
 
 def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt")):

@@ -59,3 +59,6 @@ class QuestionAnsweringAdapter(TaskAdapter):
             scores["bioasq_factoid"] = bioasq
         scores["examples"] = len(examples)
         return scores
+
+    def headline_f1(self, scores):
+        return (scores.get("squad_v2") or scores["squad_v1"])["f1"]

@@ -1,0 +1,157 @@
+"""ONNX and LiteRT exports of a fine-tuned task (or a backbone preset): a model file that takes
+token ids, its accuracy certificate, the tokenizer's files and a README.
+
+    OUT/model.onnx | OUT/model.tflite   inputs input_word_ids, input_mask, input_type_ids
+    OUT/certificate.json                against biozoo float32 (biozoo.export.certificate)
+    OUT/export.json                     format, quantization, inputs, outputs, labels
+    OUT/tokenizer/                      the tokenizer's files (vocabulary / SentencePiece model)
+    OUT/README.md
+
+Example:
+    >>> export_ids_model("litert", "out/ner-int8", model="out/ncbi", quantize="int8",
+    ...                  data="data/NCBI-disease", split="dev", max_f1_drop=0.5)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from biozoo.errors import BiozooError
+from biozoo.tasks._precision import INPUT_NAMES
+
+FORMATS = {"onnx": "model.onnx", "litert": "model.tflite"}
+QUANTIZATIONS = {"onnx": (None, "int8"), "litert": (None, "int8", "float16")}
+
+
+def _source(model, preset):
+    """(what is exported, its tokenizer, its kind, its adapter or None, label names)"""
+    if (model is None) == (preset is None):
+        raise ValueError("give one of model (a fine-tuned model / task checkpoint) or preset (a backbone)")
+    if model is not None:
+        from biozoo.train.finetune import load_task_preset
+
+        kind, adapter, task = load_task_preset(model)
+        return task, task.preprocessor.tokenizer, kind, adapter, list(getattr(task, "label_names", []))
+    from biozoo import Tokenizer, from_preset
+
+    return from_preset(preset), Tokenizer.from_preset(preset), "backbone", None, []
+
+
+def _convert(fmt, target, quantize, opset):
+    if fmt == "onnx":
+        from biozoo.export.onnx import OnnxRunner, onnx_model_bytes
+
+        blob = onnx_model_bytes(target, quantize, opset)
+        return blob, OnnxRunner(blob)
+    from biozoo.tasks._precision import LiteRtRunner, litert_flatbuffer
+
+    blob = litert_flatbuffer(target, quantize)
+    return blob, LiteRtRunner(blob)
+
+
+def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=None, split="dev",
+                     max_f1_drop=None, opset=None):
+    """Write an ONNX (`fmt="onnx"`) or LiteRT (`"litert"`) export of `model` (a `biozoo finetune`
+    output or task checkpoint) or `preset` (a backbone) to `output`, with its certificate.
+
+    `data`/`split`: the dev split the certificate scores both models on (needed for
+    `max_f1_drop`: the export fails, writing nothing, when F1 drops by more points).
+    Returns the certificate.
+    """
+    from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text
+    from biozoo.export.certificate import make_certificate
+    from biozoo.export.onnx import OPSET
+
+    if fmt not in FORMATS:
+        raise ValueError(f"export format {fmt!r}: choose {' or '.join(FORMATS)}")
+    if quantize not in QUANTIZATIONS[fmt]:
+        raise ValueError(f"{fmt} exports quantize to {', '.join(q for q in QUANTIZATIONS[fmt] if q)}, not {quantize!r}")
+    if max_f1_drop is not None and data is None:
+        raise ValueError("max_f1_drop needs dev data (--data) to measure the F1 of both models")
+    opset = opset or OPSET
+    target, tokenizer, kind, adapter, labels = _source(model, preset)
+    if data is not None and adapter is None:
+        raise ValueError("dev data scores task models; a backbone preset has no task metric")
+    evaluation = None
+    if data is not None:
+        examples = adapter.load(data, only=split)[split]
+        evaluation = (adapter, examples, {"data": str(data), "split": split, "examples": len(examples)})
+    blob, runner = _convert(fmt, target, quantize, opset)
+    what = {"format": fmt, "quantize": quantize, "source": str(model or preset), "task": kind,
+            **({"opset": opset} if fmt == "onnx" else {})}
+    certificate = make_certificate(target, tokenizer, runner, what, evaluation)
+    certificate["max_f1_drop"] = max_f1_drop
+    if max_f1_drop is not None and certificate["dev"]["f1_drop"] > max_f1_drop:
+        dev = certificate["dev"]
+        raise BiozooError(
+            f"{fmt}{'/' + quantize if quantize else ''} export of {model}: F1 on {data} ({split}) drops by "
+            f"{dev['f1_drop']:.2f} points ({dev['f1_float32']:.2f} -> {dev['f1_export']:.2f}), more than "
+            f"--max-f1-drop {max_f1_drop}; nothing was written to {output}.")
+    names = sorted(runner(_one_row(tokenizer)))
+    info = {"format": fmt, "file": FORMATS[fmt], "quantize": quantize, "task": kind, "source": str(model or preset),
+            "inputs": {name: "int32 [batch, seq]" for name in INPUT_NAMES}, "outputs": names,
+            "label_names": labels, "tokenizer": "tokenizer/", **({"opset": opset} if fmt == "onnx" else {})}
+    with atomic_directory(output) as tmp:
+        with open(os.path.join(tmp, FORMATS[fmt]), "wb") as f:
+            f.write(blob)
+        atomic_write_json(os.path.join(tmp, "certificate.json"), certificate)
+        atomic_write_json(os.path.join(tmp, "export.json"), info)
+        tokenizer.save_to_preset(os.path.join(tmp, "tokenizer"))
+        atomic_write_text(os.path.join(tmp, "README.md"), _readme(info, certificate))
+    return certificate
+
+
+def _one_row(tokenizer):
+    import numpy as np
+
+    ids = np.array([[tokenizer.cls_token_id, tokenizer.sep_token_id]], np.int32)
+    return {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+
+
+def _readme(info, certificate):
+    fmt, quantize = info["format"], info["quantize"]
+    kind = "int8 weights, activations quantized at run time" if quantize == "int8" else (
+        "float16 weights" if quantize == "float16" else "float32")
+    if fmt == "onnx":
+        load = ("import onnxruntime\n"
+                "session = onnxruntime.InferenceSession(\"model.onnx\")\n"
+                f"outputs = session.run({info['outputs']!r}, {{\"input_word_ids\": ids, \"input_mask\": mask, "
+                "\"input_type_ids\": types}})")
+    else:
+        load = ("from ai_edge_litert.interpreter import Interpreter\n"
+                "run = Interpreter(model_path=\"model.tflite\").get_signature_runner()\n"
+                "outputs = run(input_word_ids=ids, input_mask=mask, input_type_ids=types)")
+    diffs = ", ".join(f"{k} {v:.2e}" for k, v in certificate["fixed_inputs"]["max_abs_diff"].items())
+    dev = certificate["dev"]
+    dev_line = ("not measured (no dev data given)" if dev is None else
+                f"F1 {dev['f1_export']:.2f} against {dev['f1_float32']:.2f} in float32 on {dev['data']} "
+                f"({dev['split']}, {dev['examples']} examples): a drop of {dev['f1_drop']:.2f} points")
+    labels = f"\nLabels (logits' last axis): {', '.join(info['label_names'])}\n" if info["label_names"] else ""
+    return f"""# {info['source']}: {fmt.upper()} export ({kind})
+
+This model takes **token ids, not text**. Tokenize with the files in `tokenizer/` (the
+vocabulary or SentencePiece model of the checkpoint), add `[CLS]` and `[SEP]`, and pad:
+
+| input | type | meaning |
+|---|---|---|
+| `input_word_ids` | int32 [batch, seq] | token ids |
+| `input_mask` | int32 [batch, seq] | 1 for tokens, 0 for padding |
+| `input_type_ids` | int32 [batch, seq] | segment ids (0 for one text) |
+
+Outputs: {', '.join(f'`{n}`' for n in info['outputs'])}.{labels}
+```python
+{load}
+```
+
+Neither biozoo nor Keras is needed to run it. The task's decoding (words, entities, answer
+spans) is not in the model: biozoo's TokenClassifier / QuestionAnswerer do it.
+
+## Accuracy certificate (`certificate.json`)
+- Max |diff| to biozoo's float32 model on {len(certificate['fixed_inputs']['sentences'])} fixed sentences: {diffs}
+- Dev: {dev_line}
+- Speed: {certificate['speed']['export']} sentences/s against {certificate['speed']['float32']} in float32
+  ({certificate['speed']['unit']})
+
+`export.json`: {json.dumps({k: info[k] for k in ('format', 'quantize', 'task')})}
+"""
