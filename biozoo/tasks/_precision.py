@@ -7,7 +7,7 @@ ONNX and LiteRT exports are written from).
   run time) run by the LiteRT interpreter with XNNPACK. Measured on this project's CPU, it is
   the fastest int8 path TensorFlow and Keras offer: Keras' own `model.quantize("int8")` runs
   its int8 matmuls through TensorFlow kernels that are slower than float32 (0.35x), while
-  XNNPACK's int8 kernels are 2.4x float32 (benchmarks/serving_ladder.py).
+  XNNPACK's int8 kernels are 3.6x float32 (benchmarks/serving_ladder.py).
 
 Example:
     >>> ner = biozoo.TokenClassifier.from_preset("out/ncbi", precision="int8")
@@ -112,24 +112,34 @@ class LiteRtRunner:
 
 
 def bfloat16_copy(model):
-    """`model` rebuilt under Keras' "bfloat16" dtype policy, with its weights cast."""
+    """`model` rebuilt under Keras' "bfloat16" dtype policy, with its weights cast: a biozoo task
+    (its backbone's policy decides its layers'), a backbone, or a functional model around one
+    (AIONER's)."""
     import keras
 
     config = model.get_config()
-    config.pop("preprocessor", None)
-    backbone = config.get("backbone")
-    if isinstance(backbone, dict):  # a task: the backbone's policy decides its layers' dtypes
-        backbone["config"]["dtype"] = "bfloat16"
+    if isinstance(config.get("backbone"), dict):  # a task
+        config.pop("preprocessor", None)
+        config["backbone"]["config"]["dtype"] = "bfloat16"
         copy = type(model).from_config(config)
-    else:
-        config["dtype"] = "bfloat16"
-        copy = type(model).from_config(config)
+    elif "layers" in config:  # a functional model: each layer but the inputs rebuilt in bfloat16
+        def rebuild(layer):
+            if isinstance(layer, keras.layers.InputLayer):
+                return layer
+            return type(layer).from_config({**layer.get_config(), "dtype": "bfloat16"})
+
+        copy = keras.models.clone_model(model, clone_function=rebuild)
+    else:  # a backbone
+        copy = type(model).from_config({**config, "dtype": "bfloat16"})
     values = {weight.path: weight for weight in model.weights}
     for weight in copy.weights:
         source = values.get(weight.path)
         if source is None:
             raise ValueError(f"bfloat16 copy: no weight {weight.path} in {model.name}")
         weight.assign(keras.ops.cast(source.value, weight.dtype))
+    kernels = [weight for weight in copy.weights if weight.path.endswith("kernel")]
+    if not kernels or any(weight.dtype != "bfloat16" for weight in kernels):
+        raise ValueError(f"bfloat16 copy of {model.name}: some kernels are not bfloat16")
     return copy
 
 

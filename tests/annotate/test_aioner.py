@@ -202,3 +202,25 @@ def test_h5_links_and_outside_data_are_refused(tmp_path):
         group.create_group("dense2")["kernel:0"] = h5py.ExternalLink(str(outside), "secret")
     with pytest.raises(CheckpointError, match="is a link; refused"):
         read_keras_h5(crafted)
+
+
+def test_aioner_model_takes_a_precision(taggers):
+    """AIONER's functional model (backbone + its dense head) is rebuilt with every kernel in
+    bfloat16, and quantized to int8; both stay near float32 (bounds as in the tasks' tests)."""
+    import numpy as np
+
+    from biozoo.tasks._precision import bfloat16_copy, predict_function
+    from biozoo.testing import MIXED_TOLERANCE
+
+    tagger = taggers["softmax"]
+    row = [tagger.tokenizer.cls_token_id] + tagger.tokenizer.ids(["BRCA1 mutations cause breast cancer ."])[0] + \
+        [tagger.tokenizer.sep_token_id]
+    x = {"token_ids": np.array([row], np.int32), "segment_ids": np.zeros((1, len(row)), np.int32),
+         "padding_mask": np.ones((1, len(row)), np.int32)}
+    reference = np.asarray(tagger.model(x, training=False))
+    scale = max(1.0, float(np.abs(reference).max()))
+    copy = bfloat16_copy(tagger.model)
+    assert {w.dtype for w in copy.weights if w.path.endswith("kernel")} == {"bfloat16"}
+    bf16 = np.abs(np.asarray(predict_function(tagger.model, "bfloat16")(x), np.float32) - reference).max() / scale
+    int8 = np.abs(np.asarray(predict_function(tagger.model, "int8")(x), np.float32) - reference).max() / scale
+    assert bf16 <= MIXED_TOLERANCE["mixed_bfloat16"] and 0 < int8 <= 0.1, (bf16, int8)
