@@ -76,6 +76,8 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     evaluation = None
     if data is not None:
         examples = adapter.load(data, only=split)[split]
+        if not examples:
+            raise ValueError(f"{data}: split {split!r} has no examples to score the export on")
         evaluation = (adapter, examples, {"data": str(data), "split": split, "examples": len(examples)})
     blob, runner = _convert(fmt, target, quantize, opset)
     what = {"format": fmt, "quantize": quantize, "source": str(model or preset), "task": kind,

@@ -33,7 +33,6 @@ def _register_erfc():
 
     if _erfc_registered:
         return
-    _erfc_registered = True
 
     @tf_op("Erfc")
     class Erfc:  # noqa: F841  (registered by the decorator)
@@ -44,6 +43,8 @@ def _register_erfc():
             one = ctx.make_const(utils.make_name(f"{node.name}_one"), np.array(1, dtype))
             ctx.insert_new_node_on_output("Sub", node.output[0], inputs=[one.output[0], node.output[0]],
                                           name=utils.make_name(f"{node.name}_one_minus"))
+
+    _erfc_registered = True
 
 
 def onnx_model_bytes(model, quantize=None, opset=OPSET):

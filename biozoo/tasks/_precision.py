@@ -91,24 +91,32 @@ def default_threads():
     """The intra-op threads TensorFlow was given, else the CPUs this process may use."""
     import tensorflow as tf
 
-    return tf.config.threading.get_intra_op_parallelism_threads() or len(os.sched_getaffinity(0))
+    configured = tf.config.threading.get_intra_op_parallelism_threads()
+    if configured:
+        return configured
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux only
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
 
 
 class LiteRtRunner:
     """A .tflite model of `ids_function` run by the LiteRT interpreter: called with biozoo's
     input dict, it returns the outputs by name (numpy). Inputs of a new shape resize the
-    interpreter's tensors."""
+    interpreter's tensors. One call at a time (the interpreter is not thread-safe)."""
 
     def __init__(self, flatbuffer, threads=None):
+        import threading
+
         from ai_edge_litert.interpreter import Interpreter
 
         self.interpreter = Interpreter(model_content=flatbuffer, num_threads=threads or default_threads())
         self.runner = self.interpreter.get_signature_runner()
+        self.lock = threading.Lock()
 
     def __call__(self, x):
-        return self.runner(input_word_ids=np.asarray(x["token_ids"], np.int32),
-                           input_mask=np.asarray(x["padding_mask"], np.int32),
-                           input_type_ids=np.asarray(x["segment_ids"], np.int32))
+        with self.lock:
+            return self.runner(input_word_ids=np.asarray(x["token_ids"], np.int32),
+                               input_mask=np.asarray(x["padding_mask"], np.int32),
+                               input_type_ids=np.asarray(x["segment_ids"], np.int32))
 
 
 def bfloat16_copy(model):

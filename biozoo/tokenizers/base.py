@@ -22,6 +22,10 @@ def _ids_function(tokenizer):
     function = _ID_FUNCTIONS.get(tokenizer)
     if function is None:
         tokenizer._maybe_initialized_tf()
+        if hasattr(tokenizer, "_special_token_ids"):
+            # SentencePiece builds its special-token table on first use: build it eagerly, or its
+            # keys would belong to this trace and no SavedModel holding the tokenizer could save it
+            tokenizer._special_token_ids(tf.constant([""]))
         owner = weakref.ref(tokenizer)  # the cache must not keep its key alive
         function = tf.function(lambda texts: owner()._ragged_ids(texts),
                                input_signature=[tf.TensorSpec([None], tf.string)])

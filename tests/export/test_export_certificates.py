@@ -261,3 +261,26 @@ def test_every_task_takes_a_precision(task_name, tiny_bert_real_vocab):
     if task_name == "QuestionAnswerer":
         answers = task.answer(["What causes breast cancer?"], ["BRCA1 mutations cause breast cancer."])
         assert answers[0]["text"] in "BRCA1 mutations cause breast cancer."
+
+
+
+def test_an_empty_dev_split_is_refused(model_dir, tmp_path):
+    from biozoo.export.ids_models import export_ids_model
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "dev.tsv").write_text("")
+    with pytest.raises(ValueError, match="split 'dev' has no examples"):
+        export_ids_model("litert", tmp_path / "x", model=str(model_dir), data=str(tmp_path / "data"))
+    assert not (tmp_path / "x").exists()
+
+
+def test_document_models_have_a_headline_f1():
+    """Certificates compare each kind's F1; for HoC it is LinkBERT's micro F1 (sklearn's)."""
+    from sklearn.metrics import f1_score
+
+    from biozoo.metrics.hoc import document_scores
+    from biozoo.train.adapters.document import DocumentAdapter
+
+    gold, pred = [[1, 0, 1], [0, 1, 0]], [[1, 1, 0], [0, 1, 0]]
+    assert DocumentAdapter().headline_f1(document_scores(gold, pred)) == pytest.approx(
+        100 * f1_score(gold, pred, average="micro"))

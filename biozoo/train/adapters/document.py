@@ -50,3 +50,6 @@ class DocumentAdapter(TaskAdapter):
         predicted = task.predict_labels([a.text for a in abstracts])
         pred = [[int(name in p) for name in task.label_names] for p in predicted]
         return document_scores([list(a.labels) for a in abstracts], pred)
+
+    def headline_f1(self, scores):
+        return scores["micro_f1_linkbert"]["f1"]
