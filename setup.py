@@ -29,7 +29,12 @@ INSTALL_REQUIRES = [
     "spacy>=3.8,<3.9",
     # precision="int8": LiteRT's interpreter runs the dynamic-range quantized model (XNNPACK int8 kernels)
     "ai-edge-litert>=2.0,<3",
+    # PNG plots (`biozoo cascade-calibrate`)
+    "matplotlib>=3.8",
 ]
+# `biozoo annotate --runner beam`: Apache Beam's RunInference on its portable runner here, Dataflow/Flink/Spark
+# beyond one machine (2.77 resolves with TensorFlow 2.20 on Python 3.11)
+BEAM = ["apache-beam>=2.77,<2.78"]
 # `biozoo export onnx`: tf2onnx converts (1.17 is the first release that resolves with protobuf 5+),
 # onnxruntime quantizes (quantize_dynamic) and runs the certificate's checks
 ONNX = ["tf2onnx==1.17.0", "onnx>=1.17", "onnxruntime>=1.20"]
@@ -38,6 +43,7 @@ EXTRAS = {
     "torch": [TORCH],
     "garden": ["tf-models-official==2.20.0"],
     "onnx": ONNX,
+    "beam": BEAM,
     # benchmarks/serving_ladder.py: OpenVINO rows; onnxscript for torch.onnx.export's default (dynamo) exporter
     "bench": ["openvino>=2025,<2027", "onnxscript>=0.5"],
     "demo": [],  # the demo needs no torch; `make demo` adds the embedded checkpoint (see above)
@@ -57,6 +63,7 @@ EXTRAS = {
         "ipykernel>=6.29",
         "tf-models-official==2.20.0",
         *ONNX,
+        *BEAM,
     ],
 }
 EXTRAS["all"] = sorted({r for reqs in EXTRAS.values() for r in reqs})

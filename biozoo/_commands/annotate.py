@@ -46,9 +46,49 @@ def register(subparsers):
                         help=PRECISION_HELP)
     parser.add_argument("--chunk-size", type=int, default=256, help="documents read and annotated together")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cascade = parser.add_argument_group("cascade inference")
+    cascade.add_argument("--cascade", metavar="SMALL,LARGE",
+                         help="two token-classification models: SMALL tags every sentence, LARGE re-tags the "
+                         "sentences where SMALL is unsure (instead of --model)")
+    cascade.add_argument("--escalate-below", type=float, metavar="P",
+                         help="escalate a sentence whose least confident word is below P "
+                         "(`biozoo cascade-calibrate` picks P)")
+    cascade.add_argument("--escalate-measure", choices=["probability", "margin"], default="probability",
+                         help="a word's confidence: its top label's probability (default) or the margin over the "
+                         "second label")
+    beam = parser.add_argument_group("PubMed scale (Apache Beam)")
+    beam.add_argument("--runner", choices=["local", "beam"], default="local",
+                      help="local: this process (default); beam: an Apache Beam pipeline writing resumable shards "
+                      "to the --output folder (pip install 'biozoo[beam]')")
+    beam.add_argument("--beam-options", default="",
+                      help='Beam pipeline options, e.g. "--direct_num_workers 2 --direct_running_mode '
+                      'multi_processing" (default: Beam\'s portable runner in this process), or "--runner '
+                      'DataflowRunner --project P --region R --temp_location gs://B/tmp"')
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only)")
     parser.set_defaults(func=annotate_command)
+
+    parser = subparsers.add_parser(
+        "cascade-calibrate",
+        help="pick a cascade's --escalate-below P for a target agreement with the large model",
+        description="Tag development sentences with both models, then for each threshold P print the share of the "
+        "large model's entities the cascade keeps, the sentences and tokens escalated and the expected speed-up "
+        "over the large model alone (from both models' measured times), as a table and a PNG plot. The chosen P "
+        "is the smallest reaching --target; it is printed as JSON on stdout.",
+    )
+    parser.add_argument("--small", required=True, help="the small token-classification model (any annotate handle)")
+    parser.add_argument("--large", required=True, help="the large token-classification model")
+    parser.add_argument("--data", required=True,
+                        help="a NER data folder (its --split is read, gold tags give F1) or document files "
+                        "(PubTator, BioC, ...; their sentences)")
+    parser.add_argument("--split", default="dev", help="NER data folder: the split to read (default dev)")
+    parser.add_argument("--target", type=float, default=0.99,
+                        help="share of the large model's entities the cascade must keep (default 0.99)")
+    parser.add_argument("--escalate-measure", choices=["probability", "margin"], default="probability")
+    parser.add_argument("--plot", default="cascade-calibration.png", help="the PNG plot to write")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32", help=PRECISION_HELP)
+    parser.set_defaults(func=calibrate_command)
 
 
 def annotate_command(args):
@@ -56,34 +96,138 @@ def annotate_command(args):
         import os
 
         os.environ["BIOZOO_XLA"] = args.xla
-    from biozoo.annotate import AnnotationRun, load_annotator
+    job = job_from_arguments(args)
+    if args.runner == "beam":
+        return _annotate_on_beam(args, job)
+    from biozoo.annotate import CascadeAnnotator
     from biozoo.documents import read_documents, write_documents
 
-    models = args.models or [DEFAULT_MODEL]
-    if not args.models:
-        print(DEFAULT_NOTICE, file=sys.stderr)
-    types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
-    annotators = [load_annotator(m, aggregation=args.aggregation, batch_size=args.batch_size, entity_types=types,
-                                 precision=args.precision)
-                  for m in models]
-    if types != ("ALL",):
-        from biozoo.annotate import AionerAnnotator
-
-        for annotator in annotators:
-            if not isinstance(annotator, AionerAnnotator):
-                print(f"warning: --entity-types applies to AIONER models only; {annotator.name} tags the types "
-                      "it was trained for", file=sys.stderr)
+    annotators = job.annotators()
+    _warn_entity_types(job, annotators)
     skipped = []
 
     def on_skip(message):
         skipped.append(message)
         print(f"skipped: {message}", file=sys.stderr)
 
-    run = AnnotationRun(annotators, overlaps=args.overlaps, chunk_size=args.chunk_size,
-                        drop_existing=args.drop_existing, progress=not args.no_progress, skip_bad=args.skip_bad,
-                        on_skip=on_skip)
+    run = job.run(annotators, progress=not args.no_progress, skip_bad=args.skip_bad, on_skip=on_skip)
     documents = read_documents(args.inputs or ["-"], fmt=args.input_format, skip_bad=args.skip_bad, on_skip=on_skip)
     written = write_documents(run.annotate(documents), args.output, args.output_format)
     summary = run.summary() + (f"; {len(skipped)} bad document(s) skipped" if skipped else "")
+    for annotator in annotators:
+        if isinstance(annotator, CascadeAnnotator):
+            fraction = annotator.escalated / annotator.sentences if annotator.sentences else 0.0
+            summary += f"; cascade: {annotator.escalated} of {annotator.sentences} sentences escalated ({fraction:.1%})"
     print(f"{summary}; {written} written to {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
     return 0
+
+
+def job_from_arguments(args):
+    from biozoo.annotate.job import AnnotationJob
+
+    cascade = None
+    if args.cascade:
+        if args.models:
+            raise ValueError("--cascade SMALL,LARGE replaces --model: give one or the other")
+        cascade = tuple(m.strip() for m in args.cascade.split(","))
+        if len(cascade) != 2 or not all(cascade):
+            raise ValueError(f"--cascade takes two models, SMALL,LARGE; got {args.cascade!r}")
+    elif args.escalate_below is not None:
+        raise ValueError("--escalate-below needs --cascade SMALL,LARGE")
+    models = () if cascade else tuple(args.models or [DEFAULT_MODEL])
+    if not args.models and not cascade:
+        print(DEFAULT_NOTICE, file=sys.stderr)
+    types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
+    return AnnotationJob(models=models, cascade=cascade, escalate_below=args.escalate_below,
+                         escalate_measure=args.escalate_measure, input_format=args.input_format,
+                         output_format=args.output_format, overlaps=args.overlaps, drop_existing=args.drop_existing,
+                         entity_types=types, aggregation=args.aggregation, batch_size=args.batch_size,
+                         precision=args.precision, chunk_size=args.chunk_size)
+
+
+def _warn_entity_types(job, annotators):
+    if job.entity_types != ("ALL",):
+        from biozoo.annotate import AionerAnnotator
+
+        for annotator in annotators:
+            if not isinstance(annotator, AionerAnnotator):
+                print(f"warning: --entity-types applies to AIONER models only; {annotator.name} tags the types "
+                      "it was trained for", file=sys.stderr)
+
+
+def _annotate_on_beam(args, job):
+    import json
+
+    if args.output == "-":
+        raise ValueError("--runner beam writes shards into a folder: give --output DIR (local or gs://)")
+    try:
+        from biozoo.annotate.beam import annotate_corpus
+    except ImportError as error:
+        raise ValueError(f"--runner beam needs Apache Beam: pip install 'biozoo[beam]' ({error})") from None
+    summary = annotate_corpus(job, args.inputs or [], args.output, args.beam_options, progress=not args.no_progress)
+    line = (f"read {summary['read']} documents: {summary['annotated']} annotated, {summary['dead_lettered']} "
+            f"dead-lettered; {summary['entities']} entities in {summary['shards']} shards ({summary['this_run']['chunks_committed']} "
+            f"chunks committed now, {summary['this_run']['chunks_already_done']} done before)")
+    if "escalated" in summary:
+        line += (f"; cascade: {summary['escalated']} of {summary['sentences']} sentences escalated "
+                 f"({summary['escalated_fraction']:.1%})")
+    print(f"{line}; {args.output}/summary.json", file=sys.stderr)
+    print(json.dumps(summary))
+    return 0
+
+
+def calibrate_command(args):
+    import json
+    import os
+
+    from biozoo.annotate.annotators import Sentences, TaggerAnnotator, load_annotator
+    from biozoo.annotate.calibrate import calibrate, plot, table
+
+    texts, gold = _calibration_sentences(args.data, args.split)
+    models = [load_annotator(m, batch_size=args.batch_size, precision=args.precision) for m in (args.small, args.large)]
+    for model in models:
+        if not isinstance(model, TaggerAnnotator):
+            raise ValueError(f"{model.name}: a cascade needs token-classification models")
+    print(f"calibrating on {len(texts)} sentences of {args.data}", file=sys.stderr)
+    result = calibrate(*models, texts, args.target, args.escalate_measure, gold)
+    print(table(result), file=sys.stderr)
+    print(f"small model {result.small_seconds:.2f} s, large model {result.large_seconds:.2f} s on all sentences"
+          + (f"; F1 small {result.small_f1:.2f}, large {result.large_f1:.2f}" if gold is not None else ""),
+          file=sys.stderr)
+    plot(result, args.plot)
+    print(f"plot: {args.plot}", file=sys.stderr)
+    chosen = dict(result.chosen, target=args.target, measure=args.escalate_measure,
+                  small_seconds=round(result.small_seconds, 3), large_seconds=round(result.large_seconds, 3),
+                  small_f1=result.small_f1, large_f1=result.large_f1, sentences=len(texts), plot=os.fspath(args.plot))
+    print(json.dumps(chosen))
+    return 0
+
+
+def _calibration_sentences(data, split):
+    """Texts (and gold spans, for a NER data folder) to calibrate on."""
+    import os
+
+    from biozoo.annotate.annotators import Sentences
+    from biozoo.documents import read_documents
+
+    if os.path.isdir(data):
+        from biozoo.data.ner import find_split, read_ner
+
+        try:
+            path = find_split(data, split)
+        except FileNotFoundError:
+            path = None
+        if path is not None:
+            from seqeval.metrics.sequence_labeling import get_entities
+
+            texts, gold = [], []
+            for sentence in read_ner(path):
+                starts, position = [], 0
+                for word in sentence.words:
+                    starts.append(position)
+                    position += len(word) + 1
+                texts.append(" ".join(sentence.words))
+                gold.append({(starts[a], starts[b] + len(sentence.words[b]), kind)
+                             for kind, a, b in get_entities(list(sentence.tags))})
+            return texts, gold
+    return Sentences.of(list(read_documents([data]))).texts, None

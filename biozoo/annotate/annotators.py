@@ -1,14 +1,15 @@
 """Annotators: a NER model with the way it reads a document.
 
-An annotator takes documents and returns, per document, entities `(start, end, type, score)`
-with document-level offsets. `TaggerAnnotator` runs a `TokenClassifier` (fine-tuned by biozoo or
-a hub checkpoint) sentence by sentence; `AionerAnnotator` runs AIONER on the units AIONER's own
-code tags (a PubTator or PubMed document's `title + " " + abstract`, or each BioC passage
-except references).
+An annotator takes documents and returns, per document, entities `(start, end, type, score,
+model)` with document-level offsets (model None: the annotator's own name). `TaggerAnnotator`
+runs a `TokenClassifier` (fine-tuned by biozoo or a hub checkpoint) sentence by sentence;
+`CascadeAnnotator` runs a small tagger everywhere and a large one where the small is unsure;
+`AionerAnnotator` runs AIONER on the units AIONER's own code tags (a PubTator or PubMed
+document's `title + " " + abstract`, or each BioC passage except references).
 
 Example:
     >>> annotator = load_annotator("aioner_bioformer")
-    >>> annotator.annotate(documents)  # [[(start, end, type, score), ...], ...]
+    >>> annotator.annotate(documents)  # [[(start, end, type, score, model), ...], ...]
 """
 
 from __future__ import annotations
@@ -28,6 +29,35 @@ def _units(document, whole_pubtator_text, skip_types=()):
 
 
 @dataclasses.dataclass
+class Sentences:
+    """The sentences of some documents: `texts`, and per sentence `owners` (the document's index,
+    the sentence's document-level offset)."""
+
+    texts: list
+    owners: list
+
+    @classmethod
+    def of(cls, documents):
+        texts, owners = [], []
+        for d, document in enumerate(documents):
+            for text, offset in _units(document, whole_pubtator_text=False):
+                for start, end in split_sentences(text):
+                    texts.append(text[start:end])
+                    owners.append((d, offset + start))
+        return cls(texts, owners)
+
+    def place(self, entities, count, models=None):
+        """Per-sentence entities -> per-document `(start, end, type, score, model)`, for `count`
+        documents; `models[i]` names the model of sentence i (default: None)."""
+        found = [[] for _ in range(count)]
+        for i, ((d, base), result) in enumerate(zip(self.owners, entities)):
+            for entity in result:
+                found[d].append((base + entity["start"], base + entity["end"], entity.get("type", entity.get("entity")),
+                                 entity.get("score"), None if models is None else models[i]))
+        return found
+
+
+@dataclasses.dataclass
 class TaggerAnnotator:
     """A `TokenClassifier` reading every passage sentence by sentence (`split_sentences`); a
     sentence longer than the model's window is read in overlapping windows."""
@@ -38,21 +68,73 @@ class TaggerAnnotator:
     batch_size: int = 64
 
     def annotate(self, documents):
-        sentences, owners = [], []
-        for d, document in enumerate(documents):
-            for text, offset in _units(document, whole_pubtator_text=False):
-                for start, end in split_sentences(text):
-                    sentences.append(text[start:end])
-                    owners.append((d, offset + start))
-        found = [[] for _ in documents]
-        if sentences:
-            probabilities = self.task.token_probabilities(sentences, self.batch_size)
-            grouped = self.task.group(sentences, probabilities, self.aggregation)
-            for (d, base), result in zip(owners, grouped):
-                for entity in result["entities"]:
-                    found[d].append((base + entity["start"], base + entity["end"],
-                                     entity.get("type", entity.get("entity")), entity.get("score")))
-        return found
+        sentences = Sentences.of(documents)
+        entities, _ = self.tag(sentences.texts)
+        return sentences.place(entities, len(documents), [self.name] * len(sentences.texts))
+
+    def tag(self, texts, measure=None):
+        """Per text, its entities (and, with a confidence `measure`, the model's confidence in it
+        as `TokenClassifier.confidence` gives it; else None)."""
+        if not texts:
+            return [], []
+        probabilities = self.task.token_probabilities(texts, self.batch_size)
+        entities = [result["entities"] for result in self.task.group(texts, probabilities, self.aggregation)]
+        return entities, (self.task.confidence(texts, probabilities, measure) if measure else None)
+
+
+@dataclasses.dataclass
+class CascadeFirstPass:
+    """What the small model of a cascade found in some documents, and which sentences go on."""
+
+    sentences: Sentences
+    entities: list
+    confidence: list
+    escalate: list  # indices of the sentences the large model reads
+    count: int  # documents
+    model: str  # the small model's name
+
+
+@dataclasses.dataclass
+class CascadeAnnotator:
+    """Cascade inference: the `small` tagger reads every sentence; a sentence in which it is
+    unsure (its `confidence` below `threshold`: the lowest per-word top probability, or
+    margin between the two top labels, as `measure` says) is read again by the `large`
+    tagger, whose entities replace the small model's there. Each entity names the model that
+    found it. `sentences` and `escalated` count what it has read.
+
+    Example:
+        >>> cascade = CascadeAnnotator(load_annotator("out/minilm"), load_annotator("out/large"), 0.9)
+        >>> cascade.annotate(documents); cascade.escalated / cascade.sentences
+    """
+
+    small: TaggerAnnotator
+    large: TaggerAnnotator
+    threshold: float
+    measure: str = "probability"
+    sentences: int = 0
+    escalated: int = 0
+
+    @property
+    def name(self):
+        return f"cascade({self.small.name},{self.large.name})"
+
+    def annotate(self, documents):
+        return self.second_pass(self.first_pass(documents))
+
+    def first_pass(self, documents):
+        sentences = Sentences.of(documents)
+        entities, confidence = self.small.tag(sentences.texts, self.measure)
+        escalate = [i for i, c in enumerate(confidence) if c < self.threshold]
+        return CascadeFirstPass(sentences, entities, confidence, escalate, len(documents), self.small.name)
+
+    def second_pass(self, first):
+        entities, models = list(first.entities), [first.model] * len(first.entities)
+        large, _ = self.large.tag([first.sentences.texts[i] for i in first.escalate])
+        for i, found in zip(first.escalate, large):
+            entities[i], models[i] = found, self.large.name
+        self.sentences += len(first.entities)
+        self.escalated += len(first.escalate)
+        return first.sentences.place(entities, first.count, models)
 
 
 @dataclasses.dataclass
@@ -73,7 +155,7 @@ class AionerAnnotator:
         found = [[] for _ in documents]
         for (d, base), result in zip(owners, self.tagger.annotate(units, self.batch_size, self.entity_types)):
             for entity in result["entities"]:
-                found[d].append((base + entity["start"], base + entity["end"], entity["type"], entity["score"]))
+                found[d].append((base + entity["start"], base + entity["end"], entity["type"], entity["score"], None))
         return found
 
 
@@ -93,3 +175,20 @@ def load_annotator(handle, aggregation="first", batch_size=64, entity_types=("AL
     if kind != "ner":
         raise ValueError(f"{handle} is a {kind} model; annotate needs a NER model.")
     return TaggerAnnotator(task, str(handle), aggregation, batch_size)
+
+
+def load_cascade(small, large, threshold, measure="probability", **options):
+    """A `CascadeAnnotator` of two token-classification model handles (`load_annotator`'s
+    `options`); AIONER models have no per-word confidence and are refused."""
+    from biozoo.tasks.token_classifier import CONFIDENCE_MEASURES
+
+    if measure not in CONFIDENCE_MEASURES:
+        raise ValueError(f"measure must be one of {', '.join(CONFIDENCE_MEASURES)}, got {measure!r}")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"the escalation threshold is a probability in [0, 1], got {threshold}")
+    taggers = [load_annotator(handle, **options) for handle in (small, large)]
+    for tagger in taggers:
+        if not isinstance(tagger, TaggerAnnotator):
+            raise ValueError(f"{tagger.name}: a cascade needs token-classification models; AIONER models give no "
+                             "per-word confidence")
+    return CascadeAnnotator(taggers[0], taggers[1], float(threshold), measure)

@@ -52,7 +52,8 @@ class AnnotationRun:
     `drop_existing` removes the annotations the input carried; otherwise they stay apart from
     the predictions (`Document.predictions`). A document a model cannot annotate (an offset
     outside its text...) stops the run with an error naming it, or, with `skip_bad`, is
-    reported through `on_skip(message)`, counted in `skipped` and left out."""
+    reported through `on_skip(message)`, counted in `skipped`, recorded in `dead_letters` and
+    left out."""
 
     annotators: list
     overlaps: str = "keep"
@@ -65,6 +66,7 @@ class AnnotationRun:
     skipped: int = 0
     entities: int = 0
     seconds: float = 0.0
+    dead_letters: list = dataclasses.field(default_factory=list)  # {"id", "source", "reason"} of each skipped
 
     def annotate(self, documents):
         """Yield each document of `documents` with its predictions."""
@@ -99,44 +101,64 @@ class AnnotationRun:
         return tqdm(unit="doc", desc="annotating", dynamic_ncols=True)
 
     def _annotate_chunk(self, chunk, bar):
+        yield from self.finish_chunk(chunk, self.predict_chunk(chunk), bar)
+
+    def predict_chunk(self, chunk):
+        """Per document of `chunk`, its entities from every annotator, or the exception that
+        annotating it alone raised (after the chunk as a whole raised)."""
         try:
-            found = self._predictions(chunk)
+            return self._predictions(chunk)
         except Exception:
-            found = None
-        if found is None:  # find the document(s) at fault: one at a time
-            kept, found = [], []
-            for document in chunk:
-                try:
-                    found.append(self._predictions([document])[0])
-                    kept.append(document)
-                except Exception as error:
-                    message = f"{document.source or 'document'} (id {document.id}): {error}"
-                    if not self.skip_bad:
-                        raise ValueError(message) from error
-                    self.skipped += 1
-                    (self.on_skip or _print_skip)(message)
-            chunk = kept
+            pass
+        found = []  # find the document(s) at fault: one at a time
+        for document in chunk:
+            try:
+                found.append(self._predictions([document])[0])
+            except Exception as error:
+                found.append(error)
+        return found
+
+    def finish_chunk(self, chunk, found, bar=None):
+        """Yield each document of `chunk` with `found` (`predict_chunk`'s result) as its checked
+        predictions; a document that fails stops the run, or with `skip_bad` is skipped."""
         for document, predictions in zip(chunk, found):
-            if self.drop_existing:
-                document.annotations = []
-                for passage in document.passages:
-                    passage.annotations = []
-                    passage.relations = []
-                document.relations = []
-            document.predictions = resolve_overlaps(predictions, self.overlaps)
-            self.documents += 1
-            self.entities += len(document.predictions)
+            try:
+                if isinstance(predictions, Exception):
+                    raise predictions
+                annotations = [self._annotation(document, *entity) for entity in predictions]
+            except Exception as error:
+                message = f"{document.source or 'document'} (id {document.id}): {error}"
+                if not self.skip_bad:
+                    raise ValueError(message) from error
+                self.skipped += 1
+                self.dead_letters.append({"id": document.id, "source": document.source, "reason": message})
+                (self.on_skip or _print_skip)(message)
+                continue
+            yield self.finish(document, annotations)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(entities=self.entities, refresh=False)
-            yield document
+
+    def finish(self, document, annotations):
+        """`document` with `annotations` as its predictions (overlaps resolved), counted."""
+        if self.drop_existing:
+            document.annotations = []
+            for passage in document.passages:
+                passage.annotations = []
+                passage.relations = []
+            document.relations = []
+        document.predictions = resolve_overlaps(annotations, self.overlaps)
+        self.documents += 1
+        self.entities += len(document.predictions)
+        return document
 
     def _predictions(self, chunk):
+        """Per document, its entities `(start, end, type, score, model)` from every annotator."""
         found = [[] for _ in chunk]
         for annotator in self.annotators:
             for d, entities in enumerate(annotator.annotate(chunk)):
-                for start, end, kind, score in entities:
-                    found[d].append(self._annotation(chunk[d], start, end, kind, score, annotator.name))
+                found[d].extend((start, end, kind, score, model or annotator.name)
+                                for start, end, kind, score, model in entities)
         return found
 
     @staticmethod

@@ -7,6 +7,7 @@ from biozoo.documents.io import (
     OUTPUT_FORMATS,
     DocumentStream,
     detect_format,
+    encode_documents,
     iter_input_files,
     read_documents,
     write_documents,
@@ -16,5 +17,5 @@ from biozoo.documents.model import Annotation, Collection, Document, Passage, Re
 __all__ = [
     "Annotation", "Collection", "Document", "Passage", "Relation",
     "INPUT_FORMATS", "OUTPUT_FORMATS", "DocumentStream",
-    "detect_format", "iter_input_files", "read_documents", "write_documents",
+    "detect_format", "encode_documents", "iter_input_files", "read_documents", "write_documents",
 ]

@@ -32,7 +32,7 @@ def _is_remote(path) -> bool:
 
 
 def iter_input_files(inputs):
-    """Every input file: a path, "-" (stdin), a `gs://` path, or a folder (its regular files,
+    """Every input file: a path, "-" (stdin), a `gs://` path or glob, or a folder (its regular files,
     recursively, sorted, hidden ones skipped). `inputs` is one of those or a list of them."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
@@ -40,6 +40,12 @@ def iter_input_files(inputs):
         item = os.fspath(item)
         if item == "-":
             yield "-"
+        elif _is_remote(item) and any(c in item for c in "*?["):  # a glob: gs://bucket/pubmed25n*.xml.gz
+            matches = sorted(_gfile().glob(item))
+            if not matches:
+                raise FileNotFoundError(f"input not found: no file matches {item}")
+            for match in matches:
+                yield from _remote_files(match)
         elif _is_remote(item):
             yield from _remote_files(item)
         elif os.path.isdir(item):

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 import sys
@@ -196,6 +197,15 @@ def read_documents(inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=Non
 
 
 # -------------------------------------------------------------------------------- writing
+
+
+def encode_documents(documents, fmt="jsonl", *, collection=None) -> tuple[bytes, int]:
+    """`documents` written in `fmt` (one of OUTPUT_FORMATS) into memory: `(bytes, count)`."""
+    if fmt not in _WRITERS:
+        raise ValueError(f"unknown output format {fmt!r}; one of {', '.join(OUTPUT_FORMATS)}")
+    out = io.BytesIO()
+    count = _WRITERS[fmt](documents, out, collection) if fmt in ("bioc-xml", "bioc-json") else _WRITERS[fmt](documents, out)
+    return out.getvalue(), count
 
 
 def write_documents(documents, output=None, fmt="jsonl", *, collection=None) -> int:

@@ -15,6 +15,8 @@ from biozoo.tasks._util import compiled_predict, softmax, use_xla
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tokenizers.base import Tokenizer
 
+CONFIDENCE_MEASURES = ("probability", "margin")
+
 
 @dataclasses.dataclass
 class Windows:
@@ -280,19 +282,43 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
 
     def group(self, texts, token_probabilities, aggregation="first"):
         """`annotate`'s results from `token_probabilities(texts)`, grouped by `aggregation`."""
-        from biozoo.tasks._aggregation import Piece, aggregate, is_subword
+        from biozoo.tasks._aggregation import aggregate
 
-        tokenizer = self.preprocessor.tokenizer
-        vocabulary = tokenizer.get_vocabulary()
-        wordpiece = tokenizer.continuation_prefix is not None
+        pieces = self._piece_reader()
         results = []
         for text, (row, probs) in zip(texts, token_probabilities):
-            pieces = [Piece(a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id,
-                                                            wordpiece))
-                      for i, a, b in row]
-            entities = aggregate(pieces, probs, self.label_names, aggregation)
+            entities = aggregate(pieces(text, row), probs, self.label_names, aggregation)
             for entity in entities:
                 entity["text"] = text[entity["start"]:entity["end"]]
                 entity["score"] = round(entity["score"], 6)
             results.append({"text": text, "entities": entities})
         return results
+
+    def confidence(self, texts, token_probabilities, measure="probability"):
+        """Per text, the model's least confident word: the lowest over its words (their first
+        tokens, as `aggregation="first"` reads them) of the top label's probability
+        (`measure="probability"`) or of its lead over the second label (`"margin"`); 1.0 for a
+        text without tokens."""
+        if measure not in CONFIDENCE_MEASURES:
+            raise ValueError(f"measure must be one of {', '.join(CONFIDENCE_MEASURES)}, got {measure!r}")
+        pieces, out = self._piece_reader(), []
+        for text, (row, probs) in zip(texts, token_probabilities):
+            starts = [k for k, piece in enumerate(pieces(text, row)) if not piece.is_subword]
+            if not starts:
+                out.append(1.0)
+                continue
+            top = np.sort(np.asarray(probs)[starts], axis=-1)
+            values = top[:, -1] if measure == "probability" or top.shape[1] < 2 else top[:, -1] - top[:, -2]
+            out.append(float(values.min()))
+        return out
+
+    def _piece_reader(self):
+        """`pieces(text, row)`: a text's tokens `[(id, start, end), ...]` as aggregation `Piece`s."""
+        from biozoo.tasks._aggregation import Piece, is_subword
+
+        tokenizer = self.preprocessor.tokenizer
+        vocabulary = tokenizer.get_vocabulary()
+        wordpiece = tokenizer.continuation_prefix is not None
+        return lambda text, row: [Piece(a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id,
+                                                         wordpiece))
+                                  for i, a, b in row]

@@ -198,7 +198,7 @@ def test_a_document_a_model_cannot_annotate_is_named_and_skipped_only_when_asked
         def annotate(self, documents):
             if any(d.id == "bad" for d in documents):
                 raise ValueError("offsets 0-99 are outside the text")
-            return [[(0, 3, "Gene", 0.9)] for _ in documents]
+            return [[(0, 3, "Gene", 0.9, None)] for _ in documents]
 
     def documents():
         return [Document(i, [Passage(0, f"ABC text {i}")], source=f"in.txt:{n}") for n, i in enumerate(["a", "bad", "c"], 1)]

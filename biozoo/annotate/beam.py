@@ -1,0 +1,218 @@
+"""`biozoo annotate --runner beam`: the annotation run as an Apache Beam pipeline.
+
+    input files -> chunks of documents (committed chunks skipped) -> Reshuffle
+      -> RunInference(ChunkModelHandler)            [a cascade: small stage, then large stage]
+      -> commit each chunk's shard, dead letters and manifest (`ShardStore`)
+
+The models run through `apache_beam.ml.inference.RunInference` with a biozoo `ModelHandler`
+that loads the task presets once per worker (Beam's own TensorFlow handlers load through
+`tf.keras.models.load_model`, which Keras 3 refuses for SavedModels). The unit of inference is
+a chunk (the unit of commit): the handler splits its documents into sentences and batches
+them by length, exactly as plain `annotate` does, so both give the same annotations. A chunk
+whose inference raises goes to Beam's dead-letter output (`with_exception_handling`) and is
+recorded with the reason, to be retried by the next run; documents that cannot be read or
+annotated are dead-lettered one by one. Without `--runner` in the Beam options the pipeline
+runs in this process on Beam's portable FnApiRunner (`--direct_num_workers N
+--direct_running_mode multi_processing` for N worker processes); `--runner DataflowRunner`,
+`FlinkRunner` or `SparkRunner` run it on a cluster.
+
+Example:
+    >>> job = AnnotationJob(models=("out/ncbi",), output_format="pubtator", drop_existing=True)
+    >>> summary = annotate_corpus(job, ["pubmed25n0001.xml.gz"], "gs://bucket/out")
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+
+import apache_beam as beam
+from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from biozoo.annotate.annotators import CascadeAnnotator, load_annotator
+from biozoo.annotate.shards import ShardStore, read_chunks
+from biozoo.documents import iter_input_files
+
+STAGES = ("annotate", "small", "large")
+_LOADED = {}  # job -> its annotators, loaded by `annotate_corpus`: a worker in this process reuses them
+
+
+class ChunkModelHandler(ModelHandler):
+    """Beam's view of a biozoo annotation stage: `load_model` loads the stage's models (once
+    per worker), `run_inference` annotates chunks. Stages: "annotate" (every model of the job),
+    and a cascade's "small" (every sentence, and which ones to escalate) and "large" (the
+    escalated sentences, then the chunk's checked predictions)."""
+
+    def __init__(self, job, stage="annotate"):
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+        if (stage == "annotate") != (job.cascade is None):
+            raise ValueError(f"stage {stage!r} does not fit a job {'with' if job.cascade else 'without'} a cascade")
+        # one chunk a call: a chunk batches its own sentences by length
+        super().__init__(min_batch_size=1, max_batch_size=1)
+        self.job, self.stage = job, stage
+
+    def load_model(self):
+        annotators = _LOADED.get(self.job) or self.job.annotators()
+        if self.stage == "annotate":
+            return _Annotators(annotators)
+        cascade = annotators[0]
+        small, large = (cascade.small, None) if self.stage == "small" else (None, cascade.large)
+        return CascadeAnnotator(small, large, cascade.threshold, cascade.measure)
+
+    def run_inference(self, batch, model, inference_args=None):
+        run = getattr(self, f"_{self.stage}")
+        return [PredictionResult(chunk, run(chunk, model)) for chunk in batch]
+
+    def get_num_bytes(self, batch):
+        return sum(len(passage.text) for chunk in batch for d in chunk.documents for passage in d.passages)
+
+    def get_metrics_namespace(self):
+        return f"biozoo_{self.stage}"
+
+    def _annotate(self, chunk, model):
+        run = self.job.run(model.annotators, progress=False, skip_bad=True, on_skip=_quiet)
+        chunk.documents = list(run.annotate(chunk.documents))
+        chunk.dead_letters = chunk.dead_letters + [{**letter, "stage": "annotate"} for letter in run.dead_letters]
+        return chunk
+
+    def _small(self, chunk, cascade):
+        try:
+            first = cascade.first_pass(chunk.documents)
+        except Exception:  # find the document(s) at fault, dead-letter them, read the others
+            good = []
+            for document in chunk.documents:
+                try:
+                    cascade.first_pass([document])
+                    good.append(document)
+                except Exception as error:
+                    chunk.dead_letters = chunk.dead_letters + [{
+                        "id": document.id, "source": document.source, "stage": "annotate",
+                        "reason": f"{document.source or 'document'} (id {document.id}): {error}"}]
+            chunk.documents = good
+            first = cascade.first_pass(good)
+        chunk.stage_state = first
+        chunk.stats = {"sentences": len(first.entities), "escalated": len(first.escalate)}
+        return chunk
+
+    def _large(self, chunk, cascade):
+        found = cascade.second_pass(chunk.stage_state)
+        chunk.stage_state = None
+        run = self.job.run([], progress=False, skip_bad=True, on_skip=_quiet)
+        chunk.documents = list(run.finish_chunk(chunk.documents, found))
+        chunk.dead_letters = chunk.dead_letters + [{**letter, "stage": "annotate"} for letter in run.dead_letters]
+        return chunk
+
+
+class _Annotators:
+    """The annotators of a stage, as one object (Beam keeps a weak reference to the model)."""
+
+    def __init__(self, annotators):
+        self.annotators = annotators
+
+
+def _quiet(message):
+    pass
+
+
+class _ReadChunks(beam.DoFn):
+    def __init__(self, job, done):
+        self.job, self.done = job, frozenset(done)
+
+    def process(self, item):
+        position, source = item
+        yield from read_chunks(source, position, self.job.chunk_size, self.job.input_format, self.done)
+
+
+class _Commit(beam.DoFn):
+    """Commit each annotated chunk (or, from the dead-letter output, each chunk whose inference
+    failed: every document dead-lettered, the chunk left to be retried)."""
+
+    def __init__(self, root, output_format, progress, failed=False):
+        self.root, self.output_format, self.progress, self.failed = root, output_format, progress, failed
+
+    def setup(self):
+        self.store = ShardStore(self.root, self.output_format)
+
+    def process(self, element):
+        if self.failed:
+            batch, error = element
+            for chunk in batch:
+                reason = f"inference failed for the chunk: {type(error).__name__}: {error}"
+                letters = chunk.dead_letters + [{"id": d.id, "source": d.source, "stage": "inference", "reason": reason}
+                                                for d in chunk.documents]
+                yield self._commit(chunk, [], letters, complete=False)
+        else:
+            chunk = element.inference
+            yield self._commit(chunk, chunk.documents, chunk.dead_letters)
+
+    def _commit(self, chunk, documents, dead_letters, complete=True):
+        manifest = self.store.commit(chunk, documents, dead_letters, complete)
+        if self.progress:
+            print(f"biozoo: committed {chunk.key}: {len(documents)} documents, {manifest['entities']} entities"
+                  + (f", {len(dead_letters)} dead-lettered" if dead_letters else ""), file=sys.stderr, flush=True)
+        return manifest
+
+
+def pipeline_options(beam_options=""):
+    """Beam's `PipelineOptions` from a command-line string, and the runner to use: Beam's
+    portable FnApiRunner in this process unless the options name a `--runner`."""
+    flags = shlex.split(beam_options or "")
+    options = PipelineOptions(flags)
+    if any(flag == "--runner" or flag.startswith("--runner=") for flag in flags):
+        return options, None
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    return options, FnApiRunner()
+
+
+def build_pipeline(pipeline, job, files, store, done, progress=True):
+    """Add the annotation steps to `pipeline`: `files` in, chunks committed to `store`."""
+    chunks = (pipeline
+              | "Files" >> beam.Create(list(enumerate(files)))
+              | "Read" >> beam.ParDo(_ReadChunks(job, done))
+              | "Spread" >> beam.Reshuffle())
+    if job.cascade is None:
+        tagged, dead = chunks | "Annotate" >> RunInference(ChunkModelHandler(job)).with_exception_handling()
+        failures = [dead.failed_inferences]
+    else:
+        first, dead_small = chunks | "Small" >> RunInference(ChunkModelHandler(job, "small")).with_exception_handling()
+        tagged, dead_large = (first
+                              | "FirstPass" >> beam.Map(lambda result: result.inference)
+                              | "Large" >> RunInference(ChunkModelHandler(job, "large")).with_exception_handling())
+        failures = [dead_small.failed_inferences, dead_large.failed_inferences]
+    tagged | "Commit" >> beam.ParDo(_Commit(store.root, store.output_format, progress))
+    (failures | "Failures" >> beam.Flatten()
+     | "CommitFailed" >> beam.ParDo(_Commit(store.root, store.output_format, progress, failed=True)))
+
+
+def annotate_corpus(job, inputs, output, beam_options="", progress=True):
+    """Annotate every document of `inputs` (files, folders, `gs://` paths or globs) into the
+    shard folder `output` with `job`, on Apache Beam; resumes a run that wrote there before.
+    Returns the summary (also written to OUTPUT/summary.json)."""
+    files = list(iter_input_files(inputs))
+    if "-" in files:
+        raise ValueError("--runner beam reads files, not stdin")
+    store = ShardStore(output, job.output_format)
+    store.claim({**job.as_record(), "inputs": files})
+    done = store.done_keys()
+    if progress:
+        print(f"biozoo: {len(files)} input file(s); {len(done)} chunk(s) already committed in {store.root}",
+              file=sys.stderr)
+    # fail here, not in every worker, on a bad model; converted once, cached; reused by in-process workers
+    _LOADED.clear()
+    _LOADED[job] = job.annotators()
+    options, runner = pipeline_options(beam_options)
+    started = time.perf_counter()
+    try:
+        with beam.Pipeline(runner=runner, options=options) as pipeline:
+            build_pipeline(pipeline, job, files, store, done, progress)
+    finally:
+        _LOADED.clear()
+    summary = store.summary()
+    summary["this_run"] = {"chunks_committed": summary["chunks"] - len(done), "chunks_already_done": len(done),
+                           "seconds": round(time.perf_counter() - started, 2)}
+    store.write_summary(summary)
+    return summary

@@ -1,0 +1,63 @@
+"""What an annotation does, as data: the models (or a cascade) and how documents are read,
+tagged and written. `biozoo annotate` builds one from its options; the plain run and the
+Apache Beam pipeline both annotate through it, so they give the same output.
+
+Example:
+    >>> job = AnnotationJob(models=("out/ncbi",), output_format="pubtator", drop_existing=True)
+    >>> run = job.run(progress=False)
+    >>> annotated = list(run.annotate(read_documents(["abstracts.pubtator"])))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from biozoo.annotate.annotators import load_annotator, load_cascade
+from biozoo.annotate.runner import AnnotationRun
+
+
+@dataclasses.dataclass(frozen=True)
+class AnnotationJob:
+    """The options of an annotation. With `cascade=(SMALL, LARGE)`, `models` is empty and the
+    small model's sentences below `escalate_below` (per `escalate_measure`) go to the large one."""
+
+    models: tuple = ()
+    cascade: tuple | None = None
+    escalate_below: float | None = None
+    escalate_measure: str = "probability"
+    input_format: str = "auto"
+    output_format: str = "jsonl"
+    overlaps: str = "keep"
+    drop_existing: bool = False
+    entity_types: tuple = ("ALL",)
+    aggregation: str = "first"
+    batch_size: int = 64
+    precision: str = "float32"
+    chunk_size: int = 256
+
+    def __post_init__(self):
+        if self.cascade is not None:
+            if len(self.cascade) != 2 or self.models:
+                raise ValueError("a cascade is two models, SMALL,LARGE, and takes no other --model")
+            if self.escalate_below is None:
+                raise ValueError("a cascade needs --escalate-below P (`biozoo cascade-calibrate` picks P)")
+        elif not self.models:
+            raise ValueError("no model to annotate with")
+        if self.chunk_size < 1 or self.batch_size < 1:
+            raise ValueError(f"chunk size and batch size must be positive, got {self.chunk_size} and {self.batch_size}")
+
+    def annotators(self):
+        options = dict(aggregation=self.aggregation, batch_size=self.batch_size, precision=self.precision)
+        if self.cascade is not None:
+            return [load_cascade(*self.cascade, self.escalate_below, self.escalate_measure, **options)]
+        return [load_annotator(m, entity_types=self.entity_types, **options) for m in self.models]
+
+    def run(self, annotators=None, **options):
+        """An `AnnotationRun` of this job (`options`: progress, skip_bad, on_skip)."""
+        return AnnotationRun(self.annotators() if annotators is None else annotators, overlaps=self.overlaps,
+                             chunk_size=self.chunk_size, drop_existing=self.drop_existing, **options)
+
+    def as_record(self):
+        """The job as JSON-ready data (what a resumed corpus run must agree with)."""
+        record = dataclasses.asdict(self)
+        return {key: list(value) if isinstance(value, tuple) else value for key, value in record.items()}

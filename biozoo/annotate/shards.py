@@ -1,0 +1,217 @@
+"""A corpus run's output folder: shards committed whole, so a killed run resumes where it was.
+
+Each input file is cut into chunks of `chunk_size` documents, in order; a chunk's key names its
+file and position (`<stem>-<hash of the path>-<index>`), so a re-run over the same inputs makes
+the same chunks. A chunk is committed by writing, each atomically and in this order, its shard
+(`shards/KEY.EXT`, the annotated documents in the output format), its dead letters
+(`dead-letters/KEY.jsonl`: documents that could not be read or annotated, with the reason) and
+last its manifest (`manifests/KEY.json`: the ids written, the dead letters, counts). A chunk is
+done when its manifest exists: a re-run skips it, and a chunk interrupted before its manifest
+is written again whole, so no document is ever written twice. `job.json` records the options;
+a re-run with other options is refused. Paths may be local or `gs://`.
+
+    OUT/job.json  OUT/shards/  OUT/dead-letters/  OUT/manifests/  OUT/summary.json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+
+from biozoo.documents import encode_documents, read_documents
+
+JOB_FILE = "job.json"
+SUMMARY_FILE = "summary.json"
+EXTENSIONS = {"jsonl": "jsonl", "pubtator": "pubtator", "bioc-xml": "bioc.xml", "bioc-json": "bioc.json"}
+
+
+@dataclasses.dataclass
+class Chunk:
+    """Consecutive documents of one input file, the unit that is annotated and committed.
+    `dead_letters` holds what could not be read (`{"id", "source", "stage", "reason"}`);
+    `stage_state` carries a cascade's first pass to its second; `stats` counts what the models
+    did (a cascade's sentences and escalated sentences)."""
+
+    key: str
+    source: str
+    position: int  # of the input file among the inputs
+    index: int  # of the chunk in its file
+    documents: list
+    dead_letters: list = dataclasses.field(default_factory=list)
+    stage_state: object = None
+    stats: dict = dataclasses.field(default_factory=dict)
+
+
+def chunk_key(source, index):
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(source.rstrip("/")))[:60] or "input"
+    digest = hashlib.sha1(source.encode("utf-8")).hexdigest()[:10]
+    return f"{stem}-{digest}-{index:06d}"
+
+
+def read_chunks(source, position, chunk_size, fmt="auto", skip=frozenset(), on_note=None):
+    """The chunks of one input file, each `chunk_size` documents (the last may be shorter; a file
+    without documents gives one empty chunk, so it is accounted for). A document that cannot be
+    read becomes a dead letter of the chunk being filled. Chunks whose key is in `skip` are
+    read past, not returned."""
+    dead, documents, index = [], [], 0
+
+    def on_skip(message):
+        dead.append({"id": None, "source": source, "stage": "read", "reason": message})
+
+    def chunk():
+        return Chunk(chunk_key(source, index), source, position, index, documents, dead)
+
+    for document in read_documents([source], fmt=fmt, skip_bad=True, on_skip=on_skip, on_note=on_note or _quiet):
+        documents.append(document)
+        if len(documents) == chunk_size:
+            if chunk_key(source, index) not in skip:
+                yield chunk()
+            dead, documents, index = [], [], index + 1
+    if documents or dead or index == 0:
+        if chunk_key(source, index) not in skip:
+            yield chunk()
+
+
+def _quiet(message):
+    pass
+
+
+class ShardStore:
+    """The output folder of a corpus run (local or `gs://`)."""
+
+    def __init__(self, root, output_format="jsonl"):
+        if output_format not in EXTENSIONS:
+            raise ValueError(f"unknown output format {output_format!r}; one of {', '.join(EXTENSIONS)}")
+        self.root = os.fspath(root).rstrip("/")
+        self.output_format = output_format
+
+    # -- paths and files (local or gs://)
+    def path(self, *parts):
+        return "/".join([self.root, *parts])
+
+    def _remote(self):
+        return "://" in self.root
+
+    def _gfile(self):
+        import tensorflow as tf
+
+        return tf.io.gfile
+
+    def _put(self, path, data: bytes):
+        if self._remote():
+            with self._gfile().GFile(path, "wb") as out:  # a GCS object appears whole, when closed
+                out.write(data)
+            return
+        from biozoo._io import atomic_write_bytes
+
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        atomic_write_bytes(path, data)
+
+    def _get(self, path) -> bytes:
+        if self._remote():
+            with self._gfile().GFile(path, "rb") as f:
+                return f.read()
+        with open(path, "rb") as f:
+            return f.read()
+
+    def _exists(self, path):
+        return self._gfile().exists(path) if self._remote() else os.path.exists(path)
+
+    def _list(self, folder):
+        path = self.path(folder)
+        if not self._exists(path):
+            return []
+        names = self._gfile().listdir(path) if self._remote() else os.listdir(path)
+        return sorted(n.rstrip("/") for n in names if not n.startswith("."))
+
+    # -- the job
+    def claim(self, job_record):
+        """Record the job's options, or check them against those of the run that wrote here."""
+        path = self.path(JOB_FILE)
+        if self._exists(path):
+            before = json.loads(self._get(path))
+            differ = [key for key in sorted(set(before) | set(job_record)) if before.get(key) != job_record.get(key)]
+            if differ:
+                detail = "; ".join(f"{key}: {before.get(key)!r} there, {job_record.get(key)!r} now" for key in differ)
+                raise ValueError(f"{self.root} holds the output of another annotation job ({detail}); "
+                                 "resume with the same options or choose another --output")
+            return
+        self._put(path, (json.dumps(job_record, indent=2) + "\n").encode("utf-8"))
+
+    def done_keys(self):
+        """Keys of the committed chunks (a chunk whose inference failed as a whole is retried)."""
+        done = set()
+        for name in self._list("manifests"):
+            if name.endswith(".json"):
+                manifest = json.loads(self._get(self.path("manifests", name)))
+                if manifest.get("complete", True):
+                    done.add(manifest["key"])
+        return done
+
+    # -- committing a chunk
+    def commit(self, chunk, documents, dead_letters, complete=True):
+        """Write `chunk`'s annotated `documents` and `dead_letters`, then its manifest."""
+        shard = None
+        if documents:
+            shard = f"shards/{chunk.key}.{EXTENSIONS[self.output_format]}"
+            data, _ = encode_documents(documents, self.output_format)
+            self._put(self.path(shard), data)
+        if dead_letters:
+            lines = "".join(json.dumps({"key": chunk.key, **letter}, ensure_ascii=False) + "\n" for letter in dead_letters)
+            self._put(self.path("dead-letters", f"{chunk.key}.jsonl"), lines.encode("utf-8"))
+        manifest = {
+            "key": chunk.key, "source": chunk.source, "position": chunk.position, "index": chunk.index,
+            "complete": complete, "shard": shard, "ids": [d.id for d in documents],
+            "entities": sum(len(d.predictions) for d in documents), "dead_letters": len(dead_letters),
+            "stats": chunk.stats,
+        }
+        self._put(self.path("manifests", f"{chunk.key}.json"), (json.dumps(manifest) + "\n").encode("utf-8"))
+        return manifest
+
+    # -- reading back
+    def manifests(self):
+        """Every manifest, in input order (file position, then chunk index)."""
+        found = [json.loads(self._get(self.path("manifests", name)))
+                 for name in self._list("manifests") if name.endswith(".json")]
+        return sorted(found, key=lambda m: (m["position"], m["source"], m["index"]))
+
+    def documents(self):
+        """The annotated documents of every shard, in input order."""
+        for manifest in self.manifests():
+            if manifest["shard"]:
+                yield from read_documents([self.path(manifest["shard"])], fmt=_READ_FORMATS[self.output_format])
+
+    def dead_letters(self):
+        for manifest in self.manifests():
+            if manifest["dead_letters"]:
+                for line in self._get(self.path("dead-letters", f"{manifest['key']}.jsonl")).decode("utf-8").splitlines():
+                    yield json.loads(line)
+
+    def summary(self):
+        """Counts over every committed chunk: documents read = annotated + dead-lettered."""
+        manifests = self.manifests()
+        annotated = sum(len(m["ids"]) for m in manifests)
+        dead = sum(m["dead_letters"] for m in manifests)
+        ids = [i for m in manifests for i in m["ids"]]
+        summary = {
+            "chunks": len(manifests), "shards": sum(1 for m in manifests if m["shard"]),
+            "files": len({m["source"] for m in manifests}), "read": annotated + dead, "annotated": annotated,
+            "dead_lettered": dead, "entities": sum(m["entities"] for m in manifests),
+            "duplicate_ids": len(ids) - len(set(ids)),
+            "incomplete_chunks": sum(1 for m in manifests if not m.get("complete", True)),
+        }
+        sentences = sum(m["stats"].get("sentences", 0) for m in manifests)
+        if any("escalated" in m["stats"] for m in manifests):
+            escalated = sum(m["stats"].get("escalated", 0) for m in manifests)
+            summary.update(sentences=sentences, escalated=escalated,
+                           escalated_fraction=round(escalated / sentences, 6) if sentences else 0.0)
+        return summary
+
+    def write_summary(self, summary):
+        self._put(self.path(SUMMARY_FILE), (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
+
+
+_READ_FORMATS = {"jsonl": "jsonl", "pubtator": "pubtator", "bioc-xml": "bioc-xml", "bioc-json": "bioc-json"}

@@ -1,0 +1,286 @@
+"""`biozoo annotate --runner beam` and cascade inference: the Beam pipeline gives plain
+`annotate`'s annotations; a killed run resumes to the uninterrupted run's output with every
+document once; bad documents are dead-lettered and counted; the cascade's confidence equals one
+computed from transformers' own model; calibration's chosen threshold is what the cascade does."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("apache_beam")
+
+from biozoo import testing as H  # noqa: E402
+from biozoo.annotate import AnnotationJob  # noqa: E402
+from biozoo.cli import main  # noqa: E402
+from biozoo.documents import read_documents  # noqa: E402
+
+LABELS = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tagger(directory, seed):
+    model = H.make_model("bert", "BertForTokenClassification", seed=seed, num_labels=len(LABELS),
+                         id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)},
+                         architectures=["BertForTokenClassification"])
+    with __import__("torch").no_grad():  # confident on most words, unsure on some: a cascade has work to do
+        model.classifier.weight.normal_(0, 1.5 if seed == 0 else 0.3)
+        model.classifier.bias.copy_(__import__("torch").tensor([2.0, 0.0, 0.0, 0.0, 0.0]))
+    return str(H.save_hf_directory(model, directory))
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cascade")
+    return tagger(root / "small", 0), tagger(root / "large", 1)
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_data):
+    return [shared_data / "documents" / "NCBIdisease_Test.PubTator", shared_data / "documents" / "BC5CDR_Test.PubTator"]
+
+
+def plain(job, files):
+    """Plain `annotate` (AnnotationRun) over each file: the documents with their predictions."""
+    out = []
+    for path in files:
+        out.extend(job.run(progress=False).annotate(read_documents([path])))
+    return out
+
+
+def run_beam(job, files, output, **options):
+    from biozoo.annotate.beam import annotate_corpus
+
+    return annotate_corpus(job, [str(f) for f in files], str(output), progress=False, **options)
+
+
+def predictions(document):
+    """(start, end, type, text, score) of a document's predictions, read back from any format."""
+    found = document.predictions or [a for a in document.existing_annotations() if a.infons.get("annotator")]
+    return [(a.start, a.end, a.type, a.text, a.score if a.score is not None else float(a.infons.get("score", "nan")))
+            for a in found]
+
+
+def test_beam_equals_plain_annotate_on_the_shared_documents_pubtator(tmp_path, models, corpus):
+    from biozoo.annotate.shards import ShardStore
+
+    job = AnnotationJob(models=(models[0],), output_format="pubtator", drop_existing=True, chunk_size=64)
+    summary = run_beam(job, corpus, tmp_path / "beam")
+    expected = plain(job, corpus)
+    assert (summary["read"], summary["annotated"], summary["dead_lettered"]) == (600, 600, 0)
+    assert summary["entities"] == sum(len(d.predictions) for d in expected) > 1000
+    from biozoo.documents import encode_documents
+
+    store = ShardStore(tmp_path / "beam", "pubtator")
+    shards = b"".join(Path(store.path(m["shard"])).read_bytes() for m in store.manifests())
+    assert shards == encode_documents(expected, "pubtator")[0]  # the same bytes, document by document
+
+
+def test_beam_equals_plain_annotate_on_the_shared_documents_bioc(tmp_path, models, corpus):
+    from biozoo.annotate.shards import ShardStore
+
+    job = AnnotationJob(models=(models[0],), output_format="bioc-xml", chunk_size=64)
+    run_beam(job, corpus, tmp_path / "beam")
+    expected = plain(job, corpus)
+    got = list(ShardStore(tmp_path / "beam", "bioc-xml").documents())
+    assert [d.id for d in got] == [d.id for d in expected] and len(got) == 600
+    for ours, theirs in zip(got, expected):
+        a, b = predictions(ours), predictions(theirs)
+        assert [x[:4] for x in a] == [x[:4] for x in b], ours.id
+        np.testing.assert_allclose([x[4] for x in a], [x[4] for x in b], atol=1e-5)
+        assert len(ours.existing_annotations()) - len(a) == len(theirs.existing_annotations())  # gold kept
+
+
+def write_bad_pubtator(path):
+    path.write_text("1|t|Good title on cisplatin\n1|a|Good abstract.\n\n2|t|Bad\n2|a|Abstract\n2\t0\t99\tBad\tGene\n\n"
+                    "3|t|Fine\n3|a|Fine too, renal failure.\n", encoding="utf-8")
+    return path
+
+
+def command(models, files, output, *extra):
+    return [sys.executable, "-m", "biozoo", "annotate", "--model", models[0], "--runner", "beam", "--output",
+            str(output), "--output-format", "pubtator", "--drop-existing", "--chunk-size", "8", "--no-progress",
+            *extra, *map(str, files)]
+
+
+def shard_contents(root):
+    from biozoo.annotate.shards import ShardStore
+
+    store = ShardStore(root, "pubtator")
+    return {m["key"]: (m["ids"], Path(store.path(m["shard"])).read_bytes() if m["shard"] else b"")
+            for m in store.manifests()}
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_to_the_uninterrupted_output(tmp_path, models, corpus):
+    files = [*corpus, write_bad_pubtator(tmp_path / "bad.pubtator")]
+    job = AnnotationJob(models=(models[0],), output_format="pubtator", drop_existing=True, chunk_size=8)
+    whole = run_beam(job, files, tmp_path / "whole")
+    # the same command, SIGKILLed once some chunks are committed, then run again
+    output = tmp_path / "killed"
+    process = subprocess.Popen(command(models, files, output), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               start_new_session=True, cwd=REPO)
+    manifests = output / "manifests"
+    deadline = time.time() + 300
+    while time.time() < deadline and process.poll() is None:
+        if manifests.is_dir() and len(os.listdir(manifests)) >= 3:
+            break
+        time.sleep(0.02)
+    assert process.poll() is None, "the run ended before it could be killed: " + process.stderr.read().decode()[-2000:]
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    committed = len(os.listdir(manifests))
+    assert 3 <= committed < whole["chunks"] and not (output / "summary.json").exists()
+    again = subprocess.run(command(models, files, output), capture_output=True, text=True, cwd=REPO)
+    assert again.returncode == 0, again.stderr[-3000:]
+    summary = json.loads(again.stdout.strip().splitlines()[-1])
+    assert summary["this_run"]["chunks_already_done"] >= committed - 1  # the one in flight may be redone
+    assert shard_contents(output) == shard_contents(tmp_path / "whole")
+    # every document exactly once; the bad one dead-lettered with its reason; the counts add up
+    ids = [i for ids, _ in shard_contents(output).values() for i in ids]
+    expected = [d.id for d in read_documents(files, skip_bad=True, on_skip=lambda m: None)]
+    assert sorted(ids) == sorted(expected) and len(ids) == 602
+    assert summary["read"] == summary["annotated"] + summary["dead_lettered"] == 603
+    assert (summary["dead_lettered"], summary["duplicate_ids"]) == (1, 0)
+    (letter,) = [json.loads(line) for p in (output / "dead-letters").iterdir() for line in p.read_text().splitlines()]
+    assert letter["stage"] == "read" and "bad.pubtator:6" in letter["reason"]
+    assert {k: v for k, v in summary.items() if k != "this_run"} == {k: v for k, v in whole.items() if k != "this_run"}
+
+
+def test_failed_inference_is_dead_lettered_then_retried_and_other_options_are_refused(tmp_path, models, monkeypatch):
+    from biozoo.annotate import beam
+
+    source = write_bad_pubtator(tmp_path / "in.pubtator")
+    job = AnnotationJob(models=(models[0],), output_format="jsonl", chunk_size=1)
+    original = beam.ChunkModelHandler._annotate
+
+    def failing(self, chunk, model):
+        if chunk.index == 1:
+            raise RuntimeError("worker out of memory")
+        return original(self, chunk, model)
+
+    monkeypatch.setattr(beam.ChunkModelHandler, "_annotate", failing)
+    first = run_beam(job, [source], tmp_path / "out")
+    assert (first["read"], first["annotated"], first["dead_lettered"], first["incomplete_chunks"]) == (3, 1, 2, 1)
+    letters = list(beam.ShardStore(tmp_path / "out", "jsonl").dead_letters())
+    assert {(l["stage"], l["id"]) for l in letters} == {("read", None), ("inference", "3")}
+    assert any("RuntimeError: worker out of memory" in l["reason"] for l in letters)
+    monkeypatch.setattr(beam.ChunkModelHandler, "_annotate", original)
+    second = run_beam(job, [source], tmp_path / "out")
+    assert (second["read"], second["annotated"], second["dead_lettered"], second["incomplete_chunks"]) == (3, 2, 1, 0)
+    assert second["this_run"]["chunks_already_done"] == 1  # the chunk of document 1; the failed one was retried
+    with pytest.raises(ValueError, match="chunk_size: 1 there, 2 now"):
+        run_beam(AnnotationJob(models=(models[0],), output_format="jsonl", chunk_size=2), [source], tmp_path / "out")
+
+
+def reference_confidence(model_dir, texts):
+    """The lowest word-first-token top probability per text, from transformers' own model and
+    tokenizer (a word starts at a token without the ## prefix), in a child process."""
+    script = f"""
+import json, sys, torch, transformers
+tok = transformers.AutoTokenizer.from_pretrained({model_dir!r})
+model = transformers.AutoModelForTokenClassification.from_pretrained({model_dir!r}).eval()
+out = []
+for text in json.loads(sys.stdin.read()):
+    enc = tok(text, return_tensors="pt")
+    with torch.no_grad():
+        probs = model(**enc).logits[0].softmax(-1)[1:-1]
+    tokens = tok.convert_ids_to_tokens(enc["input_ids"][0])[1:-1]
+    starts = [i for i, t in enumerate(tokens) if not t.startswith("##")]
+    top = probs[starts].sort(-1).values
+    out.append([float(top[:, -1].min()), float((top[:, -1] - top[:, -2]).min())])
+print(json.dumps(out))
+"""
+    done = subprocess.run([sys.executable, "-c", script], input=json.dumps(texts), capture_output=True, text=True,
+                          check=True)
+    return np.array(json.loads(done.stdout))
+
+
+def test_cascade_confidence_equals_transformers_and_escalates_below_the_threshold(models, corpus):
+    from biozoo.annotate import load_annotator, load_cascade
+    from biozoo.annotate.annotators import Sentences
+
+    documents = list(read_documents([corpus[0]]))[:20]
+    texts = Sentences.of(documents).texts
+    small = load_annotator(models[0])
+    # transformers reads one window: the sentences that fit the tiny model's positions (biozoo's windows cover the rest)
+    fits = [t for t in texts if len(small.task.preprocessor.tokenizer.token_spans([t])[0]) <= 62]
+    assert len(fits) >= 40
+    reference = reference_confidence(models[0], fits)
+    for column, measure in enumerate(("probability", "margin")):
+        _, confidence = small.tag(fits, measure)
+        np.testing.assert_allclose(confidence, reference[:, column], atol=1e-5)
+    confidence = np.array(small.tag(texts, "probability")[1])
+    threshold = float(np.median(confidence))
+    cascade = load_cascade(*models, threshold)
+    found = cascade.annotate(documents)
+    escalate = confidence < threshold
+    assert cascade.escalated == escalate.sum() and 0 < cascade.escalated < len(texts)
+    # each sentence's entities come from the model the threshold names
+    large = load_annotator(models[1])
+    sentences = Sentences.of(documents)
+    small_entities, _ = small.tag(sentences.texts)
+    large_entities, _ = large.tag(sentences.texts)
+    chosen = [l if e else s for s, l, e in zip(small_entities, large_entities, escalate)]
+    names = [models[1] if e else models[0] for e in escalate]
+    expected = sentences.place(chosen, len(documents), names)
+    assert [[(a, b, t, m) for a, b, t, _, m in doc] for doc in found] == \
+        [[(a, b, t, m) for a, b, t, _, m in doc] for doc in expected]
+    # the large model read the escalated sentences alone, in other batches than all of them: scores to 1e-5
+    np.testing.assert_allclose([e[3] for doc in found for e in doc], [e[3] for doc in expected for e in doc], atol=1e-5)
+
+
+def test_cascade_on_beam_equals_plain_cascade(tmp_path, models, corpus, capsys):
+    out = tmp_path / "plain.pubtator"
+    cascade = ["--cascade", ",".join(models), "--escalate-below", "0.8", "--output-format", "pubtator",
+               "--drop-existing", "--chunk-size", "32", "--no-progress"]
+    assert main(["annotate", *cascade, "--output", str(out), str(corpus[0])]) == 0
+    err = capsys.readouterr().err
+    assert "sentences escalated" in err
+    assert main(["annotate", *cascade, "--runner", "beam", "--output", str(tmp_path / "beam"), str(corpus[0])]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert 0 < summary["escalated"] < summary["sentences"]
+    assert f"{summary['escalated']} of {summary['sentences']} sentences escalated" in err
+    shards = sorted((tmp_path / "beam" / "shards").iterdir())
+    assert b"".join(p.read_bytes() for p in shards) == out.read_bytes()
+
+
+def test_calibrate_picks_the_smallest_threshold_the_cascade_reaches_the_target_with(tmp_path, models, corpus, capsys):
+    from biozoo.annotate import load_annotator, load_cascade
+    from biozoo.annotate.annotators import Sentences
+
+    documents = list(read_documents([corpus[0]]))[:30]
+    source = tmp_path / "dev.pubtator"
+    from biozoo.documents import write_documents
+
+    write_documents(documents, source, "pubtator")
+    plot = tmp_path / "curve.png"
+    assert main(["cascade-calibrate", "--small", models[0], "--large", models[1], "--data", str(source),
+                 "--target", "0.9", "--plot", str(plot)]) == 0
+    captured = capsys.readouterr()
+    chosen = json.loads(captured.out.strip().splitlines()[-1])
+    assert "**chosen**" in captured.err and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the cascade at the chosen threshold keeps that share of the large model's entities, and just below it fewer
+    texts = Sentences.of(documents).texts
+    large, _ = load_annotator(models[1]).tag(texts)
+    large_spans = {(i, e["start"], e["end"], e["type"]) for i, found in enumerate(large) for e in found}
+
+    def agreement(threshold):
+        cascade = load_cascade(*models, threshold)
+        first = cascade.first_pass(documents)
+        entities = list(first.entities)
+        for i, found in zip(first.escalate, cascade.large.tag([texts[i] for i in first.escalate])[0]):
+            entities[i] = found
+        spans = {(i, e["start"], e["end"], e["type"]) for i, found in enumerate(entities) for e in found}
+        return len(spans & large_spans) / len(large_spans), len(first.escalate) / len(texts)
+
+    kept, escalated = agreement(chosen["threshold"])
+    assert kept == pytest.approx(chosen["agreement"]) and kept >= 0.9
+    assert escalated == pytest.approx(chosen["escalated"]) and 0 < escalated < 1
+    assert agreement(np.nextafter(chosen["threshold"], 0) - 1e-9)[0] < 0.9
