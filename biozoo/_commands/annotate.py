@@ -180,7 +180,7 @@ def calibrate_command(args):
     import json
     import os
 
-    from biozoo.annotate.annotators import Sentences, TaggerAnnotator, load_annotator
+    from biozoo.annotate.annotators import TaggerAnnotator, load_annotator
     from biozoo.annotate.calibrate import calibrate, plot, table
 
     texts, gold = _calibration_sentences(args.data, args.split)

@@ -23,15 +23,21 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import shlex
 import sys
 import time
 
-import apache_beam as beam
-from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
-from apache_beam.options.pipeline_options import PipelineOptions
+_root_level = logging.getLogger().level
+logging.getLogger().setLevel(logging.ERROR)  # Beam's import warns of GCP clients that local runs do not use
+try:
+    import apache_beam as beam
+    from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
+    from apache_beam.options.pipeline_options import PipelineOptions
+finally:
+    logging.getLogger().setLevel(_root_level)
 
-from biozoo.annotate.annotators import CascadeAnnotator, load_annotator
+from biozoo.annotate.annotators import CascadeAnnotator
 from biozoo.annotate.shards import ShardStore, read_chunks
 from biozoo.documents import iter_input_files
 
