@@ -95,7 +95,7 @@ def test_bioc_passages_equal_aioners_own_tagging(taggers, shared_data):
     found = AionerAnnotator(taggers["softmax"], "aioner").annotate(documents)
     assert sorted(want) == sorted(d.id for d in documents)
     for document, entities in zip(documents, found):
-        assert sorted([s, e, k] for s, e, k, _ in entities) == sorted([int(s), int(e), k] for s, e, k in want[document.id])
+        assert sorted([s, e, k] for s, e, k, *_ in entities) == sorted([int(s), int(e), k] for s, e, k in want[document.id])
 
 
 def test_softmax_scores_are_probabilities(taggers):
