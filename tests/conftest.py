@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-import biozoo  # noqa: F401  (before any TensorFlow import: loads triton first where installed)
-from biozoo.testing import read_sentences, train_spiece
+# TensorFlow's float32 kernels without oneDNN (Eigen), set before TensorFlow is imported, in every test process and
+# its children. The AIONER fixtures were tagged by AIONER's own code on TF 2.3.4, which had no oneDNN; on a Xeon with
+# AVX-512/AMX, oneDNN's kernels round differently and flip one near-tie of the random-weight CRF (PMID 9856498 of
+# NCBI-disease gains a CellLine mention). Every other comparison holds either way.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+import biozoo  # noqa: E402,F401  (before any TensorFlow import: loads triton first where installed)
+from biozoo.testing import read_sentences, train_spiece  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
