@@ -213,10 +213,8 @@ def _calibration_sentences(data, split):
     if os.path.isdir(data):
         from biozoo.data.ner import find_split, read_ner
 
-        try:
-            path = find_split(data, split)
-        except FileNotFoundError:
-            path = None
+        has_splits = any(name.endswith((".tsv", ".txt")) for name in os.listdir(data))
+        path = find_split(data, split) if has_splits else None  # a NER folder without that split: its error
         if path is not None:
             from seqeval.metrics.sequence_labeling import get_entities
 

@@ -184,8 +184,8 @@ def load_cascade(small, large, threshold, measure="probability", **options):
 
     if measure not in CONFIDENCE_MEASURES:
         raise ValueError(f"measure must be one of {', '.join(CONFIDENCE_MEASURES)}, got {measure!r}")
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"the escalation threshold is a probability in [0, 1], got {threshold}")
+    if not threshold >= 0.0:  # above every confidence (1 + 1e-6, say) escalates every sentence
+        raise ValueError(f"the escalation threshold must be 0 or more, got {threshold}")
     taggers = [load_annotator(handle, **options) for handle in (small, large)]
     for tagger in taggers:
         if not isinstance(tagger, TaggerAnnotator):

@@ -1,6 +1,6 @@
 """`biozoo annotate --runner beam`: the annotation run as an Apache Beam pipeline.
 
-    input files -> chunks of documents (committed chunks skipped) -> Reshuffle
+    input files -> Reshuffle -> chunks of documents (committed chunks skipped)
       -> RunInference(ChunkModelHandler)            [a cascade: small stage, then large stage]
       -> commit each chunk's shard, dead letters and manifest (`ShardStore`)
 
@@ -37,7 +37,7 @@ try:
 finally:
     logging.getLogger().setLevel(_root_level)
 
-from biozoo.annotate.annotators import CascadeAnnotator
+from biozoo.annotate.annotators import CascadeAnnotator, load_annotator
 from biozoo.annotate.shards import ShardStore, read_chunks
 from biozoo.documents import iter_input_files
 
@@ -61,12 +61,16 @@ class ChunkModelHandler(ModelHandler):
         self.job, self.stage = job, stage
 
     def load_model(self):
-        annotators = _LOADED.get(self.job) or self.job.annotators()
+        job = self.job
         if self.stage == "annotate":
-            return _Annotators(annotators)
-        cascade = annotators[0]
-        small, large = (cascade.small, None) if self.stage == "small" else (None, cascade.large)
-        return CascadeAnnotator(small, large, cascade.threshold, cascade.measure)
+            return _Annotators(_LOADED.get(job) or job.annotators())
+        if job in _LOADED:
+            tagger = getattr(_LOADED[job][0], self.stage)
+        else:  # a worker process: this stage's model only
+            tagger = load_annotator(job.cascade[0 if self.stage == "small" else 1], aggregation=job.aggregation,
+                                    batch_size=job.batch_size, precision=job.precision)
+        small, large = (tagger, None) if self.stage == "small" else (None, tagger)
+        return CascadeAnnotator(small, large, job.escalate_below, job.escalate_measure)
 
     def run_inference(self, batch, model, inference_args=None):
         run = getattr(self, f"_{self.stage}")
@@ -80,8 +84,17 @@ class ChunkModelHandler(ModelHandler):
 
     def _annotate(self, chunk, model):
         run = self.job.run(model.annotators, progress=False, skip_bad=True, on_skip=_quiet)
-        chunk.documents = list(run.annotate(chunk.documents))
-        chunk.dead_letters = chunk.dead_letters + [{**letter, "stage": "annotate"} for letter in run.dead_letters]
+        return self._annotated(chunk, list(run.annotate(chunk.documents)), run.dead_letters)
+
+    @staticmethod
+    def _annotated(chunk, documents, dead_letters):
+        """`chunk` with its annotated `documents`; documents that failed alone are dead letters,
+        but when every document of the chunk failed the chunk fails (to Beam's dead-letter output,
+        retried by the next run): that is the worker (memory, device) rather than the documents."""
+        if chunk.documents and not documents and dead_letters:
+            raise RuntimeError(f"every document of the chunk failed; the first: {dead_letters[0]['reason']}")
+        chunk.documents = documents
+        chunk.dead_letters = chunk.dead_letters + [{**letter, "stage": "annotate"} for letter in dead_letters]
         return chunk
 
     def _small(self, chunk, cascade):
@@ -107,9 +120,7 @@ class ChunkModelHandler(ModelHandler):
         found = cascade.second_pass(chunk.stage_state)
         chunk.stage_state = None
         run = self.job.run([], progress=False, skip_bad=True, on_skip=_quiet)
-        chunk.documents = list(run.finish_chunk(chunk.documents, found))
-        chunk.dead_letters = chunk.dead_letters + [{**letter, "stage": "annotate"} for letter in run.dead_letters]
-        return chunk
+        return self._annotated(chunk, list(run.finish_chunk(chunk.documents, found)), run.dead_letters)
 
 
 class _Annotators:
@@ -144,9 +155,9 @@ class _Commit(beam.DoFn):
 
     def process(self, element):
         if self.failed:
-            batch, error = element
+            batch, (error_type, error, _) = element  # Beam's dead letters: (type, repr, traceback lines)
             for chunk in batch:
-                reason = f"inference failed for the chunk: {type(error).__name__}: {error}"
+                reason = f"inference failed for the chunk: {getattr(error_type, '__name__', error_type)}: {error}"
                 letters = chunk.dead_letters + [{"id": d.id, "source": d.source, "stage": "inference", "reason": reason}
                                                 for d in chunk.documents]
                 yield self._commit(chunk, [], letters, complete=False)
@@ -176,10 +187,12 @@ def pipeline_options(beam_options=""):
 
 def build_pipeline(pipeline, job, files, store, done, progress=True):
     """Add the annotation steps to `pipeline`: `files` in, chunks committed to `store`."""
+    # the files are spread over the workers, each read and annotated chunk by chunk where it lands: a
+    # reshuffle of the chunks themselves would hold the whole corpus at once on a local runner
     chunks = (pipeline
               | "Files" >> beam.Create(list(enumerate(files)))
-              | "Read" >> beam.ParDo(_ReadChunks(job, done))
-              | "Spread" >> beam.Reshuffle())
+              | "Spread" >> beam.Reshuffle()
+              | "Read" >> beam.ParDo(_ReadChunks(job, done)))
     if job.cascade is None:
         tagged, dead = chunks | "Annotate" >> RunInference(ChunkModelHandler(job)).with_exception_handling()
         failures = [dead.failed_inferences]
@@ -199,17 +212,20 @@ def annotate_corpus(job, inputs, output, beam_options="", progress=True):
     shard folder `output` with `job`, on Apache Beam; resumes a run that wrote there before.
     Returns the summary (also written to OUTPUT/summary.json)."""
     files = list(iter_input_files(inputs))
+    if not files:
+        raise ValueError("no input files: give files, folders or gs:// paths (--runner beam reads no stdin)")
     if "-" in files:
         raise ValueError("--runner beam reads files, not stdin")
+    # fail here, not in every worker, on a bad model (before anything is written); converted once, cached;
+    # reused by in-process workers
+    _LOADED.clear()
+    _LOADED[job] = job.annotators()
     store = ShardStore(output, job.output_format)
     store.claim({**job.as_record(), "inputs": files})
     done = store.done_keys()
     if progress:
         print(f"biozoo: {len(files)} input file(s); {len(done)} chunk(s) already committed in {store.root}",
               file=sys.stderr)
-    # fail here, not in every worker, on a bad model; converted once, cached; reused by in-process workers
-    _LOADED.clear()
-    _LOADED[job] = job.annotators()
     options, runner = pipeline_options(beam_options)
     started = time.perf_counter()
     try:

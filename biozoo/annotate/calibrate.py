@@ -3,7 +3,8 @@
 Both models tag every development sentence once (timed). For each threshold P, the cascade's
 output is the large model's entities in the sentences the small model is unsure of (confidence
 below P) and the small model's elsewhere. Agreement is the share of the large model's entities
-that the cascade gives exactly (same span and type); the expected speed-up is the large
+that the cascade gives exactly (same span and type; the table also gives the share of the
+cascade's entities that the large model gives); the expected speed-up is the large
 model's time over the cascade's (the small model everywhere, plus the large model's time per
 token on the escalated tokens). The chosen P is the smallest one reaching the target agreement.
 With gold tags, each row also has the cascade's entity F1.
@@ -20,7 +21,7 @@ import time
 
 import numpy as np
 
-GRID = (0.0, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999, 1.0 + 1e-9)
+GRID = (0.0, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999)
 
 
 @dataclasses.dataclass
@@ -66,17 +67,22 @@ def calibrate(small, large, texts, target=0.99, measure="probability", gold=None
     large_seconds = time.perf_counter() - started
     small_spans, large_spans = [_spans(e) for e in small_entities], [_spans(e) for e in large_entities]
     tokens = np.array([len(row) for row in large.task.preprocessor.tokenizer.token_spans(texts)], float)
-    confidence = np.asarray(confidence)
-    candidates = sorted(set(thresholds or GRID) | set(np.nextafter(confidence, 2.0).tolist()))
+    confidence = np.asarray(confidence, np.float64)
+    # between two consecutive confidences (not one float step above one: batches shift them by ~1e-7)
+    levels = np.unique(confidence)
+    cuts = ((levels[:-1] + levels[1:]) / 2).tolist() + [float(levels[-1]) + 1e-6]
+    candidates = sorted(set(thresholds or GRID) | set(cuts))
     n_large = sum(map(len, large_spans))
     rows = []
     for threshold in candidates:
         escalate = confidence < threshold
         kept = sum(len(l) if e else len(s & l) for s, l, e in zip(small_spans, large_spans, escalate))
+        given = sum(len(l) if e else len(s) for s, l, e in zip(small_spans, large_spans, escalate))
         seconds = small_seconds + large_seconds * (tokens[escalate].sum() / max(tokens.sum(), 1.0))
         row = {"threshold": float(threshold), "escalated": float(escalate.mean()),
                "escalated_tokens": float(tokens[escalate].sum() / max(tokens.sum(), 1.0)),
-               "agreement": kept / n_large if n_large else 1.0, "speedup": large_seconds / seconds}
+               "agreement": kept / n_large if n_large else 1.0,
+               "agreement_precision": kept / given if given else 1.0, "speedup": large_seconds / seconds}
         if gold is not None:
             row["f1"] = _f1([l if e else s for s, l, e in zip(small_spans, large_spans, escalate)], gold)
         rows.append(row)
@@ -91,12 +97,13 @@ def calibrate(small, large, texts, target=0.99, measure="probability", gold=None
 def table(calibration):
     """The calibration as a markdown table, the chosen row marked."""
     has_f1 = "f1" in calibration.chosen
-    lines = ["| P | escalated sentences | escalated tokens | agreement | expected speed-up |" + (" F1 |" if has_f1 else ""),
-             "|---:|---:|---:|---:|---:|" + ("---:|" if has_f1 else "")]
+    lines = ["| P | escalated sentences | escalated tokens | large's entities kept | cascade's entities in large's |"
+             " expected speed-up |" + (" F1 |" if has_f1 else ""),
+             "|---:|---:|---:|---:|---:|---:|" + ("---:|" if has_f1 else "")]
     for row in calibration.rows:
         mark = " **chosen**" if row is calibration.chosen else ""
         lines.append(f"| {row['threshold']:.6g}{mark} | {row['escalated']:.1%} | {row['escalated_tokens']:.1%} | "
-                     f"{row['agreement']:.2%} | {row['speedup']:.2f}x |" + (f" {row['f1']:.2f} |" if has_f1 else ""))
+                     f"{row['agreement']:.2%} | {row['agreement_precision']:.2%} | {row['speedup']:.2f}x |" + (f" {row['f1']:.2f} |" if has_f1 else ""))
     return "\n".join(lines)
 
 

@@ -120,6 +120,10 @@ class ShardStore:
     def _exists(self, path):
         return self._gfile().exists(path) if self._remote() else os.path.exists(path)
 
+    def _remove(self, path):
+        if self._exists(path):
+            self._gfile().remove(path) if self._remote() else os.remove(path)
+
     def _list(self, folder):
         path = self.path(folder)
         if not self._exists(path):
@@ -154,14 +158,19 @@ class ShardStore:
     # -- committing a chunk
     def commit(self, chunk, documents, dead_letters, complete=True):
         """Write `chunk`'s annotated `documents` and `dead_letters`, then its manifest."""
-        shard = None
+        shard = f"shards/{chunk.key}.{EXTENSIONS[self.output_format]}"
+        letters = self.path("dead-letters", f"{chunk.key}.jsonl")
         if documents:
-            shard = f"shards/{chunk.key}.{EXTENSIONS[self.output_format]}"
             data, _ = encode_documents(documents, self.output_format)
             self._put(self.path(shard), data)
+        else:
+            self._remove(self.path(shard))  # an earlier attempt's, when this one annotated nothing
+            shard = None
         if dead_letters:
             lines = "".join(json.dumps({"key": chunk.key, **letter}, ensure_ascii=False) + "\n" for letter in dead_letters)
-            self._put(self.path("dead-letters", f"{chunk.key}.jsonl"), lines.encode("utf-8"))
+            self._put(letters, lines.encode("utf-8"))
+        else:
+            self._remove(letters)
         manifest = {
             "key": chunk.key, "source": chunk.source, "position": chunk.position, "index": chunk.index,
             "complete": complete, "shard": shard, "ids": [d.id for d in documents],

@@ -170,7 +170,8 @@ def test_failed_inference_is_dead_lettered_then_retried_and_other_options_are_re
     assert (first["read"], first["annotated"], first["dead_lettered"], first["incomplete_chunks"]) == (3, 1, 2, 1)
     letters = list(beam.ShardStore(tmp_path / "out", "jsonl").dead_letters())
     assert {(l["stage"], l["id"]) for l in letters} == {("read", None), ("inference", "3")}
-    assert any("RuntimeError: worker out of memory" in l["reason"] for l in letters)
+    assert [l["reason"] for l in letters if l["stage"] == "inference"] == [
+        "inference failed for the chunk: RuntimeError: RuntimeError('worker out of memory')"]
     monkeypatch.setattr(beam.ChunkModelHandler, "_annotate", original)
     second = run_beam(job, [source], tmp_path / "out")
     assert (second["read"], second["annotated"], second["dead_lettered"], second["incomplete_chunks"]) == (3, 2, 1, 0)
@@ -278,9 +279,37 @@ def test_calibrate_picks_the_smallest_threshold_the_cascade_reaches_the_target_w
         for i, found in zip(first.escalate, cascade.large.tag([texts[i] for i in first.escalate])[0]):
             entities[i] = found
         spans = {(i, e["start"], e["end"], e["type"]) for i, found in enumerate(entities) for e in found}
-        return len(spans & large_spans) / len(large_spans), len(first.escalate) / len(texts)
+        return len(spans & large_spans) / len(large_spans), len(first.escalate) / len(texts), first.confidence
 
-    kept, escalated = agreement(chosen["threshold"])
+    kept, escalated, confidence = agreement(chosen["threshold"])
     assert kept == pytest.approx(chosen["agreement"]) and kept >= 0.9
     assert escalated == pytest.approx(chosen["escalated"]) and 0 < escalated < 1
-    assert agreement(np.nextafter(chosen["threshold"], 0) - 1e-9)[0] < 0.9
+    # P lies between two confidences: at the lower one, its sentences stay with the small model, below the target
+    below = max(c for c in confidence if c < chosen["threshold"])
+    assert abs(chosen["threshold"] - below) > 1e-7
+    assert agreement(below)[0] < 0.9
+
+
+def test_a_chunk_whose_every_document_fails_is_retried_not_dead_lettered_for_good(tmp_path, models, monkeypatch):
+    """One bad document among good ones is a dead letter; all of a chunk's documents failing is the worker's
+    fault (memory, device): the chunk goes to Beam's dead-letter output and the next run retries it."""
+    from biozoo.annotate import beam, runner
+
+    source = write_bad_pubtator(tmp_path / "in.pubtator")
+    job = AnnotationJob(models=(models[0],), output_format="jsonl", chunk_size=1)
+    original = runner.AnnotationRun._predictions
+
+    def device_lost(self, chunk):
+        if any(d.id == "3" for d in chunk):
+            raise ValueError("device lost")
+        return original(self, chunk)
+
+    monkeypatch.setattr(runner.AnnotationRun, "_predictions", device_lost)
+    first = run_beam(job, [source], tmp_path / "out")
+    assert (first["annotated"], first["dead_lettered"], first["incomplete_chunks"]) == (1, 2, 1)
+    letters = [l for l in beam.ShardStore(tmp_path / "out", "jsonl").dead_letters() if l["stage"] == "inference"]
+    assert len(letters) == 1 and "every document of the chunk failed" in letters[0]["reason"]
+    assert "device lost" in letters[0]["reason"]
+    monkeypatch.setattr(runner.AnnotationRun, "_predictions", original)
+    second = run_beam(job, [source], tmp_path / "out")
+    assert (second["annotated"], second["dead_lettered"], second["incomplete_chunks"]) == (2, 1, 0)
