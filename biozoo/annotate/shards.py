@@ -191,7 +191,7 @@ class ShardStore:
         """The annotated documents of every shard, in input order."""
         for manifest in self.manifests():
             if manifest["shard"]:
-                yield from read_documents([self.path(manifest["shard"])], fmt=_READ_FORMATS[self.output_format])
+                yield from read_documents([self.path(manifest["shard"])], fmt=self.output_format)
 
     def dead_letters(self):
         for manifest in self.manifests():
@@ -221,6 +221,3 @@ class ShardStore:
 
     def write_summary(self, summary):
         self._put(self.path(SUMMARY_FILE), (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
-
-
-_READ_FORMATS = {"jsonl": "jsonl", "pubtator": "pubtator", "bioc-xml": "bioc-xml", "bioc-json": "bioc-json"}

@@ -26,12 +26,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def tagger(directory, seed):
+    import torch
+
     model = H.make_model("bert", "BertForTokenClassification", seed=seed, num_labels=len(LABELS),
                          id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)},
                          architectures=["BertForTokenClassification"])
-    with __import__("torch").no_grad():  # confident on most words, unsure on some: a cascade has work to do
+    with torch.no_grad():  # confident on most words, unsure on some: a cascade has work to do
         model.classifier.weight.normal_(0, 1.5 if seed == 0 else 0.3)
-        model.classifier.bias.copy_(__import__("torch").tensor([2.0, 0.0, 0.0, 0.0, 0.0]))
+        model.classifier.bias.copy_(torch.tensor([2.0, 0.0, 0.0, 0.0, 0.0]))
     return str(H.save_hf_directory(model, directory))
 
 
