@@ -74,6 +74,17 @@ def atomic_binary_file(path):
         raise
 
 
+def sha256_file(path):
+    """The sha256 hex digest of a file, read in 1 MiB blocks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def atomic_write_bytes(path, data):
     with atomic_binary_file(path) as f:
         f.write(data)

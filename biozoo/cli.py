@@ -15,13 +15,14 @@ import os
 import sys
 
 COMMAND_MODULES = (
-    "biozoo._commands.registry",  # list, info
+    "biozoo._commands.registry",  # list, info, verify-cache
     "biozoo._commands.convert",   # convert
     "biozoo._commands.export",    # export
     "biozoo._commands.tasks",     # finetune, evaluate
     "biozoo._commands.annotate",  # annotate
     "biozoo._commands.score",     # score
     "biozoo._commands.train",     # pretrain, distill
+    "biozoo._commands.benchmark", # benchmark, data download
     "biozoo._commands.demo",      # demo
 )
 

@@ -37,8 +37,25 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
             present = sorted({key.split("/")[0] for key in heads})
             config = {name: (heads_config or {}).get(name, {}) for name in present}
             atomic_write_json(os.path.join(tmp, HEADS_CONFIG_FILE), config)
-        atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), provenance or {})
+        record = dict(provenance or {})
+        record["files_sha256"] = preset_digests(tmp)
+        atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), record)
     return out_dir
+
+
+def preset_digests(preset_dir):
+    """{relative path: sha256} of every file of a preset but its provenance record, which holds
+    them (`biozoo verify-cache` compares a cached preset with them)."""
+    from biozoo._io import sha256_file
+
+    digests = {}
+    for root, _, names in os.walk(preset_dir):
+        for name in names:
+            path = os.path.join(root, name)
+            relative = os.path.relpath(path, preset_dir).replace(os.sep, "/")
+            if relative != PROVENANCE_FILE:
+                digests[relative] = sha256_file(path)
+    return dict(sorted(digests.items()))
 
 
 def _save_with_weights_file(backbone, preset_dir, weights_file):

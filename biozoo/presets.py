@@ -218,7 +218,8 @@ def _resolve_preset(handle, accept):
         def build(target):
             what = f"Preset '{entry['name']}'"
             source = _hf_download(repo, revision, list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision, weights), what)
-            provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision}
+            provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
+                          "source_files_verified": verify_source_files(source, entry, what)}
             _convert(source, entry["tokenizer"], provenance, accept, entry["config"])(target)
 
         return _cached(_safe_key(f"{entry['name']}@{revision}"), build)
@@ -239,6 +240,59 @@ def _resolve_preset(handle, accept):
     if kind == "remote":
         return _resolve_remote(info["url"], accept)
     raise AssertionError(kind)
+
+
+def verify_source_files(directory, entry, what):
+    """Check the downloaded files the registry records a sha256 (and size) for
+    (`sources.hf.integrity`); return {file: sha256} of those checked. A file that differs
+    raises CheckpointError naming it and both digests, before anything is converted."""
+    from biozoo._io import sha256_file
+
+    checked = {}
+    for name, record in sorted(entry["sources"]["hf"].get("integrity", {}).items()):
+        path = os.path.join(directory, name)
+        if not os.path.exists(path):  # a file this conversion does not download (tf_model.h5, ...)
+            continue
+        where = os.path.realpath(path)
+        size = os.path.getsize(path)
+        if record.get("size") is not None and size != record["size"]:
+            raise CheckpointError(
+                f"{what}: {name} is {size} bytes, the registry records {record['size']} (sha256 {record['sha256']}): "
+                f"the download is truncated or is not the pinned file. Nothing was converted; delete {where} "
+                "(the HF cache's copy) and retry.")
+        digest = sha256_file(path)
+        if digest != record["sha256"]:
+            raise CheckpointError(
+                f"{what}: {name} has sha256 {digest}, the registry records {record['sha256']}: the download is "
+                f"corrupt or is not the pinned file. Nothing was converted; delete {where} (the HF cache's copy) "
+                "and retry.")
+        checked[name] = digest
+    return checked
+
+
+def verify_cache(root=None):
+    """Re-check every cached preset's files against the digests recorded when it was written:
+    [{"preset", "status": "ok" | "changed" | "missing" | "unrecorded", "files": [...]}]."""
+    from biozoo._io import sha256_file
+    from biozoo.preset_files import read_provenance
+
+    results = []
+    base = os.path.join(root or cache_root(), "presets")
+    for dirpath, dirnames, filenames in sorted(os.walk(base)):
+        if PROVENANCE_FILE not in filenames or "config.json" not in filenames:
+            continue
+        dirnames[:] = []  # a preset's own subfolders (assets) are its files, not presets
+        recorded = read_provenance(dirpath).get("files_sha256")
+        name = os.path.relpath(dirpath, base)
+        if not recorded:
+            results.append({"preset": name, "path": dirpath, "status": "unrecorded", "files": []})
+            continue
+        changed = [f for f, digest in recorded.items()
+                   if os.path.exists(os.path.join(dirpath, f)) and sha256_file(os.path.join(dirpath, f)) != digest]
+        missing = [f for f in recorded if not os.path.exists(os.path.join(dirpath, f))]
+        status = "changed" if changed else "missing" if missing else "ok"
+        results.append({"preset": name, "path": dirpath, "status": status, "files": changed + missing})
+    return results
 
 
 def _aioner_build(entry, repo, revision, archive):

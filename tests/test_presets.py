@@ -1,7 +1,9 @@
 """Handles, the conversion cache, offline mode and errors for names (biozoo.presets / from_preset)."""
 
+import json
 import os
 import threading
+from pathlib import Path
 
 from biozoo import testing as H
 import keras_hub
@@ -223,3 +225,75 @@ def test_a_hub_config_that_disagrees_with_the_registry_names_both(tmp_path, offl
     with pytest.raises(CheckpointError, match="disagree"):  # nothing was cached as converted
         biozoo.from_preset("biobert_v1_1")
 
+
+
+def _mirror_with_integrity(tmp_path, offline_hub, monkeypatch, damage=None):
+    """A local hub mirror of biobert_v1_1 whose registry entry records the sha256 and size of
+    the good pytorch_model.bin (as the hub's LFS pointer publishes them); `damage` alters the
+    mirrored copy."""
+    import hashlib
+    import shutil
+
+    source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
+    H.registry_entry_describes(monkeypatch, "biobert_v1_1", source)
+    good = (source / "pytorch_model.bin").read_bytes()
+    hf = registry.get_entry("biobert_v1_1")["sources"]["hf"]
+    record = {"sha256": hashlib.sha256(good).hexdigest(), "size": len(good), "read_from": "the test's own file"}
+    monkeypatch.setitem(registry._load_registry()["checkpoints"]["biobert_v1_1"]["sources"]["hf"], "integrity",
+                        {"pytorch_model.bin": record})
+    mirrored = tmp_path / "mirrored"
+    shutil.copytree(source, mirrored)
+    if damage:
+        (mirrored / "pytorch_model.bin").write_bytes(damage(good))
+    H.populate_hf_cache(offline_hub, hf["repo"], hf["revision"], mirrored)
+    return record
+
+
+def _flip_a_byte(data):
+    middle = len(data) // 2
+    return data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1:]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (_flip_a_byte, r"pytorch_model.bin has sha256 [0-9a-f]{{64}}, the registry records {digest}"),
+    (lambda data: data[: len(data) - 1000], r"pytorch_model.bin is \d+ bytes, the registry records {size}"),
+], ids=["corrupted", "truncated"])
+def test_a_damaged_download_is_refused_before_conversion(tmp_path, offline_hub, monkeypatch, damage, message):
+    from biozoo.errors import CheckpointError
+
+    record = _mirror_with_integrity(tmp_path, offline_hub, monkeypatch, damage)
+    with pytest.raises(CheckpointError, match=message.format(digest=record["sha256"], size=record["size"])):
+        biozoo.from_preset("biobert_v1_1")
+    cached = [p for p in (Path(presets.cache_root()) / "presets").glob("*") if not p.name.endswith(".lock")] \
+        if (Path(presets.cache_root()) / "presets").exists() else []
+    assert cached == []  # nothing converted, nothing cached
+
+
+def test_the_right_download_passes_and_is_recorded(tmp_path, offline_hub, monkeypatch):
+    from biozoo.preset_files import read_provenance
+
+    record = _mirror_with_integrity(tmp_path, offline_hub, monkeypatch)
+    backbone = biozoo.from_preset("biobert_v1_1")
+    assert type(backbone).__name__ == "BertBackbone"
+    provenance = read_provenance(presets.resolve_preset("biobert_v1_1"))
+    assert provenance["source_files_verified"] == {"pytorch_model.bin": record["sha256"]}
+
+
+def test_verify_cache_finds_a_changed_preset_file(tmp_path, tiny_bert_dir, capsys):
+    import hashlib
+
+    from biozoo.cli import main
+
+    preset = Path(presets.resolve_preset(str(tiny_bert_dir)))
+    recorded = json.loads((preset / "biozoo.json").read_text())["files_sha256"]
+    assert recorded["model.weights.h5"] == hashlib.sha256((preset / "model.weights.h5").read_bytes()).hexdigest()
+    assert main(["verify-cache"]) == 0
+    assert capsys.readouterr().out.startswith("ok")
+    weights = preset / "model.weights.h5"
+    weights.write_bytes(_flip_a_byte(weights.read_bytes()))
+    assert main(["verify-cache"]) == 1
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("changed")]
+    assert len(line) == 1 and line[0].endswith(": model.weights.h5")
+    assert main(["verify-cache", "--remove"]) == 0
+    assert not preset.exists()
+    assert biozoo.from_preset(str(tiny_bert_dir)) is not None  # converted again

@@ -344,3 +344,15 @@ def test_known_casing_and_sources():
     assert c["biomegatron_345m_uncased"]["sources"]["hf"]["repo"] == "EMBO/BioMegatron345mUncased"
     for name in ("biomegatron_345m_uncased", "biomegatron_345m_cased"):
         assert any(a["url"].endswith("MegatronBERT.pt") for a in c[name]["sources"]["megatron"])
+
+
+def test_integrity_records_name_listed_files_of_the_same_repo():
+    """Each recorded digest is of a file the entry lists, read on a page of the entry's own repo."""
+    recorded = 0
+    for name, entry in json.loads(REGISTRY_PATH.read_text(encoding="utf-8"))["checkpoints"].items():
+        hf = entry["sources"]["hf"]
+        for file, record in hf.get("integrity", {}).items():
+            assert file in hf["files"], (name, file)
+            assert record["read_from"].startswith(f"https://huggingface.co/{hf['repo']}/"), (name, file)
+            recorded += 1
+    assert recorded >= 20

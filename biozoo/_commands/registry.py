@@ -31,6 +31,18 @@ def register(subparsers):
     parser.add_argument("--json", action="store_true", help="print the entry as JSON")
     parser.set_defaults(func=info_command)
 
+    parser = subparsers.add_parser(
+        "verify-cache",
+        help="re-check the cached presets' files against the digests recorded when they were written",
+        description="Recompute the sha256 of every file of every preset in biozoo's cache ($BIOZOO_CACHE) and "
+        "compare it with the digests recorded in the preset's biozoo.json when it was converted. Prints one line "
+        "per preset (ok, changed, missing, unrecorded); exits 1 when a preset's files changed or are missing.",
+    )
+    parser.add_argument("--remove", action="store_true", help="delete presets whose files changed or are missing "
+                        "(the next from_preset converts them again)")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=verify_cache_command)
+
 
 def _millions(n):
     return f"{n / 1e6:.1f}M"
@@ -111,6 +123,9 @@ def info_command(args):
         f"tokenizer     {tok['kind']}, {'lower-cased' if tok['lowercase'] else 'cased'}, "
         f"{tok['vocab_size']} entries",
         f"heads         {', '.join(entry['heads']) or 'none'}",
+        "integrity     " + (", ".join(f"{name} sha256 {record['sha256'][:12]}..."
+                                       for name, record in hf.get("integrity", {}).items())
+                             or "no sha256 recorded: downloads are not checked"),
         f"source        hf://{hf['repo']}@{hf['revision']}"
         + ("" if hf.get("revision_pinned", True) else
            f"  (revision not pinned: {hf.get('revision_unpinned_reason', 'unknown').replace('_', ' ')}"
@@ -135,3 +150,25 @@ def info_command(args):
         lines.append(f"note: {note}")
     print("\n".join(lines))
     return 0
+
+
+def verify_cache_command(args):
+    import shutil
+
+    from biozoo.presets import cache_root, verify_cache
+
+    results = verify_cache()
+    bad = [r for r in results if r["status"] in ("changed", "missing")]
+    if args.remove:
+        for result in bad:
+            shutil.rmtree(result["path"])
+            result["removed"] = True
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        if not results:
+            print(f"no presets cached under {cache_root()}")
+        for r in results:
+            detail = f": {', '.join(r['files'])}" if r["files"] else ""
+            print(f"{r['status']:<10} {r['preset']}{detail}" + ("  (removed)" if r.get("removed") else ""))
+    return 1 if bad and not args.remove else 0

@@ -171,9 +171,7 @@ def evaluate_command(args):
 
 def _evaluate_documents(args):
     """Annotate gold documents (their annotations kept apart) and score by offsets."""
-    from biozoo.annotate import AnnotationRun, load_annotator
-    from biozoo.documents import read_documents
-    from biozoo.metrics.documents import score_mentions
+    from biozoo.annotate.evaluation import score_documents
 
     if args.kind != "ner":
         raise ValueError("--documents evaluates NER models only")
@@ -181,15 +179,9 @@ def _evaluate_documents(args):
     bad = [pair for pair in pairs if pair.count("=") != 1 or not all(pair.split("="))]
     if bad:
         raise ValueError(f"--type-map: {', '.join(bad)} is not FROM=TO (e.g. SpecificDisease=Disease)")
-    mapping = dict(pair.split("=") for pair in pairs)
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
-    annotator = load_annotator(args.model, entity_types=types, precision=args.precision)
-    documents = list(AnnotationRun([annotator]).annotate(read_documents(args.documents)))
-    for document in documents:
-        for annotation in document.existing_annotations() + document.predictions:
-            annotation.type = mapping.get(annotation.type, annotation.type)
-    result = score_mentions(documents, documents, gold_from="existing", pred_from="predictions")
-    result["model"] = str(args.model)
+    result = score_documents(args.model, args.documents, type_map=dict(pair.split("=") for pair in pairs),
+                             entity_types=types, precision=args.precision)
     print(json.dumps(result))
     return 0
 

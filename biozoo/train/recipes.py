@@ -72,6 +72,11 @@ def _covered_text():
     return "; ".join(parts)
 
 
+def registry_name_of(preset):
+    """The registry name that `preset` (name, hub id, hf:// handle, local directory) denotes, or None."""
+    return _registry_name(preset)
+
+
 def _registry_name(preset):
     """The registry name that `preset` (name, hub id, hf:// handle, local directory) denotes, or None."""
     from biozoo import registry

@@ -1,0 +1,91 @@
+"""`biozoo benchmark` and `biozoo data download`."""
+
+import json
+import sys
+
+
+def register(subparsers):
+    from biozoo.benchmark.suites import SIZES, suite_names
+
+    parser = subparsers.add_parser(
+        "benchmark",
+        help="reproduce a paper's table: every task x seed fine-tuned, measured against published",
+        description="Fine-tune PRESET on every task of SUITE with the paper's recipe for its size, once per "
+        "seed (each cell a `biozoo finetune` run; a rerun of the same command finishes only the missing "
+        "cells), then write OUTPUT/report.md, report.json and report.png: per task every seed's score, "
+        "mean, SD, the registry's published value for this checkpoint and the difference.",
+    )
+    parser.add_argument("suite", choices=suite_names())
+    parser.add_argument("--preset", required=True, help="registry name, hf://org/repo, or a local directory")
+    parser.add_argument("--tasks", nargs="+", help="only these tasks of the suite (default: all)")
+    parser.add_argument("--seeds", type=int, help="runs per task (default: as the paper), seeds 42, 43, ...")
+    parser.add_argument("--first-seed", type=int, default=42)
+    parser.add_argument("--data", default="data", help="root of the data sets, laid out as `biozoo data download` "
+                        "writes them (ner/NCBI-disease, re/chemprot, qa/bioasq, ...)")
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--size", choices=SIZES, help="which recipe rows to use (default: from the hidden size: "
+                        "tiny < 512 <= base < 1024 <= large)")
+    parser.add_argument("--epochs", type=float, help="shortened runs: train every task this many epochs instead "
+                        "of the recipe's (the report says so)")
+    parser.add_argument("--cross-corpus", action="store_true",
+                        help="also score each NER model on the suite's other corpora of its entity type "
+                        "(by offsets on gold documents where DATA has them, else on test sentences)")
+    parser.add_argument("--checkpoint-every", type=int, help="steps; a killed cell resumes from its checkpoint")
+    parser.add_argument("--dry-run", action="store_true", help="print the cells and their commands; run nothing")
+    parser.set_defaults(func=benchmark_command)
+
+    data = subparsers.add_parser("data", help="benchmark data sets: download", description="Benchmark data sets.")
+    data_commands = data.add_subparsers(dest="data_command", metavar="ACTION")
+    data_commands.required = True
+    download = data_commands.add_parser(
+        "download",
+        help="fetch a suite's (or one task's) data sets from their public sources",
+        description="Fetch each data set of SUITE (or the data set of TASK) from its public source into "
+        "OUTPUT, laid out as `biozoo benchmark --data` reads it. Every file is checked against the sha256 "
+        "recorded for it and written atomically; one that differs is refused. Data sets that need a login "
+        "or a licence are listed with how to get them. Offline, it prints what to download by hand.",
+    )
+    download.add_argument("name", help="a suite (" + ", ".join(suite_names()) + ") or a task / data set name")
+    download.add_argument("--output", default="data")
+    download.add_argument("--sources", help="a JSON file of sources to use instead of biozoo's (mirrors)")
+    download.add_argument("--trust-unverified", action="store_true",
+                          help="accept files the sources record no sha256 for (their digests are printed)")
+    download.set_defaults(func=download_command)
+
+
+def benchmark_command(args):
+    from biozoo.benchmark.grid import BenchmarkPlan, plan_cells, run_benchmark
+    from biozoo.benchmark.suites import load_suite
+
+    plan = BenchmarkPlan(args.suite, args.preset, data=args.data, output=args.output, tasks=tuple(args.tasks or ()),
+                         seeds=args.seeds, first_seed=args.first_seed, size=args.size, epochs=args.epochs,
+                         cross_corpus=args.cross_corpus, checkpoint_every=args.checkpoint_every)
+    if args.dry_run:
+        suite = load_suite(args.suite)
+        cells, skipped, notes = plan_cells(plan, suite, args.size or "base")
+        for cell in cells:
+            print(f"{cell.task} seed {cell.seed} ({'done' if cell.done else 'to run'}): {cell.command()}")
+            print(f"    recipe: {cell.recipe['from']}" + (f"; biozoo defaults for {', '.join(cell.recipe['defaults'])}"
+                                                           if cell.recipe["defaults"] else ""))
+        for name, why in skipped.items():
+            print(f"{name}: skipped, {why}")
+        for name, note in notes.items():
+            print(f"note ({name}): {note}")
+        return 0
+    report = run_benchmark(plan)
+    print(json.dumps({name: {k: t[k] for k in ("n", "mean", "sd", "difference")}
+                      for name, t in report["tasks"].items()}))
+    failed = [name for name, t in report["tasks"].items() if t["missing_seeds"]]
+    if failed:
+        print(f"benchmark: cells of {', '.join(failed)} did not finish (see {args.output}/report.md); rerun the "
+              "same command to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def download_command(args):
+    from biozoo.benchmark.download import download
+
+    result = download(args.name, args.output, sources_file=args.sources, trust_unverified=args.trust_unverified)
+    print(json.dumps(result))
+    return 0 if result["complete"] else 3

@@ -1,0 +1,57 @@
+"""Document-level evaluation of an annotator: annotate gold documents (their own annotations
+kept apart) and score the predictions by offsets (`biozoo evaluate --documents`, the benchmark's
+cross-corpus scores)."""
+
+from __future__ import annotations
+
+from biozoo.annotate.annotators import load_annotator
+from biozoo.annotate.runner import AnnotationRun
+
+__all__ = ["score_documents"]
+
+
+def score_documents(model, paths, *, type_map=None, keep_types=None, entity_types=("ALL",), precision="float32",
+                    progress=True):
+    """Strict and approximate mention scores of `model` on the gold documents in `paths`.
+
+    Args:
+        type_map: {type: new type}, applied to gold and predicted annotations before scoring.
+        keep_types: score only these (mapped) types: gold annotations of other types are left
+            out and counted in the result's "gold_outside_types" ({type: count}), predictions of
+            other types too ("predictions_outside_types").
+
+    Example:
+        >>> score_documents("runs/ncbi", ["BC5CDR_Test.PubTator"], keep_types={"Disease"})["strict"]["f1"]
+    """
+    from biozoo.documents import read_documents
+    from biozoo.metrics.documents import score_mentions
+
+    type_map = dict(type_map or {})
+    annotator = load_annotator(model, entity_types=tuple(entity_types), precision=precision)
+    documents = list(AnnotationRun([annotator], progress=progress).annotate(read_documents(list(paths))))
+    outside = {"gold": {}, "predictions": {}}
+    for document in documents:
+        for annotation in document.existing_annotations() + document.predictions:
+            annotation.type = type_map.get(annotation.type, annotation.type)
+        if keep_types is not None:
+            for passage in document.passages:
+                passage.annotations = _kept(passage.annotations, keep_types, outside["gold"])
+            document.annotations = _kept(document.annotations, keep_types, outside["gold"])
+            document.predictions = _kept(document.predictions, keep_types, outside["predictions"])
+    result = score_mentions(documents, documents, gold_from="existing", pred_from="predictions")
+    result["model"] = str(model)
+    if keep_types is not None:
+        result["kept_types"] = sorted(keep_types)
+        result["gold_outside_types"] = outside["gold"]
+        result["predictions_outside_types"] = outside["predictions"]
+    return result
+
+
+def _kept(annotations, keep_types, counts):
+    kept = []
+    for annotation in annotations:
+        if annotation.type in keep_types:
+            kept.append(annotation)
+        else:
+            counts[annotation.type] = counts.get(annotation.type, 0) + 1
+    return kept

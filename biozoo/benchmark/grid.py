@@ -1,0 +1,276 @@
+"""Run a suite's grid of task x seed fine-tuning cells, resumably (`biozoo benchmark`).
+
+Each cell is one `biozoo finetune` run written to OUTPUT/cells/<task>/seed-<seed>; a cell whose
+metrics.json exists is done and never rerun, so a killed benchmark rerun with the same command
+finishes only the missing cells. OUTPUT/benchmark.json records the plan; the report
+(`biozoo.benchmark.report`) is written at the end.
+
+Example:
+    >>> plan = BenchmarkPlan("biom-table2", "bioformer_8l", data="data", output="runs/bench",
+    ...                      tasks=("ncbi_disease",), seeds=2)
+    >>> summary = run_benchmark(plan)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import sys
+import time
+import traceback
+
+from biozoo.benchmark.suites import load_suite, model_size
+
+__all__ = ["BenchmarkPlan", "Cell", "plan_cells", "run_benchmark"]
+
+# Fields of the plan a rerun into the same OUTPUT must repeat (tasks and seeds may grow).
+_IDENTITY = ("suite", "preset", "data", "first_seed", "size", "epochs")
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchmarkPlan:
+    suite: str
+    preset: str
+    data: str
+    output: str
+    tasks: tuple = ()  # empty: every task of the suite
+    seeds: int | None = None  # None: the suite's number of runs
+    first_seed: int = 42
+    size: str | None = None  # tiny | base | large; None: from the backbone's hidden size
+    epochs: float | None = None  # shortened runs: every task trains this many epochs
+    cross_corpus: bool = False
+    checkpoint_every: int | None = None  # steps, inside each cell (a killed cell resumes mid-way)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    task: str
+    seed: int
+    kind: str
+    preset: str  # the checkpoint, or the cell this one continues from (starts_from)
+    data: str
+    directory: str
+    hyperparameters: dict
+    recipe: dict
+
+    @property
+    def done(self):
+        return os.path.isfile(os.path.join(self.directory, "metrics.json"))
+
+    def command(self):
+        """The `biozoo finetune` command line that makes this cell on its own."""
+        hp = self.hyperparameters
+        args = ["biozoo", "finetune", self.kind, "--preset", self.preset, "--data", self.data,
+                "--output", self.directory, "--epochs", f"{hp['epochs']:g}", "--batch-size", str(hp["batch_size"]),
+                "--learning-rate", f"{hp['learning_rate']:g}", "--max-seq-length", str(hp["max_seq_length"]),
+                "--seed", str(hp["seed"])]
+        return shlex.join(args)
+
+
+def _available(task, data_root):
+    """None if `task` can run on `data_root`, else why not."""
+    from biozoo.data.ner import find_split
+
+    if task.unsupported:
+        return f"not supported: {task.unsupported}"
+    folder = os.path.join(data_root, task.data)
+    if not os.path.isdir(folder):
+        return f"no data: {folder} does not exist (`biozoo data download {task.name}` says how to get it)"
+    extensions = (".json",) if task.kind == "qa" else (".tsv", ".txt")
+    missing = []
+    for split in ("train", "test"):
+        try:
+            find_split(folder, split, extensions)
+        except FileNotFoundError:
+            missing.append(split)
+    if missing:
+        present = ", ".join(sorted(os.listdir(folder))) or "nothing"
+        return f"no {' or '.join(missing)} split in {folder} (it holds {present})"
+    return None
+
+
+def plan_cells(plan, suite=None, size=None, positions=None):
+    """(cells in run order, {task: why it cannot run}, notes). A sequence length the paper
+    leaves open (biozoo's default) is cut to the model's `positions`."""
+    suite = suite or load_suite(plan.suite)
+    names = plan.tasks or tuple(suite.tasks)
+    unknown = [n for n in names if n not in suite.tasks]
+    if unknown:
+        raise KeyError(f"suite {suite.name} has no task {', '.join(unknown)}; it has {', '.join(suite.tasks)}")
+    seeds = [plan.first_seed + i for i in range(plan.seeds or suite.seeds)]
+    skipped = {}
+    runnable = []
+    for name in names:
+        why = _available(suite.tasks[name], plan.data)
+        if why:
+            skipped[name] = why
+        else:
+            runnable.append(name)
+    notes = {}
+    # a task continuing another's fine-tuned model runs after it
+    ordered = sorted(runnable, key=lambda n: suite.tasks[n].starts_from in runnable)
+    cells = []
+    for name in ordered:
+        task = suite.tasks[name]
+        recipe = suite.recipe(task, size, plan.preset)
+        if positions and "max_seq_length" in recipe["defaults"] and recipe["max_seq_length"] > positions:
+            recipe = {**recipe, "max_seq_length": positions}
+        if plan.epochs is not None:
+            notes.setdefault("shortened", f"every task trains {plan.epochs:g} epochs (the recipes' epochs are "
+                                          "not used: a shortened run, not the paper's protocol)")
+            recipe = {**recipe, "epochs": plan.epochs}
+        if task.starts_from and task.starts_from not in runnable:
+            notes[name] = (f"the paper fine-tunes {task.title} after {task.starts_from}, which this run does not "
+                           "include: it starts from the pretrained checkpoint")
+        for seed in seeds:
+            start = (os.path.join(plan.output, "cells", task.starts_from, f"seed-{seed}")
+                     if task.starts_from in runnable else plan.preset)
+            hp = {"epochs": float(recipe["epochs"]), "batch_size": int(recipe["batch_size"]),
+                  "learning_rate": float(recipe["learning_rate"]), "max_seq_length": int(recipe["max_seq_length"]),
+                  "seed": seed}
+            cells.append(Cell(name, seed, task.kind, start, os.path.join(plan.data, task.data),
+                              os.path.join(plan.output, "cells", name, f"seed-{seed}"), hp, recipe))
+    return cells, skipped, notes
+
+
+def _record(plan, size, registry_name):
+    record = dataclasses.asdict(plan)
+    record.update(size=size, registry_name=registry_name, tasks=list(plan.tasks))
+    return record
+
+
+def _check_same_plan(path, record):
+    with open(path, encoding="utf-8") as f:
+        old = json.load(f)
+    differs = [k for k in _IDENTITY if old.get(k) != record.get(k)]
+    if differs:
+        what = ", ".join(f"{k} {old.get(k)!r} (now {record.get(k)!r})" for k in differs)
+        raise ValueError(f"{os.path.dirname(path)} holds a benchmark run with {what}: rerun the same command to "
+                         "resume it, or choose another --output")
+
+
+def run_benchmark(plan, log=None, progress=True, verbose=0):
+    """Run every missing cell of `plan`, then write OUTPUT/report.{json,md,png}; return the
+    report. A cell that fails is recorded (OUTPUT/cells/<task>/seed-<n>.error.json, in the
+    report) and the grid goes on; a rerun retries it."""
+    from biozoo import presets
+    from biozoo._io import atomic_write_json
+    from biozoo.benchmark.report import write_report
+    from biozoo.train.recipes import registry_name_of
+
+    log = log or (lambda message: print(message, file=sys.stderr))
+    suite = load_suite(plan.suite)
+    plan = dataclasses.replace(plan, data=os.path.abspath(plan.data), output=os.path.abspath(plan.output),
+                               preset=plan.preset if not os.path.exists(plan.preset) else os.path.abspath(plan.preset))
+    source = presets.resolve_preset(plan.preset)
+    with open(os.path.join(source, "config.json"), encoding="utf-8") as f:
+        config = json.load(f).get("config", {})
+    size = plan.size or model_size(config)
+    plan = dataclasses.replace(plan, size=size)
+    record = _record(plan, size, registry_name_of(plan.preset))
+    record_path = os.path.join(plan.output, "benchmark.json")
+    if os.path.exists(record_path):
+        _check_same_plan(record_path, record)
+    cells, skipped, notes = plan_cells(plan, suite, size, config.get("max_sequence_length"))
+    record.update(skipped=skipped, notes=notes, cells=[dataclasses.asdict(c) | {"command": c.command()} for c in cells])
+    os.makedirs(plan.output, exist_ok=True)
+    atomic_write_json(record_path, record)
+    for name, why in skipped.items():
+        log(f"{name}: skipped, {why}")
+
+    todo = [c for c in cells if not c.done]
+    log(f"benchmark {suite.name} of {plan.preset} ({size}): {len(cells)} cells, {len(cells) - len(todo)} already done, "
+        f"{len(todo)} to run")
+    bar = _bar(len(cells), len(cells) - len(todo), progress)
+    started, finished = time.time(), 0
+    for cell in cells:
+        if cell.done:
+            if plan.cross_corpus:
+                _cross_corpus(plan, suite, cell, log)
+            continue
+        bar.set_postfix_str(f"{cell.task} seed {cell.seed}")
+        log(f"cell {cell.task} seed {cell.seed}: {cell.command()}")
+        if _run_cell(plan, cell, log, verbose):
+            if plan.cross_corpus:
+                _cross_corpus(plan, suite, cell, log)
+        finished += 1
+        bar.update(1)
+        elapsed = time.time() - started
+        left = len(todo) - finished
+        log(f"{finished} of {len(todo)} cells run in {_clock(elapsed)}; about {_clock(elapsed / finished * left)} left")
+    bar.close()
+    return write_report(plan.output)
+
+
+def _run_cell(plan, cell, log, verbose):
+    from biozoo._io import atomic_write_json
+    from biozoo.train.finetune import Hyperparameters, run_finetune
+
+    error_path = cell.directory + ".error.json"
+    if cell.preset != plan.preset and not os.path.isfile(os.path.join(cell.preset, "metrics.json")):
+        atomic_write_json(error_path, {"error": f"the cell it continues ({cell.preset}) did not finish"})
+        log(f"cell {cell.task} seed {cell.seed}: not run, {cell.preset} did not finish")
+        return False
+    hp = Hyperparameters(**cell.hyperparameters, checkpoint_every=plan.checkpoint_every)
+    try:
+        run_finetune(cell.kind, cell.preset, cell.data, cell.directory, hp, verbose=verbose, log=log)
+    except Exception as error:  # recorded, reported, retried by a rerun; the grid goes on
+        atomic_write_json(error_path, {"error": f"{type(error).__name__}: {error}",
+                                       "traceback": traceback.format_exc()})
+        log(f"cell {cell.task} seed {cell.seed} failed: {type(error).__name__}: {error} (see {error_path})")
+        return False
+    if os.path.exists(error_path):
+        os.unlink(error_path)
+    return True
+
+
+def cross_corpus_path(output, task, seed, title):
+    slug = "".join(c if c.isalnum() else "_" for c in title).strip("_")
+    return os.path.join(output, "cross_corpus", task, f"seed-{seed}", f"{slug}.json")
+
+
+def _cross_corpus(plan, suite, cell, log):
+    """Score the cell's NER model on each other corpus of its entity type: by offsets on gold
+    documents where the suite names them and DATA holds them, else on the test sentences."""
+    from biozoo._io import atomic_write_json
+    from biozoo.train.finetune import run_evaluate
+
+    for target in suite.tasks[cell.task].cross_corpus:
+        path = cross_corpus_path(plan.output, cell.task, cell.seed, target.title)
+        if os.path.exists(path):
+            continue
+        documents = os.path.join(plan.data, target.documents) if target.documents else None
+        sentences = os.path.join(plan.data, target.data)
+        if documents and os.path.isfile(documents):
+            from biozoo.annotate.evaluation import score_documents
+            from biozoo.tasks.finetuned import load_task
+
+            types = {name.split("-", 1)[-1] for name in load_task(cell.directory)[2].label_names if name != "O"}
+            scores = score_documents(cell.directory, [documents], type_map=target.type_map, keep_types=types,
+                                     progress=False)
+            result = {"level": "documents", "documents": documents, "f1": scores["strict"]["f1"], "scores": scores}
+        elif os.path.isdir(sentences):
+            scores = run_evaluate(cell.directory, sentences, "test")
+            result = {"level": "sentences", "data": sentences, "f1": scores["f1"], "scores": scores}
+        else:
+            log(f"cross-corpus {cell.task} -> {target.title}: neither {documents or '(no documents named)'} "
+                f"nor {sentences} exists: not scored")
+            continue
+        log(f"cross-corpus {cell.task} seed {cell.seed} -> {target.title} ({result['level']}): F1 {result['f1']:.2f}")
+        atomic_write_json(path, {"task": cell.task, "seed": cell.seed, "target": target.title, **result})
+
+
+def _bar(total, initial, enabled):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, unit="cell", desc="benchmark", disable=not enabled,
+                dynamic_ncols=True)
+
+
+def _clock(seconds):
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"

@@ -1,0 +1,133 @@
+"""`biozoo data download` against a local HTTP server on 127.0.0.1: verified files pass, a
+corrupted or truncated one is refused with nothing kept, offline prints what to fetch by hand;
+and the recorded checksums are those of the real corpora in ../shared/data."""
+
+import contextlib
+import functools
+import hashlib
+import http.server
+import json
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from biozoo.benchmark.download import data_sources, download
+from biozoo.cli import main
+
+CONTENT = {"train.tsv": b"Aspirin\tB-Chemical\nhelps\tO\n\n", "test.tsv": b"Ibuprofen\tB-Chemical\n\n"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("www")
+    for name, data in CONTENT.items():
+        (root / name).write_bytes(data)
+    (root / "corrupt.tsv").write_bytes(CONTENT["train.tsv"].replace(b"B-Chemical", b"B-Disease!"))
+    (root / "short.tsv").write_bytes(CONTENT["train.tsv"][:10])
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def _sources(tmp_path, files, manual=None):
+    entry = {"title": "toy", "licence": {"spdx": "CC0-1.0", "url": "x", "note": ""}, "files": files}
+    if manual:
+        entry["manual"] = manual
+    path = tmp_path / "sources.json"
+    path.write_text(json.dumps({"datasets": {"ner/toy": entry}}))
+    return str(path)
+
+
+def _spec(server, served, name, data, **extra):
+    return {"name": name, "url": f"{server}/{served}", "sha256": hashlib.sha256(data).hexdigest(),
+            "size": len(data), **extra}
+
+
+def test_verified_files_are_written(server, tmp_path):
+    files = [_spec(server, n, n, d) for n, d in CONTENT.items()]
+    result = download("ner/toy", tmp_path / "data", _sources(tmp_path, files), progress=False)
+    assert result["complete"]
+    for name, data in CONTENT.items():
+        assert (tmp_path / "data" / "ner" / "toy" / name).read_bytes() == data
+    again = download("ner/toy", tmp_path / "data", _sources(tmp_path, files), progress=False)
+    assert set(again["datasets"]["ner/toy"]["files"].values()) == {"present, verified"}
+
+
+@pytest.mark.parametrize("served", ["corrupt.tsv", "short.tsv"])
+def test_a_wrong_file_is_refused_and_nothing_kept(server, tmp_path, served):
+    files = [{**_spec(server, "train.tsv", "train.tsv", CONTENT["train.tsv"]), "url": f"{server}/{served}"}]
+    if served == "corrupt.tsv":  # same length: only the digest can tell
+        assert len((CONTENT["train.tsv"].replace(b"B-Chemical", b"B-Disease!"))) == len(CONTENT["train.tsv"])
+    result = download("ner/toy", tmp_path / "data", _sources(tmp_path, files), progress=False)
+    status = result["datasets"]["ner/toy"]["files"]["train.tsv"]
+    assert not result["complete"] and status.startswith("refused")
+    assert ("sha256" in status) if served == "corrupt.tsv" else ("bytes" in status)
+    folder = tmp_path / "data" / "ner" / "toy"
+    assert not folder.exists() or list(folder.iterdir()) == []
+
+
+def test_git_blob_hash_verifies_when_no_sha256_is_recorded(server, tmp_path):
+    data = CONTENT["test.tsv"]
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    good = [{"name": "test.tsv", "url": f"{server}/test.tsv", "git_blob_sha1": blob}]
+    assert download("ner/toy", tmp_path / "a", _sources(tmp_path, good), progress=False)["complete"]
+    bad = [{"name": "test.tsv", "url": f"{server}/train.tsv", "git_blob_sha1": blob}]
+    result = download("ner/toy", tmp_path / "b", _sources(tmp_path, bad), progress=False)
+    assert "git blob hash" in result["datasets"]["ner/toy"]["files"]["test.tsv"]
+
+
+def test_unrecorded_checksum_needs_trust(server, tmp_path):
+    files = [{"name": "test.tsv", "url": f"{server}/test.tsv"}]
+    refused = download("ner/toy", tmp_path / "a", _sources(tmp_path, files), progress=False)
+    assert "--trust-unverified" in refused["datasets"]["ner/toy"]["files"]["test.tsv"]
+    trusted = download("ner/toy", tmp_path / "b", _sources(tmp_path, files), trust_unverified=True, progress=False)
+    assert hashlib.sha256(CONTENT["test.tsv"]).hexdigest() in trusted["datasets"]["ner/toy"]["files"]["test.tsv"]
+
+
+def test_offline_lists_what_to_fetch_by_hand(tmp_path, capsys):
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    files = [{"name": "train.tsv", "url": f"http://127.0.0.1:{port}/train.tsv", "sha256": "ab" * 32}]
+    status = main(["data", "download", "ner/toy", "--output", str(tmp_path / "d"),
+                   "--sources", _sources(tmp_path, files, manual="ask the authors")])
+    assert status == 3
+    result = json.loads(capsys.readouterr().out)
+    hand = {item.get("url") or item.get("how") for item in result["by_hand"]}
+    assert hand == {f"http://127.0.0.1:{port}/train.tsv", "ask the authors"}
+    assert "sha256" in result["by_hand"][1] or "sha256" in result["by_hand"][0]
+
+
+def test_suite_and_task_names_resolve_to_data_folders():
+    sources = data_sources()
+    from biozoo.benchmark.download import datasets_for
+
+    assert datasets_for("ncbi_disease", sources) == ["ner/NCBI-disease"]
+    assert "qa/bioasq" in datasets_for("biom-table2", sources)
+    with pytest.raises(KeyError, match="neither a suite"):
+        datasets_for("no_such_thing", sources)
+
+
+@pytest.mark.parametrize("folder", ["ner/NCBI-disease", "ner/BC5CDR-chem", "ner/BC5CDR-disease", "re/chemprot",
+                                    "re/gad"])
+def test_recorded_checksums_are_the_real_corpora(folder, shared_data):
+    """../shared/data holds byte-identical copies of these sources' files: the recorded sha256,
+    size and git blob hash all match them."""
+    for file in data_sources()[folder]["files"]:
+        path = shared_data / folder / file["name"]
+        data = path.read_bytes()
+        assert hashlib.sha256(data).hexdigest() == file["sha256"], path
+        assert len(data) == file["size"]
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == file["git_blob_sha1"], path
+
+
+def test_bioasq_dev_is_the_recorded_test_file(shared_data):
+    spec = [f for f in data_sources()["qa/bioasq"]["files"] if f["name"] == "test.json"][0]
+    assert hashlib.sha256((shared_data / "qa" / "bioasq" / "dev.json").read_bytes()).hexdigest() == spec["sha256"]
+    assert Path(spec["url"]).name == "dev.json"

@@ -1,0 +1,150 @@
+"""The benchmark report from the cells a grid run leaves: statistics, published values, the
+suites' averages, cross-corpus rows, the Markdown and the plot."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from biozoo import registry
+from biozoo.benchmark.grid import cross_corpus_path
+from biozoo.benchmark.report import write_report
+from biozoo.benchmark.suites import load_suite
+
+
+def _cell(root, task, seed, test_scores, kind="ner"):
+    directory = root / "cells" / task / f"seed-{seed}"
+    directory.mkdir(parents=True)
+    (directory / "metrics.json").write_text(json.dumps({"task": kind, "test": test_scores}))
+    return {"task": task, "seed": seed, "kind": kind, "preset": "p", "data": "d", "directory": str(directory),
+            "hyperparameters": {}, "recipe": {"epochs": 5, "learning_rate": 2e-4, "batch_size": 48,
+                                              "max_seq_length": 128, "from": "test", "defaults": []},
+            "command": f"biozoo finetune {kind} --seed {seed}"}
+
+
+def _record(root, suite, preset, registry_name, cells, **extra):
+    record = {"suite": suite, "preset": preset, "data": "d", "output": str(root), "size": "base",
+              "registry_name": registry_name, "epochs": None, "notes": {}, "skipped": {}, "cells": cells, **extra}
+    (root / "benchmark.json").write_text(json.dumps(record))
+
+
+def test_mean_sd_published_difference(tmp_path):
+    values = [88.1, 89.7, 87.9]
+    cells = [_cell(tmp_path, "ncbi_disease", 42 + i, {"f1": v}) for i, v in enumerate(values)]
+    cells.append(_cell(tmp_path, "chemprot", 42, {"f1": 70.0}, kind="re"))
+    missing = _cell(tmp_path, "chemprot", 43, {"f1": 0.0}, kind="re")
+    os.unlink(os.path.join(missing["directory"], "metrics.json"))
+    (tmp_path / "cells" / "chemprot" / "seed-43.error.json").write_text(json.dumps({"error": "OOM"}))
+    _record(tmp_path, "biom-table2", "biom_electra_base_discriminator", "biom_electra_base_discriminator",
+            cells + [missing], skipped={"squad2": "no data"})
+    report = write_report(str(tmp_path))
+    ncbi = report["tasks"]["ncbi_disease"]
+    assert ncbi["scores"] == values and ncbi["seeds"] == [42, 43, 44]
+    assert ncbi["mean"] == pytest.approx(np.mean(values), abs=1e-12)
+    assert ncbi["sd"] == pytest.approx(np.std(values, ddof=1), abs=1e-12)
+    published = [r["value"] for r in registry.get_entry("biom_electra_base_discriminator")["reported_results"]
+                 if r["task"] == "NER NCBI-disease" and r["source"] == "BioM-Transformers, Table 2"]
+    assert ncbi["published"]["value"] == published[0]
+    assert ncbi["difference"] == pytest.approx(np.mean(values) - published[0])
+    assert ncbi["within"] == (abs(np.mean(values) - published[0]) <= 2 * np.std(values, ddof=1))
+    chemprot = report["tasks"]["chemprot"]
+    assert chemprot["missing_seeds"] == [43] and chemprot["errors"] == {"43": "OOM"} and chemprot["sd"] == 0.0
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| NCBI-disease | entity-level F1 | 3 |" in markdown and "OOM" in markdown and "squad2: no data" in markdown
+    assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((tmp_path / "report.json").read_text())["tasks"]["ncbi_disease"]["scores"] == values
+
+
+def test_no_registry_checkpoint_says_so(tmp_path):
+    _record(tmp_path, "biom-table2", "/models/minilm", None, [_cell(tmp_path, "ncbi_disease", 42, {"f1": 50.0})])
+    report = write_report(str(tmp_path))
+    assert report["tasks"]["ncbi_disease"]["published"] is None
+    assert "not a registry checkpoint" in (tmp_path / "report.md").read_text()
+
+
+def _bioformer_scores(task, published):
+    """Test metrics that make `task`'s scores the published values of Bioformer-8L."""
+    spec = task.score
+    if task.kind == "qa":
+        wanted = {metric: published[(task.published["task"], metric)] for metric in
+                  ("strict accuracy", "lenient accuracy", "MRR")}
+        return {"bioasq_factoid": {"strict_accuracy": wanted["strict accuracy"],
+                                   "lenient_accuracy": wanted["lenient accuracy"], "mrr": wanted["MRR"]}}
+    value = published[(task.published["task"], task.published["metric"])]
+    if spec == "macro_f1":
+        return {"negative_label": "false", "per_label": {f"CPR:{i}": {"f1": value} for i in (3, 4, 5, 6, 9)}}
+    if spec == "micro_f1_linkbert.f1":
+        return {"micro_f1_linkbert": {"f1": value}}
+    return {"f1": value}
+
+
+def test_bioformer_average_of_the_published_scores_is_the_published_average(tmp_path):
+    """Table 3's overall average, recomputed by the report from the table's own per-task scores
+    (the registry's), equals the average the paper prints: the weighting is the paper's."""
+    suite = load_suite("bioformer-table3")
+    published = {(r["task"], r["metric"]): r["value"] for r in registry.get_entry("bioformer_8l")["reported_results"]
+                 if r["source"] == "Bioformer, Table 3"}
+    cells = [_cell(tmp_path, name, 42, _bioformer_scores(task, published), task.kind)
+             for name, task in suite.tasks.items() if task.in_average]
+    _record(tmp_path, "bioformer-table3", "bioformer_8l", "bioformer_8l", cells)
+    report = write_report(str(tmp_path))
+    average = report["average"]
+    assert average["complete"] and len(average["tasks"]) == 16  # 15 data sets, BioASQ in two settings
+    expected = published[("Overall average (15 datasets)", "average score")]
+    assert average["published"]["value"] == expected
+    assert average["mean"] == pytest.approx(expected, abs=0.01)
+
+
+def test_average_incomplete_names_the_missing_tasks(tmp_path):
+    _record(tmp_path, "bioformer-table3", "bioformer_8l", "bioformer_8l",
+            [_cell(tmp_path, "ncbi_disease", 42, {"f1": 80.0})])
+    average = write_report(str(tmp_path))["average"]
+    assert not average["complete"] and average["mean"] is None and "bc2gm" in average["missing_tasks"]
+
+
+def test_blurb_average_is_the_mean_of_task_type_means(tmp_path):
+    suite = load_suite("blurb")
+    scores = {name: 60.0 + i for i, name in enumerate(n for n, t in suite.tasks.items() if not t.unsupported)}
+    cells = []
+    for name, value in scores.items():
+        task = suite.tasks[name]
+        test = {"micro_f1_linkbert": {"f1": value}} if task.kind == "doc" else {"f1": value}
+        cells.append(_cell(tmp_path, name, 42, test, task.kind))
+    _record(tmp_path, "blurb", "/models/x", None, cells)
+    average = write_report(str(tmp_path))["average"]
+    groups = {}
+    for name, value in scores.items():
+        groups.setdefault(suite.tasks[name].group, []).append(value)
+    assert average["mean"] == pytest.approx(np.mean([np.mean(v) for v in groups.values()]))
+    assert set(average["not_supported"]) == {"ebm_pico", "biosses", "pubmedqa", "bioasq_yesno"}
+
+
+def test_cross_corpus_rows(tmp_path):
+    cells = [_cell(tmp_path, "ncbi_disease", 42 + i, {"f1": v}) for i, v in enumerate([80.0, 82.0])]
+    _record(tmp_path, "biom-table2", "/m", None, cells)
+    for seed, f1 in ((42, 60.0), (43, 64.0)):
+        path = cross_corpus_path(str(tmp_path), "ncbi_disease", seed, "BC5CDR-disease")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "w") as f:
+            json.dump({"seed": seed, "level": "documents", "f1": f1, "documents": "x.PubTator"}, f)
+    cross = write_report(str(tmp_path))["cross_corpus"]["ncbi_disease"]["BC5CDR-disease"]
+    assert cross["scores"] == [60.0, 64.0] and cross["mean"] == 62.0
+    assert cross["sd"] == pytest.approx(np.std([60.0, 64.0], ddof=1))
+    assert cross["in_corpus_mean"] == 81.0 and cross["difference"] == -19.0
+    assert "| NCBI-disease | BC5CDR-disease | documents | 62.00 |" in (tmp_path / "report.md").read_text()
+
+
+def test_a_result_for_another_checkpoint_is_shown_not_compared(tmp_path, monkeypatch):
+    """Where the registry says a reported result applies to another checkpoint of the same
+    model (the `applies_to` of a reported result), the report shows it and makes no verdict."""
+    import biozoo.benchmark.suites as suites
+
+    other = {"task": "NER NCBI-disease", "metric": "entity-level F1", "value": 89.0,
+             "source": "BioM-Transformers, Table 2", "note": "", "applies_to": "same_model_other_checkpoint"}
+    monkeypatch.setattr(suites, "published_results", lambda name: [other])
+    _record(tmp_path, "biom-table2", "x", "biom_electra_base_discriminator",
+            [_cell(tmp_path, "ncbi_disease", 42 + i, {"f1": v}) for i, v in enumerate([88.0, 89.5])])
+    task = write_report(str(tmp_path))["tasks"]["ncbi_disease"]
+    assert task["published"]["value"] == 89.0 and task["within"] is None and task["difference"] is None
+    assert "89.00 (same_model_other_checkpoint)" in (tmp_path / "report.md").read_text()
