@@ -48,6 +48,12 @@ def _millions(n):
     return f"{n / 1e6:.1f}M"
 
 
+def _licence(entry):
+    licence = entry["license"]
+    spdx = licence["spdx"] or "unspecified"
+    return spdx + ("*" if licence["from"] == "code_repository" else "")
+
+
 def _labels_count(task):
     return str(len(task["label_names"])) if task.get("label_names") else "-"
 
@@ -70,17 +76,20 @@ def list_command(args):
         for e in entries:
             task = e["task"]
             rows.append((e["name"], task["kind"], _labels_count(task), e["family"], _millions(e["parameters"]),
-                         task["base"], e["license"].split(" (")[0], e["sources"]["hf"]["repo"]))
+                         task["base"], _licence(e), e["sources"]["hf"]["repo"]))
     else:
         rows = [("NAME", "FAMILY", "PARAMS", "TOKENIZER", "LICENSE", "HF SOURCE")]
         for e in entries:
             tok = e["tokenizer"]
             casing = "uncased" if tok["lowercase"] else "cased"
             rows.append((e["name"], e["family"], _millions(e["parameters"]), f"{tok['kind']} {casing}",
-                         e["license"].split(" (")[0], e["sources"]["hf"]["repo"]))
+                         _licence(e), e["sources"]["hf"]["repo"]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if any(e["license"]["from"] == "code_repository" for e in entries):
+        print("* the HF repo has no licence tag: the licence of the authors' code repository (biozoo info NAME)",
+              file=sys.stderr)
     return 0
 
 
@@ -136,7 +145,8 @@ def info_command(args):
     for kind in ("tf1", "gluonnlp", "megatron"):
         for archive in entry["sources"].get(kind, []):
             lines.append(f"{kind:<14}{archive['url']}" + (f"  ({archive['note']})" if archive.get("note") else ""))
-    lines.append(f"licence       {entry['license']}")
+    licence = entry["license"]
+    lines.append(f"licence       {_licence(entry)} ({licence['url']}; {licence['note']})")
     c = entry["citation"]
     lines.append(f"citation      {c['authors']}. {c['title']}. {c['venue']}, {c['year']}."
                  + (f" {c.get('url') or c.get('doi')}" if c.get("url") or c.get("doi") else ""))
