@@ -408,3 +408,25 @@ def test_licences_are_spdx_with_where_they_come_from():
     assert entries["bioformer_8l"]["license"] == {"spdx": "Apache-2.0", "url": "https://huggingface.co/bioformers/bioformer-8L",
                                                   "from": "hf_tag", "note": "the HF repo's licence tag"}
     assert entries["bioformer_8l_mnli"]["license"]["spdx"] is None
+
+
+def _results(name):
+    return json.loads(REGISTRY_PATH.read_text(encoding="utf-8"))["checkpoints"][name]["reported_results"]
+
+
+def test_results_measured_on_another_checkpoint_say_so():
+    """The audit's misattributions: BioM Table 2's BioMegatron row (a 50K-vocabulary model), the
+    one BioDistilBERT column copied to both checkpoints, and the SQuAD2 fine-tunes' five-run
+    means (the checkpoints' own eval_results.txt are their task results)."""
+    for name in ("biomegatron_345m_cased", "biomegatron_345m_uncased"):
+        table2 = [r for r in _results(name) if r["source"] == "BioM-Transformers, Table 2"]
+        assert table2 and all(r["applies_to"] == "same_model_other_checkpoint" and "50K" in r["other_checkpoint"]
+                              for r in table2)
+    for name in ("bio_distilbert_cased", "bio_distilbert_uncased"):
+        assert {r["applies_to"] for r in _results(name)} == {"same_model_other_checkpoint"}
+    for name in ("biom_electra_large_squad2", "biom_albert_xxlarge_squad2"):
+        (table2,) = [r for r in _results(name) if r["task"] == "QA SQuAD2.0"]
+        assert table2["applies_to"] == "same_model_other_checkpoint" and "five" in table2["other_checkpoint"]
+    own = json.loads(REGISTRY_PATH.read_text(encoding="utf-8"))["checkpoints"]["biom_electra_large_squad2"]["task"]
+    assert {(r["metric"], r["value"]) for r in own["reported"]} == {("F1", 87.49), ("EM", 84.33)}
+    assert {r["applies_to"] for r in _results("biom_electra_large_discriminator")} == {"this_checkpoint"}

@@ -155,7 +155,8 @@ def info_command(args):
     lines += _result_lines(
         "reported results", entry["reported_results"], "none in the source papers",
         lambda r: f"{r['task']:<28} {r['metric']:<14} {r['value']:>7}"
-                  + (f" [{r['split']}]" if r.get("split") else "") + f"  ({r['source']})")
+                  + (f" [{r['split']}]" if r.get("split") else "") + f"  ({r['source']})"
+                  + (f"  [applies to {r['other_checkpoint']}]" if r["applies_to"] != "this_checkpoint" else ""))
     for note in entry.get("notes", []):
         lines.append(f"note: {note}")
     print("\n".join(lines))
