@@ -16,7 +16,7 @@ import sys
 
 COMMAND_MODULES = (
     "biozoo._commands.registry",  # list, info, verify-cache
-    "biozoo._commands.convert",   # convert
+    "biozoo._commands.convert",   # convert, verify
     "biozoo._commands.export",    # export
     "biozoo._commands.tasks",     # finetune, evaluate
     "biozoo._commands.annotate",  # annotate

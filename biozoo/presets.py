@@ -242,6 +242,13 @@ def _resolve_preset(handle, accept):
     raise AssertionError(kind)
 
 
+def cached_registry_preset(name):
+    """The cache directory of registry checkpoint `name` if it has been converted, else None."""
+    entry = registry.get_entry(name)
+    target = os.path.join(cache_root(), "presets", _safe_key(f"{entry['name']}@{entry['sources']['hf']['revision']}"))
+    return target if _is_complete(target) else None
+
+
 def verify_source_files(directory, entry, what):
     """Check the downloaded files the registry records a sha256 (and size) for
     (`sources.hf.integrity`); return {file: sha256} of those checked. A file that differs

@@ -38,6 +38,19 @@ def register(subparsers):
                         help="the vocabulary is uncased (default: guessed from the vocabulary)")
     casing.add_argument("--cased", dest="lowercase", action="store_false")
     parser.set_defaults(func=convert_command)
+
+    parser = subparsers.add_parser(
+        "verify",
+        help="compare a checkpoint under biozoo and transformers; write certificate.json into its preset",
+        description="Load HANDLE (a registry name, hf://org/repo or a local HF directory) with biozoo and, in a "
+        "child process, with transformers; compare the sequence output, the pooled output and the converted MLM "
+        "and replaced-token heads on fixed biomedical sentences (max |diff| over valid positions) and the "
+        "tokenizers' ids; write certificate.json into the converted preset (shown by `biozoo info`) and print it. "
+        "Exits 1 when a difference exceeds its tolerance or a sentence tokenizes differently.",
+    )
+    parser.add_argument("handle")
+    parser.add_argument("--sentences", help="a text file: one more sentence per line for the tokenizer check")
+    parser.set_defaults(func=verify_command)
     return parser
 
 
@@ -87,3 +100,15 @@ def convert_hf(args, entry, provenance):
         preset = presets.resolve_preset(args.input)
         with atomic_directory(args.output) as tmp:
             shutil.copytree(preset, tmp, dirs_exist_ok=True)
+
+
+def verify_command(args):
+    from biozoo.verification import verify
+
+    sentences = []
+    if args.sentences:
+        with open(args.sentences, encoding="utf-8") as f:
+            sentences = [line.rstrip("\n") for line in f if line.strip()]
+    certificate = verify(args.handle, sentences)
+    print(json.dumps(certificate, indent=2, ensure_ascii=False))
+    return 0 if certificate["passed"] else 1

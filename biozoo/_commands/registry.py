@@ -159,8 +159,24 @@ def info_command(args):
                   + (f"  [applies to {r['other_checkpoint']}]" if r["applies_to"] != "this_checkpoint" else ""))
     for note in entry.get("notes", []):
         lines.append(f"note: {note}")
+    lines.append(_certificate_line(entry["name"]))
     print("\n".join(lines))
     return 0
+
+
+def _certificate_line(name):
+    from biozoo.presets import cached_registry_preset
+    from biozoo.verification import read_certificate
+
+    preset = cached_registry_preset(name)
+    certificate = read_certificate(preset) if preset else None
+    if certificate is None:
+        return "certificate   none (`biozoo verify " + name + "` compares it with transformers)"
+    diffs = ", ".join(f"{k} {v:.1e}" for k, v in certificate["max_abs_diff"].items())
+    tokens = certificate["tokenizer"]
+    return (f"certificate   {'passed' if certificate['passed'] else 'FAILED'} {certificate['date']}: max |diff| {diffs}; "
+            f"tokenizer ids identical on {tokens['identical']}/{tokens['sentences']} sentences "
+            f"(transformers {certificate['versions']['transformers']})")
 
 
 def verify_cache_command(args):

@@ -1,0 +1,183 @@
+"""Parity certificates (`biozoo verify`): a checkpoint loaded by biozoo and by transformers (in
+a child process, so TensorFlow and torch never share one), compared on fixed biomedical
+sentences; the result is written into the preset as certificate.json.
+
+The certificate holds the max |diff| of the sequence output, the pooled output and every
+converted head biozoo runs (MLM logits, ELECTRA's replaced-token logits) over the sentences'
+valid positions; whether the tokenizers give identical ids on each sentence; both libraries'
+versions and the date.
+
+Example:
+    >>> certificate = verify("bioformer_8l")
+    >>> certificate["max_abs_diff"]["sequence_output"] <= 1e-4
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from biozoo.export.certificate import FIXED_SENTENCES, packed_fixed_inputs
+
+__all__ = ["verify", "CERTIFICATE_FILE", "read_certificate", "sequence_length", "TOLERANCE"]
+
+CERTIFICATE_FILE = "certificate.json"
+# float32 on both sides: the families' parity tests hold encoder outputs to 1e-4; logits over a
+# vocabulary are sums of hundreds of products of larger numbers
+TOLERANCE = {"sequence_output": 1e-4, "pooled_output": 1e-4, "mlm_logits": 1e-3, "rtd_logits": 1e-3}
+# A few more sentences for the tokenizer: casing, accents, digits and symbols.
+EXTRA_SENTENCES = (
+    "IL-6 and TNF-α levels rose 2.5-fold (p<0.001) in Crohn's disease.",
+    "Naïve CD4+ T-cells; β-catenin/Wnt signalling [Fig. 3B].",
+    "GLUT4 translocation requires AS160 (TBC1D4) phosphorylation at Thr642.",
+)
+
+_CHILD = r"""
+import json, sys
+import numpy as np
+import torch, transformers
+hf_dir, inputs_path, out_path, heads, lowercase = sys.argv[1:6]
+heads = [h for h in heads.split(",") if h]
+data = np.load(inputs_path)
+config = transformers.AutoConfig.from_pretrained(hf_dir)
+kwargs = {"input_ids": torch.tensor(data["token_ids"], dtype=torch.long),
+          "attention_mask": torch.tensor(data["padding_mask"], dtype=torch.long)}
+if config.model_type not in ("distilbert",):
+    kwargs["token_type_ids"] = torch.tensor(data["segment_ids"], dtype=torch.long)
+out = {}
+with torch.no_grad():
+    o = transformers.AutoModel.from_pretrained(hf_dir).eval()(**kwargs)
+    out["sequence_output"] = o.last_hidden_state.float().numpy()
+    if getattr(o, "pooler_output", None) is not None:
+        out["pooled_output"] = o.pooler_output.float().numpy()
+    if "mlm" in heads:
+        out["mlm_logits"] = transformers.AutoModelForMaskedLM.from_pretrained(hf_dir).eval()(**kwargs).logits.float().numpy()
+    if "rtd" in heads:
+        out["rtd_logits"] = transformers.ElectraForPreTraining.from_pretrained(hf_dir).eval()(**kwargs).logits.float().numpy()
+np.savez(out_path, **out)
+options = {} if lowercase == "auto" else {"do_lower_case": lowercase == "true"}
+tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir, **options)
+sentences = json.loads(open(inputs_path + ".sentences.json", encoding="utf-8").read())
+ids = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in sentences]
+json.dump({"ids": ids, "transformers": transformers.__version__, "torch": torch.__version__},
+          open(out_path + ".json", "w", encoding="utf-8"))
+"""
+
+
+def _hf_source(handle):
+    """(HF directory of `handle`, its registry entry or None)."""
+    from biozoo import presets, registry
+
+    kind, info = presets.parse_handle(handle)
+    if kind == "hf_dir":
+        return info["path"], None
+    if kind == "registry":
+        entry = registry.get_entry(info["name"])
+        repo, revision, weights = presets._registry_source(entry)
+        patterns = list(presets.TOKENIZER_FILES) + presets._hf_weight_patterns(repo, revision, weights)
+        return presets._hf_download(repo, revision, patterns, f"Preset '{entry['name']}'"), entry
+    if kind == "hf":
+        repo, revision = info["repo"], info["revision"]
+        name = registry.find_by_hf_repo(repo)
+        patterns = list(presets.TOKENIZER_FILES) + presets._hf_weight_patterns(repo, revision)
+        return presets._hf_download(repo, revision, patterns, f"hf://{repo}@{revision}"), \
+            registry.get_entry(name) if name else None
+    raise ValueError(f"{handle}: verify compares a checkpoint in HuggingFace form with transformers; give a registry "
+                     "name, hf://org/repo or a local HF directory (a Keras preset has no transformers counterpart)")
+
+
+def _transformers_side(hf_dir, inputs, sentences, heads, lowercase):
+    with tempfile.TemporaryDirectory(prefix="biozoo-verify-") as scratch:
+        inputs_path = os.path.join(scratch, "inputs.npz")
+        np.savez(inputs_path, **inputs)
+        with open(inputs_path + ".sentences.json", "w", encoding="utf-8") as f:
+            json.dump(list(sentences), f)
+        out_path = os.path.join(scratch, "out.npz")
+        flag = "auto" if lowercase is None else ("true" if lowercase else "false")
+        result = subprocess.run([sys.executable, "-c", _CHILD, str(hf_dir), inputs_path, out_path, ",".join(heads), flag],
+                                capture_output=True, text=True)
+        if result.returncode:
+            raise RuntimeError(f"transformers could not load {hf_dir}: {result.stderr.strip().splitlines()[-1:]}")
+        with np.load(out_path) as data:
+            outputs = {k: data[k] for k in data.files}
+        with open(out_path + ".json", encoding="utf-8") as f:
+            return outputs, json.load(f)
+
+
+def verify(handle, sentences=(), write=True):
+    """Compare `handle` under biozoo and under transformers; return the certificate (and write
+    it into the converted preset as certificate.json unless `write` is False)."""
+    import keras
+    import tensorflow as tf
+
+    import biozoo
+    from biozoo import presets
+    from biozoo._io import atomic_write_json
+    from biozoo.preset_files import read_heads
+
+    hf_dir, entry = _hf_source(handle)
+    preset_dir = presets.resolve_preset(handle)
+    tokenizer = biozoo.Tokenizer.from_preset(handle)
+    inputs = packed_fixed_inputs(tokenizer, sequence_length(preset_dir))
+    mask = inputs["padding_mask"].astype(bool)
+    converted = sorted({key.split("/")[0] for key in read_heads(preset_dir)[0]})
+    compared = [h for h in converted if h in ("mlm", "rtd")]
+    all_sentences = list(FIXED_SENTENCES) + list(EXTRA_SENTENCES) + list(sentences)
+    lowercase = entry["tokenizer"]["lowercase"] if entry else None
+    reference, child = _transformers_side(hf_dir, inputs, all_sentences, compared, lowercase)
+
+    backbone = biozoo.from_preset(handle)
+    ours = {k: np.asarray(v) for k, v in backbone(inputs).items()}
+    if "mlm" in compared:
+        positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype=np.int32), (len(mask), 1))
+        ours["mlm_logits"] = np.asarray(biozoo.MaskedLM.from_preset(handle)({**inputs, "mask_positions": positions}))
+    if "rtd" in compared:
+        ours["rtd_logits"] = np.asarray(biozoo.ReplacedTokenDetector.from_preset(handle)(inputs))
+    diffs, not_compared = {}, {}
+    for name, expected in reference.items():
+        if name not in ours:  # AutoModel builds a pooler the checkpoint lacks, with random weights
+            not_compared[name] = "the checkpoint has no trained weights for it"
+            continue
+        got = ours[name]
+        if got.shape != expected.shape:
+            raise ValueError(f"{name}: biozoo gives shape {got.shape}, transformers {expected.shape}")
+        delta = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+        diffs[name] = float((delta if name == "pooled_output" else delta[mask]).max())  # per token: valid ones
+    our_ids = [list(map(int, ids)) for ids in tokenizer.ids(all_sentences)]
+    differing = [i for i, (a, b) in enumerate(zip(our_ids, child["ids"])) if a != b]
+    certificate = {
+        "handle": str(handle), "registry_name": entry["name"] if entry else None, "source": str(hf_dir),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "versions": {"biozoo": biozoo.__version__, "keras": keras.__version__, "tensorflow": tf.__version__,
+                     "transformers": child["transformers"], "torch": child["torch"]},
+        "sentences": len(FIXED_SENTENCES), "max_abs_diff": diffs, "tolerance": TOLERANCE,
+        "outputs_not_compared": not_compared, "heads_compared": compared, "heads_not_compared": [h for h in converted if h not in compared],
+        "tokenizer": {"sentences": len(all_sentences), "identical": len(all_sentences) - len(differing),
+                      "differing": [{"sentence": all_sentences[i], "biozoo": our_ids[i], "transformers": child["ids"][i]}
+                                    for i in differing[:5]]},
+    }
+    certificate["passed"] = all(d <= TOLERANCE[n] for n, d in diffs.items()) and not differing
+    if write:
+        atomic_write_json(os.path.join(preset_dir, CERTIFICATE_FILE), certificate)
+    return certificate
+
+
+def sequence_length(preset_dir, longest=128):
+    """The certificate's sequence length: 128, or the model's positions when it has fewer."""
+    with open(os.path.join(preset_dir, "config.json"), encoding="utf-8") as f:
+        positions = json.load(f).get("config", {}).get("max_sequence_length") or longest
+    return min(longest, positions)
+
+
+def read_certificate(preset_dir):
+    path = os.path.join(preset_dir, CERTIFICATE_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
