@@ -17,6 +17,7 @@ from biozoo.errors import CheckpointError
 HEADS_FILE = "heads.safetensors"
 HEADS_CONFIG_FILE = "heads.json"
 PROVENANCE_FILE = "biozoo.json"
+CERTIFICATE_FILE = "certificate.json"  # written by `biozoo verify`
 
 
 def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, provenance=None, weights_file=None):
@@ -86,6 +87,12 @@ def read_heads(preset_dir):
 def read_provenance(preset_dir):
     path = os.path.join(preset_dir, PROVENANCE_FILE)
     return read_json(path, "provenance") if os.path.exists(path) else {}
+
+
+def read_certificate(preset_dir):
+    """The parity certificate `biozoo verify` wrote into a preset, or None."""
+    path = os.path.join(preset_dir, CERTIFICATE_FILE)
+    return read_json(path, "certificate") if os.path.exists(path) else None
 
 
 def is_keras_preset(directory):

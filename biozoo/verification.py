@@ -24,10 +24,10 @@ import tempfile
 import numpy as np
 
 from biozoo.export.certificate import FIXED_SENTENCES, packed_fixed_inputs
+from biozoo.preset_files import CERTIFICATE_FILE, read_certificate
 
 __all__ = ["verify", "CERTIFICATE_FILE", "read_certificate", "sequence_length", "TOLERANCE"]
 
-CERTIFICATE_FILE = "certificate.json"
 # float32 on both sides: the families' parity tests hold encoder outputs to 1e-4; logits over a
 # vocabulary are sums of hundreds of products of larger numbers
 TOLERANCE = {"sequence_output": 1e-4, "pooled_output": 1e-4, "mlm_logits": 1e-3, "rtd_logits": 1e-3}
@@ -173,11 +173,3 @@ def sequence_length(preset_dir, longest=128):
     with open(os.path.join(preset_dir, "config.json"), encoding="utf-8") as f:
         positions = json.load(f).get("config", {}).get("max_sequence_length") or longest
     return min(longest, positions)
-
-
-def read_certificate(preset_dir):
-    path = os.path.join(preset_dir, CERTIFICATE_FILE)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)

@@ -78,7 +78,29 @@ def register(subparsers):
         if fmt == "onnx":
             sub.add_argument("--opset", type=int, default=None, help="ONNX opset (default: 17)")
         sub.set_defaults(func=export_ids_command, export_format=fmt)
+
+    card = subparsers.add_parser(
+        "card", help="a model card in the hub's format for a registry checkpoint",
+        description="Write the model card of registry checkpoint NAME: YAML front matter (licence, tags, base "
+        "model), description, the papers' results with what each applies to, how to load it in biozoo, KerasHub "
+        "and transformers, its `biozoo verify` certificate when the cached preset has one, and "
+        "parameters_f1.png (parameters against reported F1 for the family's checkpoints) beside it.",
+    )
+    card.add_argument("name", help="registry name (see `biozoo list`)")
+    card.add_argument("--output", default="README.md")
+    card.set_defaults(func=card_command)
     return parser
+
+
+def card_command(args):
+    from biozoo.export.card import write_card
+    from biozoo.presets import cached_registry_preset
+    from biozoo.preset_files import read_certificate
+
+    preset = cached_registry_preset(args.name)
+    write_card(args.name, args.output, read_certificate(preset) if preset else None)
+    print(json.dumps({"output": os.path.abspath(args.output)}))
+    return 0
 
 
 def export_ids_command(args):

@@ -266,9 +266,10 @@ def _readme(info):
 
 
 def export_hub(preset, out_dir, seq_length=128):
-    """Write `out_dir/encoder` and `out_dir/preprocessor` for a backbone preset."""
+    """Write `out_dir/encoder` and `out_dir/preprocessor` for a backbone preset, and README.md
+    (the registry's model card first when the preset is a registry checkpoint)."""
     import biozoo
-    from biozoo._io import atomic_write_text
+    from biozoo.export.hf import registry_card
 
     backbone = biozoo.from_preset(preset)
     tokenizer = biozoo.Tokenizer.from_preset(preset)
@@ -280,7 +281,7 @@ def export_hub(preset, out_dir, seq_length=128):
     save_module(encoder, os.path.join(out_dir, "encoder"), signatures={"serving_default": serve},
                 assets={"biozoo_export.json": json.dumps(info, indent=2)})
     save_module(preprocessor, os.path.join(out_dir, "preprocessor"), signatures={"serving_default": preprocess})
-    atomic_write_text(os.path.join(out_dir, "README.md"), _readme(info))
+    registry_card(preset, out_dir, after=_readme(info))
     return out_dir
 
 

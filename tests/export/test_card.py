@@ -1,0 +1,70 @@
+"""`biozoo card`: the hub's model-card format, checked against the registry; the HF and TF Hub
+exports of a registry checkpoint carry it."""
+
+import json
+import re
+
+import pytest
+import yaml
+
+from biozoo import registry
+from biozoo import testing as H
+from biozoo.cli import main
+
+
+def _front_matter(text):
+    match = re.match(r"^---\n(.*?)\n---\n", text, re.S)
+    assert match, text[:200]
+    return yaml.safe_load(match[1])
+
+
+def _table_rows(text, heading):
+    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| task")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+
+
+@pytest.mark.parametrize("name", ["bioformer_8l", "bio_distilbert_cased", "biom_electra_large_squad2",
+                                  "biomegatron_345m_uncased", "bioformer_8l_mnli"])
+def test_card_matches_the_registry(name, tmp_path, capsys):
+    assert main(["card", name, "--output", str(tmp_path / "README.md")]) == 0
+    text = (tmp_path / "README.md").read_text(encoding="utf-8")
+    entry = registry.get_entry(name)
+    meta = _front_matter(text)
+    spdx = entry["license"]["spdx"]
+    assert meta["license"] == (spdx.lower() if spdx else "other")
+    assert "biozoo" in meta["tags"] and meta["language"] == ["en"]
+    base = registry.get_entry(entry["task"]["base"]) if entry.get("task") else entry
+    assert meta["base_model"] == base["sources"]["hf"]["repo"]
+    rows = _table_rows(text, "Reported results")
+    assert len(rows) == len(entry["reported_results"])
+    for row, result in zip(rows, entry["reported_results"]):
+        task, metric, value, _, source, applies = row
+        assert (task, metric, source) == (result["task"], result["metric"], result["source"])
+        assert float(value) == result["value"]
+        assert applies == ("this checkpoint" if result["applies_to"] == "this_checkpoint" else result["other_checkpoint"])
+    assert f'biozoo.from_preset("{name}")' in text and entry["sources"]["hf"]["revision"] in text
+
+
+def test_plot_of_the_family(tmp_path):
+    main(["card", "bioformer_8l", "--output", str(tmp_path / "README.md")])
+    assert (tmp_path / "parameters_f1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![parameters against reported F1](parameters_f1.png)" in (tmp_path / "README.md").read_text()
+
+
+def test_exports_of_a_registry_checkpoint_carry_the_card(tmp_path, monkeypatch, capsys):
+    cache = tmp_path / "hf-cache"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
+    H.registry_entry_describes(monkeypatch, "pubmedbert_abstract", source)
+    hf = registry.get_entry("pubmedbert_abstract")["sources"]["hf"]
+    H.populate_hf_cache(cache, hf["repo"], hf["revision"], source)
+    assert main(["export", "hf", "--preset", "pubmedbert_abstract", "--output", str(tmp_path / "hf_out")]) == 0
+    card = (tmp_path / "hf_out" / "README.md").read_text(encoding="utf-8")
+    assert _front_matter(card)["license"] == "mit" and "# PubMedBERT" in card.replace("# BiomedBERT", "# PubMedBERT")
+    assert main(["export", "hub", "--preset", "pubmedbert_abstract", "--output", str(tmp_path / "hub"),
+                 "--seq-length", "64"]) == 0
+    hub_readme = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
+    assert _front_matter(hub_readme)["base_model"] == hf["repo"] and "pooled_output" in hub_readme
