@@ -430,3 +430,31 @@ def test_results_measured_on_another_checkpoint_say_so():
     own = json.loads(REGISTRY_PATH.read_text(encoding="utf-8"))["checkpoints"]["biom_electra_large_squad2"]["task"]
     assert {(r["metric"], r["value"]) for r in own["reported"]} == {("F1", 87.49), ("EM", 84.33)}
     assert {r["applies_to"] for r in _results("biom_electra_large_discriminator")} == {"this_checkpoint"}
+
+
+# Values the facts mark inferred [I] (reference/registry-facts.md): the generators' heads and
+# intermediate sizes, casing where no tokenizer_config says it, tiny-biobert's vocabulary,
+# bio-mobilebert's bottleneck flags, bio-distilbert-cased's distilbert-base-cased fields.
+INFERRED = {"biom_electra_base_generator": {"config.num_attention_heads", "config.intermediate_size"},
+            "biom_electra_large_discriminator": {"tokenizer.lowercase"}, "biobert_v1_1": {"tokenizer.lowercase"},
+            "tiny_biobert": {"config.vocab_size"}, "bio_mobilebert": {"config.use_bottleneck"},
+            "bio_distilbert_cased": {"config.activation"}, "biom_albert_xxlarge_pmc": {"pooler"}}
+
+
+def test_inferred_values_are_flagged_per_field():
+    entries = json.loads(REGISTRY_PATH.read_text(encoding="utf-8"))["checkpoints"]
+    for name, paths in INFERRED.items():
+        assert paths <= set(entries[name]["inferred"]), name
+    for name, entry in entries.items():
+        for path in entry.get("inferred", []):
+            value = entry
+            for part in path.split("."):
+                value = value[part]  # a flag names a field the entry has
+
+
+def test_stale_notes_are_gone():
+    entries = json.loads(REGISTRY_PATH.read_text(encoding="utf-8"))["checkpoints"]
+    notes = {name: " ".join(entry.get("notes", [])) for name, entry in entries.items()}
+    assert entries["bio_mobilebert"]["pooler"] is True and "pooler=false" not in notes["bio_mobilebert"]
+    assert "may also hold example files" not in notes["biom_albert_xxlarge"]
+    assert "file size itself was not seen" not in notes["biom_albert_xxlarge_pmc"]

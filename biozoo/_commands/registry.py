@@ -147,6 +147,8 @@ def info_command(args):
             lines.append(f"{kind:<14}{archive['url']}" + (f"  ({archive['note']})" if archive.get("note") else ""))
     licence = entry["license"]
     lines.append(f"licence       {_licence(entry)} ({licence['url']}; {licence['note']})")
+    if entry.get("inferred"):
+        lines.append(f"inferred      {', '.join(entry['inferred'])} (not read in a source; see the notes)")
     c = entry["citation"]
     lines.append(f"citation      {c['authors']}. {c['title']}. {c['venue']}, {c['year']}."
                  + (f" {c.get('url') or c.get('doi')}" if c.get("url") or c.get("doi") else ""))
