@@ -29,8 +29,11 @@ INSTALL_REQUIRES = [
     "spacy>=3.8,<3.9",
     # precision="int8": LiteRT's interpreter runs the dynamic-range quantized model (XNNPACK int8 kernels)
     "ai-edge-litert>=2.0,<3",
-    # PNG plots (`biozoo cascade-calibrate`)
+    # PNG plots (`biozoo cascade-calibrate`, benchmark reports, model cards)
     "matplotlib>=3.8",
+    # the original TF1 / GluonNLP archives the papers link on Google Drive (`source="tf1"`): gdown
+    # handles Drive's large-file confirmation page
+    "gdown>=5.2,<6",
 ]
 # `biozoo annotate --runner beam`: Apache Beam's RunInference on its portable runner here, Dataflow/Flink/Spark
 # beyond one machine (2.77 resolves with TensorFlow 2.20 on Python 3.11). Not in `test`: Beam declares protobuf < 7,

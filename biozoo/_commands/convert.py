@@ -18,8 +18,9 @@ def register(subparsers):
     parser.add_argument("--from", dest="source_format", required=True, choices=FORMATS,
                         help="hf: an HF model directory (safetensors or pytorch_model.bin), hf://org/repo"
                         "[@revision] or a registry name; tf1: a google-research BERT/ALBERT/ELECTRA "
-                        "checkpoint (prefix or directory, local or gs://); gluon: a GluonNLP ELECTRA "
-                        "model.params (with model.yml and vocab.json beside it); megatron: a Megatron-LM "
+                        "checkpoint (prefix or directory, local or gs://), or a registry name (its original "
+                        "archive is downloaded, checked and converted); gluon: a GluonNLP ELECTRA "
+                        "model.params (with model.yml and vocab.json beside it) or a registry name; megatron: a Megatron-LM "
                         "MegatronBERT.pt state dict or a NeMo .nemo archive")
     parser.add_argument("input", help="the checkpoint")
     parser.add_argument("--output", required=True, help="the preset directory to write")
@@ -62,7 +63,10 @@ def convert_command(args):
     lowercase = args.lowercase
     if lowercase is None and entry is not None:
         lowercase = entry["tokenizer"]["lowercase"]
-    if args.source_format == "hf":
+    if args.source_format in ("tf1", "gluon") and registry.is_registered(args.input) \
+            and not os.path.exists(args.input):
+        _convert_registry_archive(args)
+    elif args.source_format == "hf":
         convert_hf(args, entry, provenance)
     elif args.source_format == "tf1":
         from biozoo.convert.tf1 import convert_tf1
@@ -81,6 +85,19 @@ def convert_command(args):
                          num_heads=args.num_heads, lowercase=lowercase, provenance=provenance)
     print(json.dumps({"output": os.path.abspath(args.output), "format": args.source_format}))
     return 0
+
+
+def _convert_registry_archive(args):
+    """`--from tf1 NAME`: the original archive the registry lists for NAME, downloaded, checked,
+    converted (cached), then copied to --output."""
+    import shutil
+
+    from biozoo import presets
+    from biozoo._io import atomic_directory
+
+    preset = presets.resolve_archive_preset(args.input, "gluonnlp" if args.source_format == "gluon" else "tf1")
+    with atomic_directory(args.output) as tmp:
+        shutil.copytree(preset, tmp, dirs_exist_ok=True)
 
 
 def convert_hf(args, entry, provenance):

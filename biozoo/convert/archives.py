@@ -1,0 +1,100 @@
+"""Original checkpoint archives (TF1, GluonNLP): download, check, unpack safely.
+
+Google Drive links go through gdown, which handles Drive's large-file confirmation page; any
+other URL is streamed directly. The file is checked against the sha256 (and size) the registry
+records for it before anything is unpacked; where none is recorded its digest is printed and
+kept in the preset's provenance. Unpacking refuses absolute paths, `..`, links and devices: an
+archive only ever writes inside its own folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tarfile
+import zipfile
+
+from biozoo.errors import CheckpointError, OfflineError
+
+__all__ = ["fetch_archive", "extract_archive", "google_drive_id"]
+
+_DRIVE = re.compile(r"https://drive\.google\.com/(?:file/d/|open\?id=|uc\?(?:export=download&)?id=)([\w-]+)")
+
+
+def google_drive_id(url):
+    match = _DRIVE.match(url)
+    return match[1] if match else None
+
+
+def fetch_archive(archive, directory, what, offline=False):
+    """Download `archive` ({"url", "sha256"?, "size"?}) into `directory`; return (path, sha256)."""
+    from biozoo._io import sha256_file
+
+    if offline:
+        raise OfflineError(f"{what} is not in biozoo's cache and offline mode is on (HF_HUB_OFFLINE / BIOZOO_OFFLINE).")
+    url = archive["url"]
+    path = os.path.join(directory, "archive")
+    drive = google_drive_id(url)
+    if drive:
+        try:
+            import gdown
+        except ImportError:  # pragma: no cover - a dependency
+            raise CheckpointError("downloading from Google Drive needs gdown (pip install gdown)") from None
+        if gdown.download(id=drive, output=path, quiet=False) is None:
+            raise CheckpointError(f"{what}: Google Drive did not serve the file (quota, permissions or a moved link).")
+    else:
+        _download(url, path)
+    size = os.path.getsize(path)
+    if archive.get("size") is not None and size != archive["size"]:
+        raise CheckpointError(f"{what}: {size} bytes downloaded, the registry records {archive['size']}: "
+                              "truncated or not the published file; nothing was unpacked.")
+    digest = sha256_file(path)
+    if archive.get("sha256") and digest != archive["sha256"]:
+        raise CheckpointError(f"{what}: sha256 {digest}, the registry records {archive['sha256']}: corrupt or not "
+                              "the published file; nothing was unpacked.")
+    if not archive.get("sha256"):
+        print(f"{what}: no sha256 recorded in the registry; this download's is {digest}", file=sys.stderr)
+    return path, digest
+
+
+def _download(url, path):
+    import urllib.request
+
+    from tqdm.auto import tqdm
+
+    with urllib.request.urlopen(url, timeout=60) as response, open(path, "wb") as out:
+        total = int(response.headers.get("Content-Length") or 0) or None
+        with tqdm(total=total, unit="B", unit_scale=True, desc=os.path.basename(url) or "archive",
+                  file=sys.stderr) as bar:
+            for block in iter(lambda: response.read(1 << 20), b""):
+                out.write(block)
+                bar.update(len(block))
+
+
+def _safe_member(name, root):
+    target = os.path.realpath(os.path.join(root, name))
+    return os.path.isabs(name) is False and (target == root or target.startswith(root + os.sep))
+
+
+def extract_archive(path, destination):
+    """Unpack a .tar(.gz/.bz2/.xz) or .zip archive into `destination`; return it. A member that
+    would land outside it, or a link or device, raises CheckpointError naming it."""
+    root = os.path.realpath(destination)
+    os.makedirs(root, exist_ok=True)
+    if tarfile.is_tarfile(path):
+        with tarfile.open(path) as tar:
+            for member in tar.getmembers():
+                if not (member.isfile() or member.isdir()) or not _safe_member(member.name, root):
+                    raise CheckpointError(f"{path}: refused member {member.name!r} (outside the archive's folder, "
+                                          "a link or a device)")
+            tar.extractall(root, filter="data")
+    elif zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            for name in archive.namelist():
+                if not _safe_member(name, root):
+                    raise CheckpointError(f"{path}: refused member {name!r} (outside the archive's folder)")
+            archive.extractall(root)
+    else:
+        raise CheckpointError(f"{path}: neither a tar nor a zip archive.")
+    return root
