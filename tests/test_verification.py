@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import biozoo
-from biozoo import presets, registry
+from biozoo import presets
 from biozoo import testing as H
 from biozoo.cli import main
 from biozoo.export.certificate import packed_fixed_inputs
@@ -94,14 +94,7 @@ def test_real_minilm(minilm_dir):
 
 
 def test_info_shows_the_certificate(tmp_path, monkeypatch, capsys):
-    cache = tmp_path / "hf-cache"
-    cache.mkdir()
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
-    H.registry_entry_describes(monkeypatch, "pubmedbert_abstract", source)
-    hf = registry.get_entry("pubmedbert_abstract")["sources"]["hf"]
-    H.populate_hf_cache(cache, hf["repo"], hf["revision"], source)
+    H.offline_registry_mirror(monkeypatch, tmp_path, "pubmedbert_abstract")
     assert main(["info", "pubmedbert_abstract"]) == 0
     assert "certificate   none" in capsys.readouterr().out
     assert main(["verify", "pubmedbert_abstract"]) == 0

@@ -20,6 +20,7 @@ import sys
 import urllib.error
 import urllib.request
 
+from biozoo._io import sha256_file as _sha256
 from biozoo.benchmark.suites import load_suite, suite_names
 
 __all__ = ["download", "data_sources", "datasets_for", "DownloadError"]
@@ -64,14 +65,6 @@ def datasets_for(name, sources):
 
 def _git_blob_sha1(path):
     digest = hashlib.sha1(f"blob {os.path.getsize(path)}\0".encode())
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _sha256(path):
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)

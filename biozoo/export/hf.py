@@ -122,29 +122,7 @@ def export_hf_task(task, out_dir):
         config["problem_type"] = task.problem_type
     tokenizer = task.preprocessor.tokenizer
     config["pad_token_id"] = int(tokenizer.pad_token_id)
-    written = _write(out_dir, state, config, tokenizer)
-    registry_card(preset, out_dir)
-    return written
-
-
-def registry_card(preset, out_dir, after=""):
-    """Write the registry's model card as out_dir/README.md when `preset` is (or was converted
-    from) a registry checkpoint; `after` is appended (the export's own notes)."""
-    from biozoo import presets
-    from biozoo._io import atomic_write_text
-    from biozoo.export.card import model_card, plot_parameters_f1
-    from biozoo.preset_files import read_certificate, read_provenance
-
-    directory = presets.resolve_preset(preset)
-    name = read_provenance(directory).get("registry_name")
-    if not name:
-        if after:
-            atomic_write_text(os.path.join(out_dir, "README.md"), after)
-        return None
-    plot = "parameters_f1.png" if plot_parameters_f1(name, os.path.join(out_dir, "parameters_f1.png")) else None
-    text = model_card(name, read_certificate(directory), plot)
-    atomic_write_text(os.path.join(out_dir, "README.md"), text + ("\n" + after if after else ""))
-    return name
+    return _write(out_dir, state, config, tokenizer)
 
 
 def _write(out_dir, state, config, tokenizer):

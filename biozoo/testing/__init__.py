@@ -673,6 +673,24 @@ def annotate_by_sentence(task, texts, model, aggregation="first"):
     return out
 
 
+def offline_registry_mirror(monkeypatch, directory, name, model=None):
+    """An offline HF cache under `directory` holding registry checkpoint `name` as the small
+    `model` (default: a random tiny BERT) at the entry's pinned revision, with the entry made to
+    describe it; returns the model's HF directory."""
+    from biozoo import registry
+
+    cache = Path(directory) / "hf-cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    source = save_hf_directory(model if model is not None else make_model("bert", "BertModel"),
+                               Path(directory) / "hf", "bin")
+    registry_entry_describes(monkeypatch, name, source)
+    hf = registry.get_entry(name)["sources"]["hf"]
+    populate_hf_cache(cache, hf["repo"], hf["revision"], source)
+    return source
+
+
 def registry_entry_describes(monkeypatch, name, source_dir):
     """Make registry entry `name` describe the (small, random) model in `source_dir`: its config
     becomes that config.json's, so a hub mirror of it agrees with the registry, as the real

@@ -53,14 +53,8 @@ def test_plot_of_the_family(tmp_path):
 
 
 def test_exports_of_a_registry_checkpoint_carry_the_card(tmp_path, monkeypatch, capsys):
-    cache = tmp_path / "hf-cache"
-    cache.mkdir()
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
-    H.registry_entry_describes(monkeypatch, "pubmedbert_abstract", source)
+    H.offline_registry_mirror(monkeypatch, tmp_path, "pubmedbert_abstract")
     hf = registry.get_entry("pubmedbert_abstract")["sources"]["hf"]
-    H.populate_hf_cache(cache, hf["repo"], hf["revision"], source)
     assert main(["export", "hf", "--preset", "pubmedbert_abstract", "--output", str(tmp_path / "hf_out")]) == 0
     card = (tmp_path / "hf_out" / "README.md").read_text(encoding="utf-8")
     assert _front_matter(card)["license"] == "mit" and "# PubMedBERT" in card.replace("# BiomedBERT", "# PubMedBERT")
