@@ -37,7 +37,7 @@ class Tokenizer(metaclass=_AnyBiozooTokenizer):
         return TokenizerBase.from_preset(preset_dir, config_file=config_file, **kwargs)
 
 
-def from_preset(handle, load_weights=True, source="hf", **kwargs):
+def from_preset(handle, load_weights=True, source="hf", trust_unverified=False, **kwargs):
     """The backbone of a checkpoint, by registry name or location.
 
     `handle` is a registry name (`"bioformer_8l"`; see `biozoo.list_presets()`),
@@ -45,7 +45,8 @@ def from_preset(handle, load_weights=True, source="hf", **kwargs):
     or a `gs://` directory. HF checkpoints are converted once and cached. With
     `load_weights=False` a registry name builds the architecture from the registry config
     alone, downloading nothing. `source="tf1"` or `"gluonnlp"` converts a registry checkpoint
-    from the original archive its paper released instead of its HF repo.
+    from the original archive its paper released instead of its HF repo; an archive the
+    registry records no sha256 for is refused unless `trust_unverified=True`.
 
     The backbone takes `{"token_ids", "segment_ids", "padding_mask"}` (int32 [batch, seq])
     and returns `{"sequence_output": [batch, seq, hidden]}`, plus `"pooled_output"`
@@ -63,7 +64,7 @@ def from_preset(handle, load_weights=True, source="hf", **kwargs):
     if source != "hf":
         if kind != "registry":
             raise ValueError(f"source={source!r} takes a registry name, not {handle!r}")
-        preset_dir = presets.resolve_archive_preset(info["name"], source)
+        preset_dir = presets.resolve_archive_preset(info["name"], source, trust_unverified)
         return keras_hub.models.Backbone.from_preset(preset_dir, load_weights=load_weights, **kwargs)
     if not load_weights and kind == "registry":
         return build_from_registry(info["name"], **kwargs)

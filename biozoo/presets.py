@@ -252,7 +252,7 @@ def cached_registry_preset(name):
 ARCHIVE_SOURCES = ("tf1", "gluonnlp")
 
 
-def resolve_archive_preset(name, source):
+def resolve_archive_preset(name, source, trust_unverified=False):
     """The preset converted from registry checkpoint `name`'s original `source` archive (the
     TF1 or GluonNLP release its paper links): downloaded (Google Drive through gdown, which
     handles its confirmation page; other URLs directly), checked against the sha256 the
@@ -274,7 +274,7 @@ def resolve_archive_preset(name, source):
         what = f"{name}'s {source} archive ({archive['url']})"
         os.makedirs(cache_root(), exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="download-", dir=cache_root()) as scratch:
-            path, digest = fetch_archive(archive, scratch, what, offline=offline())
+            path, digest = fetch_archive(archive, scratch, what, offline=offline(), trust_unverified=trust_unverified)
             root = extract_archive(path, os.path.join(scratch, "unpacked"))
             provenance = {"registry_name": name, "source_format": source, "archive_url": archive["url"],
                           "archive_sha256": digest, "archive_verified": bool(archive.get("sha256"))}
@@ -360,7 +360,8 @@ def verify_cache(root=None):
 
     results = []
     base = os.path.join(root or cache_root(), "presets")
-    for dirpath, dirnames, filenames in sorted(os.walk(base)):
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))  # .partial-* / .old-*: being written
         if PROVENANCE_FILE not in filenames or "config.json" not in filenames:
             continue
         dirnames[:] = []  # a preset's own subfolders (assets) are its files, not presets
@@ -374,7 +375,7 @@ def verify_cache(root=None):
         missing = [f for f in recorded if not os.path.exists(os.path.join(dirpath, f))]
         status = "changed" if changed else "missing" if missing else "ok"
         results.append({"preset": name, "path": dirpath, "status": status, "files": changed + missing})
-    return results
+    return sorted(results, key=lambda r: r["preset"])
 
 
 def _aioner_build(entry, repo, revision, archive):
@@ -384,9 +385,11 @@ def _aioner_build(entry, repo, revision, archive):
     def build(target):
         from biozoo.convert.aioner import convert_aioner_archive
 
-        source = _hf_download(repo, revision, [archive], f"Preset '{entry['name']}'")
+        what = f"Preset '{entry['name']}'"
+        source = _hf_download(repo, revision, [archive], what)
         provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
-                      "archive": archive, "model_file": entry["task"]["aioner"]["model_file"]}
+                      "archive": archive, "model_file": entry["task"]["aioner"]["model_file"],
+                      "source_files_verified": verify_source_files(source, entry, what)}
         convert_aioner_archive(os.path.join(source, archive), target, entry["task"], entry["name"], provenance)
 
     return build

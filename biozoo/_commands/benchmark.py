@@ -62,7 +62,11 @@ def benchmark_command(args):
                          cross_corpus=args.cross_corpus, checkpoint_every=args.checkpoint_every)
     if args.dry_run:
         suite = load_suite(args.suite)
-        cells, skipped, notes = plan_cells(plan, suite, args.size or "base")
+        size = args.size or _registry_size(args.preset)
+        if size is None:
+            size = "base"
+            print("size: base assumed (a local model's size is read when it runs; give --size to choose)")
+        cells, skipped, notes = plan_cells(plan, suite, size)
         for cell in cells:
             print(f"{cell.task} seed {cell.seed} ({'done' if cell.done else 'to run'}): {cell.command()}")
             print(f"    recipe: {cell.recipe['from']}" + (f"; biozoo defaults for {', '.join(cell.recipe['defaults'])}"
@@ -81,6 +85,17 @@ def benchmark_command(args):
               "same command to retry them", file=sys.stderr)
         return 1
     return 0
+
+
+def _registry_size(preset):
+    """The recipe size of a registry checkpoint, from the registry alone (no download)."""
+    from biozoo import registry
+    from biozoo.benchmark.suites import model_size
+
+    if not registry.is_registered(preset):
+        return None
+    config = registry.get_entry(preset)["config"]
+    return model_size({"hidden_size": config.get("hidden_size") or config.get("dim")})
 
 
 def download_command(args):

@@ -34,6 +34,9 @@ def register(subparsers):
     parser.add_argument("--part", choices=["discriminator", "generator"], default="discriminator",
                         help="ELECTRA: which network to convert (the generator shares the embeddings)")
     parser.add_argument("--name", help="registry name: its tokenizer casing and provenance apply")
+    parser.add_argument("--trust-unverified", action="store_true",
+                        help="--from tf1/gluon NAME: convert an original archive the registry records no sha256 "
+                        "for (its digest is printed and kept in the preset's provenance)")
     casing = parser.add_mutually_exclusive_group()
     casing.add_argument("--lowercase", dest="lowercase", action="store_true", default=None,
                         help="the vocabulary is uncased (default: guessed from the vocabulary)")
@@ -95,7 +98,8 @@ def _convert_registry_archive(args):
     from biozoo import presets
     from biozoo._io import atomic_directory
 
-    preset = presets.resolve_archive_preset(args.input, "gluonnlp" if args.source_format == "gluon" else "tf1")
+    preset = presets.resolve_archive_preset(args.input, "gluonnlp" if args.source_format == "gluon" else "tf1",
+                                            trust_unverified=args.trust_unverified)
     with atomic_directory(args.output) as tmp:
         shutil.copytree(preset, tmp, dirs_exist_ok=True)
 

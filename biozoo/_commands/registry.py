@@ -189,8 +189,11 @@ def verify_cache_command(args):
     results = verify_cache()
     bad = [r for r in results if r["status"] in ("changed", "missing")]
     if args.remove:
+        from filelock import FileLock
+
         for result in bad:
-            shutil.rmtree(result["path"])
+            with FileLock(result["path"] + ".lock"):  # the lock a conversion of this preset holds
+                shutil.rmtree(result["path"])
             result["removed"] = True
     if args.json:
         print(json.dumps(results, indent=2))

@@ -95,7 +95,7 @@ def plan_cells(plan, suite=None, size=None, positions=None):
     """(cells in run order, {task: why it cannot run}, notes). A sequence length the paper
     leaves open (biozoo's default) is cut to the model's `positions`."""
     suite = suite or load_suite(plan.suite)
-    names = plan.tasks or tuple(suite.tasks)
+    names = tuple(dict.fromkeys(plan.tasks)) or tuple(suite.tasks)
     unknown = [n for n in names if n not in suite.tasks]
     if unknown:
         raise KeyError(f"suite {suite.name} has no task {', '.join(unknown)}; it has {', '.join(suite.tasks)}")
@@ -171,10 +171,18 @@ def run_benchmark(plan, log=None, progress=True, verbose=0):
     plan = dataclasses.replace(plan, size=size)
     record = _record(plan, size, registry_name_of(plan.preset))
     record_path = os.path.join(plan.output, "benchmark.json")
+    earlier = []
     if os.path.exists(record_path):
         _check_same_plan(record_path, record)
+        with open(record_path, encoding="utf-8") as f:
+            earlier = json.load(f).get("cells", [])
     cells, skipped, notes = plan_cells(plan, suite, size, config.get("max_sequence_length"))
-    record.update(skipped=skipped, notes=notes, cells=[dataclasses.asdict(c) | {"command": c.command()} for c in cells])
+    planned = {(c.task, c.seed) for c in cells}
+    # cells an earlier run of this benchmark planned stay in the record (and the report) when
+    # this run asks for fewer tasks or seeds
+    kept = [c for c in earlier if (c["task"], c["seed"]) not in planned]
+    record.update(skipped=skipped, notes=notes,
+                  cells=[dataclasses.asdict(c) | {"command": c.command()} for c in cells] + kept)
     os.makedirs(plan.output, exist_ok=True)
     atomic_write_json(record_path, record)
     for name, why in skipped.items():
@@ -233,33 +241,45 @@ def cross_corpus_path(output, task, seed, title):
 
 def _cross_corpus(plan, suite, cell, log):
     """Score the cell's NER model on each other corpus of its entity type: by offsets on gold
-    documents where the suite names them and DATA holds them, else on the test sentences."""
+    documents where the suite names them and DATA holds them, else on the test sentences. A
+    target that fails is recorded beside its result file and the grid goes on."""
     from biozoo._io import atomic_write_json
-    from biozoo.train.finetune import run_evaluate
 
     for target in suite.tasks[cell.task].cross_corpus:
         path = cross_corpus_path(plan.output, cell.task, cell.seed, target.title)
         if os.path.exists(path):
             continue
-        documents = os.path.join(plan.data, target.documents) if target.documents else None
-        sentences = os.path.join(plan.data, target.data)
-        if documents and os.path.isfile(documents):
-            from biozoo.annotate.evaluation import score_documents
-            from biozoo.tasks.finetuned import load_task
-
-            types = {name.split("-", 1)[-1] for name in load_task(cell.directory)[2].label_names if name != "O"}
-            scores = score_documents(cell.directory, [documents], type_map=target.type_map, keep_types=types,
-                                     progress=False)
-            result = {"level": "documents", "documents": documents, "f1": scores["strict"]["f1"], "scores": scores}
-        elif os.path.isdir(sentences):
-            scores = run_evaluate(cell.directory, sentences, "test")
-            result = {"level": "sentences", "data": sentences, "f1": scores["f1"], "scores": scores}
-        else:
-            log(f"cross-corpus {cell.task} -> {target.title}: neither {documents or '(no documents named)'} "
-                f"nor {sentences} exists: not scored")
+        try:
+            result = _score_target(plan, cell, target)
+        except Exception as error:  # recorded; the grid and the report go on
+            atomic_write_json(path[: -len(".json")] + ".error.json", {"error": f"{type(error).__name__}: {error}"})
+            log(f"cross-corpus {cell.task} seed {cell.seed} -> {target.title} failed: {type(error).__name__}: {error}")
+            continue
+        if result is None:
+            log(f"cross-corpus {cell.task} -> {target.title}: neither its documents nor "
+                f"{os.path.join(plan.data, target.data)} are in DATA: not scored")
             continue
         log(f"cross-corpus {cell.task} seed {cell.seed} -> {target.title} ({result['level']}): F1 {result['f1']:.2f}")
         atomic_write_json(path, {"task": cell.task, "seed": cell.seed, "target": target.title, **result})
+
+
+def _score_target(plan, cell, target):
+    from biozoo.train.finetune import run_evaluate
+
+    documents = os.path.join(plan.data, target.documents) if target.documents else None
+    sentences = os.path.join(plan.data, target.data)
+    if documents and os.path.isfile(documents):
+        from biozoo.annotate.evaluation import score_documents
+        from biozoo.tasks.finetuned import load_task
+
+        types = {name.split("-", 1)[-1] for name in load_task(cell.directory)[2].label_names if name != "O"}
+        scores = score_documents(cell.directory, [documents], type_map=target.type_map, keep_types=types,
+                                 progress=False)
+        return {"level": "documents", "documents": documents, "f1": scores["strict"]["f1"], "scores": scores}
+    if os.path.isdir(sentences):
+        scores = run_evaluate(cell.directory, sentences, "test")
+        return {"level": "sentences", "data": sentences, "f1": scores["f1"], "scores": scores}
+    return None
 
 
 def _bar(total, initial, enabled):

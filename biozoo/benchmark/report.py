@@ -22,9 +22,9 @@ __all__ = ["build_report", "write_report", "mean_sd"]
 
 
 def mean_sd(values):
-    """(mean, sample SD with n - 1; 0.0 for one value) as the papers report them."""
+    """(mean, sample SD with n - 1) as the papers report them; the SD is None for one value."""
     values = np.asarray(values, dtype=np.float64)
-    return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else None
 
 
 def _read(path):
@@ -53,6 +53,8 @@ def build_report(output):
     }
     cells_by_task = {}
     for cell in record["cells"]:
+        # where OUTPUT is now: a moved or copied benchmark folder still finds its cells
+        cell = {**cell, "directory": os.path.join(output, "cells", cell["task"], f"seed-{cell['seed']}")}
         cells_by_task.setdefault(cell["task"], []).append(cell)
     for name, cells in cells_by_task.items():
         task = suite.tasks[name]
@@ -118,6 +120,8 @@ def _compare(entry, published):
     if spread is not None:
         entry["within_rule"] = f"|difference| <= the published SD ({spread:g})"
         entry["within"] = abs(difference) <= spread
+    elif entry["sd"] is None:
+        entry["within_rule"] = "one run: no spread to compare with"
     else:
         entry["within_rule"] = f"|difference| <= 2 x the measured SD ({2 * entry['sd']:.2f})"
         entry["within"] = abs(difference) <= 2 * entry["sd"]
@@ -130,11 +134,12 @@ def _average(suite, report, registry_name):
         return None
     counted = [n for n, t in suite.tasks.items() if t.in_average and not t.unsupported]
     missing = [n for n in counted if n not in report["tasks"] or not report["tasks"][n]["scores"]]
-    result = {"title": suite.average["title"], "source": suite.average.get("source"), "tasks": counted,
-              "complete": not missing, "missing_tasks": missing}
     unsupported = [n for n, t in suite.tasks.items() if t.unsupported]
-    if unsupported:
+    result = {"title": suite.average["title"], "source": suite.average.get("source"), "tasks": counted,
+              "complete": not missing and not unsupported, "missing_tasks": missing}
+    if unsupported:  # averaged over what biozoo runs: a partial score, said so
         result["not_supported"] = unsupported
+        result["title"] += " (partial: without the task types biozoo cannot run)"
     published = suite.published(registry_name, suite.average.get("published"))
     result["published"] = published
     if missing:
@@ -201,7 +206,7 @@ def render_markdown(report):
     average = report.get("average")
     if average:
         lines += ["", f"## {average['title']}", ""]
-        if average["complete"]:
+        if average["mean"] is not None:
             published = average.get("published")
             lines.append(f"mean {_number(average['mean'])}, SD {_number(average['sd'])} over seeds "
                          f"{average['seeds']}; published {_number(published['value']) if published else 'none'}")
@@ -233,7 +238,7 @@ def plot(report, path):
     fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(names) + 1), 4))
     x = np.arange(len(names))
     means = [report["tasks"][n]["mean"] for n in names]
-    sds = [report["tasks"][n]["sd"] for n in names]
+    sds = [report["tasks"][n]["sd"] or 0.0 for n in names]  # one run: no bar
     ax.errorbar(x, means, yerr=sds, fmt="o", capsize=4, label="measured mean +- SD")
     published = [(i, report["tasks"][n]["published"]["value"]) for i, n in enumerate(names)
                  if report["tasks"][n]["published"]]

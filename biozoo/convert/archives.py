@@ -27,8 +27,9 @@ def google_drive_id(url):
     return match[1] if match else None
 
 
-def fetch_archive(archive, directory, what, offline=False):
-    """Download `archive` ({"url", "sha256"?, "size"?}) into `directory`; return (path, sha256)."""
+def fetch_archive(archive, directory, what, offline=False, trust_unverified=False):
+    """Download `archive` ({"url", "sha256"?, "size"?}) into `directory`; return (path, sha256).
+    An archive the registry records no sha256 for is refused unless `trust_unverified`."""
     from biozoo._io import sha256_file
 
     if offline:
@@ -54,7 +55,12 @@ def fetch_archive(archive, directory, what, offline=False):
         raise CheckpointError(f"{what}: sha256 {digest}, the registry records {archive['sha256']}: corrupt or not "
                               "the published file; nothing was unpacked.")
     if not archive.get("sha256"):
-        print(f"{what}: no sha256 recorded in the registry; this download's is {digest}", file=sys.stderr)
+        if not trust_unverified:
+            raise CheckpointError(f"{what}: the registry records no sha256 for this archive, so the download cannot "
+                                  f"be checked (its sha256 is {digest}). Pass trust_unverified=True "
+                                  "(CLI: --trust-unverified) to convert it anyway.")
+        print(f"{what}: no sha256 recorded in the registry; converting it as trusted (sha256 {digest})",
+              file=sys.stderr)
     return path, digest
 
 
@@ -88,11 +94,16 @@ def extract_archive(path, destination):
                 if not (member.isfile() or member.isdir()) or not _safe_member(member.name, root):
                     raise CheckpointError(f"{path}: refused member {member.name!r} (outside the archive's folder, "
                                           "a link or a device)")
-            tar.extractall(root, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.10.12+ / 3.11.4+: a second line of defence
+                tar.extractall(root, filter="data")
+            else:
+                tar.extractall(root)
     elif zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
-            for name in archive.namelist():
-                if not _safe_member(name, root):
+            for info in archive.infolist():
+                name = info.filename
+                is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
+                if is_link or re.match(r"^[A-Za-z]:", name) or not _safe_member(name, root):
                     raise CheckpointError(f"{path}: refused member {name!r} (outside the archive's folder)")
             archive.extractall(root)
     else:

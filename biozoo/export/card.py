@@ -23,9 +23,14 @@ def _front_matter(entry):
     import yaml
 
     licence = entry["license"]
-    meta = {"license": licence["spdx"].lower() if licence["spdx"] else "other", "language": ["en"],
+    meta = {"license": licence["spdx"].lower() if licence["spdx"] and licence["from"] == "hf_tag" else "other"}
+    if meta["license"] == "other":  # none stated for the weights: name what is known, and where
+        meta["license_name"] = (f"{licence['spdx']} (inferred from the code repository)" if licence["spdx"]
+                                else "not stated")
+        meta["license_link"] = licence["url"]
+    meta.update({"language": ["en"],
             "library_name": "keras-hub",
-            "tags": ["biozoo", "keras", "biomedical", entry["family"].replace("_", "-")]}
+            "tags": ["biozoo", "keras", "biomedical", entry["family"].replace("_", "-")]})
     if entry.get("task"):
         from biozoo import registry
 

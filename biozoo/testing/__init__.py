@@ -693,8 +693,9 @@ def offline_registry_mirror(monkeypatch, directory, name, model=None):
 
 def registry_entry_describes(monkeypatch, name, source_dir):
     """Make registry entry `name` describe the (small, random) model in `source_dir`: its config
-    becomes that config.json's, so a hub mirror of it agrees with the registry, as the real
-    checkpoint agrees with the real entry (restored by `monkeypatch` after the test)."""
+    becomes that config.json's and its recorded weight digests are dropped, so a hub mirror of it
+    agrees with the registry, as the real checkpoint agrees with the real entry (restored by
+    `monkeypatch` after the test)."""
     import json
 
     from biozoo import registry
@@ -702,7 +703,10 @@ def registry_entry_describes(monkeypatch, name, source_dir):
     config = json.loads((Path(source_dir) / "config.json").read_text())
     keep = ("id2label", "label2id", "architectures", "torch_dtype", "transformers_version")
     config = {k: v for k, v in config.items() if k not in keep}
-    monkeypatch.setitem(registry._load_registry()["checkpoints"][name], "config", config)
+    entry = registry._load_registry()["checkpoints"][name]
+    monkeypatch.setitem(entry, "config", config)
+    # the digests the registry records are the real weights', not this small model's
+    monkeypatch.delitem(entry["sources"]["hf"], "integrity", raising=False)
 
 
 # Run by `run_ids_export_test` in a Python where keras, biozoo and TensorFlow cannot be imported.

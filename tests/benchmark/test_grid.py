@@ -149,6 +149,7 @@ def test_killed_grid_reruns_only_missing_cells(tmp_path, bench_data, tiny_bert_r
     report = run_benchmark(BenchmarkPlan(**{**plan.__dict__, "seeds": 2, "tasks": ("ncbi_disease",)}),
                            progress=False, log=lambda m: None)
     assert calls == [("ncbi_disease", 43)] and report["tasks"]["ncbi_disease"]["seeds"] == [42, 43]
+    assert report["tasks"]["chemprot"]["seeds"] == [42]  # not asked for this time, not dropped
     with pytest.raises(ValueError, match=r"epochs 1(\.0)? \(now 2"):
         run_benchmark(BenchmarkPlan(**{**plan.__dict__, "epochs": 2}), progress=False, log=lambda m: None)
 

@@ -68,13 +68,19 @@ def served(tmp_path_factory):
     (www / "corrupt.tar.gz").write_bytes(bytes(corrupt))
     evil = _tar(files, extra=[("../../escaped.txt", b"outside")])
     (www / "evil.tar.gz").write_bytes(evil)
+    buffer = io.BytesIO()  # a symbolic link pointing out of the archive's folder
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        link = tarfile.TarInfo("biobert_v1.1_pubmed/vocab.txt")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+    (www / "link.tar.gz").write_bytes(buffer.getvalue())
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
     handler.log_message = lambda *a: None
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     hf = H.save_hf_directory(model.bert, root / "hf")
     digests = {name: hashlib.sha256((www / name).read_bytes()).hexdigest() for name in
-               ("good.tar.gz", "good.zip", "evil.tar.gz")}
+               ("good.tar.gz", "good.zip", "evil.tar.gz", "link.tar.gz")}
     yield {"url": f"http://127.0.0.1:{httpd.server_address[1]}", "model": model, "hf": hf, "sha256": digests,
            "size": len(good)}
     httpd.shutdown()
@@ -119,10 +125,19 @@ def test_a_corrupted_archive_is_refused_and_nothing_cached(served, monkeypatch):
     assert not os.path.isdir(cached) or [n for n in os.listdir(cached) if not n.endswith(".lock")] == []
 
 
-def test_a_member_outside_the_archive_is_refused(served, monkeypatch, tmp_path):
-    _point_registry_at(monkeypatch, served, "evil.tar.gz", served["sha256"]["evil.tar.gz"])
-    with pytest.raises(CheckpointError, match=r"refused member '\.\./\.\./escaped\.txt'"):
+@pytest.mark.parametrize("file, member", [("evil.tar.gz", r"\.\./\.\./escaped\.txt"),
+                                          ("link.tar.gz", r"biobert_v1\.1_pubmed/vocab\.txt")])
+def test_a_member_outside_the_archive_is_refused(served, monkeypatch, file, member):
+    _point_registry_at(monkeypatch, served, file, served["sha256"][file])
+    with pytest.raises(CheckpointError, match=rf"refused member '{member}'"):
         biozoo.from_preset("biobert_v1_1", source="tf1")
+
+
+def test_an_archive_without_a_recorded_digest_needs_trust(served, monkeypatch):
+    _point_registry_at(monkeypatch, served, "good.tar.gz")
+    with pytest.raises(CheckpointError, match="records no sha256 .*its sha256 is " + served["sha256"]["good.tar.gz"]):
+        biozoo.from_preset("biobert_v1_1", source="tf1")
+    assert biozoo.from_preset("biobert_v1_1", source="tf1", trust_unverified=True) is not None
 
 
 def test_the_cli_converts_by_name(served, monkeypatch, tmp_path, capsys):
