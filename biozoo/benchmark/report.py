@@ -215,8 +215,9 @@ def render_markdown(report):
         if average.get("not_supported"):
             lines.append(f"\nleft out (biozoo cannot run them): {', '.join(average['not_supported'])}")
     if report["cross_corpus"]:
-        lines += ["", "## Cross-corpus", "", "| model trained on | scored on | level | mean F1 | SD | in-corpus mean | "
-                  "difference |", "|---|---|---|---|---|---|---|"]
+        lines += ["", "## Cross-corpus", "", "In-corpus: the task's own test score above (sentence level).", "",
+                  "| model trained on | scored on | level | mean F1 | SD | in-corpus mean | difference |",
+                  "|---|---|---|---|---|---|---|"]
         for name, targets in report["cross_corpus"].items():
             for title, c in targets.items():
                 lines.append(f"| {report['tasks'][name]['title']} | {title} | {c['level']} | {_number(c['mean'])} | "

@@ -11,6 +11,7 @@ import json
 import tarfile
 import threading
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from biozoo.convert.archives import google_drive_id
 from biozoo.errors import CheckpointError
 from biozoo.testing import tf1_checkpoints as T
 
+GLUON = Path(__file__).resolve().parents[1] / "fixtures" / "gluon"
 BERT_KEYS = ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
              "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
              "type_vocab_size", "initializer_range"]
@@ -74,13 +76,16 @@ def served(tmp_path_factory):
         link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
         tar.addfile(link)
     (www / "link.tar.gz").write_bytes(buffer.getvalue())
+    gluon = GLUON / "electra_disc"  # written by real mxnet 1.9.1 (tests/fixtures/gluon/README.md)
+    (www / "gluon.tar.gz").write_bytes(_tar({f"BioM-ELECTRA-Base/{name}": (gluon / name).read_bytes()
+                                             for name in ("disc_model.v3.params", "model.yml", "vocab.json")}))
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
     handler.log_message = lambda *a: None
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     hf = H.save_hf_directory(model.bert, root / "hf")
     digests = {name: hashlib.sha256((www / name).read_bytes()).hexdigest() for name in
-               ("good.tar.gz", "good.zip", "evil.tar.gz", "link.tar.gz")}
+               ("good.tar.gz", "good.zip", "evil.tar.gz", "link.tar.gz", "gluon.tar.gz")}
     yield {"url": f"http://127.0.0.1:{httpd.server_address[1]}", "model": model, "hf": hf, "sha256": digests,
            "size": len(good)}
     httpd.shutdown()
@@ -156,3 +161,24 @@ def test_registry_archive_links_are_google_drive_files():
     assert len(drive) >= 10 and all(google_drive_id(u) for u in drive)
     assert google_drive_id("https://drive.google.com/file/d/1R84voFKHfWV9xjzeLzWBbmY1uOMYpnyD/view?usp=sharing") == \
         "1R84voFKHfWV9xjzeLzWBbmY1uOMYpnyD"
+
+
+def test_the_original_gluonnlp_archive_converts_to_its_model(served, monkeypatch):
+    import torch
+    import transformers
+
+    folder = GLUON / "electra_disc"
+    H.registry_entry_describes(monkeypatch, "biom_electra_base_discriminator", folder / "hf")
+    sources = registry._load_registry()["checkpoints"]["biom_electra_base_discriminator"]["sources"]
+    monkeypatch.setitem(sources, "gluonnlp", [{"url": f"{served['url']}/gluon.tar.gz",
+                                               "sha256": served["sha256"]["gluon.tar.gz"]}])
+    backbone = biozoo.from_preset("biom_electra_base_discriminator", source="gluonnlp")
+    data = np.load(folder / "reference.npz")
+    model = transformers.ElectraModel.from_pretrained(str(folder / "hf")).eval()
+    with torch.no_grad():
+        expected = model(input_ids=torch.tensor(data["input_ids"]).long(),
+                         token_type_ids=torch.tensor(data["token_type_ids"]).long(),
+                         attention_mask=torch.tensor(data["attention_mask"]).long()).last_hidden_state.numpy()
+    inputs = {"token_ids": data["input_ids"].astype("int32"), "segment_ids": data["token_type_ids"].astype("int32"),
+              "padding_mask": data["attention_mask"].astype("int32")}
+    assert H.max_diff(backbone(inputs)["sequence_output"], expected, inputs["padding_mask"]) <= 1e-4
