@@ -32,6 +32,9 @@ def register(subparsers):
                         "(by offsets on gold documents where DATA has them, else on test sentences)")
     parser.add_argument("--checkpoint-every", type=int, help="steps; a killed cell resumes from its checkpoint")
     parser.add_argument("--dry-run", action="store_true", help="print the cells and their commands; run nothing")
+    from biozoo._commands.train import add_strategy_arguments
+
+    add_strategy_arguments(parser)
     parser.set_defaults(func=benchmark_command)
 
     data = subparsers.add_parser("data", help="benchmark data sets: download", description="Benchmark data sets.")
@@ -59,7 +62,8 @@ def benchmark_command(args):
 
     plan = BenchmarkPlan(args.suite, args.preset, data=args.data, output=args.output, tasks=tuple(args.tasks or ()),
                          seeds=args.seeds, first_seed=args.first_seed, size=args.size, epochs=args.epochs,
-                         cross_corpus=args.cross_corpus, checkpoint_every=args.checkpoint_every)
+                         cross_corpus=args.cross_corpus, checkpoint_every=args.checkpoint_every,
+                         strategy=args.strategy, tpu=args.tpu)
     if args.dry_run:
         suite = load_suite(args.suite)
         size = args.size or _registry_size(args.preset)
@@ -76,7 +80,9 @@ def benchmark_command(args):
         for name, note in notes.items():
             print(f"note ({name}): {note}")
         return 0
-    report = run_benchmark(plan)
+    from biozoo._commands.train import resolve_strategy_from
+
+    report = run_benchmark(plan, strategy=resolve_strategy_from(args, lambda m: print(m, file=sys.stderr)))
     print(json.dumps({name: {k: t[k] for k in ("n", "mean", "sd", "difference")}
                       for name, t in report["tasks"].items()}))
     failed = [name for name, t in report["tasks"].items() if t["missing_seeds"]]

@@ -42,6 +42,8 @@ class BenchmarkPlan:
     epochs: float | None = None  # shortened runs: every task trains this many epochs
     cross_corpus: bool = False
     checkpoint_every: int | None = None  # steps, inside each cell (a killed cell resumes mid-way)
+    strategy: str = "auto"  # as `biozoo finetune --strategy`: TPU, GPUs or the CPU
+    tpu: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Cell:
     directory: str
     hyperparameters: dict
     recipe: dict
+    options: tuple = ()  # further `biozoo finetune` arguments (strategy)
 
     @property
     def done(self):
@@ -65,7 +68,7 @@ class Cell:
         args = ["biozoo", "finetune", self.kind, "--preset", self.preset, "--data", self.data,
                 "--output", self.directory, "--epochs", f"{hp['epochs']:g}", "--batch-size", str(hp["batch_size"]),
                 "--learning-rate", f"{hp['learning_rate']:g}", "--max-seq-length", str(hp["max_seq_length"]),
-                "--seed", str(hp["seed"])]
+                "--seed", str(hp["seed"]), *self.options]
         return shlex.join(args)
 
 
@@ -131,8 +134,14 @@ def plan_cells(plan, suite=None, size=None, positions=None):
                   "learning_rate": float(recipe["learning_rate"]), "max_seq_length": int(recipe["max_seq_length"]),
                   "seed": seed}
             cells.append(Cell(name, seed, task.kind, start, os.path.join(plan.data, task.data),
-                              os.path.join(plan.output, "cells", name, f"seed-{seed}"), hp, recipe))
+                              os.path.join(plan.output, "cells", name, f"seed-{seed}"), hp, recipe,
+                              _strategy_options(plan)))
     return cells, skipped, notes
+
+
+def _strategy_options(plan):
+    options = () if plan.strategy == "auto" else ("--strategy", plan.strategy)
+    return options + (("--tpu", plan.tpu) if plan.tpu else ())
 
 
 def _record(plan, size, registry_name):
@@ -151,16 +160,21 @@ def _check_same_plan(path, record):
                          "resume it, or choose another --output")
 
 
-def run_benchmark(plan, log=None, progress=True, verbose=0):
+def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
     """Run every missing cell of `plan`, then write OUTPUT/report.{json,md,png}; return the
     report. A cell that fails is recorded (OUTPUT/cells/<task>/seed-<n>.error.json, in the
-    report) and the grid goes on; a rerun retries it."""
+    report) and the grid goes on; a rerun retries it. Cells train under `strategy` (a resolved
+    strategy), else the plan's `--strategy` / `--tpu` resolved as `biozoo finetune` does."""
     from biozoo import presets
     from biozoo._io import atomic_write_json
     from biozoo.benchmark.report import write_report
     from biozoo.train.recipes import registry_name_of
 
     log = log or (lambda message: print(message, file=sys.stderr))
+    if strategy is None:
+        from biozoo.train.strategy import resolve_strategy
+
+        strategy = resolve_strategy(plan.strategy, plan.tpu)
     suite = load_suite(plan.suite)
     plan = dataclasses.replace(plan, data=os.path.abspath(plan.data), output=os.path.abspath(plan.output),
                                preset=plan.preset if not os.path.exists(plan.preset) else os.path.abspath(plan.preset))
@@ -200,7 +214,7 @@ def run_benchmark(plan, log=None, progress=True, verbose=0):
             continue
         bar.set_postfix_str(f"{cell.task} seed {cell.seed}")
         log(f"cell {cell.task} seed {cell.seed}: {cell.command()}")
-        if _run_cell(plan, cell, log, verbose):
+        if _run_cell(plan, cell, log, verbose, strategy):
             if plan.cross_corpus:
                 _cross_corpus(plan, suite, cell, log)
         finished += 1
@@ -212,7 +226,7 @@ def run_benchmark(plan, log=None, progress=True, verbose=0):
     return write_report(plan.output)
 
 
-def _run_cell(plan, cell, log, verbose):
+def _run_cell(plan, cell, log, verbose, strategy):
     from biozoo._io import atomic_write_json
     from biozoo.train.finetune import Hyperparameters, run_finetune
 
@@ -223,7 +237,8 @@ def _run_cell(plan, cell, log, verbose):
         return False
     hp = Hyperparameters(**cell.hyperparameters, checkpoint_every=plan.checkpoint_every)
     try:
-        run_finetune(cell.kind, cell.preset, cell.data, cell.directory, hp, verbose=verbose, log=log)
+        run_finetune(cell.kind, cell.preset, cell.data, cell.directory, hp, verbose=verbose, log=log,
+                     strategy=strategy)
     except Exception as error:  # recorded, reported, retried by a rerun; the grid goes on
         atomic_write_json(error_path, {"error": f"{type(error).__name__}: {error}",
                                        "traceback": traceback.format_exc()})
