@@ -85,6 +85,23 @@ def sha256_file(path):
     return digest.hexdigest()
 
 
+def stream_url(url, out, desc=None, progress=True):
+    """Copy what `url` serves into the binary file object `out`, 1 MiB at a time, with a progress
+    bar (bytes) on stderr."""
+    import sys
+    import urllib.request
+
+    from tqdm.auto import tqdm
+
+    with urllib.request.urlopen(url, timeout=60) as response:
+        total = int(response.headers.get("Content-Length") or 0) or None
+        with tqdm(total=total, unit="B", unit_scale=True, desc=desc or os.path.basename(url), disable=not progress,
+                  file=sys.stderr) as bar:
+            for block in iter(lambda: response.read(1 << 20), b""):
+                out.write(block)
+                bar.update(len(block))
+
+
 def atomic_write_bytes(path, data):
     with atomic_binary_file(path) as f:
         f.write(data)

@@ -216,10 +216,9 @@ def _resolve_preset(handle, accept):
             return _cached(_safe_key(f"{entry['name']}@{revision}"), _aioner_build(entry, repo, revision, weights))
 
         def build(target):
-            what = f"Preset '{entry['name']}'"
-            source = _hf_download(repo, revision, list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision, weights), what)
+            source = _registry_snapshot(entry)
             provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
-                          "source_files_verified": verify_source_files(source, entry, what)}
+                          "source_files_verified": verify_source_files(source, entry, f"Preset '{entry['name']}'")}
             _convert(source, entry["tokenizer"], provenance, accept, entry["config"])(target)
 
         return _cached(_safe_key(f"{entry['name']}@{revision}"), build)
@@ -229,9 +228,7 @@ def _resolve_preset(handle, accept):
         casing = registry.get_entry(name)["tokenizer"] if name else None
 
         def build(target):
-            what = f"hf://{repo}@{revision}"
-            patterns = list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision)
-            source = _hf_download(repo, revision, patterns, what)
+            source = _hf_snapshot(repo, revision)
             _convert(source, casing, {"hf_repo": repo, "revision": revision}, accept)(target)
 
         return _cached(_safe_key(f"hf/{repo}@{revision}"), build)
@@ -376,6 +373,35 @@ def verify_cache(root=None):
         status = "changed" if changed else "missing" if missing else "ok"
         results.append({"preset": name, "path": dirpath, "status": status, "files": changed + missing})
     return sorted(results, key=lambda r: r["preset"])
+
+
+def _registry_snapshot(entry):
+    """The local HF snapshot of a registry entry's pinned files a conversion reads."""
+    repo, revision, weights = _registry_source(entry)
+    patterns = list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision, weights)
+    return _hf_download(repo, revision, patterns, f"Preset '{entry['name']}'")
+
+
+def _hf_snapshot(repo, revision):
+    patterns = list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision)
+    return _hf_download(repo, revision, patterns, f"hf://{repo}@{revision}")
+
+
+def hf_source_directory(handle):
+    """(the HF directory `handle` converts from, its registry entry or None): a local HF
+    directory as it is; a registry name or hf:// handle as the local snapshot of what its
+    conversion reads (downloaded where needed)."""
+    kind, info = parse_handle(handle)
+    if kind == "hf_dir":
+        return info["path"], None
+    if kind == "registry":
+        entry = registry.get_entry(info["name"])
+        return _registry_snapshot(entry), entry
+    if kind == "hf":
+        name = registry.find_by_hf_repo(info["repo"])
+        return _hf_snapshot(info["repo"], info["revision"]), registry.get_entry(name) if name else None
+    raise ValueError(f"{handle}: not a checkpoint in HuggingFace form (a registry name, hf://org/repo or a local "
+                     "HF directory)")
 
 
 def _aioner_build(entry, repo, revision, archive):

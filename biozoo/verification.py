@@ -24,9 +24,9 @@ import tempfile
 import numpy as np
 
 from biozoo.export.certificate import FIXED_SENTENCES, packed_fixed_inputs
-from biozoo.preset_files import CERTIFICATE_FILE, read_certificate
+from biozoo.preset_files import CERTIFICATE_FILE
 
-__all__ = ["verify", "CERTIFICATE_FILE", "read_certificate", "sequence_length", "TOLERANCE"]
+__all__ = ["verify", "CERTIFICATE_FILE", "sequence_length", "TOLERANCE"]
 
 # float32 on both sides: the families' parity tests hold encoder outputs to 1e-4; logits over a
 # vocabulary are sums of hundreds of products of larger numbers
@@ -72,24 +72,14 @@ json.dump({"ids": ids, "transformers": transformers.__version__, "torch": torch.
 
 def _hf_source(handle):
     """(HF directory of `handle`, its registry entry or None)."""
-    from biozoo import presets, registry
+    from biozoo import presets
 
-    kind, info = presets.parse_handle(handle)
-    if kind == "hf_dir":
-        return info["path"], None
-    if kind == "registry":
-        entry = registry.get_entry(info["name"])
-        repo, revision, weights = presets._registry_source(entry)
-        patterns = list(presets.TOKENIZER_FILES) + presets._hf_weight_patterns(repo, revision, weights)
-        return presets._hf_download(repo, revision, patterns, f"Preset '{entry['name']}'"), entry
-    if kind == "hf":
-        repo, revision = info["repo"], info["revision"]
-        name = registry.find_by_hf_repo(repo)
-        patterns = list(presets.TOKENIZER_FILES) + presets._hf_weight_patterns(repo, revision)
-        return presets._hf_download(repo, revision, patterns, f"hf://{repo}@{revision}"), \
-            registry.get_entry(name) if name else None
-    raise ValueError(f"{handle}: verify compares a checkpoint in HuggingFace form with transformers; give a registry "
-                     "name, hf://org/repo or a local HF directory (a Keras preset has no transformers counterpart)")
+    try:
+        return presets.hf_source_directory(handle)
+    except ValueError:
+        raise ValueError(f"{handle}: verify compares a checkpoint in HuggingFace form with transformers; give a "
+                         "registry name, hf://org/repo or a local HF directory (a Keras preset has no transformers "
+                         "counterpart)") from None
 
 
 def _transformers_side(hf_dir, inputs, sentences, heads, lowercase):

@@ -10,8 +10,8 @@ from biozoo.annotate.runner import AnnotationRun
 __all__ = ["score_documents"]
 
 
-def score_documents(model, paths, *, type_map=None, keep_types=None, entity_types=("ALL",), precision="float32",
-                    progress=True):
+def score_documents(model, paths, *, type_map=None, keep_types=None, model_types_only=False, entity_types=("ALL",),
+                    precision="float32", progress=True):
     """Strict and approximate mention scores of `model` on the gold documents in `paths`.
 
     Args:
@@ -19,6 +19,7 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, entity_type
         keep_types: score only these (mapped) types: gold annotations of other types are left
             out and counted in the result's "gold_outside_types" ({type: count}), predictions of
             other types too ("predictions_outside_types").
+        model_types_only: keep_types are the entity types the (token-classification) model tags.
 
     Example:
         >>> score_documents("runs/ncbi", ["BC5CDR_Test.PubTator"], keep_types={"Disease"})["strict"]["f1"]
@@ -28,6 +29,8 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, entity_type
 
     type_map = dict(type_map or {})
     annotator = load_annotator(model, entity_types=tuple(entity_types), precision=precision)
+    if model_types_only:
+        keep_types = {name.split("-", 1)[-1] for name in annotator.task.label_names if name != "O"}
     documents = list(AnnotationRun([annotator], progress=progress).annotate(read_documents(list(paths))))
     outside = {"gold": {}, "predictions": {}}
     for document in documents:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import http.client
 import sys
 import urllib.error
-import urllib.request
 
 from biozoo._io import sha256_file as _sha256
 from biozoo.benchmark.suites import load_suite, suite_names
@@ -90,19 +90,14 @@ def _fetch(url, destination, spec, trust_unverified, progress):
     """Download `url` and move it to `destination` once it checks; return its sha256."""
     import tempfile
 
-    from tqdm.auto import tqdm
+    from biozoo._io import stream_url
 
     directory = os.path.dirname(os.path.abspath(destination))
     os.makedirs(directory, exist_ok=True)
     fd, partial = tempfile.mkstemp(prefix=f".{os.path.basename(destination)}.partial-", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
-            total = int(response.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=os.path.basename(destination),
-                      disable=not progress, file=sys.stderr) as bar:
-                for block in iter(lambda: response.read(1 << 20), b""):
-                    out.write(block)
-                    bar.update(len(block))
+        with os.fdopen(fd, "wb") as out:
+            stream_url(url, out, desc=os.path.basename(destination), progress=progress)
         problem = _check(partial, spec)
         if isinstance(problem, tuple):
             if not trust_unverified:
@@ -147,7 +142,7 @@ def download(name, output, sources_file=None, trust_unverified=False, progress=T
             try:
                 digest = _fetch(file["url"], destination, file, trust_unverified, progress)
                 entry["files"][file["name"]] = f"downloaded, sha256 {digest}"
-            except (urllib.error.URLError, OSError) as error:
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
                 entry["files"][file["name"]] = f"not fetched: {getattr(error, 'reason', error)}"
                 result["by_hand"].append({"dataset": folder, "url": file["url"], "into": destination,
                                           "sha256": file.get("sha256"), "git_blob_sha1": file.get("git_blob_sha1")})

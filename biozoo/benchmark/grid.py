@@ -285,10 +285,8 @@ def _score_target(plan, cell, target):
     sentences = os.path.join(plan.data, target.data)
     if documents and os.path.isfile(documents):
         from biozoo.annotate.evaluation import score_documents
-        from biozoo.tasks.finetuned import load_task
 
-        types = {name.split("-", 1)[-1] for name in load_task(cell.directory)[2].label_names if name != "O"}
-        scores = score_documents(cell.directory, [documents], type_map=target.type_map, keep_types=types,
+        scores = score_documents(cell.directory, [documents], type_map=target.type_map, model_types_only=True,
                                  progress=False)
         return {"level": "documents", "documents": documents, "f1": scores["strict"]["f1"], "scores": scores}
     if os.path.isdir(sentences):

@@ -65,17 +65,10 @@ def fetch_archive(archive, directory, what, offline=False, trust_unverified=Fals
 
 
 def _download(url, path):
-    import urllib.request
+    from biozoo._io import stream_url
 
-    from tqdm.auto import tqdm
-
-    with urllib.request.urlopen(url, timeout=60) as response, open(path, "wb") as out:
-        total = int(response.headers.get("Content-Length") or 0) or None
-        with tqdm(total=total, unit="B", unit_scale=True, desc=os.path.basename(url) or "archive",
-                  file=sys.stderr) as bar:
-            for block in iter(lambda: response.read(1 << 20), b""):
-                out.write(block)
-                bar.update(len(block))
+    with open(path, "wb") as out:
+        stream_url(url, out, desc=os.path.basename(url) or "archive")
 
 
 def _safe_member(name, root):
