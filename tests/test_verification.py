@@ -68,6 +68,93 @@ def test_converted_heads_are_compared(name, hf_class, head, tmp_path):
     assert certificate["passed"]
 
 
+SENTENCE_HEADS = [("bert", "BertForPreTraining", "nsp"), ("albert", "AlbertForPreTraining", "sop"),
+                  ("mobilebert", "MobileBertForPreTraining", "nsp"), ("megatron_bert", "MegatronBertForPreTraining", "nsp")]
+
+
+def _certificate_inputs(directory):
+    tokenizer = biozoo.Tokenizer.from_preset(str(directory))
+    return packed_fixed_inputs(tokenizer, sequence_length(presets.resolve_preset(str(directory))))
+
+
+@pytest.mark.parametrize("name, hf_class, sentence_task", SENTENCE_HEADS)
+def test_sentence_heads_are_compared(name, hf_class, sentence_task, tmp_path):
+    """NSP / SOP logits: transformers here against the Dense head `biozoo pretrain --nsp/--sop`
+    trains, loaded from the converted preset."""
+    import torch
+
+    from biozoo.train.pretrain import MaskedLMPretrainer, _sentence_head_weights
+
+    model, directory = H.save_case(H.get_case(name), hf_class, tmp_path / name)
+    certificate = verify(str(directory))
+    inputs = _certificate_inputs(directory)
+    with torch.no_grad():
+        out = model(**H.torch_inputs(model, inputs))
+    expected = (out.sop_logits if sentence_task == "sop" else out.seq_relationship_logits).numpy()
+    trainer = MaskedLMPretrainer(biozoo.MaskedLM.from_preset(str(directory)), sentence_task,
+                                 sentence_head_weights=_sentence_head_weights(str(directory), sentence_task))
+    ours = np.asarray(trainer.sentence_head(trainer.task.backbone(inputs)["pooled_output"]))
+    diff = float(np.abs(ours - expected).max())
+    assert diff <= 1e-4
+    assert certificate["max_abs_diff"][f"{sentence_task}_logits"] == pytest.approx(diff, abs=1e-6)
+    assert certificate["heads_compared"] == sorted(["mlm", sentence_task]) and certificate["heads_not_compared"] == {}
+    assert certificate["passed"]
+
+
+TASK_HEADS = [("bert", "BertForTokenClassification", "TokenClassifier"),
+              ("albert", "AlbertForSequenceClassification", "SequenceClassifier"),
+              ("electra", "ElectraForSequenceClassification", "SequenceClassifier"),
+              ("distilbert", "DistilBertForQuestionAnswering", "QuestionAnswerer"),
+              ("mobilebert", "MobileBertForTokenClassification", "TokenClassifier"),
+              ("megatron_bert", "MegatronBertForQuestionAnswering", "QuestionAnswerer")]
+
+
+@pytest.mark.parametrize("name, hf_class, task_class", TASK_HEADS)
+def test_task_heads_are_compared(name, hf_class, task_class, tmp_path):
+    import torch
+
+    labels = {} if task_class == "QuestionAnswerer" else {"num_labels": 3}  # QA heads have 2 outputs
+    model, directory = H.save_case(H.get_case(name), hf_class, tmp_path / name, architectures=[hf_class], **labels)
+    certificate = verify(str(directory))
+    inputs = _certificate_inputs(directory)
+    with torch.no_grad():
+        out = model(**H.torch_inputs(model, inputs))
+    ours = np.asarray(getattr(biozoo, task_class).from_preset(str(directory))(inputs))
+    if task_class == "QuestionAnswerer":
+        expected = np.stack([out.start_logits.numpy(), out.end_logits.numpy()], -1)
+    else:
+        expected = out.logits.numpy()
+    delta = np.abs(ours - expected)
+    diff = float((delta if task_class == "SequenceClassifier" else delta[inputs["padding_mask"].astype(bool)]).max())
+    assert diff <= 1e-4
+    assert certificate["max_abs_diff"]["task_logits"] == pytest.approx(diff, abs=1e-6)
+    assert certificate["heads_not_compared"] == {} and certificate["passed"]
+
+
+def test_a_task_head_of_unknown_class_is_listed_not_compared(tmp_path):
+    _, directory = H.save_case(H.get_case("bert"), "BertForTokenClassification", tmp_path / "bert", num_labels=3)
+    certificate = verify(str(directory))
+    assert "task_logits" not in certificate["max_abs_diff"]
+    assert "names no architecture" in certificate["heads_not_compared"]["classifier"]
+
+
+def test_a_damaged_head_fails(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    from biozoo.preset_files import HEADS_FILE
+
+    _, directory = H.save_case(H.get_case("bert"), "BertForPreTraining", tmp_path / "bert")
+    assert verify(str(directory))["passed"]
+    path = f"{presets.resolve_preset(str(directory))}/{HEADS_FILE}"
+    heads = load_file(path)
+    heads["nsp/dense/bias"] = heads["nsp/dense/bias"] + np.float32(0.01)
+    save_file(heads, path)
+    certificate = verify(str(directory))
+    assert not certificate["passed"]
+    assert certificate["max_abs_diff"]["nsp_logits"] == pytest.approx(0.01, abs=1e-4)
+    assert certificate["max_abs_diff"]["mlm_logits"] <= 1e-3
+
+
 def test_a_damaged_preset_fails(tmp_path, capsys):
     import h5py
 
