@@ -129,6 +129,12 @@ def test_the_tool_records_the_hubs_pointers(hub, downloaded, tmp_path):
     assert (record["sha256"], record["size"]) == (hashlib.sha256(data).hexdigest(), len(data))
     assert record["read_from"] == f"https://huggingface.co/{hf['repo']}/blob/{hf['revision']}/pytorch_model.bin"
 
+    written_record = dict(record, size=None)  # a record read on a blob page, size not shown exactly
+    registry_data = json.loads(path.read_text(encoding="utf-8"))
+    registry_data["checkpoints"][NAME]["sources"]["hf"]["integrity"]["pytorch_model.bin"] = written_record
+    assert _tool().record_digests(registry_data, {NAME}) == [(NAME, "pytorch_model.bin", "kept")]
+    assert written_record["size"] == len(data)
+
     hub.published[(hf["repo"], hf["revision"])]["pytorch_model.bin"] = ("f" * 64, len(data))
     with pytest.raises(SystemExit, match=f"has sha256 {'f' * 64} on the hub .* the registry records {record['sha256']}"):
         _tool().main([NAME, "--registry", str(path)])

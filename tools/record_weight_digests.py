@@ -2,7 +2,7 @@
 """Fill `sources.hf.integrity` in checkpoints_registry.json from the hub: the sha256 and size of
 each weight file's Git LFS pointer at the entry's pinned revision (the hub's paths-info API,
 the same data its blob pages show). Only entries pinned to a full commit and files the entry
-lists are read; a record already there is kept, and one that disagrees with the hub is an
+lists are read; a record already there is kept (its size filled in where it has none), and one that disagrees with the hub is an
 error naming the entry, file and both digests. Needs network access to the hub (or
 HF_ENDPOINT pointing at a mirror).
 
@@ -47,6 +47,8 @@ def record_digests(registry, names=None, lookup=None, today=None):
                 if integrity[file]["sha256"] != found["sha256"]:
                     raise SystemExit(f"{name}: {file} has sha256 {found['sha256']} on the hub at {hf['revision']}, "
                                      f"the registry records {integrity[file]['sha256']}")
+                if integrity[file].get("size") is None:  # the blob pages read before showed no exact size
+                    integrity[file]["size"] = found["size"]
                 report.append((name, file, "kept"))
             else:
                 integrity[file] = {"sha256": found["sha256"], "size": found["size"],
