@@ -8,8 +8,9 @@ the large model alone (issue 17).
     (bert2BERT's duplication: every hidden and intermediate unit and every attention head copied
     K times, each weight's input side divided by K, so before fine-tuning it computes exactly
     MiniLM's function, checked here); K = 2 is BERT-base's width (768 hidden, 24 heads of 32,
-    3072 intermediate), about 4x MiniLM's compute per token. Dropout breaks the copies' symmetry
-    during fine-tuning (`--large-learning-rate`, default 5e-5, BERT-base's usual rate);
+    3072 intermediate), about 4x MiniLM's layer compute; K = 4 about 16x. Dropout breaks the
+    copies' symmetry during fine-tuning. `--large-learning-rate` (default 5e-5): give 1e-4 / K,
+    the small model's rate, since the K copies' updates add up;
   - `stacked`: a 24-layer model of MiniLM's width, each of MiniLM-L6's layers repeated 4 times
     in place (1 1 1 1 2 2 2 2 ...), 4x MiniLM's compute per token;
   - `random-base`: a BERT-base-shaped model with random weights.

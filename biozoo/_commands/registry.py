@@ -176,9 +176,11 @@ def _certificate_line(name):
         return "certificate   none (`biozoo verify " + name + "` compares it with transformers)"
     diffs = ", ".join(f"{k} {v:.1e}" for k, v in certificate["max_abs_diff"].items())
     tokens = certificate["tokenizer"]
+    skipped = certificate.get("heads_not_compared") or {}
+    skipped = "; not compared: " + ", ".join(f"{k} ({why})" for k, why in skipped.items()) if skipped else ""
     return (f"certificate   {'passed' if certificate['passed'] else 'FAILED'} {certificate['date']}: max |diff| {diffs}; "
             f"tokenizer ids identical on {tokens['identical']}/{tokens['sentences']} sentences "
-            f"(transformers {certificate['versions']['transformers']})")
+            f"(transformers {certificate['versions']['transformers']}){skipped}")
 
 
 def verify_cache_command(args):
