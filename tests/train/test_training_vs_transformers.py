@@ -182,8 +182,7 @@ def chemprot_runs(minilm_dir, shared_data):
     random.Random(42).shuffle(rows)
     norms = []
     # 64 tokens (about 45 % of these sentences are cut) and 40 steps keep the suite inside CI's
-    # time budget;
-    # the numerics compared are the same at any length.
+    # time budget; the numerics compared are the same at any length.
     setting = dict(steps=40, lr=5e-5, batch_size=16, max_seq_length=64, micro_batches=4)
     # The control needs only a few steps to part (the norm exceeds 1.0 from the first).
     control = dict(setting, steps=12)
