@@ -70,14 +70,14 @@ def build_widened(directory, factor=2):
     widened = transformers.BertModel(config, add_pooling_layer=True).eval()
     state = {}
     for name, value in source.state_dict().items():
-        if value.dim() == 1 and not name.endswith("position_ids"):
+        if value.dim() == 1:
             value = value.repeat(factor)
         elif value.dim() == 2 and name.endswith("embeddings.weight"):
             value = value.repeat(1, factor)
         elif value.dim() == 2:
             value = value.repeat(factor, factor) / factor
         state[name] = value
-    widened.load_state_dict(state, strict=False)
+    widened.load_state_dict(state)
     tokenizer = transformers.AutoTokenizer.from_pretrained(minilm())
     inputs = tokenizer(["BRCA1 mutations cause hereditary breast cancer."], return_tensors="pt")
     with torch.no_grad():

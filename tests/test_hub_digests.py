@@ -124,6 +124,9 @@ def test_the_tool_records_the_hubs_pointers(hub, downloaded, tmp_path):
     assert "integrity" not in original["checkpoints"][NAME]["sources"]["hf"]  # one of the 20 with no recorded digest
     path.write_text(json.dumps(original, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     _tool().main([NAME, "--registry", str(path)])
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "biozoo" / "registry_schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), schema)  # the tool writes a valid registry
     written = json.loads(path.read_text(encoding="utf-8"))["checkpoints"][NAME]["sources"]["hf"]["integrity"]
     record = written["pytorch_model.bin"]
     assert (record["sha256"], record["size"]) == (hashlib.sha256(data).hexdigest(), len(data))
