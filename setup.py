@@ -82,6 +82,8 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["biozoo", "biozoo.*"]),
     package_data={"biozoo": ["checkpoints_registry.json", "registry_schema.json"], "biozoo.train": ["biom_recipes.json"],
+                  # the embedded corpora (NCBI-disease, CC BY 4.0; AIONER's example abstracts, MIT), with licences
+                  "biozoo.data": ["corpora/NCBI-disease/*", "corpora/documents/*"],
                   "biozoo.benchmark": ["suites.json", "data_sources.json"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,

@@ -1,5 +1,6 @@
 """Shared fixtures: an isolated biozoo cache, the shared corpora, small tokenizer models."""
 
+import gzip
 import os
 import site
 from pathlib import Path
@@ -25,10 +26,33 @@ def shared_data_root():
 
 @pytest.fixture(scope="session")
 def shared_data():
+    """The corpora beside the repository (BC5CDR, ChemProt, GAD, BioASQ, gold PubTator / BioC
+    documents; README "Tests"). Tests that need them skip where they are absent."""
     root = shared_data_root()
     if not root.is_dir():
-        pytest.skip(f"shared corpora not found at {root} (set BIOZOO_SHARED_DATA)")
+        pytest.skip(f"needs the shared corpora (BC5CDR, ChemProt, GAD, BioASQ or the gold documents), not found at "
+                    f"{root}: `biozoo data download biom-table2 --output DIR` and BIOZOO_SHARED_DATA=DIR")
     return root.resolve()
+
+
+@pytest.fixture(scope="session")
+def ncbi_disease(tmp_path_factory):
+    """The NCBI-disease corpus packaged with biozoo, decompressed: NCBI-disease/{train,devel,test}.tsv."""
+    from biozoo.data import embedded_corpus
+
+    folder = tmp_path_factory.mktemp("embedded") / "NCBI-disease"  # the folder name types bare tags as Disease
+    folder.mkdir()
+    for packed in embedded_corpus("ncbi-disease").glob("*.tsv.gz"):
+        (folder / packed.name[:-len(".gz")]).write_bytes(gzip.decompress(packed.read_bytes()))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def example_pubtator():
+    """AIONER's 4 example PubMed abstracts (PubTator, gzipped), packaged with biozoo."""
+    from biozoo.data import embedded_corpus
+
+    return embedded_corpus("example-pubtator")
 
 
 @pytest.fixture(autouse=True)
@@ -74,9 +98,9 @@ def tiny_spiece(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def corpus_spiece(tmp_path_factory, shared_data):
+def corpus_spiece(tmp_path_factory, ncbi_disease):
     """A 2,000-piece model trained on lower-cased NCBI-disease training sentences."""
-    text = [s.lower() for s in read_sentences(shared_data / "ner" / "NCBI-disease" / "train.tsv")]
+    text = [s.lower() for s in read_sentences(ncbi_disease / "train.tsv")]
     return train_spiece(tmp_path_factory.mktemp("spm") / "spiece", text, 2000)
 
 

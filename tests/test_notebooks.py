@@ -118,12 +118,11 @@ def _write_qa(bioasq_dev, root):
 
 
 @pytest.fixture(scope="module")
-def tiny_data(tmp_path_factory, shared_data):
+def tiny_data(tmp_path_factory, shared_data, ncbi_disease):
     root = tmp_path_factory.mktemp("nb-data")
-    for corpus in ("NCBI-disease",):
-        _write_ner(shared_data / "ner" / corpus, root / "ner" / corpus, {"train": 48, "devel": 16, "test": 16})
+    _write_ner(ncbi_disease, root / "ner" / "NCBI-disease", {"train": 48, "devel": 16, "test": 16})
     _write_chemprot(shared_data / "re" / "chemprot", root / "re" / "chemprot", 16)
-    _write_qa(shared_data / "qa" / "bioasq" / "dev.json", root)
+    _write_qa(H.bioasq_dev(shared_data), root)
     return root
 
 

@@ -4,3 +4,15 @@
 PRECISION_CHOICES = ("float32", "bfloat16", "int8")
 PRECISION_HELP = ("inference precision: float32 (default), bfloat16 (Keras' bfloat16 policy) or int8 (LiteRT "
                   "dynamic-range quantization, run by the LiteRT interpreter)")
+
+
+def data_argument(value):
+    """A `--data` value: a path, or the name of a corpus packaged with biozoo (`ncbi-disease`)."""
+    import os
+
+    from biozoo.data.embedded import resolve_data_path
+
+    return os.fspath(resolve_data_path(value))
+
+
+DATA_HELP = "a data folder, or ncbi-disease (the NCBI-disease corpus packaged with biozoo)"

@@ -2,7 +2,7 @@
 
 import sys
 
-from biozoo._commands import PRECISION_CHOICES, PRECISION_HELP
+from biozoo._commands import PRECISION_CHOICES, PRECISION_HELP, data_argument
 
 INPUT_FORMATS = ("auto", "text", "jsonl", "pubtator", "bioc-xml", "bioc-json", "pubmed-xml")
 OUTPUT_FORMATS = ("jsonl", "pubtator", "bioc-xml", "bioc-json")
@@ -20,8 +20,9 @@ def register(subparsers):
         "input stay apart from the predictions (or go, with --drop-existing). Text input: one document "
         "per line. Progress and a summary go to stderr.",
     )
-    parser.add_argument("inputs", nargs="*", metavar="INPUT",
-                        help="files, folders, .gz files, gs:// paths, or - for stdin (default)")
+    parser.add_argument("inputs", nargs="*", metavar="INPUT", type=data_argument,
+                        help="files, folders, .gz files, gs:// paths, - for stdin (default), or example-pubtator "
+                        "(4 PubMed abstracts packaged with biozoo)")
     parser.add_argument("--model", action="append", dest="models", metavar="MODEL",
                         help="a NER model: aioner_bioformer / aioner_pubmedbert, a registry task name, "
                         "hf://org/repo[@rev], a local HF directory or a `biozoo finetune ner` output; repeat for "
@@ -78,7 +79,7 @@ def register(subparsers):
     )
     parser.add_argument("--small", required=True, help="the small token-classification model (any annotate handle)")
     parser.add_argument("--large", required=True, help="the large token-classification model")
-    parser.add_argument("--data", required=True,
+    parser.add_argument("--data", required=True, type=data_argument,
                         help="a NER data folder (its --split is read, gold tags give F1) or document files "
                         "(PubTator, BioC, ...; their sentences)")
     parser.add_argument("--split", default="dev", help="NER data folder: the split to read (default dev)")

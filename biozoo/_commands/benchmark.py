@@ -48,7 +48,8 @@ def register(subparsers):
         "recorded for it and written atomically; one that differs is refused. Data sets that need a login "
         "or a licence are listed with how to get them. Offline, it prints what to download by hand.",
     )
-    download.add_argument("name", help="a suite (" + ", ".join(suite_names()) + ") or a task / data set name")
+    download.add_argument("name", help="a suite (" + ", ".join(suite_names()) + "), tests (the corpora the tests read beyond the "
+                          "packaged NCBI-disease), or a task / data set name")
     download.add_argument("--output", default="data")
     download.add_argument("--sources", help="a JSON file of sources to use instead of biozoo's (mirrors)")
     download.add_argument("--trust-unverified", action="store_true",

@@ -4,6 +4,8 @@ Garden encoder checkpoints, ONNX and LiteRT models with accuracy certificates.""
 import json
 import os
 
+from biozoo._commands import data_argument
+
 
 def register(subparsers):
     parser = subparsers.add_parser(
@@ -70,7 +72,7 @@ def register(subparsers):
         sub.add_argument("--quantize", choices=quantizations,
                          help="int8: int8 weights, activations quantized at run time" +
                          ("; float16: float16 weights" if "float16" in quantizations else ""))
-        sub.add_argument("--data", help="a data folder whose --split the certificate scores both models on")
+        sub.add_argument("--data", type=data_argument, help="a data folder whose --split the certificate scores both models on")
         sub.add_argument("--split", default="dev", help="the split of --data (default: dev)")
         sub.add_argument("--max-f1-drop", type=float, metavar="POINTS",
                          help="fail, writing nothing, when the export's F1 on --data is lower than float32's by more "

@@ -3,7 +3,7 @@
 import json
 import sys
 
-from biozoo._commands import PRECISION_CHOICES, PRECISION_HELP
+from biozoo._commands import DATA_HELP, PRECISION_CHOICES, PRECISION_HELP, data_argument
 
 KINDS = ("ner", "re", "qa", "doc")
 
@@ -19,7 +19,8 @@ def register(subparsers):
     parser.add_argument("kind", choices=KINDS, help="ner: entity tagging; re: relation classification; "
                         "qa: extractive question answering; doc: document (multi-label) classification")
     parser.add_argument("--preset", required=True, help="registry name, hf://org/repo, or a local directory")
-    parser.add_argument("--data", required=True, help="folder with train / dev (devel) / test files")
+    parser.add_argument("--data", required=True, type=data_argument,
+                        help=f"folder with train / dev (devel) / test files; {DATA_HELP}")
     parser.add_argument("--output", required=True, help="where to write the fine-tuned task preset")
     parser.add_argument("--epochs", type=float, default=None, help="default 3 (or the --recipe's)")
     parser.add_argument("--batch-size", type=int, default=None,
@@ -48,7 +49,7 @@ def register(subparsers):
     parser.add_argument("kind", choices=KINDS)
     parser.add_argument("--model", required=True, help="the OUTPUT directory of `biozoo finetune`, or a task "
                         "checkpoint: a registry task name, hf://org/repo[@rev] or a local HF directory")
-    parser.add_argument("--data", help="a data folder (sentence-level splits)")
+    parser.add_argument("--data", type=data_argument, help=f"sentence-level splits: {DATA_HELP}")
     parser.add_argument("--split", default="test", help="train, dev (devel) or test")
     parser.add_argument("--documents", nargs="+", metavar="GOLD",
                         help="ner: gold documents (PubTator, BioC, JSONL) instead of --data; the model annotates them "

@@ -36,7 +36,7 @@ def _read_sources(path):
     document = read_json(path, "data sources file", error_class=ValueError)
     if not isinstance(document, dict) or not isinstance(document.get("datasets"), dict):
         raise ValueError(f"{path}: a data sources file is {{\"datasets\": {{folder: entry}}}}")
-    return document["datasets"]
+    return document
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,20 +46,29 @@ def _builtin_sources():
 
 def data_sources(path=None):
     """{data folder: entry} of biozoo's data_sources.json, or of the file at `path`."""
-    return _read_sources(path) if path else _builtin_sources()
+    return (_read_sources(path) if path else _builtin_sources())["datasets"]
+
+
+def data_groups():
+    """{group name: [data folder, ...]} of biozoo's data_sources.json (`tests`: what the tests read)."""
+    return _builtin_sources().get("groups", {})
 
 
 def datasets_for(name, sources):
-    """The data folders that `name` (a suite, a suite's task name, or a data folder) needs."""
+    """The data folders that `name` (a suite, a group such as `tests`, a suite's task name, or a
+    data folder) needs."""
     if name in suite_names():
         return list(dict.fromkeys(t.data for t in load_suite(name).tasks.values()))
+    if name in data_groups():
+        return list(data_groups()[name])
     if name in sources:
         return [name]
     folders = {t.data for s in suite_names() for t in load_suite(s).tasks.values() if t.name == name}
     if not folders:
         known = sorted({t.name for s in suite_names() for t in load_suite(s).tasks.values()})
-        raise KeyError(f"{name!r} is neither a suite ({', '.join(suite_names())}), a task ({', '.join(known)}) "
-                       f"nor a data folder ({', '.join(sorted(sources))})")
+        raise KeyError(f"{name!r} is neither a suite ({', '.join(suite_names())}), a group "
+                       f"({', '.join(data_groups())}), a task ({', '.join(known)}) nor a data folder "
+                       f"({', '.join(sorted(sources))})")
     return sorted(folders)
 
 

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from biozoo.data._files import open_text
 from biozoo.errors import DataFormatError
 
 __all__ = ["LABELS", "HocSentence", "HocAbstract", "read_hoc", "parse_hoc_labels", "group_by_abstract"]
@@ -83,7 +84,7 @@ def read_hoc(path, n_labels: int = len(LABELS)) -> list[HocSentence]:
         raise FileNotFoundError(f"no HoC file at {path}")
     sentences: list[HocSentence] = []
     first = True
-    with open(path, encoding="utf-8-sig") as handle:
+    with open_text(path, encoding="utf-8-sig") as handle:
         for lineno, raw in enumerate(handle, start=1):
             line = raw.rstrip("\r\n")
             if not line.strip():

@@ -39,6 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from biozoo.data._files import open_text
+from biozoo.data.embedded import resolve_data_path
 from biozoo.errors import DataFormatError
 
 __all__ = ["Sentence", "read_ner", "find_split", "infer_entity_type", "FOLDER_ENTITY_TYPES", "NER_FORMATS"]
@@ -130,7 +132,7 @@ def read_ner(path, entity_type=None, fmt="auto") -> list[Sentence]:
             sentences.append(Sentence(words, tags, str(path), first_line))
             words, tags = [], []
 
-    with open(path, encoding="utf-8") as handle:
+    with open_text(path, encoding="utf-8") as handle:
         for lineno, raw in enumerate(handle, start=1):
             line = raw.rstrip("\r\n")
             if not line.strip():
@@ -208,19 +210,21 @@ _SPLIT_NAMES = {
 
 def find_split(data_dir, split, extensions=(".tsv", ".txt")) -> Path:
     """The file of ``split`` in ``data_dir``: ``<name>.tsv`` or ``<name>.txt`` (or other
-    ``extensions``, e.g. ``(".json",)`` for QA).
+    ``extensions``, e.g. ``(".json",)`` for QA), each also gzip-compressed (``<name>.tsv.gz``).
+    ``data_dir`` may name an embedded corpus (``"ncbi-disease"``; see ``biozoo.data.embedded``).
 
     ``split`` is ``train``, ``dev``/``devel`` (aliases: both names are tried), ``test``, or
     ``train_dev`` (BioBERT's train+dev file, only when asked for by that name). Raises
     ``FileNotFoundError`` listing the files present when none matches, and ``ValueError``
     when several do (e.g. both ``dev.tsv`` and ``devel.tsv``).
     """
-    data_dir = Path(data_dir)
+    data_dir = Path(resolve_data_path(data_dir))
     if split not in _SPLIT_NAMES:
         raise ValueError(f"unknown split {split!r}; expected one of {', '.join(_SPLIT_NAMES)}")
     if not data_dir.is_dir():
         raise FileNotFoundError(f"no data folder at {data_dir}")
-    candidates = [data_dir / f"{name}{ext}" for name in _SPLIT_NAMES[split] for ext in extensions]
+    candidates = [data_dir / f"{name}{ext}{gz}" for name in _SPLIT_NAMES[split] for ext in extensions
+                  for gz in ("", ".gz")]
     found = [c for c in candidates if c.is_file()]
     if len(found) == 1:
         return found[0]

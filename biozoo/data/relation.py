@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from biozoo.data._files import open_text
 from biozoo.errors import DataFormatError
 
 __all__ = ["RelationExample", "read_relation", "detect_relation_format", "RELATION_FORMATS"]
@@ -57,7 +58,7 @@ def _is_header(fields) -> bool:
 
 
 def _first_line(path):
-    with open(path, encoding="utf-8-sig") as handle:
+    with open_text(path, encoding="utf-8-sig") as handle:
         for lineno, raw in enumerate(handle, start=1):
             line = raw.rstrip("\r\n")
             if line.strip():
@@ -104,7 +105,7 @@ def read_relation(path, fmt="auto") -> list[RelationExample]:
     examples: list[RelationExample] = []
     header_seen = False
     blank_line = None
-    with open(path, encoding="utf-8-sig") as handle:
+    with open_text(path, encoding="utf-8-sig") as handle:
         for lineno, raw in enumerate(handle, start=1):
             line = raw.rstrip("\r\n")
             if not line.strip():

@@ -271,6 +271,13 @@ def chemprot_subset(shared_data, target, counts=None):
     return target
 
 
+def bioasq_dev(shared_data):
+    """The BioASQ 7b factoid dev file (SQuAD v1.1): ../shared/data's qa/bioasq/dev.json, or the same
+    file as `biozoo data download tests` saves it (qa/bioasq/test.json)."""
+    folder = shared_data / "qa" / "bioasq"
+    return folder / "dev.json" if (folder / "dev.json").exists() else folder / "test.json"
+
+
 def make_config(name, **overrides):
     """The transformers config of a case (`name` may also be a `Case`)."""
     import transformers

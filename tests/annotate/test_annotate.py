@@ -181,9 +181,9 @@ def test_plain_text_lines_that_look_like_json_or_xml_are_text():
     assert detect_format(b'<?xml version="1.0"?><collection>') == "bioc-xml"
 
 
-def test_a_bad_type_map_is_one_clear_line(aioner_preset, shared_data, capsys):
+def test_a_bad_type_map_is_one_clear_line(aioner_preset, example_pubtator, capsys):
     assert main(["evaluate", "ner", "--model", aioner_preset, "--documents",
-                 str(shared_data / "documents" / "example.PubTator"), "--type-map", "SpecificDisease"]) == 2
+                 str(example_pubtator), "--type-map", "SpecificDisease"]) == 2
     assert "--type-map: SpecificDisease is not FROM=TO" in capsys.readouterr().err
 
 

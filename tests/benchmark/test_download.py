@@ -7,6 +7,7 @@ import functools
 import hashlib
 import http.server
 import json
+import re
 import socket
 import threading
 from pathlib import Path
@@ -115,7 +116,7 @@ def test_suite_and_task_names_resolve_to_data_folders():
 
 
 @pytest.mark.parametrize("folder", ["ner/NCBI-disease", "ner/BC5CDR-chem", "ner/BC5CDR-disease", "re/chemprot",
-                                    "re/gad"])
+                                    "re/gad", "documents"])
 def test_recorded_checksums_are_the_real_corpora(folder, shared_data):
     """../shared/data holds byte-identical copies of these sources' files: the recorded sha256,
     size and git blob hash all match them."""
@@ -125,6 +126,28 @@ def test_recorded_checksums_are_the_real_corpora(folder, shared_data):
         assert hashlib.sha256(data).hexdigest() == file["sha256"], path
         assert len(data) == file["size"]
         assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == file["git_blob_sha1"], path
+
+
+def test_the_tests_group_names_every_shared_corpus_the_tests_read():
+    """`biozoo data download tests` fetches every folder under ../shared/data that a test reads (found in
+    the tests' source), and nothing the packaged NCBI-disease corpus already gives."""
+    from biozoo.benchmark.download import data_groups, datasets_for
+
+    tests = Path(__file__).parents[1]
+    read = set()
+    for path in tests.rglob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        read |= {f"{a}/{b}" for a, b in re.findall(r'shared_data\s*/\s*"(\w+)"\s*/\s*"([^"]+)"', source)}
+        read |= {"documents" for _ in re.findall(r'shared_data\s*/\s*"documents"', source)}
+        read |= {"re/chemprot" for _ in re.findall(r"chemprot_subset\(shared_data", source)}
+        read |= {"qa/bioasq" for _ in re.findall(r"bioasq_dev\(shared_data\)", source)}
+    read = {folder.split("/")[0] if folder.startswith("documents") else folder for folder in read}
+    read = {f"ner/{c}" if c in ("BC5CDR-chem", "BC5CDR-disease") else c for c in read if c != "ner/corpus"}
+    read |= {"ner/BC5CDR-chem", "ner/BC5CDR-disease", "re/chemprot", "re/gad"}  # corpus_sentences (conftest)
+    group = datasets_for("tests", data_sources())
+    assert group == data_groups()["tests"] and "ner/NCBI-disease" not in read
+    assert read <= set(group), sorted(read - set(group))
+    assert all(folder in data_sources() for folder in group)
 
 
 def test_bioasq_dev_is_the_recorded_test_file(shared_data):

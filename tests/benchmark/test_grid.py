@@ -17,6 +17,7 @@ import pytest
 from biozoo.benchmark.grid import BenchmarkPlan, run_benchmark
 from biozoo.benchmark.suites import load_suite, score_value
 from biozoo.cli import main
+from biozoo.testing import bioasq_dev
 
 
 def _write_ner(source, target, counts):
@@ -67,14 +68,14 @@ def _write_qa(bioasq_dev, root):
 
 
 @pytest.fixture(scope="module")
-def bench_data(tmp_path_factory, shared_data):
+def bench_data(tmp_path_factory, shared_data, ncbi_disease):
     root = tmp_path_factory.mktemp("bench-data")
-    _write_ner(shared_data / "ner" / "NCBI-disease", root / "ner" / "NCBI-disease",
+    _write_ner(ncbi_disease, root / "ner" / "NCBI-disease",
                {"train": 40, "devel": 12, "test": 16})
     _write_ner(shared_data / "ner" / "BC5CDR-disease", root / "ner" / "BC5CDR-disease",
                {"train": 24, "devel": 8, "test": 8})
     _write_chemprot(shared_data / "re" / "chemprot", root / "re" / "chemprot", 12)
-    _write_qa(shared_data / "qa" / "bioasq" / "dev.json", root)
+    _write_qa(bioasq_dev(shared_data), root)
     documents = (shared_data / "documents" / "BC5CDR_Test.PubTator").read_text(encoding="utf-8").split("\n\n")
     (root / "documents").mkdir()
     (root / "documents" / "BC5CDR_Test.PubTator").write_text("\n\n".join(documents[:12]) + "\n", encoding="utf-8")

@@ -2,6 +2,8 @@
 
 import pytest
 
+from biozoo.data._files import open_text
+from biozoo.data.embedded import embedded_corpus
 from biozoo.data.ner import find_split, infer_entity_type, read_ner
 from biozoo.errors import DataFormatError
 
@@ -14,8 +16,12 @@ from biozoo.errors import DataFormatError
         ("BC5CDR-disease", (4560, 4581, 4797), "Disease"),
     ],
 )
-def test_real_corpora(corpus, counts, etype, shared_data):
-    folder = shared_data / "ner" / corpus
+def test_real_corpora(corpus, counts, etype, request):
+    """NCBI-disease as packaged with biozoo (gzipped, read as it is), the others from the shared corpora."""
+    if corpus == "NCBI-disease":
+        folder, suffix = embedded_corpus("ncbi-disease"), ".tsv.gz"
+    else:
+        folder, suffix = request.getfixturevalue("shared_data") / "ner" / corpus, ".tsv"
     for split, expected in zip(("train", "dev", "test"), counts):
         path = find_split(folder, split)
         sentences = read_ner(path)
@@ -24,10 +30,10 @@ def test_real_corpora(corpus, counts, etype, shared_data):
         assert tags == {"O", f"B-{etype}", f"I-{etype}"}
         assert all(len(s.words) == len(s.tags) > 0 for s in sentences)
         # line numbers: the first token of each sentence, as in the file
-        lines = path.read_text(encoding="utf-8").split("\n")
+        lines = open_text(path).read().split("\n")
         for s in sentences[:50] + sentences[-5:]:
             assert lines[s.line - 1].split("\t")[0] == s.words[0]
-    assert find_split(folder, "devel") == find_split(folder, "dev") == folder / "devel.tsv"
+    assert find_split(folder, "devel") == find_split(folder, "dev") == folder / f"devel{suffix}"
 
 
 def write(path, text):

@@ -7,12 +7,13 @@ import pytest
 
 from biozoo.data.qa import check_answers, read_bioasq_golden, read_squad
 from biozoo.errors import DataFormatError
+from biozoo.testing import bioasq_dev
 
 
 def test_real_bioasq(shared_data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # this release has no offset mismatches
-        examples = read_squad(shared_data / "qa" / "bioasq" / "dev.json")
+        examples = read_squad(bioasq_dev(shared_data))
     assert len(examples) == 1809
     assert len({e.qid.rsplit(":", 1)[0] for e in examples}) == 214
     assert not any(e.is_impossible for e in examples)

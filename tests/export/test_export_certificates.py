@@ -37,10 +37,10 @@ def model_dir(tiny_bert_real_vocab, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def sentences(shared_data):
+def sentences(ncbi_disease):
     from biozoo.data.ner import read_ner
 
-    return [s.words for s in read_ner(shared_data / "ner" / "NCBI-disease" / "devel.tsv")[:80]]
+    return [s.words for s in read_ner(ncbi_disease / "devel.tsv")[:80]]
 
 
 @pytest.fixture(scope="module")

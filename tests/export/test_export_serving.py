@@ -14,6 +14,7 @@ import tensorflow as tf
 
 import biozoo
 from biozoo.export.serving import export_task_hub
+from biozoo.testing import bioasq_dev
 
 
 LABELS = ["O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]
@@ -133,7 +134,7 @@ def test_qa_serving_equals_answer(tiny_bert_real_vocab, shared_data, tmp_path):
     task.preprocessor.sequence_length, task.preprocessor.max_query_length = 64, 16
     sharpen_head(task.span_dense, 3, scale=1.0)
     tokenizer = task.preprocessor.tokenizer
-    examples = read_squad(shared_data / "qa" / "bioasq" / "dev.json")
+    examples = read_squad(bioasq_dev(shared_data))
     context_ids, question_ids = tokenizer.ids([e.context for e in examples]), tokenizer.ids([e.question for e in examples])
     examples = [e for e, c, q in zip(examples, context_ids, question_ids) if len(c) < 40 and len(q) <= 16][:25]
     assert len(examples) >= 10

@@ -4,6 +4,7 @@ import pytest
 
 from biozoo.data.qa import read_squad
 from biozoo.metrics.bioasq import aggregate_factoid, factoid_scores, question_group_id
+from biozoo.testing import bioasq_dev
 
 
 GOLDEN = {
@@ -110,7 +111,7 @@ def test_aggregate_factoid():
 
 
 def test_real_bioasq_gold_answers_score_100(shared_data):
-    examples = read_squad(shared_data / "qa" / "bioasq" / "dev.json")
+    examples = read_squad(bioasq_dev(shared_data))
     nbest, synonyms = {}, {}
     for ex in examples:
         nbest[ex.qid] = [{"text": a["text"], "probability": 1.0} for a in ex.answers]

@@ -27,9 +27,9 @@ def run_cli(*argv):
 
 
 @pytest.fixture(scope="module")
-def ner_model(tmp_path_factory, shared_data, tiny_bert_real_vocab):
+def ner_model(tmp_path_factory, ncbi_disease, tiny_bert_real_vocab):
     root = tmp_path_factory.mktemp("ner")
-    data = subset(shared_data / "ner" / "NCBI-disease", root / "data", {"train": 120, "devel": 40, "test": 60})
+    data = subset(ncbi_disease, root / "data", {"train": 120, "devel": 40, "test": 60})
     output = root / "model"
     stdout = run_cli("finetune", "ner", "--preset", str(tiny_bert_real_vocab), "--data", str(data),
                      "--output", str(output), "--epochs", "1", "--batch-size", "16", "--learning-rate", "1e-3",

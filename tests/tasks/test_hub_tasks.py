@@ -7,6 +7,7 @@ test documents."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -27,10 +28,10 @@ FAMILY_CASES = ("bert", "albert", "electra", "distilbert", "mobilebert", "megatr
 HARD_TEXTS = ["Naïve µ-opioid (IL-2\u00adR) in Σ cells, e.g. BRCA1/2; p < 0.05.", "Sjögren's syndrome: 12 × 3 mg/kg i.v."]
 
 
-def _sentences(shared_data, limit):
-    """Title and abstract sentences of the NCBI-disease test documents, as written (raw text)."""
+def _sentences(pubtator_gz, limit):
+    """Title and abstract sentences of real PubMed abstracts (a gzipped PubTator file), as written."""
     texts = []
-    for line in (shared_data / "documents" / "NCBIdisease_Test.PubTator").read_text(encoding="utf-8").splitlines():
+    for line in gzip.decompress(pubtator_gz.read_bytes()).decode("utf-8").splitlines():
         parts = line.split("|", 2)
         if len(parts) == 3 and parts[1] in ("t", "a"):
             texts += [s.strip() for s in parts[2].replace(". ", ".\n").splitlines() if s.strip()]
@@ -59,10 +60,10 @@ def run_transformers(requests, directory):
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory, shared_data):
+def hub(tmp_path_factory, example_pubtator):
     """Random-weight hub task models of every family, and transformers' answers on them."""
     directory = tmp_path_factory.mktemp("hub_tasks")
-    texts = _sentences(shared_data, 24) + HARD_TEXTS
+    texts = _sentences(example_pubtator, 24) + HARD_TEXTS
     pairs = texts[1:] + texts[:1]
     models = []
     for name in FAMILY_CASES:
@@ -285,7 +286,7 @@ def test_export_hf_task_round_trip(hub, tmp_path):
 
 
 @pytest.mark.slow
-def test_real_minilm_ner_fine_tuned_with_transformers_tags_like_the_pipeline(shared_data, minilm_dir, request):
+def test_real_minilm_ner_fine_tuned_with_transformers_tags_like_the_pipeline(ncbi_disease, minilm_dir, request):
     """MiniLM-L6 fine-tuned for NCBI-disease by transformers (built once, cached in pytest's
     cache) gives, on the whole NCBI-disease test set, the entities of transformers' pipeline for
     every aggregation strategy. The differences are counted; the target is zero."""
@@ -294,12 +295,12 @@ def test_real_minilm_ner_fine_tuned_with_transformers_tags_like_the_pipeline(sha
     checkpoint = request.config.cache.mkdir("minilm-ncbi-ner-v3") / "model"
     if not (checkpoint / "config.json").exists():
         child = Path(__file__).with_name("hf_finetune_ner_child.py")
-        result = subprocess.run([sys.executable, str(child), str(minilm_dir), str(shared_data / "ner" / "NCBI-disease" /
+        result = subprocess.run([sys.executable, str(child), str(minilm_dir), str(ncbi_disease /
                                  "train.tsv"), str(checkpoint), "2000", "60"], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr[-3000:]
     saved = sorted(p.name for p in checkpoint.iterdir())
     assert "tokenizer.json" in saved and "vocab.txt" not in saved, saved  # as transformers 5 saves it
-    texts = H.read_sentences(shared_data / "ner" / "NCBI-disease" / "test.tsv")
+    texts = H.read_sentences(ncbi_disease / "test.tsv")
     strategies = ["simple", "first", "average", "max"]
     answer, = run_transformers([{"dir": str(checkpoint), "texts": texts, "pipeline": "token-classification",
                                  "strategies": strategies, "forward_once": True, "logits": False}],
@@ -326,7 +327,7 @@ def test_real_minilm_ner_fine_tuned_with_transformers_tags_like_the_pipeline(sha
     assert all(differences == 0 for differences, _ in report.values()), report
 
 
-def test_annotate_and_evaluate_take_a_hub_checkpoint_from_the_cli(hub, shared_data, tmp_path, capsys):
+def test_annotate_and_evaluate_take_a_hub_checkpoint_from_the_cli(hub, ncbi_disease, tmp_path, capsys):
     import biozoo
     from biozoo.cli import main
     from seqeval.metrics import f1_score
@@ -341,7 +342,7 @@ def test_annotate_and_evaluate_take_a_hub_checkpoint_from_the_cli(hub, shared_da
 
     data = tmp_path / "NCBI-disease"  # the folder name types its bare B/I tags as Disease
     data.mkdir()
-    lines = (shared_data / "ner" / "NCBI-disease" / "test.tsv").read_text(encoding="utf-8").split("\n\n")[:60]
+    lines = (ncbi_disease / "test.tsv").read_text(encoding="utf-8").split("\n\n")[:60]
     (data / "test.tsv").write_text("\n\n".join(lines) + "\n", encoding="utf-8")
     assert main(["evaluate", "ner", "--model", model, "--data", str(data)]) == 0
     metrics = json.loads(capsys.readouterr().out.splitlines()[-1])
@@ -354,7 +355,7 @@ def test_annotate_and_evaluate_take_a_hub_checkpoint_from_the_cli(hub, shared_da
     assert metrics["counts"]["pred"] == sum(len(get_entities(p)) for p in predicted) > 0
 
 
-def test_a_registry_task_checkpoint_and_its_hf_handle_load_from_a_hub_mirror(tmp_path, monkeypatch, shared_data):
+def test_a_registry_task_checkpoint_and_its_hf_handle_load_from_a_hub_mirror(tmp_path, monkeypatch, ncbi_disease):
     """The registry's pinned task entry (here bioformer_8l_ncbi_disease) downloads, converts once,
     and its labels are the checkpoint's id2label, which the registry records."""
     import biozoo
@@ -388,7 +389,7 @@ def test_a_registry_task_checkpoint_and_its_hf_handle_load_from_a_hub_mirror(tmp
     # refused; bare B/I gold tags are read as the one-type model's own type
     from biozoo.train.finetune import run_evaluate
 
-    blocks = (shared_data / "ner" / "NCBI-disease" / "test.tsv").read_text(encoding="utf-8").split("\n\n")[:30]
+    blocks = (ncbi_disease / "test.tsv").read_text(encoding="utf-8").split("\n\n")[:30]
     for name, strip in (("typed", False), ("bare", True)):
         (tmp_path / name).mkdir()
         text = "\n\n".join(blocks) + "\n"

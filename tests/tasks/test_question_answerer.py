@@ -8,6 +8,7 @@ import pytest
 
 import biozoo
 from biozoo.data.qa import read_squad
+from biozoo.testing import bioasq_dev
 from biozoo.train.finetune import Hyperparameters, run_finetune
 
 
@@ -18,7 +19,7 @@ def qa(tiny_bert_real_vocab):
 
 @pytest.fixture(scope="module")
 def bioasq(shared_data):
-    return read_squad(shared_data / "qa" / "bioasq" / "dev.json")
+    return read_squad(bioasq_dev(shared_data))
 
 
 def test_answer_spans_map_back_to_the_context(qa, bioasq):
@@ -55,7 +56,7 @@ def test_answers_are_substrings_of_the_context(qa):
 
 
 def test_finetune_qa_on_bioasq(tmp_path, shared_data, tiny_bert_real_vocab):
-    data = json.loads((shared_data / "qa" / "bioasq" / "dev.json").read_text())
+    data = json.loads(bioasq_dev(shared_data).read_text())
     paragraphs = data["data"][0]["paragraphs"] if len(data["data"]) == 1 else [p for a in data["data"] for p in a["paragraphs"]]
     (tmp_path / "train.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs[:60]}]}))
     (tmp_path / "test.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs[60:100]}]}))

@@ -15,8 +15,8 @@ LABELS = ["O", "B-Disease", "I-Disease"]
 
 
 @pytest.fixture(scope="module")
-def ncbi_test(shared_data):
-    return read_ner(find_split(shared_data / "ner" / "NCBI-disease", "test"))
+def ncbi_test(ncbi_disease):
+    return read_ner(find_split(ncbi_disease, "test"))
 
 
 @pytest.fixture(scope="module")

@@ -106,13 +106,13 @@ def sentences(corpus_sentences, shared_data):
 
 
 @pytest.fixture(scope="module")
-def cased_vocab(tmp_path_factory, shared_data):
+def cased_vocab(tmp_path_factory, ncbi_disease):
     """A cased, accent-keeping WordPiece vocab.txt trained on NCBI-disease with HF tokenizers."""
     from tokenizers import BertWordPieceTokenizer
 
     directory = tmp_path_factory.mktemp("vocab")
     trainer = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
-    text = H.read_sentences(shared_data / "ner" / "NCBI-disease" / "train.tsv") + HARD_CASES
+    text = H.read_sentences(ncbi_disease / "train.tsv") + HARD_CASES
     trainer.train_from_iterator(text, vocab_size=4000, min_frequency=2)
     trainer.save_model(str(directory))
     return directory / "vocab.txt"

@@ -46,14 +46,14 @@ def test_uncased_wordpiece_minilm(minilm_dir, corpus_sentences):
 
 
 @pytest.fixture(scope="module")
-def cased_vocab_dir(tmp_path_factory, shared_data):
+def cased_vocab_dir(tmp_path_factory, ncbi_disease):
     """A cased WordPiece vocabulary trained on NCBI-disease with HF tokenizers."""
     from biozoo.testing import read_sentences
     from tokenizers import BertWordPieceTokenizer
 
     directory = tmp_path_factory.mktemp("cased")
     trainer = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
-    text = read_sentences(shared_data / "ner" / "NCBI-disease" / "train.tsv") + HARD_CASES
+    text = read_sentences(ncbi_disease / "train.tsv") + HARD_CASES
     trainer.train_from_iterator(text, vocab_size=4000, min_frequency=2)
     trainer.save_model(str(directory))
     (directory / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))

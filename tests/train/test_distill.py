@@ -233,7 +233,7 @@ def write_corpus(path, sentences, per_document=8):
 
 
 @pytest.fixture(scope="module")
-def trained_teacher(tmp_path_factory, shared_data):
+def trained_teacher(tmp_path_factory, ncbi_disease):
     """A 4-layer, 64-wide BERT trained briefly (MLM) on NCBI-disease training sentences, saved
     as a MaskedLM preset, with the corpus and 300 held-out (dev) sentences.
 
@@ -247,7 +247,7 @@ def trained_teacher(tmp_path_factory, shared_data):
     from biozoo.testing import read_sentences, train_spiece
 
     root = tmp_path_factory.mktemp("distill")
-    ncbi = shared_data / "ner" / "NCBI-disease"
+    ncbi = ncbi_disease
     sentences = read_sentences(ncbi / "train.tsv")
     corpus = write_corpus(root / "train.txt", sentences)
     held_out = write_corpus(root / "dev.txt", read_sentences(ncbi / "devel.tsv", 300))

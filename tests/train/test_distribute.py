@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biozoo.testing import chemprot_subset
+from biozoo.testing import bioasq_dev, chemprot_subset
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -161,16 +161,19 @@ def write_hoc(path, count, seed):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def task_data(kind, shared_data, root):
+def task_data(kind, request, root):
+    """Small data of task `kind`: NER from the embedded NCBI-disease, RE and QA from the shared corpora."""
     root.mkdir(parents=True, exist_ok=True)
     if kind == "ner":
+        ncbi_disease = request.getfixturevalue("ncbi_disease")
         for split in ("train", "devel", "test"):
-            blocks = (shared_data / "ner" / "NCBI-disease" / f"{split}.tsv").read_text(encoding="utf-8").split("\n\n")
+            blocks = (ncbi_disease / f"{split}.tsv").read_text(encoding="utf-8").split("\n\n")
             (root / f"{split}.tsv").write_text("\n\n".join(blocks[:40]) + "\n", encoding="utf-8")
     elif kind == "re":
-        chemprot_subset(shared_data, root, {"train": 40, "dev": 8, "test": 8})
+        chemprot_subset(request.getfixturevalue("shared_data"), root, {"train": 40, "dev": 8, "test": 8})
     elif kind == "qa":
-        data = json.loads((shared_data / "qa" / "bioasq" / "dev.json").read_text(encoding="utf-8"))
+        shared_data = request.getfixturevalue("shared_data")
+        data = json.loads(bioasq_dev(shared_data).read_text(encoding="utf-8"))
         data["data"] = data["data"][:1]
         data["data"][0]["paragraphs"] = data["data"][0]["paragraphs"][:20]
         (root / "train.json").write_text(json.dumps(data), encoding="utf-8")
@@ -181,7 +184,7 @@ def task_data(kind, shared_data, root):
 
 
 @pytest.mark.parametrize("kind", ["ner", "re", "qa", "doc"])
-def test_train_step_compiles_with_xla_and_static_shapes(kind, tmp_path, shared_data, tiny_bert_real_vocab):
+def test_train_step_compiles_with_xla_and_static_shapes(kind, tmp_path, request, tiny_bert_real_vocab):
     import tensorflow as tf
 
     from biozoo.train.adapters import ADAPTERS
@@ -189,7 +192,7 @@ def test_train_step_compiles_with_xla_and_static_shapes(kind, tmp_path, shared_d
     from biozoo.train.loop import train
     from biozoo.optim import make_optimizer
 
-    data = task_data(kind, shared_data, tmp_path / kind)
+    data = task_data(kind, request, tmp_path / kind)
     hp = Hyperparameters(batch_size=4, max_seq_length=64, learning_rate=1e-3)
     adapter = ADAPTERS[kind]()
     splits = adapter.load(data, only="train")
