@@ -24,6 +24,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from biozoo.errors import BiozooError
+from biozoo.tokenizers import tf_text_engine
 
 # No-pooler families: what `pooled_output` holds instead of an (untrained) pooler.
 CLS_STATE = "the final hidden state of the first token ([CLS]); this family has no pooler"
@@ -58,15 +59,14 @@ class _Tokenization:
             root.wordpiece = tokenizer._fast_word_piece
         elif isinstance(tokenizer, SentencePieceTokenizer):
             self.kind = "sentencepiece"
-            tokenizer._special_token_ids(tf.constant([""]))  # builds the special-token table
             root.sentencepiece = tokenizer._sentence_piece
-            root.special_token_table = tokenizer._token_table
+            root.special_token_table = tf_text_engine.special_token_table(tokenizer)
         else:
             raise BiozooError(f"no TF Hub preprocessor for tokenizer {type(tokenizer).__name__}.")
 
     def ids(self, sentences):
         """`[batch]` strings -> int32 ragged `[batch, (tokens)]`, the ids `Tokenizer` gives."""
-        return tf.cast(self.tokenizer._ragged_ids(sentences), tf.int32)
+        return tf.cast(self.tokenizer.ragged_ids(sentences), tf.int32)
 
     def ids_by_word(self, sentences):
         """Words split off the raw text with character offsets, and their token ids:
@@ -80,11 +80,8 @@ class _Tokenization:
 
 
 def _bert_words_with_offsets(sentences):
-    from biozoo.tokenizers import _hf_unicode as U
-    from biozoo.tokenizers import _text
-
-    space = f"{_text._join(U.SPLIT_WHITESPACE)}|{_text.WHITESPACE}"
-    single = f"{_text.KEEP}|{_text.CJK}"
+    space = f"{tf_text_engine.SPLIT_WHITESPACE}|{tf_text_engine.WHITESPACE}"
+    single = f"{tf_text_engine.KEEP}|{tf_text_engine.CJK}"
     return tf_text.regex_split_with_offsets(sentences, f"{space}|{single}", single)
 
 

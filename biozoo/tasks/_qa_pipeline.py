@@ -24,9 +24,9 @@ def pipeline_tokens(tokenizer, contexts):
     Special tokens written in the text are tokens (and words) of their own, as in HF; the
     text between them is tokenized word by word (`_WordPieceOffsets`, `_SentencePieceOffsets`).
     """
-    from biozoo.tokenizers._text import special_tokens_pattern
+    from biozoo.tokenizers.words import special_tokens_pattern
 
-    special = re.compile(special_tokens_pattern(tokenizer._special_and_added_tokens()))
+    special = re.compile(special_tokens_pattern(tokenizer.kept_whole()))
     reader = (_SentencePieceOffsets if _is_sentencepiece(tokenizer) else _WordPieceOffsets)(tokenizer)
     segments = []  # per context: [(start, end, special)]
     for context in contexts:

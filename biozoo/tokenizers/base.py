@@ -1,63 +1,79 @@
-"""The base class of biozoo's tokenizers: HF-exact ids, added tokens, word offsets.
+"""The base class of biozoo's tokenizers: HF-exact ids and offsets, added tokens, two engines.
 
-`biozoo.Tokenizer` (biozoo/api.py) is the public entry point that loads one from any handle."""
+`biozoo.Tokenizer` (biozoo/api.py) is the public entry point that loads one from any handle.
+
+A tokenizer has two engines with equal ids. Called eagerly (any Keras backend, no TensorFlow
+needed) it runs the HF `tokenizers` pipeline of `biozoo.tokenizers.eager`; inside a TensorFlow
+graph (tf.data, tf.function, SavedModel / TF Hub exports) it runs the tensorflow-text ops of
+`biozoo.tokenizers.tf_text_engine`, imported only there. KerasHub's tokenizers split their work
+the same way.
+"""
 
 from __future__ import annotations
 
+import sys
 import weakref
 
 import keras_hub
-from keras_hub.src.utils.tensor_utils import preprocessing_function
+import numpy as np
 
+from biozoo.tokenizers import eager
 
-# tokenizer -> its `_ragged_ids` as a tf.function. Kept off the tokenizer: an attribute would be
-# tracked, and saved with any SavedModel the tokenizer is part of.
-_ID_FUNCTIONS = weakref.WeakKeyDictionary()
-
-
-def _ids_function(tokenizer):
-    """`_ragged_ids` traced once: eager, its hundreds of string ops cost ~40 ms per call."""
-    import tensorflow as tf
-
-    function = _ID_FUNCTIONS.get(tokenizer)
-    if function is None:
-        tokenizer._maybe_initialized_tf()
-        if hasattr(tokenizer, "_special_token_ids"):
-            # SentencePiece builds its special-token table on first use: build it eagerly, or its
-            # keys would belong to this trace and no SavedModel holding the tokenizer could save it
-            tokenizer._special_token_ids(tf.constant([""]))
-        owner = weakref.ref(tokenizer)  # the cache must not keep its key alive
-        function = tf.function(lambda texts: owner()._ragged_ids(texts),
-                               input_signature=[tf.TensorSpec([None], tf.string)])
-        _ID_FUNCTIONS[tokenizer] = function
-    return function
+# tokenizer -> its HF `tokenizers` engine. Kept off the tokenizer: Keras tracks attributes, and
+# SavedModel exports would try to save a Rust object.
+_ENGINES = weakref.WeakKeyDictionary()
 
 
 class Tokenizer(keras_hub.tokenizers.Tokenizer):
-    """A tokenizer whose ids equal the HF tokenizer's; `from_preset` reads a local Keras preset
-    directory (use `biozoo.Tokenizer.from_preset` for names and other handles).
+    """A tokenizer whose ids and offsets equal the HF tokenizer's; `from_preset` reads a local Keras
+    preset directory (use `biozoo.Tokenizer.from_preset` for names and other handles).
+
+    Called on a string it returns its ids (a 1-D array); on a list of strings, a list of id lists,
+    or a `[batch, sequence_length]` array when `sequence_length` is set; in a TensorFlow graph,
+    tensors (ragged without `sequence_length`).
 
     Example:
         >>> tokenizer = BertTokenizer(vocabulary="vocab.txt", lowercase=True)
         >>> tokenizer.ids(["BRCA1 mutations in breast cancer."])
+        >>> tokenizer.token_spans(["BRCA1 mutations"])  # [[(id, 0, 4), (id, 4, 5), ...]]
     """
 
     # Literal strings kept as single tokens (entity markers such as "@GENE$"); they are
-    # matched in the raw text, before normalization, as HF matches its added tokens.
+    # matched in the raw text, before normalization, as HF matches its special tokens.
     added_tokens = ()
 
     def ids(self, texts):
-        """Token ids of each string as Python lists (fast for long lists of strings)."""
-        import tensorflow as tf
+        """Token ids of each string, without special tokens, as Python lists."""
+        texts = _check_texts(texts)
+        return eager.encode_ids(self.engine(), texts) if texts else []
 
-        if len(texts) == 0:
-            return []
-        # a tf.constant, not a list: Keras would inspect each element of a Python list
-        texts = tf.constant(list(texts), tf.string)
-        if self.sequence_length:
-            out = self(texts)
-            return [list(map(int, x)) for x in out]
-        return _ids_function(self)(texts).to_list()
+    def token_spans(self, texts):
+        """Per text, `[(token id, start, end), ...]` without special tokens: the ids `ids` gives and
+        each token's character span in the text (HF's `offset_mapping`)."""
+        texts = _check_texts(texts)
+        return eager.encode_spans(self.engine(), texts) if texts else []
+
+    def engine(self):
+        """The HF `tokenizers` pipeline of this tokenizer (built once)."""
+        engine = _ENGINES.get(self)
+        if engine is None:
+            engine = _ENGINES[self] = self._build_engine()
+        return engine
+
+    def _build_engine(self):
+        raise NotImplementedError
+
+    def _forget_engines(self):
+        """Drop the engines built from the vocabulary (it changed); they are rebuilt when used."""
+        _ENGINES.pop(self, None)
+        graph_engine = sys.modules.get("biozoo.tokenizers.tf_text_engine")
+        if graph_engine is not None:
+            graph_engine.forget(self)
+
+    def kept_whole(self):
+        """The special and added tokens, which the text keeps whole wherever they occur."""
+        tokens = [getattr(self, attr) for attr in getattr(self, "_special_token_attrs", [])]
+        return list(dict.fromkeys([t for t in tokens if t] + list(self.added_tokens)))
 
     def with_added_tokens(self, tokens):
         """A copy of this tokenizer that keeps `tokens` whole (new ids at the end of the
@@ -70,56 +86,61 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
 
     def split_words(self, text):
         """`[(word, start, end)]`: the words this tokenizer tokenizes separately, with their
-        character offsets in `text` (for mapping predictions back to the input)."""
+        character offsets in `text` (SQuAD's word-level answer mapping uses them)."""
         raise NotImplementedError
-
-    def token_spans(self, texts):
-        """Per text, `[(token id, start, end), ...]` without special tokens: the ids `ids` gives and
-        each token's character span in the text (HF's `offset_mapping`)."""
-        from biozoo.tokenizers._offsets import token_spans
-
-        words = [self.split_words(text) for text in texts]
-        ids = self.ids([w for ws in words for w, _, _ in ws])
-        vocabulary = self.get_vocabulary()
-        out, k = [], 0
-        for ws in words:
-            row = []
-            for word, start, end in ws:
-                word_ids = ids[k]
-                k += 1
-                normalized, origin = self._alignment(word)
-                spans = token_spans([vocabulary[i] for i in word_ids], start, end, normalized, origin,
-                                    self.continuation_prefix, self.unk_token)
-                row.extend((i, a, b) for i, (a, b) in zip(word_ids, spans))
-            out.append(row)
-        return out
 
     continuation_prefix = None  # WordPiece marks a word's later tokens ("##")
 
-    def _alignment(self, word):
-        """(normalized word, input index of each of its characters)."""
-        return word, list(range(len(word)))
+    def tokenize(self, inputs):
+        self._check_vocabulary()
+        if in_tf_graph():
+            from biozoo.tokenizers import tf_text_engine
 
-    @preprocessing_function
-    def _tokenize_tf(self, inputs):
-        import tensorflow as tf
+            return tf_text_engine.tokenize(self, inputs)
+        return self._tokenize_eager(inputs)
 
-        # subclasses give `_ragged_ids`: strings -> ragged ids, in pure TF ops
-        self._maybe_initialized_tf()
-        if not isinstance(inputs, tf.RaggedTensor):
-            inputs = tf.convert_to_tensor(inputs)
-        unbatched = inputs.shape.rank == 0
-        if unbatched:
-            inputs = tf.expand_dims(inputs, 0)
-        tokens = self._ragged_ids(inputs)
-        if self.sequence_length:
-            output_shape = tokens.shape.as_list()
-            output_shape[-1] = self.sequence_length
-            tokens = tokens.to_tensor(shape=output_shape)
-        if unbatched:
-            tokens = tf.squeeze(tokens, 0)
-        return tokens
+    def _tokenize_eager(self, inputs):
+        """KerasHub's eager output: ids of a string as an array; of a list, id lists, or an array
+        `[batch, sequence_length]` (padded with the pad token, cut) when `sequence_length` is set."""
+        if isinstance(inputs, (str, bytes)):
+            return np.asarray(self.ids([inputs])[0], self.compute_dtype)
+        rows = self.ids(inputs)
+        if not self.sequence_length:
+            return rows
+        pad, length = self.pad_token_id, self.sequence_length
+        return np.asarray([row[:length] + [pad] * (length - len(row[:length])) for row in rows], self.compute_dtype)
 
-    def _special_and_added_tokens(self):
-        tokens = [getattr(self, attr) for attr in getattr(self, "_special_token_attrs", [])]
-        return list(dict.fromkeys([t for t in tokens if t] + list(self.added_tokens)))
+    def ragged_ids(self, inputs):
+        """`[batch]` string tensor -> ragged `[batch, (tokens)]` ids, in TensorFlow ops (graphs)."""
+        raise NotImplementedError
+
+    def _maybe_initialized_tf(self):
+        """Build the tensorflow-text resources (subclasses); the graph engine calls it first."""
+
+    def _use_tf_workflow(self):
+        return in_tf_graph()
+
+
+def in_tf_graph():
+    """True while TensorFlow traces a graph (tf.function, tf.data); never imports TensorFlow."""
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and hasattr(tf, "executing_eagerly") and not tf.executing_eagerly()
+
+
+def _check_texts(texts):
+    """`texts` as a list of str; a bare string, a non-string or a lone surrogate is one clear error."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"expected a list of texts, got a single {type(texts).__name__}: pass [text]")
+    if hasattr(texts, "numpy"):  # a tf.Tensor of strings, eagerly
+        texts = [t.decode("utf-8") for t in np.asarray(texts.numpy()).reshape(-1)]
+    texts = [t.decode("utf-8") if isinstance(t, (bytes, np.bytes_)) else t for t in texts]
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"text {i} is {type(text).__name__}, not a string")
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise ValueError(f"text {i} holds a lone surrogate ({text[error.start]!r} at character "
+                                 f"{error.start}), which is not Unicode text") from None
+    return texts

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import keras
 import keras_hub
-import tensorflow as tf
 
-from biozoo.tokenizers import _text
+from biozoo.tokenizers import eager
 from biozoo.tokenizers.base import Tokenizer
-
 
 # Rust's char::is_whitespace (Unicode White_Space), which HF's WhitespaceSplit splits on.
 UNICODE_WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
@@ -51,39 +51,50 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
         self.added_tokens = tuple(added_tokens)
         self.lowercase = lowercase
         self.keep_accents = keep_accents
-        self._token_table = None
         super().__init__(proto=proto, sequence_length=sequence_length, **kwargs)
 
     def set_proto(self, proto):
+        self._sentence_piece = None
+        self._forget_engines()
         super().set_proto(proto)
-        self._token_table = None
-        self._split_whitespace = None
+        self.whitespace_to_space = None
         if self.proto is not None:
             # HF splits words on Unicode whitespace *after* the model's own normalizer
             # (WhitespaceSplit); SentencePiece only breaks pieces at what that normalizer turns
-            # into spaces. Characters it leaves alone (NEL, Ogham space) are spaced out first.
+            # into spaces. The graph engine spaces out the characters it leaves alone (NEL, Ogham
+            # space) first.
             survivors = [c for c in UNICODE_WHITESPACE if c in self._sentence_piece_spm.normalize(f"x{c}y")]
             if survivors:
-                self._split_whitespace = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in survivors) + "]"
+                self.whitespace_to_space = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in survivors) + "]"
             missing = [t for t in self.added_tokens if t not in self._token_to_id_map]
             for token in missing:
                 self._token_to_id_map[token] = len(self._vocabulary)
                 self._vocabulary.append(token)
 
+    def _set_proto_tf(self, proto):
+        # KerasHub builds its tf-text tokenizer whenever tf-text is installed; biozoo only where
+        # TensorFlow is the backend or a graph asks for it (`_maybe_initialized_tf`).
+        if keras.backend.backend() == "tensorflow":
+            self._sentence_piece = None
+            self._maybe_initialized_tf(proto)
+
+    def _maybe_initialized_tf(self, proto=None):
+        if getattr(self, "_sentence_piece", None) is None:
+            from biozoo.tokenizers import tf_text_engine
+
+            super()._set_proto_tf(tf_text_engine.unigram_proto(proto or self.proto))
+
     def _copy_vocabulary(self, other):
         self.set_proto(other.proto)
+
+    def _build_engine(self):
+        return eager.sentencepiece_engine(self.proto, self.lowercase, self.keep_accents, self.get_vocabulary(),
+                                          self.kept_whole())
 
     def split_words(self, text):
         """Whitespace-separated words: SentencePiece (HF: WhitespaceSplit + Metaspace)
         tokenizes each on its own, so per-word pieces equal whole-text pieces."""
-        import re
-
         return [(m.group(), m.start(), m.end()) for m in re.finditer(f"[^{re.escape(UNICODE_WHITESPACE)}]+", text)]
-
-    def _alignment(self, word):
-        from biozoo.tokenizers._offsets import albert_alignment
-
-        return albert_alignment(word, self.lowercase, self.keep_accents)
 
     def vocabulary_size(self):
         self._check_vocabulary()
@@ -101,34 +112,10 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
         self._check_vocabulary()
         return self._token_to_id_map[token]
 
-    def _use_tf_workflow(self):
-        return True
+    def ragged_ids(self, inputs):
+        from biozoo.tokenizers import tf_text_engine
 
-    def _special_token_ids(self, tokens):
-        if self._token_table is None:
-            specials = self._special_and_added_tokens()
-            self._token_table = tf.lookup.StaticHashTable(
-                tf.lookup.KeyValueTensorInitializer(
-                    tf.constant(specials), tf.constant([self._token_to_id_map[t] for t in specials], tf.int64)
-                ),
-                default_value=-1,
-            )
-        return tf.cast(self._token_table.lookup(tokens), self.compute_dtype)
-
-    def _ragged_ids(self, inputs):
-        """`[batch]` strings -> ragged `[batch, (tokens)]` ids (pure TF ops; exports trace it)."""
-        # Several string ops stop at NUL; HF reads it as an unknown character, as U+FFFF.
-        inputs = tf.strings.regex_replace(inputs, "\\x00", "\uffff")
-        pattern = _text.special_tokens_pattern(self._special_and_added_tokens())
-        segments, is_special = _text.split_special_tokens(inputs, pattern)
-        flat = segments.flat_values
-        text = _text.albert_normalize(flat, self.lowercase, self.keep_accents)
-        if self._split_whitespace:
-            text = tf.strings.regex_replace(text, self._split_whitespace, " ")
-        ids = self._sentence_piece.tokenize(text)
-        ids = _text.replace_rows(ids, is_special.flat_values, self._special_token_ids(flat))
-        tokens = segments.with_flat_values(ids).merge_dims(1, 2)
-        return tokens
+        return tf_text_engine.sentencepiece_ragged_ids(self, inputs)
 
     def get_config(self):
         config = super().get_config()

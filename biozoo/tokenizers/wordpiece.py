@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import keras
 import keras_hub
-import tensorflow as tf
-import tensorflow_text as tf_text
 
-from biozoo.tokenizers import _text
+from biozoo.tokenizers import eager
 from biozoo.tokenizers.base import Tokenizer
+from biozoo.tokenizers.words import split_words
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
 class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
-    """WordPiece with HF `BertNormalizer` + `BertPreTokenizer` semantics, in-graph.
+    """WordPiece with HF `BertNormalizer` + `BertPreTokenizer` semantics, eager and in-graph.
 
     Differences from `keras_hub.tokenizers.WordPieceTokenizer` that change ids on
     biomedical text: control and format characters (soft hyphen, zero-width space) are
@@ -63,6 +62,18 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
             **kwargs,
         )
 
+    def _set_vocabulary_tf(self):
+        # KerasHub builds its tf-text tokenizer whenever tf-text is installed; biozoo only where
+        # TensorFlow is the backend or a graph asks for it (`_maybe_initialized_tf`).
+        if keras.backend.backend() == "tensorflow":
+            self._maybe_initialized_tf()
+
+    def _maybe_initialized_tf(self):
+        if getattr(self, "_fast_word_piece", None) is None:
+            from biozoo.tokenizers import tf_text_engine
+
+            self._fast_word_piece = tf_text_engine.fast_wordpiece(self)
+
     def set_vocabulary(self, vocabulary):
         if isinstance(vocabulary, str):
             with open(vocabulary, encoding="utf-8") as file:
@@ -71,55 +82,26 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
             vocabulary = list(vocabulary)
             present = set(vocabulary)
             vocabulary += [t for t in getattr(self, "added_tokens", ()) if t not in present]
+        self._fast_word_piece = None
+        self._forget_engines()
         super().set_vocabulary(vocabulary)
-
-    def _set_vocabulary_tf(self):
-        # HF limits words by characters, FastWordpiece by bytes: allow 4 bytes per
-        # character here and apply HF's character limit in `_words`.
-        self._fast_word_piece = tf_text.FastWordpieceTokenizer(
-            vocab=self.vocabulary,
-            token_out_type=self.compute_dtype,
-            suffix_indicator=self.suffix_indicator,
-            unknown_token=self.oov_token,
-            max_bytes_per_word=4 * self.max_input_chars_per_word,
-            no_pretokenization=True,
-            support_detokenization=True,
-        )
 
     def _copy_vocabulary(self, other):
         self.set_vocabulary(other.get_vocabulary())
 
+    def _build_engine(self):
+        return eager.wordpiece_engine(self.get_vocabulary(), self.lowercase, self.hf_strip_accents,
+                                      self.max_input_chars_per_word, self.unk_token, self.kept_whole())
+
     def split_words(self, text):
-        from biozoo.tokenizers.words import split_words
-
         return split_words(text)
-
-    def _use_tf_workflow(self):
-        return True
 
     continuation_prefix = "##"
 
-    def _alignment(self, word):
-        from biozoo.tokenizers._offsets import bert_alignment
+    def ragged_ids(self, inputs):
+        from biozoo.tokenizers import tf_text_engine
 
-        return bert_alignment(word, self.lowercase, self.strip_accents)
-
-    def words(self, inputs):
-        """Normalized words, `[batch] -> ragged [batch, (words)]`, special tokens kept whole."""
-        # Several string ops stop at NUL, which HF's clean_text removes anyway.
-        inputs = tf.strings.regex_replace(inputs, "\\x00", "")
-        pattern = _text.special_tokens_pattern(self._special_and_added_tokens())
-        segments, is_special = _text.split_special_tokens(inputs, pattern)
-        flat = segments.flat_values
-        words = _text.bert_pretokenize(flat, self.lowercase, self.strip_accents)
-        words = _text.replace_rows(words, is_special.flat_values, flat)
-        words = segments.with_flat_values(words).merge_dims(1, 2)
-        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.max_input_chars_per_word
-        return words.with_flat_values(tf.where(too_long, self.oov_token, words.flat_values))
-
-    def _ragged_ids(self, inputs):
-        """`[batch]` strings -> ragged `[batch, (tokens)]` ids (pure TF ops; exports trace it)."""
-        return self._fast_word_piece.tokenize(self.words(inputs)).merge_dims(-2, -1)
+        return tf_text_engine.wordpiece_ragged_ids(self, inputs)
 
     def get_config(self):
         config = super().get_config()

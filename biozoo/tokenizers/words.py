@@ -26,3 +26,9 @@ def _patterns():
 def split_words(text):
     """`[(word, start, end), ...]` for `text`; `text[start:end] == word`."""
     return [(m.group(), m.start(), m.end()) for m in _patterns().finditer(text)]
+
+
+def special_tokens_pattern(tokens):
+    """A regular expression (Python `re` and RE2 alike) matching any of `tokens` literally, longest first."""
+    tokens = sorted(set(tokens), key=len, reverse=True)
+    return "|".join(re.escape(t) for t in tokens)

@@ -19,8 +19,8 @@ from biozoo.tokenizers import tokenizer_json  # noqa: E402
 TRANSFORMERS_5_FILES = ["tokenizer.json", "tokenizer_config.json"]
 MARKERS = ["@GENE$", "@DISEASE$", "@CHEMICAL$"]  # entity markers, added with `add_tokens`
 EXTRA_SPECIAL = ["<e1>", "</e1>"]  # added with `add_special_tokens`
-# Special tokens that NFKD makes: HF's Unigram model produces their pieces, as biozoo's
-# rebuilt SentencePiece model does; the original spiece.model holds them as control pieces.
+# Special tokens that NFKD makes: HF's Unigram model produces their pieces, and so does biozoo, from
+# tokenizer.json or spiece.model (which holds them as control pieces, never produced by SentencePiece).
 FULLWIDTH_SPECIALS = "fullwidth ＜pad＞ x［CLS］ ［MASK］y"
 HARD_CASES = [
     "ΟΔΟΣ Σίσυφος: α-β γ-δ Δ9-THC, TGF-β1 and IFN-γ; κ-opioid",
@@ -134,7 +134,7 @@ def test_wordpiece_from_tokenizer_json(family, casing, cased_vocab, sentences, t
 def test_albert_from_tokenizer_json(casing, corpus_spiece, sentences, tmp_path):
     """The SentencePiece model rebuilt from tokenizer.json gives HF's ids (cased: but for ties,
     where the lower-cased model meets unknown capitals), and those of the original spiece.model
-    (but for `FULLWIDTH_SPECIALS`)."""
+    (`FULLWIDTH_SPECIALS` included)."""
     source, target = tmp_path / "source", tmp_path / "hf"
     source.mkdir()
     shutil.copy(corpus_spiece, source / "spiece.model")
@@ -147,9 +147,8 @@ def test_albert_from_tokenizer_json(casing, corpus_spiece, sentences, tmp_path):
     (source / "tokenizer_config.json").write_text(json.dumps(ALBERT_CASING[casing]))
     write_config(source, "albert", 2000)
     original = biozoo.Tokenizer.from_preset(str(source)).with_added_tokens(MARKERS + EXTRA_SPECIAL)
-    others = [s for s in sentences if s != FULLWIDTH_SPECIALS]
-    assert_same_ids(ours.ids(others), original.ids(others), others)
-    assert ours.ids([FULLWIDTH_SPECIALS]) != original.ids([FULLWIDTH_SPECIALS])
+    assert FULLWIDTH_SPECIALS in sentences
+    assert_same_ids(ours.ids(sentences), original.ids(sentences), sentences)
 
 
 def test_vocab_txt_and_tokenizer_json_agree(minilm_dir, sentences, tmp_path):

@@ -1,5 +1,6 @@
 """biozoo.Tokenizer.from_preset(handle) gives the same ids as the checkpoint's HF tokenizer
-(transformers' AutoTokenizer) on real biomedical sentences and on hard cases."""
+(transformers' AutoTokenizer) on real biomedical sentences and on hard cases, with both of its
+engines: eager (HF `tokenizers`, any backend) and in-graph (tensorflow-text)."""
 
 import json
 import shutil
@@ -8,6 +9,9 @@ import pytest
 import tensorflow as tf
 
 import biozoo
+from biozoo.tokenizers import tf_text_engine
+
+ENGINES = ("eager", "graph")
 
 HARD_CASES = [
     "ΟΔΟΣ Σίσυφος: α-β γ-δ Δ9-THC and TGF-β1, ΣΣ; κ-opioid",
@@ -31,6 +35,13 @@ def hf_tokenizer(directory):
     return transformers.AutoTokenizer.from_pretrained(str(directory))
 
 
+def engine_ids(tokenizer, engine):
+    """`texts -> ids` of one engine of `tokenizer`."""
+    if engine == "eager":
+        return tokenizer
+    return lambda texts: tf_text_engine.ids_function(tokenizer)(tf.constant(texts)).to_list()
+
+
 def assert_same_ids(ours, reference, texts):
     got = [list(map(int, ids)) for ids in ours(texts)]
     expected = [reference(text, add_special_tokens=False)["input_ids"] for text in texts]
@@ -38,11 +49,12 @@ def assert_same_ids(ours, reference, texts):
     assert not mismatches, "first mismatch: %r\nours %s\nHF   %s" % mismatches[0]
 
 
-def test_uncased_wordpiece_minilm(minilm_dir, corpus_sentences):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_uncased_wordpiece_minilm(minilm_dir, corpus_sentences, engine):
     ours = biozoo.Tokenizer.from_preset(str(minilm_dir))
     assert ours.lowercase is True
     assert len(corpus_sentences) >= 300
-    assert_same_ids(ours, hf_tokenizer(minilm_dir), corpus_sentences + HARD_CASES)
+    assert_same_ids(engine_ids(ours, engine), hf_tokenizer(minilm_dir), corpus_sentences + HARD_CASES)
 
 
 @pytest.fixture(scope="module")
@@ -61,18 +73,21 @@ def cased_vocab_dir(tmp_path_factory, ncbi_disease):
     return directory
 
 
-def test_cased_wordpiece(cased_vocab_dir, corpus_sentences):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cased_wordpiece(cased_vocab_dir, corpus_sentences, engine):
     ours = biozoo.Tokenizer.from_preset(str(cased_vocab_dir))
     assert ours.lowercase is False
-    assert_same_ids(ours, hf_tokenizer(cased_vocab_dir), corpus_sentences + HARD_CASES)
+    assert_same_ids(engine_ids(ours, engine), hf_tokenizer(cased_vocab_dir), corpus_sentences + HARD_CASES)
 
 
-def test_albert_sentencepiece(corpus_spiece, corpus_sentences, tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_albert_sentencepiece(corpus_spiece, corpus_sentences, tmp_path, engine):
     shutil.copy(corpus_spiece, tmp_path / "spiece.model")
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "albert", "vocab_size": 2000}))
     ours = biozoo.Tokenizer.from_preset(str(tmp_path))
-    assert_same_ids(ours, hf_tokenizer(tmp_path), corpus_sentences + HARD_CASES + ["``double'' quotes"])
+    assert_same_ids(engine_ids(ours, engine), hf_tokenizer(tmp_path),
+                    corpus_sentences + HARD_CASES + ["``double'' quotes", "fullwidth ＜pad＞ x［CLS］ ［MASK］y"])
 
 
 def test_tokenizer_works_in_tf_data(minilm_dir):
@@ -91,7 +106,7 @@ def test_every_code_point_like_hf(lowercase):
     decomposes and HF's NFD table does not, may differ (all in scripts added since Unicode 13)."""
     from tokenizers import normalizers, pre_tokenizers
 
-    from biozoo.tokenizers import _text
+    from biozoo.tokenizers import tf_text_engine
 
     points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     texts = ["a" + chr(c) + "b" for c in points]
@@ -100,7 +115,7 @@ def test_every_code_point_like_hf(lowercase):
     )
     pre = pre_tokenizers.BertPreTokenizer()
     expected = [[w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(t))] for t in texts]
-    got = [[w.decode() for w in words] for words in _text.bert_pretokenize(tf.constant(texts), lowercase, lowercase).to_list()]
+    got = [[w.decode() for w in words] for words in tf_text_engine.bert_pretokenize(tf.constant(texts), lowercase, lowercase).to_list()]
     differing = [i for i in range(len(points)) if got[i] != expected[i]]
     if not lowercase:
         assert differing == []
@@ -130,8 +145,10 @@ def table_drift(chars):
     return drift
 
 
-def test_every_bmp_code_point_albert(corpus_spiece, tmp_path):
-    """Full token ids for each Basic Multilingual Plane character inside and between words."""
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_bmp_code_point_albert(corpus_spiece, tmp_path, engine):
+    """Full token ids for each Basic Multilingual Plane character inside and between words: the
+    eager engine exactly; the graph engine but for characters whose Unicode tables differ."""
     shutil.copy(corpus_spiece, tmp_path / "spiece.model")
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "albert", "vocab_size": 2000}))
@@ -140,8 +157,11 @@ def test_every_bmp_code_point_albert(corpus_spiece, tmp_path):
     chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
     texts = [f"ab {c}x{c} y" for c in chars]
     expected = reference(texts, add_special_tokens=False)["input_ids"]
-    got = [list(map(int, ids)) for ids in ours(texts)]
+    got = [list(map(int, ids)) for ids in engine_ids(ours, engine)(texts)]
     differing = [c for c, g, e in zip(chars, got, expected) if g != e]
+    if engine == "eager":
+        assert differing == []
+        return
     unexplained = sorted(hex(ord(c)) for c in set(differing) - table_drift(differing))
     assert unexplained == []
     assert len(differing) < 50

@@ -1,0 +1,83 @@
+"""The eager tokenization engine: HF `tokenizers` pipelines built from a biozoo tokenizer's settings.
+
+Outside a TensorFlow graph, biozoo's tokenizers tokenize with the Rust library that HF's fast
+tokenizers are made of, configured as transformers configures BERT's and ALBERT's, so ids and
+character offsets equal HF's by construction and no TensorFlow is needed (JAX, PyTorch, Grain
+pipelines). Inside a graph (tf.data, tf.function, SavedModel exports) the tensorflow-text engine
+runs instead (`biozoo.tokenizers.tf_text_engine`); the tests hold the two equal.
+
+- WordPiece: `BertNormalizer` (clean text, CJK spacing, accents stripped when HF strips them,
+  per-code-point lower-casing), `BertPreTokenizer`, a `WordPiece` model with HF's per-word
+  character limit.
+- SentencePiece (ALBERT): the normalizer sequence of transformers' ALBERT converter (quotes,
+  NFKD and accent stripping unless kept, lower-casing, the model's own precompiled charsmap,
+  collapsed spaces), `WhitespaceSplit` + `Metaspace("▁")`, a `Unigram` model of the
+  SentencePiece model's pieces and scores.
+
+Special and added tokens are matched in the raw text and kept whole (`normalized=False`), as the
+tensorflow-text engine and HF's special tokens are.
+
+Example:
+    >>> engine = wordpiece_engine(vocabulary, lowercase=True, strip_accents=None,
+    ...                           max_input_chars_per_word=100, unk_token="[UNK]", kept=["[CLS]"])
+    >>> engine.encode("BRCA1 mutations", add_special_tokens=False).ids
+"""
+
+from __future__ import annotations
+
+from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
+
+METASPACE = "\u2581"
+
+
+def _keep_whole(engine, kept):
+    engine.add_special_tokens([AddedToken(token, normalized=False, special=True) for token in kept])
+    return engine
+
+
+def wordpiece_engine(vocabulary, lowercase, strip_accents, max_input_chars_per_word, unk_token, kept):
+    """A `tokenizers.Tokenizer` equal to HF's BertTokenizerFast for these settings (`strip_accents`
+    None: follows `lowercase`, as HF's); `kept`: tokens kept whole (special and added ones)."""
+    model = models.WordPiece({token: i for i, token in enumerate(vocabulary)}, unk_token=unk_token,
+                             max_input_chars_per_word=max_input_chars_per_word)
+    engine = Tokenizer(model)
+    engine.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                   strip_accents=strip_accents, lowercase=lowercase)
+    engine.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return _keep_whole(engine, kept)
+
+
+def sentencepiece_engine(proto, lowercase, keep_accents, vocabulary, kept):
+    """A `tokenizers.Tokenizer` equal to HF's AlbertTokenizerFast for the SentencePiece model
+    `proto` (serialized bytes); `vocabulary` is biozoo's (the model's pieces, then added tokens)."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    model_proto = sentencepiece_model_pb2.ModelProto()
+    model_proto.ParseFromString(proto)
+    pieces = [(piece.piece, piece.score) for piece in model_proto.pieces]
+    pieces += [(token, 0.0) for token in vocabulary[len(pieces):]]  # added tokens, kept whole below
+    engine = Tokenizer(models.Unigram(pieces, unk_id=model_proto.trainer_spec.unk_id, byte_fallback=False))
+    steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+    if not keep_accents:
+        steps += [normalizers.NFKD(), normalizers.StripAccents()]
+    if lowercase:
+        steps.append(normalizers.Lowercase())
+    charsmap = model_proto.normalizer_spec.precompiled_charsmap
+    if charsmap:
+        steps.append(normalizers.Precompiled(charsmap))
+    steps.append(normalizers.Replace(Regex(" {2,}"), " "))
+    engine.normalizer = normalizers.Sequence(steps)
+    engine.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")])
+    return _keep_whole(engine, kept)
+
+
+def encode_ids(engine, texts):
+    """Token ids of each text, without special tokens (encoded in parallel, offsets not tracked)."""
+    return [encoding.ids for encoding in engine.encode_batch_fast(list(texts), add_special_tokens=False)]
+
+
+def encode_spans(engine, texts):
+    """Per text, `[(token id, start, end), ...]` without special tokens: HF's `offset_mapping`."""
+    return [list(zip(encoding.ids, *zip(*encoding.offsets))) if encoding.ids else []
+            for encoding in engine.encode_batch(list(texts), add_special_tokens=False)]

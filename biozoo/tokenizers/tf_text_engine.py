@@ -1,0 +1,227 @@
+"""The in-graph tokenization engine: TensorFlow string ops and tensorflow-text that reproduce HF
+tokenizers' normalizers, pre-tokenizers and models.
+
+This is the only module of `biozoo.tokenizers` that imports TensorFlow. It runs where a graph
+needs the tokenizer (tf.data, tf.function, exported SavedModels and TF Hub preprocessors); eager
+calls use `biozoo.tokenizers.eager`, and the tests hold the two equal. The character classes come
+from `_hf_unicode`, generated from the HF `tokenizers` library itself, because RE2's `\\p{P}` /
+`\\s` and tensorflow-text's `case_fold_utf8` (NFKC case folding: µ->μ, ²->2, ß->ss) differ from
+what HF's BERT tokenizer does.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from biozoo.tokenizers import _hf_unicode as U
+from biozoo.tokenizers.words import special_tokens_pattern
+
+
+def _join(parts):
+    return "".join(parts)
+
+
+CONTROL = _join(U.CONTROL)
+WHITESPACE = _join(U.WHITESPACE)
+CJK = _join(U.CJK)
+NONSPACING_MARKS = _join(U.NONSPACING_MARKS)
+COMBINING_MARKS = _join(U.COMBINING_MARKS)
+SPLIT_WHITESPACE = _join(U.SPLIT_WHITESPACE)
+SPLIT = f"{SPLIT_WHITESPACE}|{_join(U.PUNCTUATION)}"
+KEEP = _join(U.PUNCTUATION)
+
+
+def lower(text):
+    """Per code point lower-casing, as HF's Rust normalizers do. Not case folding (which
+    also applies NFKC); and capital sigma always becomes σ, where ICU's string lower-casing
+    would write a final ς at the end of a word."""
+    text = tf.strings.regex_replace(text, "Σ", "σ")
+    return tf.strings.lower(text, encoding="utf-8")
+
+
+def bert_normalize(text, lowercase, strip_accents):
+    """HF `BertNormalizer`: clean control chars, space CJK, strip accents (NFD), lowercase."""
+    text = tf.strings.regex_replace(text, CONTROL, "")
+    text = tf.strings.regex_replace(text, WHITESPACE, " ")
+    text = tf.strings.regex_replace(text, CJK, r" \0 ")
+    if strip_accents:
+        text = tf_text.normalize_utf8(text, "NFD")
+        text = tf.strings.regex_replace(text, NONSPACING_MARKS, "")
+    if lowercase:
+        text = lower(text)
+    return text
+
+
+def bert_pretokenize(text, lowercase, strip_accents):
+    """Normalized words of each string: `[batch] -> ragged [batch, (words)]` (HF BertPreTokenizer)."""
+    text = bert_normalize(text, lowercase, strip_accents)
+    return tf_text.regex_split(text, SPLIT, KEEP)
+
+
+def albert_normalize(text, lowercase, keep_accents=False):
+    """The normalizers HF's AlbertTokenizer applies before the SentencePiece model's own."""
+    text = tf.strings.regex_replace(text, "``|''", '"')
+    if not keep_accents:
+        text = tf_text.normalize_utf8(text, "NFKD")
+        text = tf.strings.regex_replace(text, COMBINING_MARKS, "")
+    if lowercase:
+        text = lower(text)
+    return text
+
+
+def split_special_tokens(text, pattern):
+    """`[batch]` strings -> ragged `[batch, (segments)]` with special tokens as their own
+    segments, plus a boolean ragged mask marking them. As HF, special tokens are matched in
+    the raw text before any normalization."""
+    segments = tf_text.regex_split(text, pattern, pattern)
+    is_special = tf.strings.regex_full_match(segments.flat_values, pattern)
+    return segments, segments.with_flat_values(is_special)
+
+
+def replace_rows(values, is_special_row, replacements):
+    """Row i of ragged `values` becomes `[replacements[i]]` where `is_special_row[i]`."""
+    keep = tf.gather(tf.logical_not(is_special_row), values.value_rowids())
+    kept = tf.ragged.boolean_mask(values, values.with_flat_values(keep))
+    extra = tf.RaggedTensor.from_value_rowids(
+        tf.boolean_mask(replacements, is_special_row),
+        tf.boolean_mask(tf.range(tf.shape(is_special_row, out_type=tf.int64)[0]), is_special_row),
+        nrows=tf.shape(is_special_row, out_type=tf.int64)[0],
+    )
+    return tf.concat([kept, extra], axis=1)
+
+
+# ---- the engines of the two tokenizer kinds ------------------------------------------------------
+
+
+def fast_wordpiece(tokenizer):
+    """tensorflow-text's FastWordpieceTokenizer of a biozoo `WordPieceTokenizer`. HF limits words
+    by characters, FastWordpiece by bytes: 4 bytes per character are allowed here and HF's
+    character limit is applied in `wordpiece_words`."""
+    return tf_text.FastWordpieceTokenizer(
+        vocab=tokenizer.vocabulary, token_out_type=tokenizer.compute_dtype,
+        suffix_indicator=tokenizer.suffix_indicator, unknown_token=tokenizer.oov_token,
+        max_bytes_per_word=4 * tokenizer.max_input_chars_per_word, no_pretokenization=True,
+        support_detokenization=True)
+
+
+def wordpiece_words(tokenizer, inputs):
+    """Normalized words of a `WordPieceTokenizer`, `[batch] -> ragged [batch, (words)]`, special
+    tokens kept whole, words over HF's character limit replaced by the unknown token."""
+    # Several string ops stop at NUL, which HF's clean_text removes anyway.
+    inputs = tf.strings.regex_replace(inputs, "\\x00", "")
+    pattern = special_tokens_pattern(tokenizer.kept_whole())
+    segments, is_special = split_special_tokens(inputs, pattern)
+    flat = segments.flat_values
+    words = bert_pretokenize(flat, tokenizer.lowercase, tokenizer.strip_accents)
+    words = replace_rows(words, is_special.flat_values, flat)
+    words = segments.with_flat_values(words).merge_dims(1, 2)
+    too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > tokenizer.max_input_chars_per_word
+    return words.with_flat_values(tf.where(too_long, tokenizer.oov_token, words.flat_values))
+
+
+def wordpiece_ragged_ids(tokenizer, inputs):
+    """`[batch]` strings -> ragged `[batch, (tokens)]` ids of a `WordPieceTokenizer`."""
+    tokenizer._maybe_initialized_tf()
+    return tokenizer._fast_word_piece.tokenize(wordpiece_words(tokenizer, inputs)).merge_dims(-2, -1)
+
+
+# tokenizer -> the StaticHashTable of its special and added tokens' ids (off the tokenizer: an
+# attribute would be tracked and saved with any SavedModel holding it)
+_SPECIAL_TABLES = weakref.WeakKeyDictionary()
+
+
+def special_token_table(tokenizer):
+    """A StaticHashTable from the special and added tokens of `tokenizer` to their ids (built once,
+    eagerly: a table built inside a trace would belong to it, and no SavedModel could hold it)."""
+    table = _SPECIAL_TABLES.get(tokenizer)
+    if table is None:
+        specials = tokenizer.kept_whole()
+        with tf.init_scope():
+            table = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(specials), tf.constant([tokenizer.token_to_id(t) for t in specials], tf.int64)),
+                default_value=-1)
+        _SPECIAL_TABLES[tokenizer] = table
+    return table
+
+
+def forget(tokenizer):
+    """Drop what was built from `tokenizer`'s vocabulary (it changed)."""
+    _SPECIAL_TABLES.pop(tokenizer, None)
+    _ID_FUNCTIONS.pop(tokenizer, None)
+
+
+def _special_token_ids(tokenizer, tokens):
+    return tf.cast(special_token_table(tokenizer).lookup(tokens), tokenizer.compute_dtype)
+
+
+def unigram_proto(proto):
+    """The SentencePiece model `proto` (bytes) with its control pieces ([CLS], <pad>, ...) made
+    user-defined. HF's Unigram model holds them as ordinary pieces, which win wherever
+    normalization makes their text (NFKD: "＜pad＞" -> "<pad>"); SentencePiece never produces a
+    control piece, and always a user-defined one. Special tokens written as such are kept whole
+    before the model either way."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    model = sentencepiece_model_pb2.ModelProto()
+    model.ParseFromString(proto)
+    kinds = sentencepiece_model_pb2.ModelProto.SentencePiece.Type
+    for piece in model.pieces:
+        if piece.type == kinds.CONTROL:
+            piece.type = kinds.USER_DEFINED
+    return model.SerializeToString()
+
+
+def sentencepiece_ragged_ids(tokenizer, inputs):
+    """`[batch]` strings -> ragged `[batch, (tokens)]` ids of a `SentencePieceTokenizer`."""
+    tokenizer._maybe_initialized_tf()
+    # Several string ops stop at NUL; HF reads it as an unknown character, as U+FFFF.
+    inputs = tf.strings.regex_replace(inputs, "\\x00", "\uffff")
+    pattern = special_tokens_pattern(tokenizer.kept_whole())
+    segments, is_special = split_special_tokens(inputs, pattern)
+    flat = segments.flat_values
+    text = albert_normalize(flat, tokenizer.lowercase, tokenizer.keep_accents)
+    if tokenizer.whitespace_to_space:
+        text = tf.strings.regex_replace(text, tokenizer.whitespace_to_space, " ")
+    ids = tokenizer._sentence_piece.tokenize(text)
+    ids = replace_rows(ids, is_special.flat_values, _special_token_ids(tokenizer, flat))
+    return segments.with_flat_values(ids).merge_dims(1, 2)
+
+
+def tokenize(tokenizer, inputs):
+    """The graph path of a biozoo tokenizer's `tokenize`: strings (a scalar or `[batch]`) ->
+    ragged ids, or dense `[batch, sequence_length]` when the tokenizer has one."""
+    if not isinstance(inputs, tf.RaggedTensor):
+        inputs = tf.convert_to_tensor(inputs)
+    unbatched = inputs.shape.rank == 0
+    if unbatched:
+        inputs = tf.expand_dims(inputs, 0)
+    tokens = tokenizer.ragged_ids(inputs)
+    if tokenizer.sequence_length:
+        output_shape = tokens.shape.as_list()
+        output_shape[-1] = tokenizer.sequence_length
+        tokens = tokens.to_tensor(shape=output_shape)
+    if unbatched:
+        tokens = tf.squeeze(tokens, 0)
+    return tokens
+
+
+# tokenizer -> its `ragged_ids` as a tf.function (kept off the tokenizer, as the tables are)
+_ID_FUNCTIONS = weakref.WeakKeyDictionary()
+
+
+def ids_function(tokenizer):
+    """`tokenizer.ragged_ids` traced once, `[batch]` strings -> ragged ids: what the tests compare
+    with the eager engine, and what serving code calls outside a graph."""
+    function = _ID_FUNCTIONS.get(tokenizer)
+    if function is None:
+        tokenizer._maybe_initialized_tf()
+        special_token_table(tokenizer)
+        owner = weakref.ref(tokenizer)  # the cache must not keep its key alive
+        function = tf.function(lambda texts: owner().ragged_ids(texts),
+                               input_signature=[tf.TensorSpec([None], tf.string)])
+        _ID_FUNCTIONS[tokenizer] = function
+    return function
