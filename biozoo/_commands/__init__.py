@@ -6,6 +6,17 @@ PRECISION_HELP = ("inference precision: float32 (default), bfloat16 (Keras' bflo
                   "dynamic-range quantization, run by the LiteRT interpreter)")
 
 
+def run_command(module, argv):
+    """Run one command of `module` (a module of this package) with the command line `argv`, as the
+    CLI would; its exit status."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="biozoo")
+    module.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
 def data_argument(value):
     """A `--data` value: a path, or the name of a corpus packaged with biozoo (`ncbi-disease`)."""
     import os

@@ -54,7 +54,7 @@ def default_preset():
 
 def demo_command(args):
     import biozoo
-    from biozoo import cli
+    from biozoo._commands import annotate, run_command
     from biozoo.data import find_split, read_ner
     from biozoo.documents import read_documents
     from biozoo.tasks.finetuned import load_task
@@ -88,7 +88,7 @@ def demo_command(args):
     command = ["annotate", DEMO_DOCUMENTS, "--model", args.output, "--output-format", "pubtator",
                "--output", annotated, "--no-progress"]
     say(f"[5/5] biozoo {' '.join(command)}   (4 PubMed abstracts packaged with biozoo; AIONER's example, MIT)")
-    status = cli.main(command)
+    status = run_command(annotate, command)
     if status:
         raise RuntimeError(f"biozoo annotate exited with {status}")
     documents = list(read_documents([annotated]))
