@@ -1,4 +1,4 @@
-"""biozoo: biomedical language models for Keras 3 / TensorFlow, loaded by name.
+"""biozoo: biomedical language models for Keras 3, loaded by name.
 
     >>> import biozoo
     >>> biozoo.list_presets("bioformer_*", kind="backbone")
@@ -6,11 +6,15 @@
     >>> backbone = biozoo.from_preset("bioformer_8l")
     >>> tokenizer = biozoo.Tokenizer.from_preset("bioformer_8l")
 
-Importing biozoo registers its Keras classes, so presets it writes also load with
-`keras_hub.models.Backbone.from_preset(directory)`.
+`import biozoo` is light: the public names below are imported when first used (as transformers
+hands out its names), so the command line's `--help`, `list` and `info` import neither Keras nor
+TensorFlow. biozoo's Keras classes are registered as soon as KerasHub is imported, so presets it
+writes also load with `keras_hub.models.Backbone.from_preset(directory)`.
 """
 
+import importlib
 import os
+import sys
 
 from biozoo import _environment
 
@@ -20,20 +24,32 @@ _environment.load_triton_before_tensorflow()
 
 __version__ = "0.1.0"
 
-from biozoo import models  # noqa: E402  (registers the backbones and tokenizers)
-from biozoo.api import Tokenizer, from_preset  # noqa: E402
-from biozoo.registry import list_presets  # noqa: E402
-from biozoo.tasks import (  # noqa: E402
-    AionerTagger,
-    MaskedLM,
-    QuestionAnswerer,
-    ReplacedTokenDetector,
-    SequenceClassifier,
-    TokenClassifier,
-)
+# public name -> the module that defines it
+_PUBLIC = {
+    "from_preset": "biozoo.api",
+    "Tokenizer": "biozoo.api",
+    "list_presets": "biozoo.registry",
+    "TokenClassifier": "biozoo.tasks",
+    "SequenceClassifier": "biozoo.tasks",
+    "QuestionAnswerer": "biozoo.tasks",
+    "MaskedLM": "biozoo.tasks",
+    "ReplacedTokenDetector": "biozoo.tasks",
+    "AionerTagger": "biozoo.tasks",
+}
 
-__all__ = [
-    "from_preset", "list_presets", "Tokenizer", "__version__",
-    "TokenClassifier", "SequenceClassifier", "QuestionAnswerer", "MaskedLM", "ReplacedTokenDetector",
-    "AionerTagger",
-]
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'biozoo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+_environment.register_classes_with_keras_hub("biozoo.models")

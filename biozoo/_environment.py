@@ -1,6 +1,7 @@
 """Process set-up that must happen before TensorFlow is imported."""
 
 import glob
+import importlib.abc
 import importlib.util
 import os
 import sys
@@ -28,3 +29,40 @@ def load_triton_before_tensorflow():
         return
     if importlib.util.find_spec("triton") is not None:
         import triton  # noqa: F401
+
+
+class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports `then` right after the module `name` is imported (wrapping its loader)."""
+
+    def __init__(self, name, then):
+        self.name, self.then, self.loader = name, then, None
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # find the real spec, and hook only once
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        self.loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        # Imported on behalf of a biozoo module still being initialized: that import chain imports
+        # `then` itself when it needs it (importing it now would be circular).
+        if not any(getattr(getattr(m, "__spec__", None), "_initializing", False)
+                   for n, m in list(sys.modules.items()) if n.startswith("biozoo.")):
+            importlib.import_module(self.then)
+
+
+def register_classes_with_keras_hub(module):
+    """Import `module` (which registers biozoo's Keras classes) once KerasHub is imported: now if
+    it already is, else right after it, so that `import biozoo` alone stays light."""
+    if "keras_hub" in sys.modules:
+        importlib.import_module(module)
+    elif not any(isinstance(finder, _AfterImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport("keras_hub", module))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import biozoo.models  # noqa: F401  (registers the backbones and tokenizers with Keras)
 from biozoo.tokenizers.base import Tokenizer as TokenizerBase
 
 

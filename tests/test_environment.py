@@ -67,3 +67,43 @@ def test_reading_a_bin_checkpoint_loads_no_dynamo_or_triton(tmp_path):
 
     expected = ["torch", "triton"] if importlib.util.find_spec("triton") else ["torch"]  # triton: biozoo's own preload
     assert run.stdout.strip().splitlines()[-1] == str(expected)
+
+
+def test_import_help_list_and_info_load_neither_keras_nor_tensorflow():
+    """`import biozoo` hands its names out lazily: the registry commands stay light."""
+    code = textwrap.dedent("""
+        import contextlib, io, sys, time
+        start = time.process_time()
+        from biozoo.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            for argv in (["list"], ["list", "--kind", "task"], ["info", "bioformer_8l"]):
+                assert main(argv) == 0, argv
+            try:
+                main(["--help"])
+            except SystemExit:
+                pass
+        print(time.process_time() - start)
+        print(sorted(m for m in ("keras", "keras_hub", "tensorflow", "jax", "torch") if m in sys.modules))
+    """)
+    run = child(code)
+    assert run.returncode == 0, run.stderr
+    seconds, loaded = run.stdout.strip().splitlines()[-2:]
+    assert loaded == "[]"
+    assert float(seconds) < 1.0
+    control = child("import sys, biozoo; biozoo.TokenClassifier; print('keras' in sys.modules)")  # the check can fail
+    assert control.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_keras_hub_loads_a_biozoo_preset_after_a_plain_import_biozoo(tmp_path):
+    """biozoo's classes register when KerasHub is imported after `import biozoo`, and at once when
+    KerasHub came first."""
+    model = H.make_model("bert", "BertModel")
+    H.save_hf_directory(model, tmp_path / "hf")
+    from biozoo.cli import main
+
+    assert main(["convert", "--from", "hf", str(tmp_path / "hf"), "--output", str(tmp_path / "preset")]) == 0
+    for first in ("import biozoo\nimport keras_hub", "import keras_hub\nimport biozoo"):
+        code = first + f"\nprint(type(keras_hub.models.Backbone.from_preset({str(tmp_path / 'preset')!r})).__name__)"
+        run = child(code)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip().splitlines()[-1] == "BertBackbone"

@@ -1,5 +1,6 @@
 """Task models: NER (including AIONER), relation / document classification, QA, and pretraining heads."""
 
+import biozoo.models  # noqa: F401  (registers the backbones and tokenizers with Keras)
 from biozoo.tasks.aioner import AionerTagger
 from biozoo.tasks.finetuned import load_task
 from biozoo.tasks.pretraining import MaskedLM, ReplacedTokenDetector
