@@ -77,7 +77,7 @@ def make_certificate(model, tokenizer, runner, what, evaluation=None):
     """
     import tensorflow as tf
 
-    from biozoo.tasks._precision import ids_function, ids_signature
+    from biozoo.tasks.tf_inference import ids_function, ids_signature
 
     backbone = getattr(model, "backbone", model)
     x = packed_fixed_inputs(tokenizer, min(128, getattr(backbone, "max_sequence_length", None) or 128))
@@ -110,7 +110,7 @@ def make_certificate(model, tokenizer, runner, what, evaluation=None):
 
 def dev_scores(task, runner, adapter, examples, data):
     """The task metric of the float32 task and of `runner` on `examples`."""
-    from biozoo.tasks._precision import predicting_with
+    from biozoo.tasks.inference import predicting_with
 
     reference = adapter.evaluate(task, examples)
     with predicting_with(task, lambda x: runner(x)["logits"]):

@@ -18,7 +18,7 @@ import json
 import os
 
 from biozoo.errors import BiozooError
-from biozoo.tasks._precision import INPUT_NAMES
+from biozoo.tasks.tf_inference import INPUT_NAMES
 
 FORMATS = {"onnx": "model.onnx", "litert": "model.tflite"}
 QUANTIZATIONS = {"onnx": (None, "int8"), "litert": (None, "int8", "float16")}
@@ -44,7 +44,7 @@ def _convert(fmt, target, quantize, opset):
 
         blob = onnx_model_bytes(target, quantize, opset)
         return blob, OnnxRunner(blob)
-    from biozoo.tasks._precision import LiteRtRunner, litert_flatbuffer
+    from biozoo.tasks.tf_inference import LiteRtRunner, litert_flatbuffer
 
     blob = litert_flatbuffer(target, quantize)
     return blob, LiteRtRunner(blob)

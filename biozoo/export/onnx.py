@@ -48,11 +48,11 @@ def _register_erfc():
 
 
 def onnx_model_bytes(model, quantize=None, opset=OPSET):
-    """The serialized ONNX model of `biozoo.tasks._precision.ids_function(model)`: float32, or
+    """The serialized ONNX model of `biozoo.tasks.tf_inference.ids_function(model)`: float32, or
     with int8 weights and dynamically quantized activations (`quantize="int8"`)."""
     import tensorflow as tf
 
-    from biozoo.tasks._precision import ids_function, ids_signature
+    from biozoo.tasks.tf_inference import ids_function, ids_signature
 
     if quantize not in ONNX_QUANTIZATIONS:
         raise ValueError(f"ONNX quantization {quantize!r}: choose int8 (or none for float32)")
@@ -83,7 +83,7 @@ class OnnxRunner:
     def __init__(self, model_bytes, threads=None):
         import onnxruntime
 
-        from biozoo.tasks._precision import default_threads
+        from biozoo.tasks.tf_inference import default_threads
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or default_threads()

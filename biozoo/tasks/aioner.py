@@ -180,7 +180,7 @@ class AionerTagger:
     def __init__(self, backbone, tokenizer, label_names, decoder, head, name="aioner", precision="float32"):
         import keras
 
-        from biozoo.tasks._precision import check_precision
+        from biozoo.tasks.inference import check_precision
 
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
@@ -244,7 +244,7 @@ class AionerTagger:
 
     def _label_ids(self, encoded, batch_size):
         """Per block, the label id at every position (first pieces are what is read)."""
-        from biozoo.tasks._precision import predict_function
+        from biozoo.tasks.inference import predict_function
 
         if self._predict is None:
             self._predict = predict_function(self.model, self.precision)

@@ -25,13 +25,13 @@ class PresetTaskMixin:
     @property
     def precision(self):
         """The inference precision of `predict_*`, `annotate` and `answer`: "float32" (default),
-        "bfloat16" or "int8" (`biozoo.tasks._precision`). The bfloat16 and int8 models are
+        "bfloat16" or "int8" (`biozoo.tasks.inference`). The bfloat16 and int8 models are
         made from the weights when first used: set it after training."""
         return self._precision
 
     @precision.setter
     def precision(self, value):
-        from biozoo.tasks._precision import check_precision
+        from biozoo.tasks.inference import check_precision
 
         self._precision = check_precision(value)
 

@@ -278,7 +278,7 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
         """Start/end logits per window, `[(start [seq], end [seq]), ...]`; windows are cut to
         `max_length` tokens (default: the preprocessor's `sequence_length`)."""
         from biozoo.data.pipeline import model_input_batches
-        from biozoo.tasks._util import compiled_predict
+        from biozoo.tasks.inference import compiled_predict
 
         batches = model_input_batches(
             features.token_ids, self.preprocessor.tokenizer.pad_token_id, features.segment_ids,

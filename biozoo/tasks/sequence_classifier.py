@@ -12,7 +12,8 @@ from biozoo.convert.core import PROBLEM_TYPES
 from biozoo.data import IGNORE_LABEL
 from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
-from biozoo.tasks._util import compiled_predict, sigmoid, softmax
+from biozoo.tasks._util import sigmoid, softmax
+from biozoo.tasks.inference import compiled_predict
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tokenizers.base import Tokenizer
 

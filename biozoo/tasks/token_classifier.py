@@ -11,7 +11,8 @@ from keras_hub.src.models.task import Task
 
 from biozoo.data import IGNORE_LABEL
 from biozoo.optim import default_optimizer
-from biozoo.tasks._util import compiled_predict, softmax, use_xla
+from biozoo.tasks._util import softmax
+from biozoo.tasks.inference import compiled_predict, compiles_predictions
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tokenizers.base import Tokenizer
 
@@ -232,7 +233,7 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         batches = model_input_batches(
             windows.token_ids, self.preprocessor.tokenizer.pad_token_id,
             extra={"index": list(range(len(windows.token_ids)))}, scalars=("index",), batch_size=batch_size,
-            max_length=self.preprocessor.sequence_length, exact_lengths=not use_xla())
+            max_length=self.preprocessor.sequence_length, exact_lengths=not compiles_predictions())
         probs_per_window = [None] * len(windows.token_ids)
         predict = compiled_predict(self)
         for indices in batches.plan:

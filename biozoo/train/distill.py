@@ -428,7 +428,7 @@ def pretraining_data(tokenizer, corpus_files, *, max_seq_length, batch_size, see
 def masked_agreement(teacher, student, dataset):
     """Top-1 agreement of `student` with `teacher` on the masked tokens of `dataset` (batches
     `(x, {"mask_labels"})`), and each model's accuracy against the original tokens."""
-    from biozoo.tasks._util import compiled_predict
+    from biozoo.tasks.inference import compiled_predict
 
     agree = total = teacher_right = student_right = 0
     for x, y in dataset.as_numpy_iterator():

@@ -118,8 +118,8 @@ class TrainingRun:
         return path
 
     def jit(self, jit_compile="auto"):
-        """Compile train steps with XLA? "auto": on GPUs and TPUs (see `biozoo.tasks._util.use_xla`)."""
-        from biozoo.tasks._util import use_xla
+        """Compile train steps with XLA? "auto": on GPUs and TPUs (see `biozoo.tasks.tf_inference.use_xla`)."""
+        from biozoo.tasks.tf_inference import use_xla
 
         if jit_compile == "auto":
             return use_xla() or self.strategy.name == "tpu"

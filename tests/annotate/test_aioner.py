@@ -209,7 +209,7 @@ def test_aioner_model_takes_a_precision(taggers):
     bfloat16, and quantized to int8; both stay near float32 (bounds as in the tasks' tests)."""
     import numpy as np
 
-    from biozoo.tasks._precision import bfloat16_copy, predict_function
+    from biozoo.tasks.inference import bfloat16_copy, predict_function
     from biozoo.testing import MIXED_TOLERANCE
 
     tagger = taggers["softmax"]

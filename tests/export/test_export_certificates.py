@@ -57,7 +57,7 @@ def float32_gold(model_dir, sentences, tmp_path_factory):
 
 def test_precision_choices_of_the_cli_are_the_tasks():
     from biozoo._commands import PRECISION_CHOICES
-    from biozoo.tasks._precision import PRECISIONS
+    from biozoo.tasks.inference import PRECISIONS
 
     assert PRECISION_CHOICES == PRECISIONS
 
@@ -73,7 +73,7 @@ def test_bfloat16_and_int8_logits_stay_near_float32(model_dir, sentences):
     float32 (it did quantize), and its tags mostly agree."""
     from ai_edge_litert.interpreter import Interpreter
 
-    from biozoo.tasks._precision import litert_flatbuffer
+    from biozoo.tasks.tf_inference import litert_flatbuffer
     from biozoo.testing import MIXED_TOLERANCE
 
     float32 = biozoo.TokenClassifier.from_preset(str(model_dir))
@@ -85,7 +85,7 @@ def test_bfloat16_and_int8_logits_stay_near_float32(model_dir, sentences):
     found = {}
     for precision in ("bfloat16", "int8"):
         float32.precision = precision
-        from biozoo.tasks._util import compiled_predict
+        from biozoo.tasks.inference import compiled_predict
 
         found[precision] = np.abs(np.asarray(compiled_predict(float32)(x), np.float32) - reference)[mask].max() / scale
     float32.precision = "float32"
@@ -237,7 +237,7 @@ def test_max_f1_drop_needs_dev_data(model_dir, tmp_path):
 def test_every_task_takes_a_precision(task_name, tiny_bert_real_vocab):
     """Classification and QA predict through the same precision switch: their int8 and bfloat16
     outputs stay near float32's (bounds as in the NER test), and int8 is not float32."""
-    from biozoo.tasks._util import compiled_predict
+    from biozoo.tasks.inference import compiled_predict
     from biozoo.testing import MIXED_TOLERANCE
 
     cls = getattr(biozoo, task_name)
