@@ -19,6 +19,19 @@ from biozoo.testing import read_sentences, train_spiece  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under JAX or PyTorch, tests that need TensorFlow as the Keras backend are skipped, saying so."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return
+    skip = pytest.mark.skip(reason=f"needs TensorFlow as the Keras backend (this run: {backend})")
+    for item in items:
+        if item.get_closest_marker("tensorflow") is not None:
+            item.add_marker(skip)
+
+
 def shared_data_root():
     env = os.environ.get("BIOZOO_SHARED_DATA")
     return Path(env) if env else REPO / ".." / "shared" / "data"

@@ -444,8 +444,15 @@ def populate_hf_cache(hf_cache, repo, revision, source_dir):
 # ---- the battery --------------------------------------------------------------------------
 
 
+def to_numpy(value):
+    """A backend tensor (or a structure of them) as NumPy, whatever the Keras backend."""
+    import keras
+
+    return keras.tree.map_structure(lambda v: np.asarray(keras.ops.convert_to_numpy(v)), value)
+
+
 def _numpy(outputs):
-    return {k: np.asarray(v) for k, v in outputs.items()}
+    return {k: to_numpy(v) for k, v in outputs.items()}
 
 
 def _assert_same_outputs(got, expected, mask, atol, what):
@@ -514,12 +521,12 @@ def run_backbone_test(name, directory, spiece_model=None, sequence_lengths=(8, 2
 
     parity with transformers at every length in `sequence_lengths`; a padded batch gives the
     unpadded batch's outputs; `get_config` / `from_config` and `.keras` save / load round
-    trips give the same outputs; `predict` on a `tf.data.Dataset` equals the eager call; under
-    each mixed-precision policy the outputs have the compute dtype, the variables stay
-    float32, and the outputs are finite and close to float32 (`MIXED_TOLERANCE`).
+    trips give the same outputs; `predict` (on a `tf.data.Dataset` under TensorFlow, on NumPy
+    batches under the other backends) equals the eager call; under each mixed-precision policy the
+    outputs have the compute dtype, the variables stay float32, and the outputs are finite and close
+    to float32 (`MIXED_TOLERANCE`). It runs under every Keras backend.
     """
     import keras
-    import tensorflow as tf
 
     import biozoo
 
@@ -559,10 +566,14 @@ def run_backbone_test(name, directory, spiece_model=None, sequence_lengths=(8, 2
     assert type(loaded) is type(backbone)
     _assert_same_outputs(_numpy(loaded(inputs)), expected, mask, 1e-6, f"{case.name}: .keras load")
 
-    # predict on a tf.data pipeline (graph mode, batches of 2 and a short last batch)
-    dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(2)
-    predicted = backbone.predict(dataset, verbose=0)
-    _assert_same_outputs(_numpy(predicted), expected, mask, 1e-5, f"{case.name}: predict(tf.data)")
+    # predict in batches of 2 and a short last one (graph mode on a tf.data pipeline under TensorFlow)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        predicted = backbone.predict(tf.data.Dataset.from_tensor_slices(inputs).batch(2), verbose=0)
+    else:
+        predicted = backbone.predict(inputs, batch_size=2, verbose=0)
+    _assert_same_outputs(_numpy(predicted), expected, mask, 1e-5, f"{case.name}: predict")
 
     # mixed precision
     for policy in mixed_policies:
@@ -574,7 +585,7 @@ def run_backbone_test(name, directory, spiece_model=None, sequence_lengths=(8, 2
         for key, value in outputs.items():
             assert keras.backend.standardize_dtype(value.dtype) == compute, (
                 f"{case.name} {policy}: {key} is {value.dtype}, not {compute}")
-        outputs = {k: np.asarray(keras.ops.cast(v, "float32")) for k, v in outputs.items()}
+        outputs = {k: to_numpy(keras.ops.cast(v, "float32")) for k, v in outputs.items()}
         assert all(np.isfinite(v).all() for v in outputs.values()), f"{case.name} {policy}: non-finite outputs"
         scale = max(1.0, float(np.abs(expected["sequence_output"][mask.astype(bool)]).max()))
         _assert_same_outputs(outputs, expected, mask, MIXED_TOLERANCE[policy] * scale, f"{case.name} {policy}")
@@ -637,7 +648,7 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     if kind == "mlm":
         positions = np.array([[1, 3, 5], [0, 2, 9], [4, 5, 6]], np.int32)
         inputs = {**inputs, "mask_positions": positions}
-    ours = np.asarray(task(inputs))
+    ours = to_numpy(task(inputs))
     with torch.no_grad():
         out = model(**torch_inputs(model, inputs))
     if kind == "mlm":
@@ -656,7 +667,7 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
 
     restored = type(task).from_config(task.get_config())
     restored.set_weights(task.get_weights())
-    np.testing.assert_allclose(np.asarray(restored(inputs)), ours, atol=1e-6, err_msg=f"{what}: from_config")
+    np.testing.assert_allclose(to_numpy(restored(inputs)), ours, atol=1e-6, err_msg=f"{what}: from_config")
     return task
 
 
@@ -736,21 +747,45 @@ np.savez(out_path, **out)
 """
 
 
-def without_keras_site(directory):
-    """A site directory holding everything installed except keras, biozoo, TensorFlow and their
-    kin (symbolic links), for a child run with `python -S` and this directory on PYTHONPATH."""
+# What a machine without TensorFlow lacks (biozoo's editable install goes too: the repository is put on
+# PYTHONPATH instead, its .pth file being skipped by `python -S`).
+TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tf_keras", "tensorboard", "__editable__", "biozoo")
+
+
+def site_without(site_dir, excluded):
+    """A site directory holding everything installed but the distributions whose names start with
+    one of `excluded` (symbolic links), for a child run with `python -S` and this directory on
+    PYTHONPATH: a machine where they are not installed."""
     import site
 
-    site_dir = Path(directory) / "site"
+    site_dir = Path(site_dir)
     site_dir.mkdir(parents=True, exist_ok=True)
     packages = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
     for name in os.listdir(packages):
         low = name.lower()
-        if low.startswith(("keras", "tf_keras", "biozoo", "__editable__", "tensorflow")) or low.endswith(".pth"):
+        if low.startswith(tuple(excluded)) or low.endswith(".pth"):
             continue
         if not (site_dir / name).exists():
             os.symlink(os.path.join(packages, name), site_dir / name)
     return site_dir
+
+
+def without_tensorflow(directory, env=None):
+    """(argv prefix, environment) of a Python child that runs biozoo from this repository where
+    TensorFlow and tensorflow-text cannot be imported."""
+    import sys
+
+    site_dir = site_without(Path(directory) / "site-without-tensorflow", TENSORFLOW_DISTRIBUTIONS)
+    repository = Path(__file__).resolve().parents[2]
+    environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    environment.update({"PYTHONPATH": f"{site_dir}{os.pathsep}{repository}", **(env or {})})
+    return [sys.executable, "-S"], environment
+
+
+def without_keras_site(directory):
+    """A site directory holding everything installed except keras, biozoo, TensorFlow and their
+    kin (symbolic links), for a child run with `python -S` and this directory on PYTHONPATH."""
+    return site_without(Path(directory) / "site", ("keras", "tf_keras", "biozoo", "__editable__", "tensorflow"))
 
 
 def run_exported_without_keras(fmt, model_path, feed, directory):

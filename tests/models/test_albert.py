@@ -4,6 +4,8 @@ import pytest
 
 from biozoo import testing
 
+pytestmark = pytest.mark.backends  # `make test` runs this battery under jax and torch too
+
 FAMILY = "albert"
 
 
@@ -27,6 +29,7 @@ def test_task_head_matches_transformers(name, kind, hf_class, tmp_path, tiny_spi
     testing.run_task_test(name, kind, hf_class, tmp_path, tiny_spiece)
 
 
+@pytest.mark.tensorflow  # the exports are written by TensorFlow
 @pytest.mark.parametrize("name, fmt", testing.cases(FAMILY, kind="ids_export"))
 def test_onnx_and_litert_exports_give_transformers_logits(name, fmt, tmp_path, tiny_spiece):
     testing.run_ids_export_test(name, fmt, tmp_path, tiny_spiece)
