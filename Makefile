@@ -42,8 +42,16 @@ $(VENV)/.installed-demo: setup.py Makefile tools/repair_venv.py $(PY)
 install-test: $(VENV)/.installed-test
 install-demo: $(VENV)/.installed-demo
 
+# The tests marked `backends` (the family battery) run again under JAX, in a Python where TensorFlow cannot be
+# imported (as on a TPU VM or a JAX GPU machine), and under PyTorch: one process per backend, as KerasHub's CI.
+BACKEND_TESTS ?= tests/models
+NO_TF_SITE := $(VENV)/site-without-tensorflow
+
 test: install-test
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(PY) tools/site_without_tensorflow.py $(NO_TF_SITE) > /dev/null
+	KERAS_BACKEND=jax PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m backends $(BACKEND_TESTS) $(PYTEST_ARGS)
+	KERAS_BACKEND=torch $(PY) -m pytest $(XDIST) -m backends $(BACKEND_TESTS) $(PYTEST_ARGS)
 
 # Only the fast tests (no real-data fine-tuning, no subprocess exports).
 test-fast: install-test

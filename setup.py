@@ -15,6 +15,8 @@ INSTALL_REQUIRES = [
     "keras>=3.15,<3.16",
     "keras-hub>=0.32,<0.33",
     "sentencepiece>=0.2",
+    # the eager tokenization engine (any Keras backend, no TensorFlow): HF's own tokenizers library
+    "tokenizers>=0.22,<0.24",
     "seqeval==1.2.2",
     "safetensors>=0.4",
     "huggingface_hub>=0.24",
@@ -44,7 +46,11 @@ BEAM = ["apache-beam>=2.77,<2.78"]
 # onnxruntime quantizes (quantize_dynamic) and runs the certificate's checks
 ONNX = ["tf2onnx==1.17.0", "onnx>=1.17", "onnxruntime>=1.20"]
 
+# Keras on JAX (TPUs and GPUs in 2026); on PyPI `jax` is the CPU build, GPU / TPU builds come from jax's own extras
+JAX = "jax>=0.10,<0.12"
+
 EXTRAS = {
+    "jax": [JAX],
     "torch": [TORCH],
     "garden": ["tf-models-official==2.20.0"],
     "onnx": ONNX,
@@ -63,6 +69,7 @@ EXTRAS = {
         "transformers>=5.0,<6",
         "accelerate>=1.0",  # the HF Trainer (benchmarks/defaults_vs_hf_trainer.py, TrainingArguments in tests)
         TORCH,
+        JAX,  # `make test` runs the family battery and the cross-backend tests under JAX and PyTorch too
         "nbclient>=0.10",
         "nbformat>=5.9",
         "ipykernel>=6.29",
@@ -75,7 +82,7 @@ EXTRAS["all"] = sorted({r for reqs in EXTRAS.values() for r in reqs})
 setup(
     name="biozoo",
     version="0.1.0",
-    description="A Keras 3 / TensorFlow model zoo of biomedical language models",
+    description="A Keras 3 model zoo of biomedical language models (TensorFlow, JAX and PyTorch)",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
