@@ -87,7 +87,9 @@ def sha256_file(path):
 
 def stream_url(url, out, desc=None, progress=True):
     """Copy what `url` serves into the binary file object `out`, 1 MiB at a time, with a progress
-    bar (bytes) on stderr."""
+    bar (bytes) on stderr. A body shorter than the Content-Length the server announced (a
+    connection cut midway) raises `http.client.IncompleteRead`."""
+    import http.client
     import sys
     import urllib.request
 
@@ -95,11 +97,15 @@ def stream_url(url, out, desc=None, progress=True):
 
     with urllib.request.urlopen(url, timeout=60) as response:
         total = int(response.headers.get("Content-Length") or 0) or None
+        received = 0
         with tqdm(total=total, unit="B", unit_scale=True, desc=desc or os.path.basename(url), disable=not progress,
                   file=sys.stderr) as bar:
             for block in iter(lambda: response.read(1 << 20), b""):
                 out.write(block)
+                received += len(block)
                 bar.update(len(block))
+        if total is not None and received < total and not response.headers.get("Content-Encoding"):
+            raise http.client.IncompleteRead(b"", total - received)
 
 
 def atomic_write_bytes(path, data):

@@ -23,7 +23,7 @@ import urllib.error
 from biozoo._io import sha256_file as _sha256
 from biozoo.benchmark.suites import load_suite, suite_names
 
-__all__ = ["download", "data_sources", "datasets_for", "DownloadError"]
+__all__ = ["download", "data_sources", "datasets_for", "fetch_file", "DownloadError"]
 
 
 class DownloadError(ValueError):
@@ -95,8 +95,13 @@ def _check(path, spec):
     return ("unverified", _sha256(path))
 
 
-def _fetch(url, destination, spec, trust_unverified, progress):
-    """Download `url` and move it to `destination` once it checks; return its sha256."""
+def fetch_file(url, destination, spec, trust_unverified=False, progress=True, validate=None):
+    """Download `url` and move it to `destination` once it checks; return its sha256.
+
+    `spec` records what the file must be (sha256, size, git_blob_sha1); a file it records no
+    hash for is refused unless `trust_unverified`. `validate(path)`, when given, reads the
+    downloaded file before it is kept and raises (DownloadError or DataFormatError) to refuse
+    it: a truncated or corrupt file leaves nothing at `destination`."""
     import tempfile
 
     from biozoo._io import stream_url
@@ -117,6 +122,8 @@ def _fetch(url, destination, spec, trust_unverified, progress):
             raise DownloadError(f"{url} -> {destination}: refused, the download has {problem}")
         else:
             digest = spec.get("sha256") or _sha256(partial)
+        if validate is not None:
+            validate(partial)
         os.chmod(partial, 0o644)
         os.replace(partial, destination)
         return digest
@@ -149,7 +156,7 @@ def download(name, output, sources_file=None, trust_unverified=False, progress=T
                 entry["files"][file["name"]] = "present, verified"
                 continue
             try:
-                digest = _fetch(file["url"], destination, file, trust_unverified, progress)
+                digest = fetch_file(file["url"], destination, file, trust_unverified, progress)
                 entry["files"][file["name"]] = f"downloaded, sha256 {digest}"
             except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
                 entry["files"][file["name"]] = f"not fetched: {getattr(error, 'reason', error)}"

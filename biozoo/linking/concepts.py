@@ -1,0 +1,172 @@
+"""The concept table every dictionary reader fills and the linker reads.
+
+A `Dictionary` holds concepts (id, preferred name, synonyms, type, and the taxon for genes)
+with the dictionary's name and version. Its `names()` are every (name, concept) pair, each
+name once per concept, grouped by taxon so that one taxon's names are contiguous (genes are
+searched within a taxon). The table is written and read as a gzipped TSV (the cached form).
+
+    >>> table = Dictionary([Concept("D003920", "Diabetes Mellitus", ("diabetes",), "Disease")], "mine", "1")
+    >>> table.names()
+    NameTable(names=['Diabetes Mellitus', 'diabetes'], concepts=array([0, 0], dtype=int32), ...)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import io
+import json
+
+import numpy as np
+
+from biozoo.errors import DataFormatError
+
+TABLE_COLUMNS = ("id", "type", "taxon", "name", "synonyms")  # synonyms: a JSON list
+
+
+@dataclasses.dataclass(frozen=True)
+class Concept:
+    """One concept: `id` (as the source writes it, e.g. "D003920", "OMIM:222100", "7157",
+    "CVCL_0030"), its preferred `name`, its other names, its entity `type` and, for genes,
+    cell lines and species, its NCBI `taxon` id."""
+
+    id: str
+    name: str
+    synonyms: tuple = ()
+    type: str | None = None
+    taxon: str | None = None
+
+    def all_names(self):
+        """The preferred name, then the synonyms, each once (case kept)."""
+        return list(dict.fromkeys([self.name, *self.synonyms]))
+
+
+@dataclasses.dataclass
+class NameTable:
+    """Every name of a dictionary: `names[i]` names concept `concepts[i]` (an index into
+    `Dictionary.concepts`); `taxon_ranges` maps a taxon to its contiguous rows `(start, end)`."""
+
+    names: list
+    concepts: np.ndarray
+    taxon_ranges: dict
+
+    def __len__(self):
+        return len(self.names)
+
+
+class Dictionary:
+    """A concept table: `concepts` (a list of `Concept`), with the dictionary's `name`,
+    `version` and where it came from (`source`: URLs or a path, for provenance).
+
+    Example:
+        >>> table = Dictionary.read_tsv("concepts.tsv.gz")
+        >>> table.concepts[0].id, len(table.names())
+    """
+
+    def __init__(self, concepts, name, version, source=None):
+        self.concepts = list(concepts)
+        self.name, self.version, self.source = name, str(version), source
+        self._names = None
+        self._by_id = None
+
+    def __len__(self):
+        return len(self.concepts)
+
+    def __repr__(self):
+        return f"Dictionary({self.name!r}, version {self.version!r}, {len(self.concepts)} concepts)"
+
+    @property
+    def label(self):
+        """`name@version`: what a linked annotation records as its dictionary."""
+        return f"{self.name}@{self.version}"
+
+    def concept(self, concept_id):
+        """The concept with this id (KeyError naming the dictionary when there is none)."""
+        if self._by_id is None:
+            self._by_id = {c.id: i for i, c in enumerate(self.concepts)}
+        try:
+            return self.concepts[self._by_id[concept_id]]
+        except KeyError:
+            raise KeyError(f"{concept_id!r} is not a concept of {self.label}") from None
+
+    def names(self):
+        """The `NameTable` of every (name, concept) pair, rows grouped by taxon (concepts
+        without one first), in dictionary order within a taxon."""
+        if self._names is None:
+            order = sorted(range(len(self.concepts)), key=lambda i: (self.concepts[i].taxon or "", i))
+            names, owners, ranges = [], [], {}
+            for i in order:
+                concept = self.concepts[i]
+                taxon = concept.taxon or ""
+                start, _ = ranges.get(taxon, (len(names), None))
+                for name in concept.all_names():
+                    names.append(name)
+                    owners.append(i)
+                ranges[taxon] = (start, len(names))
+            self._names = NameTable(names, np.asarray(owners, np.int32), ranges)
+        return self._names
+
+    def digest(self):
+        """sha256 of the table's canonical TSV: the same concepts give the same digest."""
+        digest = hashlib.sha256()
+        for line in self._lines():
+            digest.update(line.encode("utf-8"))
+        return digest.hexdigest()
+
+    def _lines(self):
+        yield f"# biozoo concept table\t{self.name}\t{self.version}\n"
+        yield "\t".join(TABLE_COLUMNS) + "\n"
+        for c in self.concepts:
+            yield "\t".join([c.id, c.type or "", c.taxon or "", c.name,
+                             json.dumps(list(c.synonyms), ensure_ascii=False)]) + "\n"
+
+    def write_tsv(self, path):
+        """Write the table as a gzipped TSV, atomically (mtime 0: the same table, the same bytes)."""
+        from biozoo._io import atomic_binary_file
+
+        with atomic_binary_file(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
+            with io.TextIOWrapper(packed, encoding="utf-8", newline="\n") as out:
+                out.writelines(self._lines())
+
+    @classmethod
+    def read_tsv(cls, path, source=None):
+        """A table `write_tsv` wrote; a malformed line raises DataFormatError naming path and line."""
+        with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
+            header = f.readline().rstrip("\n").split("\t")
+            if len(header) != 3 or header[0] != "# biozoo concept table":
+                raise DataFormatError(f"{path}:1: not a biozoo concept table")
+            if f.readline().rstrip("\n").split("\t") != list(TABLE_COLUMNS):
+                raise DataFormatError(f"{path}:2: expected the columns {', '.join(TABLE_COLUMNS)}")
+            concepts = []
+            for lineno, line in enumerate(f, 3):
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) != len(TABLE_COLUMNS) or not fields[0] or not fields[3]:
+                    raise DataFormatError(f"{path}:{lineno}: expected {len(TABLE_COLUMNS)} columns with an id "
+                                          f"and a name, got {line[:80]!r}")
+                try:
+                    synonyms = tuple(json.loads(fields[4]))
+                except ValueError:
+                    raise DataFormatError(f"{path}:{lineno}: the synonyms column is not a JSON list") from None
+                concepts.append(Concept(fields[0], fields[3], synonyms, fields[1] or None, fields[2] or None))
+        return cls(concepts, header[1], header[2], source=source or str(path))
+
+
+def merge_names(concepts):
+    """Concepts with the same id merged (first preferred name kept, later names added as
+    synonyms), in first-seen order: readers whose rows repeat an id use it."""
+    merged = {}
+    for concept in concepts:
+        seen = merged.get(concept.id)
+        if seen is None:
+            merged[concept.id] = concept
+            continue
+        extra = [n for n in concept.all_names() if n not in seen.all_names()]
+        if extra:
+            merged[concept.id] = dataclasses.replace(seen, synonyms=seen.synonyms + tuple(extra))
+    return list(merged.values())
+
+
+def clean_name(text):
+    """A name with every run of whitespace (tabs and line breaks included) as one space, trimmed."""
+    return " ".join(text.split())

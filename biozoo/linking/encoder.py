@@ -1,0 +1,147 @@
+"""Names -> unit vectors, with any biozoo backbone: SapBERT's way (the last layer's [CLS]
+vector) or a masked mean of the tokens (sentence-transformers models such as MiniLM).
+
+The pooling is read from the checkpoint where it says: a registry entry's `embedding`
+section, a `biozoo finetune link` output's `linking.json`, or a sentence-transformers folder's
+`1_Pooling/config.json`; else [CLS]. Names are cut at `max_length` tokens (SapBERT: 25).
+Inference runs through Keras' `predict_on_batch` on batches of names of similar length.
+
+Example:
+    >>> encoder = NameEncoder.from_preset("sapbert_pubmedbert_fulltext")
+    >>> vectors = encoder.encode(["covid-19", "Coronavirus infection"])  # float32, rows of norm 1
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+
+POOLINGS = ("cls", "mean")
+LINKING_FILE = "linking.json"  # what `biozoo finetune link` writes beside its preset
+
+
+def pooling_of(handle):
+    """The pooling a checkpoint declares (None when it declares none)."""
+    from biozoo import registry
+
+    handle = os.fspath(handle)
+    if registry.is_registered(handle):
+        return (registry.get_entry(handle).get("embedding") or {}).get("pooling")
+    linking = os.path.join(handle, LINKING_FILE)
+    if os.path.isfile(linking):
+        with open(linking, encoding="utf-8") as f:
+            return json.load(f).get("pooling")
+    sentence_pooling = os.path.join(handle, "1_Pooling", "config.json")
+    if os.path.isfile(sentence_pooling):
+        with open(sentence_pooling, encoding="utf-8") as f:
+            config = json.load(f)
+        if config.get("pooling_mode_mean_tokens"):
+            return "mean"
+        if config.get("pooling_mode_cls_token"):
+            return "cls"
+    return None
+
+
+class NameEncoder:
+    """A backbone and its tokenizer that embed names: `encode(names)` gives float32 vectors of
+    norm 1 (cosine similarity is their dot product). `identity` names the weights, pooling and
+    length (cache keys of embedded dictionaries use it)."""
+
+    def __init__(self, backbone, tokenizer, pooling="cls", max_length=25, identity=None):
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+        if max_length < 3:
+            raise ValueError(f"max_length must leave room for [CLS], a token and [SEP], got {max_length}")
+        self.backbone, self.tokenizer = backbone, tokenizer
+        self.pooling, self.max_length = pooling, int(max_length)
+        self.identity = identity or f"unnamed-{id(backbone)}"
+
+    @classmethod
+    def from_preset(cls, handle, pooling=None, max_length=25):
+        """The encoder of any biozoo handle (registry name, hf://, local HF or Keras directory)."""
+        import biozoo
+        from biozoo import presets
+        from biozoo.preset_files import read_provenance
+
+        preset_dir = presets.resolve_preset(handle)
+        pooling = pooling or pooling_of(handle) or pooling_of(preset_dir) or "cls"
+        weights = read_provenance(preset_dir).get("files_sha256") or {"path": os.path.abspath(preset_dir)}
+        identity = hashlib.sha256(json.dumps([weights, pooling, max_length], sort_keys=True).encode()).hexdigest()[:16]
+        backbone = biozoo.from_preset(preset_dir)
+        tokenizer = biozoo.Tokenizer.from_preset(preset_dir)
+        return cls(backbone, tokenizer, pooling, max_length, identity=f"{os.path.basename(os.fspath(handle).rstrip('/'))}-{identity}")
+
+    @property
+    def dimension(self):
+        return int(self.backbone.get_layer("sequence_output").output.shape[-1]) if not hasattr(
+            self.backbone, "hidden_dim") else int(self.backbone.hidden_dim)
+
+    def token_ids(self, names):
+        """`[CLS] pieces [SEP]` per name, cut to `max_length` ids."""
+        pieces = self.tokenizer.ids(list(names)) if len(names) else []
+        cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        unk = self.tokenizer.unk_token_id
+        return [np.asarray([cls_id, *(p or [unk])[: self.max_length - 2], sep_id], np.int32) for p in pieces]
+
+    def encode(self, names, batch_size=256, progress=False):
+        """float32 [len(names), hidden], each row of norm 1."""
+        names = list(names)
+        out = np.zeros((len(names), self.dimension), np.float32)
+        if not names:
+            return out
+        ids = self.token_ids(names)
+        order = np.argsort([len(t) for t in ids], kind="stable")
+        bar = _bar(len(names), progress)
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            out[rows] = self._embed([ids[i] for i in rows])
+            if bar is not None:
+                bar.update(len(rows))
+        if bar is not None:
+            bar.close()
+        return out
+
+    def inputs(self, ids, length=None):
+        """Padded model inputs for token id arrays (to the longest, or to `length`)."""
+        length = length or max(len(t) for t in ids)
+        token_ids = np.full((len(ids), length), self.tokenizer.pad_token_id, np.int32)
+        mask = np.zeros((len(ids), length), np.int32)
+        for row, t in enumerate(ids):
+            token_ids[row, :len(t)] = t
+            mask[row, :len(t)] = 1
+        return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": mask}
+
+    def _embed(self, ids):
+        length = -(-max(len(t) for t in ids) // 8) * 8  # few distinct shapes: few traces
+        x = self.inputs(ids, min(length, self.max_length))
+        sequence = np.asarray(self.backbone.predict_on_batch(x)["sequence_output"], np.float32)
+        return normalize(pool(sequence, x["padding_mask"], self.pooling))
+
+
+def pool(sequence, mask, pooling):
+    """[batch, seq, hidden] -> [batch, hidden]: the first token, or the masked mean (NumPy or keras.ops)."""
+    if pooling == "cls":
+        return sequence[:, 0]
+    import keras
+
+    mask = keras.ops.cast(keras.ops.expand_dims(mask, -1), sequence.dtype)
+    return keras.ops.sum(sequence * mask, axis=1) / keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)
+
+
+def normalize(vectors):
+    vectors = np.asarray(vectors, np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def _bar(total, progress):
+    if not progress:
+        return None
+    import sys
+
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="name", desc="embedding", file=sys.stderr, dynamic_ncols=True)

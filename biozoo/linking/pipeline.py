@@ -1,0 +1,183 @@
+"""Concept ids for the mentions of documents: abbreviations, species, then each type's linker.
+
+`DocumentLinker.link_documents(documents)` sets, on every prediction whose type has a
+dictionary, `concept_id` and the infons `link_name` (the dictionary name matched),
+`link_score`, `link_method`, `dictionary` (name@version) and, when they differ from the
+mention, `link_query` (abbreviations expanded) and `taxon` (genes). A mention with nothing
+above the threshold keeps no id (its infons still say what was nearest). With
+`write_abbreviations`, each abbreviation definition becomes two predictions, a `LongForm`
+and a `ShortForm` (infons name the other).
+
+Link specs (`biozoo annotate --link`): `DICTIONARY` (for the entity types the dictionaries
+table gives it; every type for a file of one's own) or `TYPE[,TYPE...]=DICTIONARY`.
+
+Example:
+    >>> linker = load_document_linker(("Disease=ctd-diseases", "Chemical=ctd-chemicals"))
+    >>> linker.link_documents(documents)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from biozoo.documents.model import Annotation
+from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
+from biozoo.linking.species import TAXON_RULES, assign_taxa, gene_taxon
+
+SPECIES_TYPES = ("Species", "Organism")
+ABBREVIATION_TYPES = ("ShortForm", "LongForm")
+ANY_TYPE = "*"
+
+
+def parse_link_spec(spec):
+    """`(types or None, dictionary handle)` of `DICTIONARY` or `TYPE[,TYPE...]=DICTIONARY`."""
+    types, sep, handle = spec.partition("=")
+    if not sep:
+        return None, spec.strip()
+    types = tuple(t.strip() for t in types.split(",") if t.strip())
+    if not types or not handle.strip():
+        raise ValueError(f"--link {spec!r}: expected DICTIONARY or TYPE[,TYPE...]=DICTIONARY")
+    return types, handle.strip()
+
+
+def _default_types(handle):
+    from biozoo.linking.sources import dictionary_table, parse_dictionary_handle
+
+    kind, info = parse_dictionary_handle(handle)
+    if kind == "table":
+        return tuple(dictionary_table()[info["name"]]["entity_types"])
+    return (ANY_TYPE,)
+
+
+@dataclasses.dataclass
+class DocumentLinker:
+    """Linkers by entity type (`linkers`: [(types, Linker)], first match wins; `*` matches
+    any type), the abbreviation engine (None: none), whether abbreviations are written as
+    predictions, and the rule giving gene mentions their taxon (`TAXON_RULES`)."""
+
+    linkers: list
+    abbreviations: str | None = "schwartz-hearst"
+    write_abbreviations: bool = False
+    taxon_rule: str = "nearest"
+    mentions: int = 0
+    linked: int = 0
+
+    def __post_init__(self):
+        if self.taxon_rule not in TAXON_RULES:
+            raise ValueError(f"taxon rule must be one of {', '.join(TAXON_RULES)}, got {self.taxon_rule!r}")
+
+    def linker_for(self, kind):
+        for types, linker in self.linkers:
+            if kind in types or ANY_TYPE in types:
+                return linker
+        return None
+
+    def link_documents(self, documents, source="predictions"):
+        """Link the `source` annotations ("predictions" or "existing") of `documents`, in place;
+        mentions of all documents are linked together, one batch per dictionary."""
+        documents = list(documents)
+        tables = [self._abbreviations(d) for d in documents]
+        jobs = []  # (document index, annotation, linker)
+        for d, document in enumerate(documents):
+            annotations = document.predictions if source == "predictions" else document.existing_annotations()
+            for annotation in annotations:
+                linker = self.linker_for(annotation.type)
+                if linker is not None and annotation.type not in ABBREVIATION_TYPES:
+                    jobs.append((d, annotation, linker))
+        species = [job for job in jobs if job[1].type in SPECIES_TYPES]
+        others = [job for job in jobs if job[1].type not in SPECIES_TYPES]
+        self._link(species, tables, [None] * len(species))
+        self._link(others, tables, self._taxa(documents, others))
+        return documents
+
+    def _abbreviations(self, document):
+        if self.abbreviations is None:
+            return {}
+        found = []
+        units = [(document.text, 0)] if document.source_format in ("pubtator", "pubmed-xml") else \
+            [(p.text, p.offset) for p in document.passages]
+        for text, offset in units:
+            found += find_abbreviations(text, self.abbreviations, offset)
+        if self.write_abbreviations:
+            model = f"abbreviations:{self.abbreviations}"
+            for a in found:
+                document.predictions.append(Annotation(a.long_start, a.long_end, "LongForm", a.long, model=model,
+                                                       infons={"short_form": a.short}))
+                document.predictions.append(Annotation(
+                    a.short_start, a.short_end, "ShortForm", a.short, model=model,
+                    infons={"long_form": a.long, "long_form_start": str(a.long_start), "long_form_end": str(a.long_end)}))
+            document.predictions.sort(key=lambda x: (x.start, x.end))
+        return expansions(found)
+
+    def _taxa(self, documents, jobs):
+        """The taxon of each job whose linker searches by taxon (None for the others)."""
+        taxa = [None] * len(jobs)
+        by_document = {}
+        for j, (d, annotation, linker) in enumerate(jobs):
+            if linker.by_taxon:
+                by_document.setdefault(d, []).append(j)
+        for d, members in by_document.items():
+            document = documents[d]
+            species = [(a.start, a.end, a.concept_id) for a in document.predictions + document.existing_annotations()
+                       if a.type in SPECIES_TYPES and a.concept_id]
+            sentences = None
+            if self.taxon_rule == "preceding":
+                from biozoo.documents.sentences import split_sentences
+
+                sentences = split_sentences(document.text)
+            spans = [(jobs[j][1].start, jobs[j][1].end) for j in members]
+            for j, taxon in zip(members, assign_taxa(spans, species, self.taxon_rule, sentences)):
+                taxa[j] = gene_taxon(taxon)
+        return taxa
+
+    def _link(self, jobs, tables, taxa):
+        by_linker = {}
+        for job, taxon in zip(jobs, taxa):
+            by_linker.setdefault(id(job[2]), []).append((job, taxon))
+        for members in by_linker.values():
+            linker = members[0][0][2]
+            queries = [expand(annotation.text, tables[d]) for (d, annotation, _), _ in members]
+            for ((_, annotation, _), taxon), link in zip(members, linker.link(queries, [t for _, t in members])):
+                self.mentions += 1
+                _record(annotation, link)
+                if link.id is not None:
+                    self.linked += 1
+
+
+def _record(annotation, link):
+    if link.id is not None:
+        annotation.concept_id = link.id
+    infons = {"link_method": link.method, "dictionary": link.dictionary}
+    if link.name is not None:
+        infons.update(link_name=link.name, link_score=format(link.score, ".4f"))
+    if link.query != annotation.text:
+        infons["link_query"] = link.query
+    if link.taxon is not None:
+        infons["taxon"] = link.taxon
+    if link.alternatives:
+        infons["link_alternatives"] = "|".join(link.alternatives)
+    annotation.infons.update(infons)
+
+
+@functools.lru_cache(maxsize=4)
+def load_document_linker(specs, encoder="sapbert_pubmedbert_fulltext", threshold=None, sparse_weight=0.0,
+                         abbreviations="schwartz-hearst", write_abbreviations=False, taxon_rule="nearest",
+                         trust_unverified=False, progress=True):
+    """A `DocumentLinker` of link specs (a tuple of `DICTIONARY` / `TYPE=DICTIONARY`), built once
+    per process for the same arguments (Beam workers reuse it). `encoder`: a biozoo handle, or
+    None for string and char 3-gram matching only."""
+    from biozoo.linking.encoder import NameEncoder
+    from biozoo.linking.linker import Linker
+    from biozoo.linking.sources import load_dictionary
+
+    if not specs:
+        raise ValueError("no dictionary to link with")
+    name_encoder = NameEncoder.from_preset(encoder) if encoder else None
+    linkers = []
+    for spec in specs:
+        types, handle = parse_link_spec(spec)
+        dictionary = load_dictionary(handle, trust_unverified=trust_unverified, progress=progress)
+        linker = Linker(dictionary, name_encoder, threshold=threshold, sparse_weight=sparse_weight, progress=progress)
+        linkers.append((types or _default_types(handle), linker))
+    return DocumentLinker(linkers, abbreviations, write_abbreviations, taxon_rule)

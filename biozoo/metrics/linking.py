@@ -1,0 +1,162 @@
+"""Entity-linking scores: accuracy@1 of gold mentions, and end-to-end NER + concept id F1.
+
+A predicted id is correct when it is one of the gold ids: gold ids and predicted ids are
+split at "|" (composite mentions such as "D001|D002") and correct when the two sets meet, as
+BioSyn's and SapBERT's evaluation (`check_label`) counts. A gold mention without an id (none,
+"" or "-1", BC5CDR's unlinkable mentions) is left out of both scores and counted.
+
+End-to-end (NER + id), per entity type and micro over all types:
+- strict: same document, type and spans, and a correct id;
+- approximate: same document and type, spans overlapping by a character, and a correct id;
+  gold and predicted mentions paired one to one (a maximum bipartite matching).
+A prediction without an id (nothing above the linker's threshold) is a false positive like
+a wrong id (counted in `pred_without_id`).
+
+    >>> accuracy_at_1(["D001|D002", "D003", "-1"], ["D002", "D004", None])["accuracy"]
+    50.0
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from biozoo.metrics.ner import prf
+
+NO_ID = ("", "-1", None)
+
+
+def ids_of(value):
+    """The set of ids in a concept id field ("D001|D002" -> {"D001", "D002"}); empty for no id."""
+    if value in NO_ID:
+        return frozenset()
+    return frozenset(part.strip() for part in str(value).split("|") if part.strip() and part.strip() != "-1")
+
+
+def correct(predicted, gold):
+    return bool(ids_of(predicted) & ids_of(gold))
+
+
+def accuracy_at_1(gold_ids, predicted_ids, types=None):
+    """Share (0-100) of gold mentions with an id whose predicted id is correct; per type too
+    when `types` (one per mention) is given."""
+    gold_ids, predicted_ids = list(gold_ids), list(predicted_ids)
+    if len(gold_ids) != len(predicted_ids):
+        raise ValueError(f"{len(gold_ids)} gold ids but {len(predicted_ids)} predictions")
+    types = list(types) if types is not None else [None] * len(gold_ids)
+    counts = defaultdict(lambda: [0, 0])
+    no_id = 0
+    for gold, predicted, kind in zip(gold_ids, predicted_ids, types):
+        if not ids_of(gold):
+            no_id += 1
+            continue
+        for key in {None, kind}:
+            counts[key][0] += 1
+            counts[key][1] += correct(predicted, gold)
+    total, right = counts[None]
+    result = {"accuracy": round(100.0 * right / total, 2) if total else 0.0, "correct": right, "mentions": total,
+              "gold_without_id": no_id}
+    if any(t is not None for t in types):
+        result["per_type"] = {k: {"accuracy": round(100.0 * v[1] / v[0], 2) if v[0] else 0.0, "correct": v[1],
+                                  "mentions": v[0]} for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))
+                              if k is not None}
+    return result
+
+
+def _overlap(a, b):
+    return a[0] < b[1] and b[0] < a[1] or (a[0] == b[0] and a[1] == b[1])
+
+
+def _max_matching(edges, n_gold):
+    """Kuhn's augmenting paths: the largest set of (gold, pred) pairs, none used twice."""
+    pred_of_gold, gold_of_pred = {}, {}
+
+    def augment(g, seen):
+        for p in edges.get(g, ()):
+            if p in seen:
+                continue
+            seen.add(p)
+            if p not in gold_of_pred or augment(gold_of_pred[p], seen):
+                gold_of_pred[p], pred_of_gold[g] = g, p
+                return True
+        return False
+
+    for g in range(n_gold):
+        augment(g, set())
+    return pred_of_gold
+
+
+def score_linked(gold, pred):
+    """Strict and approximate NER + id scores.
+
+    `gold`, `pred`: {doc_id: [(start, end, type, concept_id), ...]} (documents on one side
+    only count: gold as misses, pred as false positives). Returns {"strict", "approximate"}
+    (each {"precision", "recall", "f1", "per_type", "counts"}), the gold mentions left out
+    (`gold_without_id`) and the predictions without an id, scored as false positives
+    (`pred_without_id`)."""
+    sections = {}
+    left_out = {"gold_without_id": 0, "pred_without_id": 0}
+    cleaned = {}
+    for side, data, key in (("gold", gold, "gold_without_id"), ("pred", pred, "pred_without_id")):
+        cleaned[side] = {}
+        for doc_id, mentions in data.items():
+            kept = []
+            for start, end, kind, concept in mentions:
+                if not ids_of(concept):
+                    left_out[key] += 1
+                    if side == "gold":
+                        continue
+                kept.append((int(start), int(end), kind, concept))
+            cleaned[side][doc_id] = list(dict.fromkeys(kept))
+    for approximate in (False, True):
+        counts = defaultdict(lambda: [0, 0, 0])  # type: gold, pred, tp
+        for doc_id in sorted(set(cleaned["gold"]) | set(cleaned["pred"])):
+            g, p = cleaned["gold"].get(doc_id, []), cleaned["pred"].get(doc_id, [])
+            for m in g:
+                counts[m[2]][0] += 1
+            for m in p:
+                counts[m[2]][1] += 1
+            edges = defaultdict(list)
+            for gi, gm in enumerate(g):
+                for pi, pm in enumerate(p):
+                    if gm[2] != pm[2] or not correct(pm[3], gm[3]):
+                        continue
+                    if (gm[0], gm[1]) == (pm[0], pm[1]) or (approximate and _overlap(gm[:2], pm[:2])):
+                        edges[gi].append(pi)
+            for gi in _max_matching(edges, len(g)):
+                counts[g[gi][2]][2] += 1
+        sections["approximate" if approximate else "strict"] = _section(counts)
+    return {**sections, **left_out}
+
+
+def _section(counts):
+    per_type = {}
+    for kind in sorted(counts):
+        n_gold, n_pred, tp = counts[kind]
+        precision, recall, f1 = prf(tp, n_pred, n_gold)
+        per_type[kind] = {"precision": precision, "recall": recall, "f1": f1, "support": n_gold, "tp": tp,
+                          "fp": n_pred - tp, "fn": n_gold - tp}
+    n_gold, n_pred, tp = (sum(c[i] for c in counts.values()) for i in range(3))
+    precision, recall, f1 = prf(tp, n_pred, n_gold)
+    return {"precision": precision, "recall": recall, "f1": f1, "per_type": per_type,
+            "counts": {"gold": n_gold, "pred": n_pred, "tp": tp, "fp": n_pred - tp, "fn": n_gold - tp}}
+
+
+def mention_accuracy(gold, pred):
+    """Accuracy@1 of the gold mentions (with an id) that the prediction holds with the same
+    spans and type: {"accuracy", "correct", "mentions" (those found), "gold_mentions" (all
+    with an id)}; the rest were not found, so no id was given to them."""
+    found = right = total = 0
+    for doc_id, mentions in gold.items():
+        predicted = defaultdict(list)
+        for start, end, kind, concept in pred.get(doc_id, []):
+            predicted[(int(start), int(end), kind)].append(concept)
+        for start, end, kind, concept in mentions:
+            if not ids_of(concept):
+                continue
+            total += 1
+            candidates = predicted.get((int(start), int(end), kind))
+            if candidates:
+                found += 1
+                right += any(correct(c, concept) for c in candidates)
+    return {"accuracy": round(100.0 * right / found, 2) if found else 0.0, "correct": right, "mentions": found,
+            "gold_mentions": total}
