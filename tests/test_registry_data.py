@@ -39,6 +39,8 @@ REQUIRED_NAMES = {
     "biobert_v1_1_squad",
     # AIONER (PubTator3's NER): Keras .h5 models in one archive of the hub
     "aioner_bioformer", "aioner_pubmedbert",
+    # entity linking: SapBERT, names embedded by their [CLS] vector
+    "sapbert_pubmedbert_fulltext",
 }
 
 FAMILY_TO_MODEL_TYPE = {
@@ -250,6 +252,7 @@ PUBLISHED_WEIGHTS = {
     "pubmedbert_fulltext": ("BertForMaskedLM", 440e6, 0.5e6, 4),
     "biomegatron_345m_uncased": (None, 668e6, 0.5e6, 2),  # float16 port, no heads
     "biomegatron_345m_cased": (None, 665e6, 0.5e6, 2),
+    "sapbert_pubmedbert_fulltext": (None, 438e6, 0.5e6, 4),  # BertModel with its pooler (hub page: 438 MB)
     # task checkpoints (hub "Files" pages); the head class needs the label count, from config.id2label
     "bioformer_8l_squad1": ("BertForQuestionAnswering", 169e6, 0.5e6, 4),  # no pooler (save_pretrained)
     "bioformer_8l_qnli": ("BertForSequenceClassification", 170e6, 0.5e6, 4),

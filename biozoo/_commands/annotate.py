@@ -67,6 +67,7 @@ def register(subparsers):
                       'DataflowRunner --project P --region R --temp_location gs://B/tmp"')
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only)")
+    add_link_arguments(parser)
     parser.set_defaults(func=annotate_command)
 
     parser = subparsers.add_parser(
@@ -90,6 +91,45 @@ def register(subparsers):
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32", help=PRECISION_HELP)
     parser.set_defaults(func=calibrate_command)
+
+
+def add_link_arguments(parser):
+    """annotate's concept-id options (biozoo.linking)."""
+    from biozoo.linking.abbreviations import ENGINES
+    from biozoo.linking.species import TAXON_RULES
+
+    group = parser.add_argument_group("concept ids (entity linking)")
+    group.add_argument("--link", action="append", metavar="[TYPE[,TYPE]=]DICTIONARY",
+                       help="give each predicted mention of TYPE a concept id from DICTIONARY: a name (mesh-diseases, "
+                       "mesh-chemicals, ctd-diseases, ctd-chemicals, ncbi-gene[:TAXA], ncbi-gene-human, "
+                       "ncbi-taxonomy, cellosaurus; `biozoo data download NAME` fetches it), FORMAT:PATH, or a file "
+                       "of id<TAB>name lines; without TYPE=, the dictionary's own types; repeat for several")
+    group.add_argument("--link-encoder", default="sapbert_pubmedbert_fulltext", metavar="HANDLE",
+                       help="the encoder whose embeddings find the nearest dictionary name (default: SapBERT; any "
+                       "biozoo handle, e.g. a `biozoo finetune link` output; 'none': exact, normalized and char "
+                       "3-gram matching only)")
+    group.add_argument("--link-threshold", type=float, metavar="S",
+                       help="a mention whose best candidate scores below S gets no id (default 0.6 with an encoder, "
+                       "0.5 without)")
+    group.add_argument("--link-sparse-weight", type=float, default=0.0, metavar="W",
+                       help="add W x the char 3-gram TF-IDF cosine to the dense score (BioSyn's hybrid; default 0)")
+    group.add_argument("--abbreviations", choices=ENGINES + ("none",), default=None,
+                       help="find abbreviations (default with --link: schwartz-hearst, used to link short forms); "
+                       "given explicitly, also write them as LongForm / ShortForm predictions")
+    group.add_argument("--taxon-rule", choices=TAXON_RULES, default="nearest",
+                       help="a gene mention's species: the nearest species mention (default), the preceding one in "
+                       "its sentence, the document's most frequent, or always human")
+    group.add_argument("--trust-unverified", action="store_true",
+                       help="accept dictionary downloads with no recorded sha256 (their digests are printed)")
+
+
+def _link_options(args):
+    engine = None if args.abbreviations == "none" else (args.abbreviations or "schwartz-hearst")
+    encoder = None if (args.link_encoder or "").lower() == "none" else args.link_encoder
+    return dict(link=tuple(args.link or ()), link_encoder=encoder, link_threshold=args.link_threshold,
+                link_sparse_weight=args.link_sparse_weight, abbreviations=engine,
+                write_abbreviations=args.abbreviations not in (None, "none"), taxon_rule=args.taxon_rule,
+                trust_unverified=args.trust_unverified)
 
 
 def annotate_command(args):
@@ -119,6 +159,8 @@ def annotate_command(args):
         if isinstance(annotator, CascadeAnnotator):
             fraction = annotator.escalated / annotator.sentences if annotator.sentences else 0.0
             summary += f"; cascade: {annotator.escalated} of {annotator.sentences} sentences escalated ({fraction:.1%})"
+    if run.linker is not None and run.linker.mentions:
+        summary += f"; {run.linker.linked} of {run.linker.mentions} mentions linked"
     print(f"{summary}; {written} written to {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
     return 0
 
@@ -143,7 +185,7 @@ def job_from_arguments(args):
                          escalate_measure=args.escalate_measure, input_format=args.input_format,
                          output_format=args.output_format, overlaps=args.overlaps, drop_existing=args.drop_existing,
                          entity_types=types, aggregation=args.aggregation, batch_size=args.batch_size,
-                         precision=args.precision, chunk_size=args.chunk_size)
+                         precision=args.precision, chunk_size=args.chunk_size, **_link_options(args))
 
 
 def _warn_entity_types(job, annotators):

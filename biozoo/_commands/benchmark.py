@@ -37,7 +37,8 @@ def register(subparsers):
     add_strategy_arguments(parser)
     parser.set_defaults(func=benchmark_command)
 
-    data = subparsers.add_parser("data", help="benchmark data sets: download", description="Benchmark data sets.")
+    data = subparsers.add_parser("data", help="benchmark data sets and linking dictionaries: download",
+                                 description="Benchmark data sets and entity-linking dictionaries.")
     data_commands = data.add_subparsers(dest="data_command", metavar="ACTION")
     data_commands.required = True
     download = data_commands.add_parser(
@@ -46,11 +47,16 @@ def register(subparsers):
         description="Fetch each data set of SUITE (or the data set of TASK) from its public source into "
         "OUTPUT, laid out as `biozoo benchmark --data` reads it. Every file is checked against the sha256 "
         "recorded for it and written atomically; one that differs is refused. Data sets that need a login "
-        "or a licence are listed with how to get them. Offline, it prints what to download by hand.",
+        "or a licence are listed with how to get them. Offline, it prints what to download by hand. A "
+        "dictionary name (mesh-diseases, ctd-chemicals, ncbi-gene, ...) fetches that dictionary into biozoo's "
+        "cache, where `biozoo annotate --link NAME` finds it: each file is read through its format's reader "
+        "before it is kept (a truncated or corrupt file is refused and nothing is cached).",
     )
     download.add_argument("name", help="a suite (" + ", ".join(suite_names()) + "), tests (the corpora the tests read beyond the "
-                          "packaged NCBI-disease), or a task / data set name")
-    download.add_argument("--output", default="data")
+                          "packaged NCBI-disease), a task / data set name, or a dictionary (see "
+                          "`biozoo.linking.dictionary_names()`)")
+    download.add_argument("--output", default=None, help="where data sets go (default: data); dictionaries go to "
+                          "biozoo's cache ($BIOZOO_CACHE/dictionaries)")
     download.add_argument("--sources", help="a JSON file of sources to use instead of biozoo's (mirrors)")
     download.add_argument("--trust-unverified", action="store_true",
                           help="accept files the sources record no sha256 for (their digests are printed)")
@@ -107,7 +113,27 @@ def _registry_size(preset):
 
 def download_command(args):
     from biozoo.benchmark.download import download
+    from biozoo.linking.sources import dictionary_table
 
-    result = download(args.name, args.output, sources_file=args.sources, trust_unverified=args.trust_unverified)
+    if args.name.split(":")[0] in dictionary_table(None):
+        return _download_dictionary(args)
+    result = download(args.name, args.output or "data", sources_file=args.sources,
+                      trust_unverified=args.trust_unverified)
     print(json.dumps(result))
     return 0 if result["complete"] else 3
+
+
+def _download_dictionary(args):
+    from biozoo.linking.sources import download_dictionary, load_dictionary, raw_directory
+
+    if args.output:
+        raise ValueError(f"{args.name} is a dictionary: it goes to biozoo's cache ({raw_directory(args.name)}), "
+                         "not --output (set BIOZOO_CACHE to move the cache)")
+    name = args.name.split(":")[0]
+    record = download_dictionary(name, trust_unverified=args.trust_unverified, table_path=args.sources)
+    result = {"dictionary": name, "complete": True, "cache": raw_directory(name), **record}
+    if ":" in args.name or name != "ncbi-gene":  # the concept table; every species' genes would not fit in memory
+        dictionary = load_dictionary(args.name, table_path=args.sources)
+        result.update(label=dictionary.label, table_concepts=len(dictionary), table_names=len(dictionary.names()))
+    print(json.dumps(result))
+    return 0

@@ -96,6 +96,8 @@ def _score_ner_documents(args) -> int:
     pred = _read_document_file(args.pred, args.pred_format)
     result = score_mentions(gold, pred, gold_from="existing", pred_from=args.pred_from or "auto",
                             allow_missing=args.allow_missing)
+    if getattr(args, "ids", False):
+        result.update(_linked_scores(gold, pred, result["sources"]["pred"]))
     if result["sources"]["pred"] == "existing" and any(d.source_format == "jsonl" for d in pred):
         print(f"warning: {args.pred} carries no predictions: its annotations are scored as the predictions "
               "(a file written by `biozoo annotate` keeps predictions apart; --pred-from says which to use)",
@@ -114,6 +116,24 @@ def _score_ner_documents(args) -> int:
               f"(offsets may not compare the same characters): {', '.join(result['text_differs'][:10])}",
               file=sys.stderr)
     return _emit(result)
+
+
+def _linked_scores(gold, pred, pred_from):
+    """`score ner --ids`: end-to-end NER + id scores and accuracy@1 of the gold mentions found."""
+    from biozoo.metrics.linking import mention_accuracy, score_linked
+
+    def by_document(documents, source):
+        out = {}
+        for document in documents:
+            annotations = document.existing_annotations() if source == "existing" else (
+                list(document.predictions) if source == "predictions" else
+                document.existing_annotations() + list(document.predictions))
+            out[document.id] = [(a.start, a.end, a.type, a.concept_id) for a in annotations]
+        return out
+
+    gold_mentions, pred_mentions = by_document(gold, "existing"), by_document(pred, pred_from)
+    return {"linked": score_linked(gold_mentions, pred_mentions),
+            "accuracy_at_1": mention_accuracy(gold_mentions, pred_mentions)}
 
 
 def _score_re(args) -> int:
@@ -256,6 +276,13 @@ def register(subparsers):
         "--allow-missing",
         action="store_true",
         help="score documents found in one file only (gold-only mentions: FN; pred-only: FP) instead of failing",
+    )
+    ner.add_argument(
+        "--ids",
+        action="store_true",
+        help="with --gold/--pred: score concept ids too (biozoo.metrics.linking): adds `linked` = end-to-end NER + "
+        "id {strict, approximate} (a mention counts when its id is one of the gold's, '|'-separated), and "
+        "`accuracy_at_1` of the gold mentions the prediction holds with the same spans and type",
     )
     ner.set_defaults(func=_score_ner)
 

@@ -6,6 +6,7 @@ import sys
 from biozoo._commands import DATA_HELP, PRECISION_CHOICES, PRECISION_HELP, data_argument
 
 KINDS = ("ner", "re", "qa", "doc")
+LINK = "link"  # entity linking (biozoo.linking): its own options below
 
 
 def register(subparsers):
@@ -16,11 +17,12 @@ def register(subparsers):
         "dev and test splits, and write OUTPUT as a task preset with OUTPUT/metrics.json. "
         "The metrics JSON is printed last on stdout.",
     )
-    parser.add_argument("kind", choices=KINDS, help="ner: entity tagging; re: relation classification; "
-                        "qa: extractive question answering; doc: document (multi-label) classification")
+    parser.add_argument("kind", choices=KINDS + (LINK,), help="ner: entity tagging; re: relation classification; "
+                        "qa: extractive question answering; doc: document (multi-label) classification; link: "
+                        "an encoder for entity linking, trained on a dictionary's synonyms (--dictionary)")
     parser.add_argument("--preset", required=True, help="registry name, hf://org/repo, or a local directory")
-    parser.add_argument("--data", required=True, type=data_argument,
-                        help=f"folder with train / dev (devel) / test files; {DATA_HELP}")
+    parser.add_argument("--data", type=data_argument,
+                        help=f"folder with train / dev (devel) / test files; {DATA_HELP} (every kind but link)")
     parser.add_argument("--output", required=True, help="where to write the fine-tuned task preset")
     parser.add_argument("--epochs", type=float, default=None, help="default 3 (or the --recipe's)")
     parser.add_argument("--batch-size", type=int, default=None,
@@ -39,6 +41,18 @@ def register(subparsers):
                         "BioM-Transformers paper (Appendix Table 4) for this model and task; explicit "
                         "options still win")
     add_training_arguments(parser)
+    link = parser.add_argument_group("link (SapBERT-style synonym training)")
+    link.add_argument("--dictionary", help="link: the dictionary whose synonyms are trained (a name, FORMAT:PATH or "
+                      "an id<TAB>name file; see `biozoo annotate --link`)")
+    link.add_argument("--loss", choices=("multi-similarity", "infonce"), default="multi-similarity",
+                      help="link: SapBERT's multi-similarity loss (default) or InfoNCE")
+    link.add_argument("--hard-negatives", type=int, default=4, metavar="K",
+                      help="link: batch each concept with its K nearest concepts in the current index (default 4; "
+                      "0: random batches)")
+    link.add_argument("--pooling", choices=("cls", "mean"), help="link: the name vector (default: the checkpoint's "
+                      "own, else cls as SapBERT)")
+    link.add_argument("--trust-unverified", action="store_true",
+                      help="link: accept dictionary downloads with no recorded sha256")
     parser.set_defaults(func=finetune_command)
 
     parser = subparsers.add_parser(
@@ -46,9 +60,10 @@ def register(subparsers):
         help="evaluate a fine-tuned model on a data split",
         description="Evaluate a model written by `biozoo finetune` on DATA's split; print the metrics JSON.",
     )
-    parser.add_argument("kind", choices=KINDS)
+    parser.add_argument("kind", choices=KINDS + (LINK,))
     parser.add_argument("--model", required=True, help="the OUTPUT directory of `biozoo finetune`, or a task "
-                        "checkpoint: a registry task name, hf://org/repo[@rev] or a local HF directory")
+                        "checkpoint: a registry task name, hf://org/repo[@rev] or a local HF directory; link: the "
+                        "name encoder (any handle, or 'none' for string and char 3-gram matching)")
     parser.add_argument("--data", type=data_argument, help=f"sentence-level splits: {DATA_HELP}")
     parser.add_argument("--split", default="test", help="train, dev (devel) or test")
     parser.add_argument("--documents", nargs="+", metavar="GOLD",
@@ -63,6 +78,15 @@ def register(subparsers):
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
                         "for large inputs once each bucket shape is compiled)")
+    link = parser.add_argument_group("link: accuracy@1 of the gold mentions of --documents")
+    link.add_argument("--dictionary", help="link: the dictionary (as `biozoo annotate --link`)")
+    link.add_argument("--types", help="link: only gold mentions of these types (comma-separated)")
+    link.add_argument("--threshold", type=float, help="link: the linker's threshold (default: its own)")
+    link.add_argument("--sparse-weight", type=float, default=0.0, help="link: BioSyn's sparse weight (default 0)")
+    link.add_argument("--abbreviations", choices=("schwartz-hearst", "ab3p", "none"), default="schwartz-hearst",
+                      help="link: expand short forms before linking (default schwartz-hearst)")
+    link.add_argument("--trust-unverified", action="store_true",
+                      help="link: accept dictionary downloads with no recorded sha256")
     parser.set_defaults(func=evaluate_command)
 
 
@@ -109,6 +133,10 @@ def _auto_or_count(value):
 
 
 def finetune_command(args):
+    if args.kind == LINK:
+        return _finetune_link(args)
+    if not args.data:
+        raise ValueError(f"finetune {args.kind} needs --data (a folder with train / dev / test files)")
     from biozoo._commands.train import resolve_strategy_from
     from biozoo.train.finetune import Hyperparameters, run_finetune, run_seeds
 
@@ -155,8 +183,45 @@ def finetune_command(args):
     return 0
 
 
+def _finetune_link(args):
+    from biozoo.linking import load_dictionary
+    from biozoo.linking.training import LinkTraining, finetune_linker
+
+    if not args.dictionary:
+        raise ValueError("finetune link needs --dictionary (a dictionary name, FORMAT:PATH or an id<TAB>name file)")
+    settings = LinkTraining(epochs=int(args.epochs or 1), batch_pairs=args.batch_size or 64,
+                            learning_rate=args.learning_rate or 2e-5, weight_decay=args.weight_decay,
+                            warmup_ratio=args.warmup_ratio, loss=args.loss, hard_negatives=args.hard_negatives,
+                            max_length=args.max_seq_length or 25, pooling=args.pooling, seed=args.seed)
+    dictionary = load_dictionary(args.dictionary, trust_unverified=args.trust_unverified)
+    metrics = finetune_linker(dictionary, args.preset, args.output, settings, log=lambda m: print(m, file=sys.stderr))
+    print(json.dumps(metrics))
+    return 0
+
+
+def _evaluate_link(args):
+    from biozoo.documents import read_documents
+    from biozoo.linking import Linker, NameEncoder, load_dictionary
+    from biozoo.linking.evaluation import evaluate_linking
+
+    if not args.documents or not args.dictionary:
+        raise ValueError("evaluate link needs --documents (gold documents with concept ids) and --dictionary")
+    encoder = None if args.model.lower() == "none" else NameEncoder.from_preset(args.model)
+    linker = Linker(load_dictionary(args.dictionary, trust_unverified=args.trust_unverified), encoder,
+                    threshold=args.threshold, sparse_weight=args.sparse_weight)
+    types = tuple(t.strip() for t in args.types.split(",") if t.strip()) if args.types else None
+    documents = list(read_documents(args.documents))
+    engine = None if args.abbreviations == "none" else args.abbreviations
+    result = evaluate_linking(linker, documents, types, engine)
+    result["documents"] = len(documents)
+    print(json.dumps(result))
+    return 0
+
+
 def evaluate_command(args):
     _set_xla(args.xla)
+    if args.kind == LINK:
+        return _evaluate_link(args)
     if args.documents:
         return _evaluate_documents(args)
     if not args.data:

@@ -34,6 +34,17 @@ class AnnotationJob:
     batch_size: int = 64
     precision: str = "float32"
     chunk_size: int = 256
+    # concept ids (biozoo.linking): link specs (DICTIONARY or TYPE=DICTIONARY), the name encoder
+    # (None: strings and char 3-grams only), threshold, BioSyn's sparse weight, abbreviations
+    # engine (None: none), whether abbreviations are written, the genes' taxon rule
+    link: tuple = ()
+    link_encoder: str | None = "sapbert_pubmedbert_fulltext"
+    link_threshold: float | None = None
+    link_sparse_weight: float = 0.0
+    abbreviations: str | None = "schwartz-hearst"
+    write_abbreviations: bool = False
+    taxon_rule: str = "nearest"
+    trust_unverified: bool = False
 
     def __post_init__(self):
         if self.cascade is not None:
@@ -52,10 +63,24 @@ class AnnotationJob:
             return [load_cascade(*self.cascade, self.escalate_below, self.escalate_measure, **options)]
         return [load_annotator(m, entity_types=self.entity_types, **options) for m in self.models]
 
+    def linker(self, progress=True):
+        """The job's `DocumentLinker` (None without --link / --abbreviations written), built once
+        per process."""
+        if not self.link and not self.write_abbreviations:
+            return None
+        from biozoo.linking import DocumentLinker, load_document_linker
+
+        if not self.link:
+            return DocumentLinker([], self.abbreviations or "schwartz-hearst", True, self.taxon_rule)
+        return load_document_linker(tuple(self.link), self.link_encoder, self.link_threshold, self.link_sparse_weight,
+                                    self.abbreviations, self.write_abbreviations, self.taxon_rule,
+                                    self.trust_unverified, progress)
+
     def run(self, annotators=None, **options):
         """An `AnnotationRun` of this job (`options`: progress, skip_bad, on_skip)."""
         return AnnotationRun(self.annotators() if annotators is None else annotators, overlaps=self.overlaps,
-                             chunk_size=self.chunk_size, drop_existing=self.drop_existing, **options)
+                             chunk_size=self.chunk_size, drop_existing=self.drop_existing,
+                             linker=self.linker(options.get("progress", True)), **options)
 
     def as_record(self):
         """The job as JSON-ready data (what a resumed corpus run must agree with)."""

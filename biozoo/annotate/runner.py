@@ -62,6 +62,7 @@ class AnnotationRun:
     progress: bool = True
     skip_bad: bool = False
     on_skip: object = None
+    linker: object = None  # a biozoo.linking DocumentLinker: concept ids for each chunk's predictions
     documents: int = 0
     skipped: int = 0
     entities: int = 0
@@ -120,24 +121,49 @@ class AnnotationRun:
 
     def finish_chunk(self, chunk, found, bar=None):
         """Yield each document of `chunk` with `found` (`predict_chunk`'s result) as its checked
-        predictions; a document that fails stops the run, or with `skip_bad` is skipped."""
+        predictions (linked, with a `linker`); a document that fails stops the run, or with
+        `skip_bad` is skipped."""
+        finished = []
         for document, predictions in zip(chunk, found):
             try:
                 if isinstance(predictions, Exception):
                     raise predictions
                 annotations = [self._annotation(document, *entity) for entity in predictions]
             except Exception as error:
-                message = f"{document.source or 'document'} (id {document.id}): {error}"
-                if not self.skip_bad:
-                    raise ValueError(message) from error
-                self.skipped += 1
-                self.dead_letters.append({"id": document.id, "source": document.source, "reason": message})
-                (self.on_skip or _print_skip)(message)
+                self._skip(document, error)
                 continue
-            yield self.finish(document, annotations)
+            finished.append(self.finish(document, annotations))
+        if self.linker is not None:
+            finished = self._link(finished)
+        for document in finished:
+            yield document
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(entities=self.entities, refresh=False)
+
+    def _skip(self, document, error):
+        message = f"{document.source or 'document'} (id {document.id}): {error}"
+        if not self.skip_bad:
+            raise ValueError(message) from error
+        self.skipped += 1
+        self.dead_letters.append({"id": document.id, "source": document.source, "reason": message})
+        (self.on_skip or _print_skip)(message)
+
+    def _link(self, documents):
+        """`documents` with concept ids (all at once; one by one to find a document at fault)."""
+        try:
+            return self.linker.link_documents(documents)
+        except Exception:
+            pass
+        linked = []
+        for document in documents:
+            try:
+                linked += self.linker.link_documents([document])
+            except Exception as error:
+                self.documents -= 1
+                self.entities -= len(document.predictions)
+                self._skip(document, f"linking: {error}")
+        return linked
 
     def finish(self, document, annotations):
         """`document` with `annotations` as its predictions (overlaps resolved), counted."""

@@ -115,10 +115,12 @@ class NameEncoder:
         return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": mask}
 
     def _embed(self, ids):
-        length = -(-max(len(t) for t in ids) // 8) * 8  # few distinct shapes: few traces
-        x = self.inputs(ids, min(length, self.max_length))
-        sequence = np.asarray(self.backbone.predict_on_batch(x)["sequence_output"], np.float32)
-        return normalize(pool(sequence, x["padding_mask"], self.pooling))
+        # few distinct shapes, few traces: lengths to a multiple of 8, rows to a power of two
+        length = min(-(-max(len(t) for t in ids) // 8) * 8, self.max_length)
+        rows = 1 << (len(ids) - 1).bit_length()
+        x = self.inputs(list(ids) + [ids[0]] * (rows - len(ids)), length)
+        sequence = np.asarray(self.backbone.predict_on_batch(x)["sequence_output"], np.float32)[:len(ids)]
+        return normalize(pool(sequence, x["padding_mask"][:len(ids)], self.pooling))
 
 
 def pool(sequence, mask, pooling):

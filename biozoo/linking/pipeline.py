@@ -77,7 +77,8 @@ class DocumentLinker:
         """Link the `source` annotations ("predictions" or "existing") of `documents`, in place;
         mentions of all documents are linked together, one batch per dictionary."""
         documents = list(documents)
-        tables = [self._abbreviations(d) for d in documents]
+        found = [self._abbreviations(d) for d in documents]
+        tables = [expansions(f) for f in found]
         jobs = []  # (document index, annotation, linker)
         for d, document in enumerate(documents):
             annotations = document.predictions if source == "predictions" else document.existing_annotations()
@@ -89,26 +90,27 @@ class DocumentLinker:
         others = [job for job in jobs if job[1].type not in SPECIES_TYPES]
         self._link(species, tables, [None] * len(species))
         self._link(others, tables, self._taxa(documents, others))
+        if self.write_abbreviations:  # last: a document linked again (after an error) gets them once
+            for document, abbreviations in zip(documents, found):
+                self._write(document, abbreviations)
         return documents
 
     def _abbreviations(self, document):
         if self.abbreviations is None:
-            return {}
-        found = []
+            return []
         units = [(document.text, 0)] if document.source_format in ("pubtator", "pubmed-xml") else \
             [(p.text, p.offset) for p in document.passages]
-        for text, offset in units:
-            found += find_abbreviations(text, self.abbreviations, offset)
-        if self.write_abbreviations:
-            model = f"abbreviations:{self.abbreviations}"
-            for a in found:
-                document.predictions.append(Annotation(a.long_start, a.long_end, "LongForm", a.long, model=model,
-                                                       infons={"short_form": a.short}))
-                document.predictions.append(Annotation(
-                    a.short_start, a.short_end, "ShortForm", a.short, model=model,
-                    infons={"long_form": a.long, "long_form_start": str(a.long_start), "long_form_end": str(a.long_end)}))
-            document.predictions.sort(key=lambda x: (x.start, x.end))
-        return expansions(found)
+        return [a for text, offset in units for a in find_abbreviations(text, self.abbreviations, offset)]
+
+    def _write(self, document, abbreviations):
+        model = f"abbreviations:{self.abbreviations}"
+        for a in abbreviations:
+            document.predictions.append(Annotation(a.long_start, a.long_end, "LongForm", a.long, model=model,
+                                                   infons={"short_form": a.short}))
+            document.predictions.append(Annotation(
+                a.short_start, a.short_end, "ShortForm", a.short, model=model,
+                infons={"long_form": a.long, "long_form_start": str(a.long_start), "long_form_end": str(a.long_end)}))
+        document.predictions.sort(key=lambda x: (x.start, x.end))
 
     def _taxa(self, documents, jobs):
         """The taxon of each job whose linker searches by taxon (None for the others)."""

@@ -1,0 +1,89 @@
+"""Linking gold mentions and scoring them (`biozoo evaluate link`), and dictionaries built from
+annotated documents.
+
+`evaluate_linking` links every gold mention of some documents (with its document's
+abbreviations expanded, as annotation does) and reports accuracy@1 (`biozoo.metrics.linking`)
+overall, per type and per method (exact, normalized, dense, sparse, none).
+`dictionary_from_documents` turns the (mention, id) pairs of annotated documents into a
+concept table: each id a concept, its mentions its names (the most frequent one preferred);
+composite mentions (several ids) and mentions without an id name no concept.
+
+Example:
+    >>> train, test = split_documents(documents)
+    >>> linker = Linker(dictionary_from_documents(train, "train-half"), encoder)
+    >>> evaluate_linking(linker, test)["accuracy"]
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+
+from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
+from biozoo.linking.concepts import Concept, Dictionary, clean_name
+from biozoo.metrics.linking import accuracy_at_1, ids_of
+
+
+def gold_mentions(documents, types=None):
+    """[(document, annotation)] of the input annotations (of `types`, when given)."""
+    return [(d, a) for d in documents for a in d.existing_annotations() if types is None or a.type in types]
+
+
+def split_documents(documents, seed="biozoo"):
+    """Two halves of `documents` by a hash of each id (stable across runs and machines)."""
+    halves = ([], [])
+    for document in documents:
+        digest = hashlib.sha256(f"{seed}:{document.id}".encode()).digest()
+        halves[digest[0] & 1].append(document)
+    return halves
+
+
+def dictionary_from_documents(documents, name, types=None, version="gold"):
+    """A `Dictionary` of the (mention, id) pairs of the documents' annotations."""
+    names = defaultdict(Counter)
+    kinds = {}
+    for _, annotation in gold_mentions(documents, types):
+        ids = ids_of(annotation.concept_id)
+        if len(ids) != 1:
+            continue
+        (concept_id,) = ids
+        names[concept_id][clean_name(annotation.text)] += 1
+        kinds.setdefault(concept_id, annotation.type)
+    concepts = []
+    for concept_id in sorted(names):
+        ranked = [n for n, _ in sorted(names[concept_id].items(), key=lambda kv: (-kv[1], kv[0])) if n]
+        if ranked:
+            concepts.append(Concept(concept_id, ranked[0], tuple(ranked[1:]), kinds[concept_id]))
+    return Dictionary(concepts, name, version)
+
+
+def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hearst"):
+    """Accuracy@1 of `linker` on the gold mentions of `documents`: accuracy_at_1's result plus
+    "methods" ({method: [mentions, correct]}) and "unlinked" (mentions given no id)."""
+    pairs = gold_mentions(documents, types)
+    tables = {}
+    queries = []
+    for document, annotation in pairs:
+        if document.id not in tables:
+            tables[document.id] = _expansions(document, abbreviations)
+        queries.append(expand(annotation.text, tables[document.id]))
+    links = linker.link(queries)
+    gold = [a.concept_id for _, a in pairs]
+    result = accuracy_at_1(gold, [link.id for link in links], [a.type for _, a in pairs])
+    methods = defaultdict(lambda: [0, 0])
+    for (_, annotation), link in zip(pairs, links):
+        if ids_of(annotation.concept_id):
+            methods[link.method][0] += 1
+            methods[link.method][1] += bool(ids_of(link.id) & ids_of(annotation.concept_id))
+    result["methods"] = {k: {"mentions": v[0], "correct": v[1]} for k, v in sorted(methods.items())}
+    result["unlinked"] = sum(1 for link in links if link.id is None)
+    result["dictionary"] = linker.dictionary.label
+    return result
+
+
+def _expansions(document, engine):
+    if engine is None:
+        return {}
+    units = [(document.text, 0)] if document.source_format in ("pubtator", "pubmed-xml") else \
+        [(p.text, p.offset) for p in document.passages]
+    return expansions([a for text, offset in units for a in find_abbreviations(text, engine, offset)])
