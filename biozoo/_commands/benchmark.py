@@ -113,14 +113,26 @@ def _registry_size(preset):
 
 def download_command(args):
     from biozoo.benchmark.download import download
-    from biozoo.linking.sources import dictionary_table
 
-    if args.name.split(":")[0] in dictionary_table(None):
+    if _is_dictionary(args.name, args.sources):
         return _download_dictionary(args)
     result = download(args.name, args.output or "data", sources_file=args.sources,
                       trust_unverified=args.trust_unverified)
     print(json.dumps(result))
     return 0 if result["complete"] else 3
+
+
+def _is_dictionary(name, sources_file):
+    """Whether `name` names a dictionary of biozoo's table, or of `sources_file` when that is a
+    dictionaries table ({"dictionaries": ...}) rather than data sources."""
+    from biozoo._io import read_json
+    from biozoo.linking.sources import dictionary_table
+
+    if sources_file:
+        document = read_json(sources_file, "sources file", error_class=ValueError)
+        if not (isinstance(document, dict) and "dictionaries" in document):
+            return False
+    return name.split(":")[0] in dictionary_table(sources_file)
 
 
 def _download_dictionary(args):

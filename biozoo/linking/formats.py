@@ -27,6 +27,7 @@ import os
 import tarfile
 import zipfile
 import xml.etree.ElementTree as ElementTree
+import zlib
 
 from biozoo.errors import DataFormatError
 from biozoo.linking.concepts import Concept, clean_name, merge_names
@@ -43,7 +44,7 @@ def open_text(path):
     try:
         with io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline=None) as text:
             yield text
-    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as error:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as error:
         raise DataFormatError(f"{path}: unreadable ({type(error).__name__}: {error}); truncated or corrupt?") from None
 
 
@@ -271,7 +272,7 @@ def _names_dmp(path):
             yield text, path
     except KeyError:
         raise DataFormatError(f"{path}: the archive holds no names.dmp") from None
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as error:
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, UnicodeDecodeError, zlib.error) as error:
         raise DataFormatError(f"{path}: unreadable taxonomy dump ({type(error).__name__}: {error}); "
                               "truncated or corrupt?") from None
 

@@ -102,7 +102,7 @@ class Linker:
         return self.table.taxon_ranges.get(str(taxon), False)
 
     def _string_link(self, mention, method, rows, taxon):
-        concepts = list(dict.fromkeys(int(self.table.concepts[r]) for r in rows))
+        concepts = sorted({int(self.table.concepts[r]) for r in rows})  # in dictionary order
         key = normalize_name(mention)
         preferred = [c for c in concepts if normalize_name(self.dictionary.concepts[c].name) == key]
         best = (preferred or concepts)[0]

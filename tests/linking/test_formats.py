@@ -1,0 +1,119 @@
+"""The dictionary readers on files in the sources' real formats: every concept, id, name and
+taxon as the fixture holds it (expected values written by hand from the fixture text), and
+unreadable files refused with the file (and line) named."""
+
+import gzip
+
+import pytest
+
+from biozoo.errors import DataFormatError
+from biozoo.linking.concepts import Concept, Dictionary
+from biozoo.linking.formats import read_concepts
+
+
+def concepts(fmt, paths, **options):
+    return {c.id: c for c in read_concepts(fmt, [str(p) for p in paths], options)}
+
+
+def test_mesh_descriptors_and_supplementary_records(source_files):
+    found = concepts("mesh-xml", [source_files["desc2025.gz"], source_files["supp2025.gz"]])
+    assert found["D003924"] == Concept("D003924", "Diabetes Mellitus, Type 2", ("Type 2 Diabetes Mellitus", "NIDDM"),
+                                       "Disease")  # the permuted term and the pharmacological action's name are not names
+    assert found["D001241"] == Concept("D001241", "Aspirin", ("Acetylsalicylic Acid",), "Chemical")
+    assert found["C000002"].synonyms == ("bevonium methyl sulfate",) and found["C000002"].type == "Chemical"
+    assert found["C536210"].type == "Disease"
+
+
+def test_mesh_trees_and_classes_choose_what_a_dictionary_holds(source_files):
+    paths = [source_files["desc2025.gz"], source_files["supp2025.gz"]]
+    assert set(concepts("mesh-xml", paths, trees=["C", "F03"], scr_classes=["3"])) == {"D003924", "D008881", "C536210"}
+    assert set(concepts("mesh-xml", paths, trees=["D"], scr_classes=["1"])) == {"D001241", "C000002"}
+
+
+def test_ctd_vocabularies(source_files):
+    diseases = concepts("ctd-tsv", [source_files["CTD_diseases.tsv.gz"]], strip_prefix="MESH:")
+    assert diseases["D006527"] == Concept("D006527", "Hepatolenticular Degeneration",
+                                          ("Wilson Disease", "Wilson's Disease", "Hepatolenticular Degenerations"), "Disease")
+    assert diseases["OMIM:225750"].synonyms == ("AGS1", "Aicardi Goutieres Syndrome")  # OMIM ids keep their prefix
+    chemicals = concepts("ctd-tsv", [source_files["CTD_chemicals.tsv.gz"]], strip_prefix="MESH:")
+    assert chemicals["D001241"].synonyms == ("Acetylsalicylic Acid", "2-(Acetyloxy)benzoic Acid")
+    assert {c.type for c in chemicals.values()} == {"Chemical"}
+
+
+def test_gene_info_with_taxa(source_files):
+    genes = concepts("gene-info", [source_files["gene_info.gz"]])
+    assert genes["7157"] == Concept("7157", "TP53", ("BCC7", "LFS1", "P53", "TRP53", "tumor protein p53"), "Gene", "9606")
+    assert genes["852457"].taxon == "559292"
+    assert set(concepts("gene-info", [source_files["gene_info.gz"]], taxa=["10090"])) == {"22059"}
+    designations = concepts("gene-info", [source_files["gene_info.gz"]], designations=True)
+    assert "phosphoprotein p53" in designations["7157"].synonyms
+
+
+@pytest.mark.parametrize("archive", ["taxdmp_2025-01-01.zip", "taxdump.tar.gz"])
+def test_taxonomy_names_inside_the_archive(source_files, archive):
+    taxa = concepts("taxdump", [source_files[archive]])
+    assert taxa["9606"] == Concept("9606", "Homo sapiens", ("human",), "Species", "9606")  # the authority is no name
+    assert taxa["10090"].synonyms == ("house mouse", "mouse")
+    assert taxa["4932"].synonyms == ("baker's yeast", "S. cerevisiae")  # "in-part" names are not names of it
+
+
+def test_cellosaurus(source_files):
+    lines = concepts("cellosaurus", [source_files["cellosaurus.txt"]])
+    assert lines["CVCL_0030"] == Concept("CVCL_0030", "HeLa", ("HeLa-CCL2", "Henrietta Lacks cells", "HELA"),
+                                         "CellLine", "9606")
+    assert lines["CVCL_0594"].taxon == "10090"
+
+
+def test_a_users_own_tsv_and_biosyns_format(tmp_path):
+    tsv = tmp_path / "mine.tsv"
+    tsv.write_text("id\tname\n# a comment\nX1\tfoo bar\nX2\tbaz\tDisease\nX1\tFoo-bar\n")
+    found = concepts("tsv", [tsv])
+    assert found == {"X1": Concept("X1", "foo bar", ("Foo-bar",)), "X2": Concept("X2", "baz", (), "Disease")}
+    biosyn = tmp_path / "dict.txt"
+    biosyn.write_text("D001||first name\nD001||second name\nD002|OMIM:1||composite id\n")
+    found = concepts("biosyn", [biosyn])
+    assert found["D001"].all_names() == ["first name", "second name"] and "D002|OMIM:1" in found
+
+
+@pytest.mark.parametrize("name, cut", [("CTD_diseases.tsv.gz", 0.6), ("gene_info.gz", 0.5), ("desc2025.gz", 0.7)])
+def test_a_truncated_gzip_file_is_refused_naming_it(source_files, tmp_path, name, cut):
+    data = source_files[name].read_bytes()
+    broken = tmp_path / name
+    broken.write_bytes(data[: int(len(data) * cut)])
+    fmt = {"CTD_diseases.tsv.gz": "ctd-tsv", "gene_info.gz": "gene-info", "desc2025.gz": "mesh-xml"}[name]
+    with pytest.raises(DataFormatError, match=str(broken)):
+        list(read_concepts(fmt, [str(broken)]))
+
+
+def test_truncated_cellosaurus_and_malformed_rows_name_file_and_line(source_files, tmp_path):
+    text = source_files["cellosaurus.txt"].read_text()
+    cut = tmp_path / "cellosaurus.txt"
+    cut.write_text(text[: text.rindex("//")])
+    with pytest.raises(DataFormatError, match=r"cellosaurus.txt:\d+: entry 'NIH 3T3' has no closing '//'"):
+        list(read_concepts("cellosaurus", [str(cut)]))
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("X1\tfine\nonly-an-id\n")
+    with pytest.raises(DataFormatError, match=r"bad.tsv:2: expected id"):
+        list(read_concepts("tsv", [str(bad)]))
+    headerless = tmp_path / "CTD_x.tsv"
+    headerless.write_text("Aspirin\tMESH:D001241\n")
+    with pytest.raises(DataFormatError, match=r"CTD_x.tsv:1: no '# Fields:' header"):
+        list(read_concepts("ctd-tsv", [str(headerless)]))
+
+
+def test_the_concept_table_round_trips_byte_for_byte(tmp_path, source_files):
+    table = Dictionary(read_concepts("ctd-tsv", [str(source_files["CTD_diseases.tsv.gz"])]), "ctd", "v1")
+    table.write_tsv(tmp_path / "a.tsv.gz")
+    again = Dictionary.read_tsv(tmp_path / "a.tsv.gz")
+    assert again.concepts == table.concepts and again.label == "ctd@v1" and again.digest() == table.digest()
+    again.write_tsv(tmp_path / "b.tsv.gz")
+    assert (tmp_path / "a.tsv.gz").read_bytes() == (tmp_path / "b.tsv.gz").read_bytes()
+    assert gzip.decompress((tmp_path / "a.tsv.gz").read_bytes()).decode().count("\n") == len(table) + 2
+
+
+def test_names_are_grouped_by_taxon(source_files):
+    table = Dictionary(read_concepts("gene-info", [str(source_files["gene_info.gz"])]), "genes", "v1")
+    names = table.names()
+    for taxon, (start, end) in names.taxon_ranges.items():
+        assert {table.concepts[c].taxon for c in names.concepts[start:end]} == {taxon}
+    assert sum(end - start for start, end in names.taxon_ranges.values()) == len(names)

@@ -1,0 +1,140 @@
+"""The linker and the document linker: each step (exact, normalized, dense, sparse) gives the
+id a hand-made dictionary says; below the threshold no id; genes are searched within their
+taxon (the nearest species mention's), and a taxon the dictionary lacks gives none; concept
+ids reach PubTator's id column, BioC's identifier infon and JSONL; abbreviations are used and
+written."""
+
+import json
+
+import numpy as np
+import pytest
+
+from biozoo.documents import Annotation, Document, Passage, read_documents, write_documents
+from biozoo.linking import DocumentLinker, Linker, assign_taxa, parse_link_spec
+from biozoo.linking.concepts import Concept, Dictionary
+from biozoo.linking.species import GENE_TAXON, most_frequent
+
+
+class KeyEncoder:
+    """A stand-in encoder: a name's vector counts its known words on fixed axes (other words count
+    nothing), normalized, so the expected neighbours are known by hand."""
+
+    identity, pooling, max_length = "key-encoder", "cls", 25
+    AXES = {"heart": 0, "attack": 1, "myocardial": 0, "infarction": 1, "breast": 2, "cancer": 3, "tumour": 3,
+            "carcinoma": 3, "p53": 4, "tp53": 4, "tumor": 5, "protein": 6, "wilson": 7, "hepatolenticular": 7}
+
+    def encode(self, names, batch_size=256, progress=False):
+        out = np.zeros((len(names), 8), np.float32)
+        for i, name in enumerate(names):
+            for word in name.lower().replace("-", " ").split():
+                if word in self.AXES:
+                    out[i, self.AXES[word]] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+def diseases():
+    return Dictionary([Concept("D009203", "Myocardial Infarction", ("heart attack",), "Disease"),
+                       Concept("D001943", "Breast Neoplasms", ("breast cancer",), "Disease"),
+                       Concept("D006527", "Hepatolenticular Degeneration", ("Wilson disease",), "Disease")],
+                      "toy-diseases", "1")
+
+
+def genes():
+    return Dictionary([Concept("7157", "TP53", ("tumor protein p53", "p53"), "Gene", "9606"),
+                       Concept("22059", "Trp53", ("p53",), "Gene", "10090"),
+                       Concept("852457", "CDC28", ("CDK1",), "Gene", "559292")], "toy-genes", "1")
+
+
+def test_each_step_of_the_linker():
+    linker = Linker(diseases(), KeyEncoder(), threshold=0.6, progress=False)
+    links = linker.link(["heart attack", "HEART-ATTACK", "infarction of the myocardial", "breast carcinoma", "a dog"])
+    assert [(l.id, l.method) for l in links] == [("D009203", "exact"), ("D009203", "normalized"),
+                                                  ("D009203", "dense"), ("D001943", "dense"), (None, "none")]
+    assert links[0].name == "heart attack" and links[0].score == 1.0 and links[0].dictionary == "toy-diseases@1"
+    assert links[3].name == "breast cancer" and links[3].score == pytest.approx(1.0)  # {breast, cancer/carcinoma}
+    assert links[4].name is not None and links[4].score < 0.6  # the nearest name is kept, not its id
+
+
+def test_without_an_encoder_char_trigrams_link():
+    linker = Linker(diseases(), None, progress=False)
+    links = linker.link(["Wilson's disease", "breast cancers", "xyz"])
+    assert [(l.id, l.method) for l in links] == [("D006527", "sparse"), ("D001943", "sparse"), (None, "none")]
+
+
+def test_sparse_weight_adds_biosyns_score():
+    linker = Linker(diseases(), KeyEncoder(), threshold=0.0, sparse_weight=0.5, progress=False)
+    link = linker.link(["breast carcinoma"])[0]
+    assert link.score == pytest.approx(1.0 + 0.5 * linker.sparse.similarity("breast carcinoma", "breast cancer"))
+
+
+def test_genes_are_searched_within_their_taxon():
+    linker = Linker(genes(), KeyEncoder(), threshold=0.5, progress=False)
+    assert linker.by_taxon
+    links = linker.link(["p53", "p53", "p53", "TP53 protein"], taxa=["9606", "10090", "7227", "9606"])
+    assert [(l.id, l.method) for l in links] == [("7157", "exact"), ("22059", "exact"), (None, "no-taxon"),
+                                                  ("7157", "dense")]
+    assert Linker(genes(), KeyEncoder(), progress=False).link(["p53"])[0].alternatives == ("22059",)
+
+
+def test_species_rules():
+    species = [(0, 5, "9606"), (40, 45, "10090"), (90, 95, "10090")]
+    genes_at = [(8, 12), (30, 38), (100, 104)]
+    assert assign_taxa(genes_at, species, "nearest") == ["9606", "10090", "10090"]
+    assert assign_taxa(genes_at, species, "frequent") == ["10090"] * 3
+    assert assign_taxa(genes_at, species, "human") == ["9606"] * 3
+    assert assign_taxa(genes_at, species, "preceding", sentences=[(0, 20), (20, 60), (60, 120)]) == \
+        ["9606", "10090", "10090"]  # (30, 38) has none before it in its sentence: the most frequent
+    assert assign_taxa(genes_at, [], "nearest") == ["9606"] * 3
+    assert most_frequent([(0, 1, "1"), (5, 6, "2")]) == "1"  # a tie: the first mentioned
+    assert assign_taxa([(10, 14)], [(0, 5, "9606"), (15, 20, "10090")], "nearest") == ["10090"]  # 1 char vs 5
+    assert GENE_TAXON["4932"] == "559292"
+
+
+def document(text, *mentions, fmt="pubtator"):
+    doc = Document("1", [Passage(0, text)], source_format=fmt)
+    for start, end, kind in mentions:
+        doc.predictions.append(Annotation(start, end, kind, text[start:end], score=0.9, model="m"))
+    return doc
+
+
+def test_the_document_linker_uses_abbreviations_species_and_writes_every_format(tmp_path):
+    text = "Heart attack (HA) in mice: p53 rose with HA; in yeast CDK1 did not."
+    species = Dictionary([Concept("10090", "Mus musculus", ("mice", "mouse"), "Species", "10090"),
+                          Concept("4932", "Saccharomyces cerevisiae", ("yeast",), "Species", "4932")], "toy-taxa", "1")
+    linker = DocumentLinker([(("Disease",), Linker(diseases(), KeyEncoder(), threshold=0.6, progress=False)),
+                             (("Species",), Linker(species, None, progress=False)),
+                             (("Gene",), Linker(genes(), KeyEncoder(), threshold=0.5, progress=False))],
+                            abbreviations="schwartz-hearst", write_abbreviations=True)
+    at = {word: (text.index(word, 20), text.index(word, 20) + len(word)) for word in ("HA", "mice", "p53", "yeast", "CDK1")}
+    doc = document(text, (*at["HA"], "Disease"), (*at["mice"], "Species"), (*at["p53"], "Gene"),
+                   (*at["yeast"], "Species"), (*at["CDK1"], "Gene"))
+    linker.link_documents([doc])
+    found = {(a.text, a.type): a for a in doc.predictions}
+    ha = found[("HA", "Disease")]
+    assert ha.concept_id == "D009203" and ha.infons["link_query"] == "Heart attack"
+    assert ha.infons["link_method"] == "normalized" and ha.infons["dictionary"] == "toy-diseases@1"  # "heart attack"
+    assert found[("mice", "Species")].concept_id == "10090"
+    p53 = found[("p53", "Gene")]
+    assert p53.concept_id == "22059" and p53.infons["taxon"] == "10090"  # the mouse's, not the human TP53
+    assert found[("CDK1", "Gene")].concept_id == "852457" and found[("CDK1", "Gene")].infons["taxon"] == "559292"
+    assert found[("HA", "ShortForm")].infons["long_form"] == "Heart attack" and ("Heart attack", "LongForm") in found
+    assert (linker.mentions, linker.linked) == (5, 5)
+
+    write_documents([doc], str(tmp_path / "out.pubtator"), "pubtator")
+    lines = [l.split("\t") for l in (tmp_path / "out.pubtator").read_text().splitlines()[2:] if l]
+    assert ["1", str(at["HA"][0]), str(at["HA"][1]), "HA", "Disease", "D009203"] in lines
+    write_documents([doc], str(tmp_path / "out.xml"), "bioc-xml")
+    back = next(iter(read_documents([str(tmp_path / "out.xml")])))
+    p53_back = next(a for a in back.existing_annotations() if a.text == "p53")
+    assert p53_back.infons["identifier"] == "22059" and p53_back.infons["link_name"] == "p53"
+    write_documents([doc], str(tmp_path / "out.jsonl"), "jsonl")
+    record = json.loads((tmp_path / "out.jsonl").read_text())
+    ha_json = next(p for p in record["predictions"] if p["text"] == "HA" and p["type"] == "Disease")
+    assert ha_json["concept_id"] == "D009203" and ha_json["infons"]["link_score"] == "1.0000"
+
+
+def test_link_specs():
+    assert parse_link_spec("ctd-diseases") == (None, "ctd-diseases")
+    assert parse_link_spec("Disease,SpecificDisease=./my dict.tsv") == (("Disease", "SpecificDisease"), "./my dict.tsv")
+    with pytest.raises(ValueError, match="TYPE"):
+        parse_link_spec("=x")
