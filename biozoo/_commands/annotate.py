@@ -159,8 +159,8 @@ def annotate_command(args):
         if isinstance(annotator, CascadeAnnotator):
             fraction = annotator.escalated / annotator.sentences if annotator.sentences else 0.0
             summary += f"; cascade: {annotator.escalated} of {annotator.sentences} sentences escalated ({fraction:.1%})"
-    if run.linker is not None and run.linker.mentions:
-        summary += f"; {run.linker.linked} of {run.linker.mentions} mentions linked"
+    if run.link_mentions:
+        summary += f"; {run.linked} of {run.link_mentions} mentions linked"
     print(f"{summary}; {written} written to {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
     return 0
 

@@ -64,6 +64,8 @@ class AnnotationRun:
     on_skip: object = None
     linker: object = None  # a biozoo.linking DocumentLinker: concept ids for each chunk's predictions
     documents: int = 0
+    link_mentions: int = 0  # predictions a dictionary was asked about, and those that got an id
+    linked: int = 0
     skipped: int = 0
     entities: int = 0
     seconds: float = 0.0
@@ -135,6 +137,9 @@ class AnnotationRun:
             finished.append(self.finish(document, annotations))
         if self.linker is not None:
             finished = self._link(finished)
+            asked = [p for d in finished for p in d.predictions if "link_method" in p.infons]
+            self.link_mentions += len(asked)
+            self.linked += sum(1 for p in asked if p.concept_id is not None)
         for document in finished:
             yield document
             if bar is not None:

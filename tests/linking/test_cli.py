@@ -1,0 +1,127 @@
+"""The command line: `annotate --link` (PubTator id column, BioC identifier, JSONL; plain and
+Beam runs alike), `evaluate link`, `score ner --ids` and `finetune link`, each against values
+worked out by hand or by the test."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from biozoo import testing as H
+from biozoo.cli import main
+from biozoo.documents import read_documents
+
+GOLD = ("1|t|Wilson disease (WD) and breast cancer.\n"
+        "1|a|WD patients had heart attacks.\n"
+        "1\t0\t14\tWilson disease\tDisease\tD006527\n"
+        "1\t16\t18\tWD\tDisease\tD006527\n"
+        "1\t24\t37\tbreast cancer\tDisease\tD001943|D009369\n"
+        "1\t39\t41\tWD\tDisease\tD006527\n"
+        "1\t55\t68\theart attacks\tDisease\tD009203\n\n")
+DICTIONARY = "D006527\tWilson disease\nD006527\thepatolenticular degeneration\nD001943\tbreast neoplasms\n" \
+             "D009203\tmyocardial infarction\nD009203\theart attack\n"
+
+
+@pytest.fixture(scope="module")
+def tagger_dir(tmp_path_factory):
+    labels = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
+    model = H.make_model("bert", "BertForTokenClassification", num_labels=len(labels),
+                         id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)},
+                         architectures=["BertForTokenClassification"])
+    return str(H.save_hf_directory(model, tmp_path_factory.mktemp("ner") / "hf"))
+
+
+def test_evaluate_link_counts_by_hand(tmp_path, capsys):
+    (tmp_path / "gold.pubtator").write_text(GOLD)
+    (tmp_path / "dict.tsv").write_text(DICTIONARY)
+    assert main(["evaluate", "link", "--model", "none", "--documents", str(tmp_path / "gold.pubtator"),
+                 "--dictionary", str(tmp_path / "dict.tsv")]) == 0
+    result = json.loads(capsys.readouterr().out)
+    # Wilson disease: exact; WD twice: its long form (abbreviation); breast cancer: char 3-grams to breast
+    # neoplasms (one of its two gold ids); heart attacks: char 3-grams to heart attack
+    assert (result["correct"], result["mentions"]) == (5, 5) and result["methods"]["exact"] == {"mentions": 3, "correct": 3}
+    assert main(["evaluate", "link", "--model", "none", "--documents", str(tmp_path / "gold.pubtator"),
+                 "--dictionary", str(tmp_path / "dict.tsv"), "--abbreviations", "none"]) == 0
+    assert json.loads(capsys.readouterr().out)["correct"] == 3  # "WD" alone is nothing's name
+
+
+def test_score_ner_ids_by_hand(tmp_path, capsys):
+    (tmp_path / "gold.pubtator").write_text(GOLD)
+    pred = ("1|t|Wilson disease (WD) and breast cancer.\n1|a|WD patients had heart attacks.\n"
+            "1\t0\t14\tWilson disease\tDisease\tD006527\n"      # right
+            "1\t16\t18\tWD\tDisease\tD000001\n"                 # wrong id
+            "1\t31\t37\tcancer\tDisease\tD009369\n"             # overlaps breast cancer, right id: approximate only
+            "1\t55\t68\theart attacks\tDisease\n\n")            # no id
+    (tmp_path / "pred.pubtator").write_text(pred)
+    assert main(["score", "ner", "--gold", str(tmp_path / "gold.pubtator"), "--pred", str(tmp_path / "pred.pubtator"),
+                 "--ids"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["linked"]["strict"]["counts"] == {"gold": 5, "pred": 4, "tp": 1, "fp": 3, "fn": 4}
+    assert result["linked"]["approximate"]["counts"]["tp"] == 2 and result["linked"]["pred_without_id"] == 1
+    assert result["accuracy_at_1"] == {"accuracy": 33.33, "correct": 1, "mentions": 3, "gold_mentions": 5}
+    assert result["strict"]["counts"]["tp"] == 3  # the NER scores are unchanged
+
+
+def annotate(tmp_path, tagger_dir, *extra, fmt="jsonl"):
+    out = tmp_path / f"out.{fmt}"
+    assert main(["annotate", str(tmp_path / "docs.pubtator"), "--model", tagger_dir, "--output-format", fmt,
+                 "--output", str(out), "--no-progress", *extra]) == 0
+    return list(read_documents([str(out)]))
+
+
+def test_annotate_link_gives_every_format_the_ids_of_the_dictionary(tmp_path, tagger_dir, shared_data):
+    text = (shared_data / "documents" / "NCBIdisease_Test.PubTator").read_text().split("\n\n")[:6]
+    (tmp_path / "docs.pubtator").write_text("\n\n".join(text) + "\n\n")
+    plain = annotate(tmp_path, tagger_dir)
+    texts = sorted({p.text for d in plain for p in d.predictions})
+    assert len(texts) > 10
+    ids = {t: f"X{i}" for i, t in enumerate(texts)}
+    (tmp_path / "dict.tsv").write_text("".join(f"{i}\t{t}\n" for t, i in ids.items()))
+    link = ["--link", f"Chemical,Disease={tmp_path / 'dict.tsv'}", "--link-encoder", "none"]
+    linked = annotate(tmp_path, tagger_dir, *link, "--abbreviations", "none")  # no short form read as its long form
+    predictions = [p for d in linked for p in d.predictions]
+    assert len(predictions) == sum(len(d.predictions) for d in plain)
+    assert all(p.concept_id == ids[p.text] and p.infons["link_method"] == "exact" for p in predictions)
+    pubtator = annotate(tmp_path, tagger_dir, *link, "--abbreviations", "none", "--drop-existing", fmt="pubtator")
+    assert sorted((a.start, a.concept_id) for d in pubtator for a in d.existing_annotations()) == \
+        sorted((p.start, p.concept_id) for p in predictions)
+    options = (*link, "--drop-existing", "--abbreviations", "schwartz-hearst")
+    bioc = annotate(tmp_path, tagger_dir, *options, fmt="bioc-xml")
+    jsonl = [p for d in annotate(tmp_path, tagger_dir, *options) for p in d.predictions]
+    found = [a for d in bioc for a in d.existing_annotations()]
+    assert sorted((a.start, a.type, a.infons.get("identifier")) for a in found) == \
+        sorted((p.start, p.type, p.concept_id) for p in jsonl)
+    short_forms = [a for a in found if a.type == "ShortForm"]
+    assert short_forms and all(a.infons["long_form"] for a in short_forms)
+    expanded = [p for p in jsonl if "link_query" in p.infons]  # a short form, read as its long form
+    assert all(p.infons["link_query"] != p.text for p in expanded)
+
+
+def test_beam_links_as_plain_annotate_does(tmp_path, tagger_dir, shared_data):
+    pytest.importorskip("apache_beam")
+    from biozoo.annotate import AnnotationJob
+    from biozoo.annotate.beam import annotate_corpus
+
+    path = shared_data / "documents" / "NCBIdisease_Test.PubTator"
+    (tmp_path / "dict.tsv").write_text(DICTIONARY)
+    job = AnnotationJob(models=(tagger_dir,), output_format="jsonl", drop_existing=True, chunk_size=16,
+                        link=(f"Disease,Chemical={tmp_path / 'dict.tsv'}",), link_encoder=None, link_threshold=0.2)
+    plain = list(job.run(progress=False).annotate(read_documents([str(path)])))
+    annotate_corpus(job, [str(path)], str(tmp_path / "shards"), progress=False)
+    beam = {d.id: d for d in read_documents(sorted(str(p) for p in (tmp_path / "shards").rglob("*.jsonl*")))}
+    expected = [(d.id, p.start, p.end, p.concept_id, p.infons.get("link_name")) for d in plain for p in d.predictions]
+    got = [(d.id, p.start, p.end, p.concept_id, p.infons.get("link_name")) for d in plain for p in beam[d.id].predictions]
+    assert got == expected and any(item[3] for item in expected)
+
+
+def test_finetune_link_cli(tmp_path, tiny_encoder_dir, capsys):
+    (tmp_path / "dict.tsv").write_text(DICTIONARY)
+    assert main(["finetune", "link", "--preset", str(tiny_encoder_dir), "--dictionary", str(tmp_path / "dict.tsv"),
+                 "--output", str(tmp_path / "out"), "--epochs", "1", "--batch-size", "2"]) == 0
+    metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert metrics["task"] == "link" and metrics["pairs"] == 3 and metrics["steps"] == 2  # 2 synonym pairs, 1 self pair
+    from biozoo.linking import NameEncoder
+
+    assert NameEncoder.from_preset(str(tmp_path / "out")).encode(["x"]).shape == (1, 32)
+    assert main(["finetune", "link", "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "o2")]) == 2
+    assert main(["finetune", "ner", "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "o3")]) == 2

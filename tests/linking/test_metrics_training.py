@@ -1,0 +1,123 @@
+"""Linking scores and the linker's training: accuracy@1 and NER + id F1 by hand and against
+biozoo's offset scorer (with every id right they are the NER scores); the multi-similarity and
+InfoNCE losses against pytorch-metric-learning's; batches hold each concept with its nearest
+concepts; `finetune link` writes a preset that loads and links better on its dictionary."""
+
+import json
+
+import numpy as np
+import pytest
+
+from biozoo.linking.concepts import Concept, Dictionary
+from biozoo.metrics.documents import score_offsets
+from biozoo.metrics.linking import accuracy_at_1, correct, mention_accuracy, score_linked
+
+
+def test_accuracy_at_1_by_hand():
+    result = accuracy_at_1(["D1|D2", "D3", "-1", "OMIM:1", None, "D4"], ["D2", "D9", "D1", "OMIM:1", "D1", None],
+                           ["A", "A", "A", "B", "B", "B"])
+    assert (result["correct"], result["mentions"], result["gold_without_id"]) == (2, 4, 2)
+    assert result["accuracy"] == 50.0 and result["per_type"] == {
+        "A": {"accuracy": 50.0, "correct": 1, "mentions": 2}, "B": {"accuracy": 50.0, "correct": 1, "mentions": 2}}
+    assert correct("D1|D7", "D7") and not correct(None, "D7") and not correct("-1", "-1")
+
+
+def test_with_every_id_right_linked_scores_are_the_ner_scores():
+    rng = np.random.default_rng(0)
+    gold, pred = {}, {}
+    for d in range(30):
+        spans = sorted({(int(s), int(s) + int(rng.integers(1, 6))) for s in rng.integers(0, 200, 12)})
+        gold[str(d)] = [(s, e, rng.choice(["X", "Y"]), f"C{s}") for s, e in spans]
+        pred[str(d)] = [(s + int(rng.integers(-1, 2)), e, t, c) for s, e, t, c in gold[str(d)] if rng.random() < 0.8]
+        pred[str(d)] += [(300, 305, "X", "C300")]
+        pred[str(d)] = list({m[:3]: m for m in reversed(pred[str(d)])}.values())  # one id per predicted mention
+    linked = score_linked(gold, pred)
+    plain = score_offsets({k: [m[:3] for m in v] for k, v in gold.items()}, {k: [m[:3] for m in v] for k, v in pred.items()})
+    for mode in ("strict", "approximate"):
+        assert linked[mode]["counts"]["tp"] == plain[mode]["counts"]["tp"]
+        assert linked[mode]["f1"] == pytest.approx(plain[mode]["f1"])
+
+
+def test_wrong_and_missing_ids_are_errors_and_gold_without_ids_is_left_out():
+    gold = {"d": [(0, 5, "X", "D1"), (10, 15, "X", "D2|D3"), (20, 25, "X", "-1")]}
+    pred = {"d": [(0, 5, "X", "D9"), (9, 15, "X", "D3"), (20, 25, "X", "D5"), (30, 31, "X", None)]}
+    result = score_linked(gold, pred)
+    assert result["strict"]["counts"] == {"gold": 2, "pred": 4, "tp": 0, "fp": 4, "fn": 2}
+    assert result["approximate"]["counts"]["tp"] == 1
+    assert (result["gold_without_id"], result["pred_without_id"]) == (1, 1)
+    assert mention_accuracy(gold, pred) == {"accuracy": 0.0, "correct": 0, "mentions": 1, "gold_mentions": 2}
+
+
+def pml_losses(labels, embeddings):
+    torch = pytest.importorskip("torch")
+    pml = pytest.importorskip("pytorch_metric_learning")
+    from pytorch_metric_learning import losses, miners
+
+    x, y = torch.tensor(embeddings), torch.tensor(labels)
+    ms = losses.MultiSimilarityLoss(alpha=1, beta=60, base=0.5)(x, y, miners.MultiSimilarityMiner(epsilon=0.1)(x, y))
+    nce = losses.NTXentLoss(temperature=0.07)(x, y)
+    return float(ms), float(nce), pml
+
+
+def test_losses_equal_pytorch_metric_learnings():
+    from biozoo.linking.training import infonce_loss, multi_similarity_loss
+
+    rng = np.random.default_rng(3)
+    labels = np.repeat(np.arange(6), 2)
+    embeddings = rng.normal(size=(12, 8)).astype(np.float32)
+    embeddings[1::2] = embeddings[::2] + 0.8 * rng.normal(size=(6, 8))  # positives near, not always nearest
+    embeddings /= np.linalg.norm(embeddings, axis=1, keepdims=True)
+    ms, nce, _ = pml_losses(labels, embeddings)
+    assert float(multi_similarity_loss(labels, embeddings)) == pytest.approx(ms, rel=1e-5)
+    assert float(infonce_loss(labels, embeddings)) == pytest.approx(nce, rel=1e-5)
+
+
+def test_batches_hold_each_concept_with_its_nearest():
+    import random
+
+    from biozoo.linking.training import epoch_batches, nearest_concepts, synonym_pairs
+
+    dictionary = Dictionary([Concept(f"C{i}", f"name {i}", (f"other {i}",) if i % 2 else ()) for i in range(12)], "t", "1")
+    pairs = synonym_pairs(dictionary)
+    assert pairs[0] == [("name 0", "name 0")] and pairs[1] == [("name 1", "other 1")]
+    names = dictionary.names()
+    vectors = np.zeros((len(names), 12), np.float32)
+    for row, owner in enumerate(names.concepts):
+        vectors[row, owner] = 1.0
+        vectors[row, owner ^ 1] = 0.9  # concepts 2k and 2k+1 are each other's nearest
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    neighbours = nearest_concepts(dictionary, vectors, 1)
+    assert neighbours == {i: [i ^ 1] for i in range(12)}
+    batches = epoch_batches(pairs, 2, neighbours, random.Random(0))
+    assert sorted(c for batch in batches for _, _, c in batch) == list(range(12))
+    assert all({c for _, _, c in batch} in ({2 * k, 2 * k + 1} for k in range(6)) for batch in batches)
+
+
+@pytest.fixture(scope="module")
+def synonym_dictionary():
+    """Concepts whose synonyms share no word with the preferred name: only training links them."""
+    pairs = [("myocardial infarction", "heart attack"), ("cephalalgia", "headache"), ("pyrexia", "fever"),
+             ("emesis", "vomiting"), ("pruritus", "itching"), ("syncope", "fainting"), ("epistaxis", "nosebleed"),
+             ("alopecia", "hair loss"), ("dyspnea", "breathlessness"), ("xerostomia", "dry mouth")]
+    return Dictionary([Concept(f"D{i}", a, (b,)) for i, (a, b) in enumerate(pairs)], "synonyms", "1")
+
+
+def test_finetune_link_writes_a_preset_that_links_its_synonyms_better(tiny_encoder_dir, synonym_dictionary, tmp_path):
+    from biozoo.linking import Linker, NameEncoder
+    from biozoo.linking.training import LinkTraining, finetune_linker
+
+    def synonym_accuracy(handle):
+        encoder = NameEncoder.from_preset(handle)
+        preferred = Dictionary([Concept(c.id, c.name) for c in synonym_dictionary.concepts], "preferred", "1")
+        links = Linker(preferred, encoder, threshold=-1.0, progress=False).link(
+            [c.synonyms[0] for c in synonym_dictionary.concepts])
+        return np.mean([link.id == c.id for link, c in zip(links, synonym_dictionary.concepts)])
+
+    before = synonym_accuracy(str(tiny_encoder_dir))
+    settings = LinkTraining(epochs=60, batch_pairs=5, learning_rate=3e-3, hard_negatives=2, warmup_ratio=0.0)
+    metrics = finetune_linker(synonym_dictionary, str(tiny_encoder_dir), tmp_path / "linker", settings,
+                              log=lambda m: None, progress=False)
+    assert metrics["pairs"] == 10 and metrics["epoch_losses"][-1] < metrics["epoch_losses"][0]
+    assert json.loads((tmp_path / "linker" / "linking.json").read_text())["pooling"] == "cls"
+    after = synonym_accuracy(str(tmp_path / "linker"))
+    assert after >= 0.9 and after > before
