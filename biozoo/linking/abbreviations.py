@@ -198,20 +198,33 @@ def _ab3p_engine():
 
 
 def _ab3p(text):
-    """Ab3P's pairs; its offsets count UTF-8 bytes, turned into characters here."""
-    data = text.encode("utf-8")
-    char_at = {}
-    position = 0
+    """Ab3P's pairs. Ab3P is given the text with every run of whitespace as one space (its own
+    sentence splitter loses its place on runs, and prints so); its offsets count UTF-8 bytes of
+    that text, mapped back to characters of `text` here."""
+    normalized, origin = [], []
     for index, char in enumerate(text):
+        if char.isspace():
+            if normalized and normalized[-1] == " ":
+                continue
+            char = " "
+        normalized.append(char)
+        origin.append(index)
+    normalized = "".join(normalized)
+    data = normalized.encode("utf-8")
+    char_at, position = {}, 0
+    for index, char in enumerate(normalized):
         char_at[position] = index
         position += len(char.encode("utf-8"))
-    char_at[position] = len(text)
+    char_at[position] = len(normalized)
     found = []
-    for item in _ab3p_engine().get_abbrs(text):
+    for item in _ab3p_engine().get_abbrs(normalized):
         s_bytes, l_bytes = item.short_form.encode("utf-8"), item.long_form.encode("utf-8")
         s0, l0 = item.short_form_offset, item.long_form_offset
         if data[s0:s0 + len(s_bytes)] != s_bytes or data[l0:l0 + len(l_bytes)] != l_bytes:
             raise ValueError(f"Ab3P's offsets do not point at {item.short_form!r} / {item.long_form!r}")
-        found.append(Abbreviation(item.short_form, item.long_form, char_at[s0], char_at[s0 + len(s_bytes)],
-                                  char_at[l0], char_at[l0 + len(l_bytes)]))
+        spans = []
+        for start, size in ((s0, len(s_bytes)), (l0, len(l_bytes))):
+            first, end = char_at[start], char_at[start + size]
+            spans += [origin[first], origin[end - 1] + 1]
+        found.append(Abbreviation(text[spans[0]:spans[1]], text[spans[2]:spans[3]], *spans))
     return found

@@ -87,3 +87,26 @@ def _expansions(document, engine):
     units = [(document.text, 0)] if document.source_format in ("pubtator", "pubmed-xml") else \
         [(p.text, p.offset) for p in document.passages]
     return expansions([a for text, offset in units for a in find_abbreviations(text, engine, offset)])
+
+
+def abbreviation_scores(gold, found):
+    """Precision, recall and F1 (0-100) of (short form, long form) pairs: `gold` and `found`
+    map a document id to its pairs; a pair counts once per document; surrounding quotes are no
+    part of a long form."""
+    def clean(pairs):
+        return {(short, long.strip("\"'“”‘’")) for short, long in pairs}
+
+    tp = n_gold = n_found = 0
+    missed, wrong = [], []
+    for doc_id in gold:
+        g, f = clean(gold[doc_id]), clean(found.get(doc_id, ()))
+        tp += len(g & f)
+        n_gold += len(g)
+        n_found += len(f)
+        missed += [(doc_id, *pair) for pair in sorted(g - f)]
+        wrong += [(doc_id, *pair) for pair in sorted(f - g)]
+    precision = 100.0 * tp / n_found if n_found else 0.0
+    recall = 100.0 * tp / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": round(precision, 2), "recall": round(recall, 2), "f1": round(f1, 2), "tp": tp,
+            "gold": n_gold, "found": n_found, "missed": missed, "wrong": wrong}

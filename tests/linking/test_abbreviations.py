@@ -1,0 +1,104 @@
+"""Abbreviations: Schwartz & Hearst's rules on cases worked out by hand, offsets that point at
+the text, agreement with a reference implementation of the same paper (the `abbreviations`
+package) on all 600 shared abstracts, and precision / recall on 40 hand-checked abstracts
+(tests/fixtures/linking/abbreviations_gold.json); Ab3P through pyab3p where installed."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from biozoo.documents import read_documents
+from biozoo.documents.sentences import split_sentences
+from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
+from biozoo.linking.evaluation import abbreviation_scores
+
+GOLD = Path(__file__).resolve().parents[1] / "fixtures" / "linking" / "abbreviations_gold.json"
+
+
+@pytest.mark.parametrize("text, pairs", [
+    ("Heat shock protein 70 (HSP70) rose.", [("HSP70", "Heat shock protein 70")]),
+    ("We used HSP70 (heat shock protein 70) here.", [("HSP70", "heat shock protein 70")]),
+    ("The tumour necrosis factor-α (TNF-α, a cytokine) rose.", [("TNF-α", "tumour necrosis factor-α")]),
+    ("Levels of alpha-fetoprotein (AFP) fell.", [("AFP", "alpha-fetoprotein")]),
+    ("In 10 patients (5 women) and 20 mg (p < 0.05) doses.", []),  # no letters, or no match
+    ("The myotonic dystrophy (DM) locus.", []),  # letters in the wrong order: S&H finds none
+    ('We studied it in the "real world" (RW).', [("RW", "real world")]),
+    ("A new gene (ABC) was seen.", []),  # A, B, C not the initials of "A new gene"
+])
+def test_schwartz_hearst_cases(text, pairs):
+    found = find_abbreviations(text)
+    assert [(a.short, a.long) for a in found] == pairs
+    for a in found:
+        assert text[a.short_start:a.short_end] == a.short and text[a.long_start:a.long_end] == a.long
+
+
+def test_offsets_shift_and_short_forms_expand():
+    found = find_abbreviations("Wilson disease (WD).", offset=100)
+    assert (found[0].short_start, found[0].long_start) == (116, 100)
+    table = expansions(found + find_abbreviations("Water deprivation (WD)."))
+    assert table == {"WD": "Wilson disease"}  # the first definition of a short form
+    assert expand("WD patients", table) == "Wilson disease patients"
+    assert expand("WDR5 and anti-WD", table) == "WDR5 and anti-WD"  # whole words only
+
+
+@pytest.fixture(scope="module")
+def shared_documents(shared_data):
+    return list(read_documents([str(shared_data / "documents" / n) for n in ("NCBIdisease_Test.PubTator",
+                                                                              "BC5CDR_Test.PubTator")]))
+
+
+def test_agreement_with_the_abbreviations_packages_schwartz_hearst(shared_documents):
+    """The reference (a port of the paper's code, by sentence) and ours on the 600 abstracts: where
+    both define a short form in a document, the long forms are equal, or ours starts earlier in
+    the same word (the reference cuts words at hyphens; the paper's code keeps whole words)."""
+    reference = pytest.importorskip("abbreviations.schwartz_hearst")
+    import logging
+
+    logging.getLogger().setLevel(logging.WARNING)  # the reference logs at INFO
+    both = same = word = 0
+    for document in shared_documents:
+        text = document.text
+        ours = {a.short: a.long for a in reversed(find_abbreviations(text))}  # the first definition
+        theirs = {}
+        for start, end in split_sentences(text):
+            found = reference.extract_abbreviation_definition_pairs(doc_text=text[start:end].replace("\n", " "))
+            for short, long in found.items():
+                theirs.setdefault(str(short), str(long))
+        for short in set(ours) & set(theirs):
+            both += 1
+            a, b = ours[short], theirs[short].strip('"')
+            same += a == b
+            word += a != b and a.endswith(b) and a[-len(b) - 1] in "-/ "
+    print(f"short forms both define: {both}; same long form: {same}; ours a word longer: {word}")
+    assert both >= 620 and same / both >= 0.96 and (same + word) / both >= 0.99, (both, same, word)
+
+
+def gold_and_documents(shared_documents):
+    gold = json.loads(GOLD.read_text())["documents"]
+    return gold, {d.id: d for d in shared_documents if d.id in gold}
+
+
+@pytest.mark.parametrize("engine, precision, recall", [("schwartz-hearst", 94.1, 81.0), ("ab3p", 94.2, 83.5)])
+def test_precision_and_recall_on_hand_checked_abstracts(shared_documents, engine, precision, recall):
+    if engine == "ab3p":
+        pytest.importorskip("pyab3p")
+    gold, documents = gold_and_documents(shared_documents)
+    assert len(documents) == 40 and sum(map(len, gold.values())) == 79
+    found = {}
+    for i, d in documents.items():
+        abbreviations = find_abbreviations(d.text, engine)
+        for a in abbreviations:
+            assert d.text[a.short_start:a.short_end] == a.short and d.text[a.long_start:a.long_end] == a.long
+        found[i] = [(a.short, a.long) for a in abbreviations]
+    scores = abbreviation_scores(gold, found)
+    assert scores["precision"] >= precision and scores["recall"] >= recall, scores  # the README's figures
+
+
+def test_ab3p_offsets_survive_runs_of_spaces_and_multibyte_characters():
+    pytest.importorskip("pyab3p")
+    text = "Naïve β-cells.  We studied tumour\n necrosis factor-α (TNF-α) in Wilson disease (WD)."
+    found = find_abbreviations(text, "ab3p")
+    assert [(a.short, text[a.long_start:a.long_end]) for a in found] == [
+        ("TNF-α", "tumour\n necrosis factor-α"), ("WD", "Wilson disease")]
+    assert all(text[a.short_start:a.short_end] == a.short for a in found)
