@@ -116,9 +116,10 @@ def add_link_arguments(parser):
     group.add_argument("--abbreviations", choices=ENGINES + ("none",), default=None,
                        help="find abbreviations (default with --link: schwartz-hearst, used to link short forms); "
                        "given explicitly, also write them as LongForm / ShortForm predictions")
-    group.add_argument("--taxon-rule", choices=TAXON_RULES, default="nearest",
-                       help="a gene mention's species: the nearest species mention (default), the preceding one in "
-                       "its sentence, the document's most frequent, or always human")
+    group.add_argument("--taxon-rule", choices=TAXON_RULES, default="preceding",
+                       help="a gene mention's species: the nearest species mention before it in its sentence, else "
+                       "the document's most frequent (default; 87 %% of 85 hand-checked gene mentions), the nearest "
+                       "anywhere (68 %%), the most frequent (87 %%), or always human (51 %%)")
     group.add_argument("--trust-unverified", action="store_true",
                        help="accept dictionary downloads with no recorded sha256 (their digests are printed)")
 

@@ -43,7 +43,7 @@ class AnnotationJob:
     link_sparse_weight: float = 0.0
     abbreviations: str | None = "schwartz-hearst"
     write_abbreviations: bool = False
-    taxon_rule: str = "nearest"
+    taxon_rule: str = "preceding"
     trust_unverified: bool = False
 
     def __post_init__(self):

@@ -110,3 +110,43 @@ def abbreviation_scores(gold, found):
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": round(precision, 2), "recall": round(recall, 2), "f1": round(f1, 2), "tp": tp,
             "gold": n_gold, "found": n_found, "missed": missed, "wrong": wrong}
+
+
+def taxon_rule_accuracy(documents, genes, species_words):
+    """How often each taxon rule (`biozoo.linking.species.TAXON_RULES`) gives a gene mention its
+    species. `genes`: {doc id: {gene string: [taxa per occurrence, in text order: "9606",
+    "9606|10090" (any of them), or None (not counted)]}}; species mentions are the whole-word
+    occurrences of `species_words` ({word: taxon}). Returns {"documents", "gene_mentions",
+    rule: {"accuracy", "correct", "wrong": [[doc, gene, start, got, expected]]}}."""
+    import re
+
+    from biozoo.documents.sentences import split_sentences
+    from biozoo.linking.species import TAXON_RULES, assign_taxa
+
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, species_words)) + r")(?![\w-])")
+    mentions = {}
+    for doc_id, expected_by_gene in genes.items():
+        text = documents[doc_id].text
+        species = [(m.start(), m.end(), species_words[m.group(1)]) for m in pattern.finditer(text)]
+        spans, taxa = [], []
+        for gene, expected in expected_by_gene.items():
+            found = [m.start() for m in re.finditer(r"(?<![\w-])" + re.escape(gene) + r"(?![\w])", text)]
+            if len(found) != len(expected):
+                raise ValueError(f"document {doc_id}: {gene!r} occurs {len(found)} times, the gold lists {len(expected)}")
+            for start, taxon in zip(found, expected):
+                if taxon is not None:
+                    spans.append((start, start + len(gene)))
+                    taxa.append(set(taxon.split("|")))
+        mentions[doc_id] = (spans, taxa, species, split_sentences(text))
+    result = {"documents": len(mentions), "gene_mentions": sum(len(m[0]) for m in mentions.values())}
+    for rule in TAXON_RULES:
+        right, wrong = 0, []
+        for doc_id, (spans, taxa, species, sentences) in mentions.items():
+            for span, expected, got in zip(spans, taxa, assign_taxa(spans, species, rule, sentences)):
+                if got in expected:
+                    right += 1
+                else:
+                    wrong.append([doc_id, documents[doc_id].text[span[0]:span[1]], span[0], got, sorted(expected)])
+        result[rule] = {"accuracy": round(100.0 * right / max(result["gene_mentions"], 1), 2), "correct": right,
+                        "wrong": wrong}
+    return result

@@ -22,6 +22,7 @@ import dataclasses
 import functools
 
 from biozoo.documents.model import Annotation
+from biozoo.documents.sentences import split_sentences
 from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
 from biozoo.linking.species import TAXON_RULES, assign_taxa, gene_taxon
 
@@ -59,7 +60,7 @@ class DocumentLinker:
     linkers: list
     abbreviations: str | None = "schwartz-hearst"
     write_abbreviations: bool = False
-    taxon_rule: str = "nearest"
+    taxon_rule: str = "preceding"
     mentions: int = 0
     linked: int = 0
 
@@ -125,8 +126,6 @@ class DocumentLinker:
                        if a.type in SPECIES_TYPES and a.concept_id]
             sentences = None
             if self.taxon_rule == "preceding":
-                from biozoo.documents.sentences import split_sentences
-
                 sentences = split_sentences(document.text)
             spans = [(jobs[j][1].start, jobs[j][1].end) for j in members]
             for j, taxon in zip(members, assign_taxa(spans, species, self.taxon_rule, sentences)):
@@ -164,7 +163,7 @@ def _record(annotation, link):
 
 @functools.lru_cache(maxsize=4)
 def load_document_linker(specs, encoder="sapbert_pubmedbert_fulltext", threshold=None, sparse_weight=0.0,
-                         abbreviations="schwartz-hearst", write_abbreviations=False, taxon_rule="nearest",
+                         abbreviations="schwartz-hearst", write_abbreviations=False, taxon_rule="preceding",
                          trust_unverified=False, progress=True):
     """A `DocumentLinker` of link specs (a tuple of `DICTIONARY` / `TYPE=DICTIONARY`), built once
     per process for the same arguments (Beam workers reuse it). `encoder`: a biozoo handle, or

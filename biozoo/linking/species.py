@@ -1,17 +1,20 @@
 """Which species a gene mention is about: the taxon it is linked within.
 
 Rules (`TAXON_RULES`), each falling back to the document's most frequent species, then human:
-- `nearest` (default): the species mention nearest to the gene mention in the document, by
+- `preceding` (default): the nearest species mention before the gene mention, in the same
+  sentence ("human PAX6", "mouse Snrpn");
+- `nearest`: the species mention nearest to the gene mention anywhere in the document, by
   characters between them (an adjacent or enclosing one is at distance 0; a tie goes to the
-  one before), as GNormPlus' SR4GN assigns species;
-- `preceding`: the nearest species mention before the gene mention, in the same sentence;
+  one before);
 - `frequent`: the document's most frequent species (first mentioned on a tie);
 - `human`: always 9606 (what BERN2 does; its issue #57: yeast genes linked to human ones).
+On 85 gene mentions hand-checked in 11 shared abstracts that name several species
+(`benchmarks/species_rule.py`): preceding 87.1 %, frequent 87.1 %, nearest 68.2 %, human 50.6 %.
 
 NCBI Gene files list some organisms under a strain's taxon: `GENE_TAXON` maps the species
 taxon a species mention links to onto the one gene_info uses.
 
-    >>> assign_taxa([(30, 34)], [(0, 5, "10090")])
+    >>> assign_taxa([(30, 34)], [(0, 5, "10090")], sentences=[(0, 40)])
     ['10090']
 """
 
@@ -40,7 +43,7 @@ def most_frequent(species):
     return max(counts, key=lambda t: (counts[t], -first[t]))
 
 
-def assign_taxa(genes, species, rule="nearest", sentences=None, default=HUMAN):
+def assign_taxa(genes, species, rule="preceding", sentences=None, default=HUMAN):
     """Per gene span `(start, end)`, its taxon under `rule`, from species mentions
     `(start, end, taxon)` (taxon None: not linked, ignored); `sentences`: `(start, end)` spans
     for the `preceding` rule."""
