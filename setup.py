@@ -45,6 +45,12 @@ BEAM = ["apache-beam>=2.77,<2.78"]
 # `biozoo export onnx`: tf2onnx converts (1.17 is the first release that resolves with protobuf 5+),
 # onnxruntime quantizes (quantize_dynamic) and runs the certificate's checks
 ONNX = ["tf2onnx==1.17.0", "onnx>=1.17", "onnxruntime>=1.20"]
+# `biozoo annotate --link` over large dictionaries: faiss' HNSW graph (the CPU build: self-contained wheels for
+# Linux, macOS and Windows; the GPU builds pull CUDA, and at a few million names a CPU graph answers in well under a
+# millisecond a mention), and Ab3P, the abbreviation rules PubTator and HunFlair2 use (pyab3p: flair's maintainers'
+# bindings; wheels for Linux x86-64 and Windows, CPython <= 3.12; elsewhere `--abbreviations schwartz-hearst`).
+LINK = ["faiss-cpu>=1.9,<2",
+        'pyab3p==0.1.1; python_version < "3.13" and (platform_machine == "x86_64" or platform_machine == "AMD64")']
 
 # Keras on JAX (TPUs and GPUs in 2026); on PyPI `jax` is the CPU build, GPU / TPU builds come from jax's own extras
 JAX = "jax>=0.10,<0.12"
@@ -55,6 +61,7 @@ EXTRAS = {
     "garden": ["tf-models-official==2.20.0"],
     "onnx": ONNX,
     "beam": BEAM,
+    "link": LINK,
     # benchmarks/serving_ladder.py: OpenVINO rows; onnxscript for torch.onnx.export's default (dynamo) exporter
     "bench": ["openvino>=2025,<2027", "onnxscript>=0.5"],
     "demo": [],  # the demo needs no torch; `make demo` adds the embedded checkpoint (see above)
@@ -75,6 +82,11 @@ EXTRAS = {
         "ipykernel>=6.29",
         "tf-models-official==2.20.0",
         *ONNX,
+        *LINK,
+        # references for the linking tests: Schwartz & Hearst's algorithm as the `abbreviations` package ports it,
+        # and pytorch-metric-learning's multi-similarity / NT-Xent losses (SapBERT trains with them)
+        "abbreviations==0.2.5",
+        "pytorch-metric-learning>=2.5,<3",
     ],
 }
 EXTRAS["all"] = sorted({r for reqs in EXTRAS.values() for r in reqs})
@@ -91,7 +103,7 @@ setup(
     package_data={"biozoo": ["checkpoints_registry.json", "registry_schema.json"], "biozoo.train": ["biom_recipes.json"],
                   # the embedded corpora (NCBI-disease, CC BY 4.0; AIONER's example abstracts, MIT), with licences
                   "biozoo.data": ["corpora/NCBI-disease/*", "corpora/documents/*"],
-                  "biozoo.benchmark": ["suites.json", "data_sources.json"]},
+                  "biozoo.benchmark": ["suites.json", "data_sources.json"], "biozoo.linking": ["dictionaries.json"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,

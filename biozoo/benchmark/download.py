@@ -14,20 +14,15 @@ Example:
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import http.client
 import sys
 import urllib.error
 
-from biozoo._io import sha256_file as _sha256
 from biozoo.benchmark.suites import load_suite, suite_names
+from biozoo.downloads import DownloadError, check as _check, fetch_file
 
 __all__ = ["download", "data_sources", "datasets_for", "fetch_file", "DownloadError"]
-
-
-class DownloadError(ValueError):
-    """A downloaded file is not the one the sources record."""
 
 
 def _read_sources(path):
@@ -70,66 +65,6 @@ def datasets_for(name, sources):
                        f"({', '.join(data_groups())}), a task ({', '.join(known)}) nor a data folder "
                        f"({', '.join(sorted(sources))})")
     return sorted(folders)
-
-
-def _git_blob_sha1(path):
-    digest = hashlib.sha1(f"blob {os.path.getsize(path)}\0".encode())
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _check(path, spec):
-    """None when `path` is the file `spec` records; else what differs. ("unverified", digest)
-    when `spec` records no hash."""
-    if spec.get("size") is not None and os.path.getsize(path) != spec["size"]:
-        return f"{os.path.getsize(path)} bytes, not the {spec['size']} recorded"
-    if spec.get("sha256"):
-        actual = _sha256(path)
-        return None if actual == spec["sha256"] else f"sha256 {actual}, not the {spec['sha256']} recorded"
-    if spec.get("git_blob_sha1"):
-        actual = _git_blob_sha1(path)
-        return None if actual == spec["git_blob_sha1"] else \
-            f"git blob hash {actual}, not the {spec['git_blob_sha1']} recorded"
-    return ("unverified", _sha256(path))
-
-
-def fetch_file(url, destination, spec, trust_unverified=False, progress=True, validate=None):
-    """Download `url` and move it to `destination` once it checks; return its sha256.
-
-    `spec` records what the file must be (sha256, size, git_blob_sha1); a file it records no
-    hash for is refused unless `trust_unverified`. `validate(path)`, when given, reads the
-    downloaded file before it is kept and raises (DownloadError or DataFormatError) to refuse
-    it: a truncated or corrupt file leaves nothing at `destination`."""
-    import tempfile
-
-    from biozoo._io import stream_url
-
-    directory = os.path.dirname(os.path.abspath(destination))
-    os.makedirs(directory, exist_ok=True)
-    fd, partial = tempfile.mkstemp(prefix=f".{os.path.basename(destination)}.partial-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            stream_url(url, out, desc=os.path.basename(destination), progress=progress)
-        problem = _check(partial, spec)
-        if isinstance(problem, tuple):
-            if not trust_unverified:
-                raise DownloadError(f"{url}: no checksum is recorded for it (its sha256 is {problem[1]}); "
-                                    "pass --trust-unverified to accept it")
-            digest = problem[1]
-        elif problem:
-            raise DownloadError(f"{url} -> {destination}: refused, the download has {problem}")
-        else:
-            digest = spec.get("sha256") or _sha256(partial)
-        if validate is not None:
-            validate(partial)
-        os.chmod(partial, 0o644)
-        os.replace(partial, destination)
-        return digest
-    finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
 
 
 def download(name, output, sources_file=None, trust_unverified=False, progress=True):

@@ -57,9 +57,10 @@ def dictionary_from_documents(documents, name, types=None, version="gold"):
     return Dictionary(concepts, name, version)
 
 
-def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hearst"):
+def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hearst", details=False):
     """Accuracy@1 of `linker` on the gold mentions of `documents`: accuracy_at_1's result plus
-    "methods" ({method: [mentions, correct]}) and "unlinked" (mentions given no id)."""
+    "methods" ({method: [mentions, correct]}) and "unlinked" (mentions given no id); with
+    `details`, "mentions_linked": [doc id, start, end, type, text, gold id, id, method, score]."""
     pairs = gold_mentions(documents, types)
     tables = {}
     queries = []
@@ -78,6 +79,9 @@ def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hear
     result["methods"] = {k: {"mentions": v[0], "correct": v[1]} for k, v in sorted(methods.items())}
     result["unlinked"] = sum(1 for link in links if link.id is None)
     result["dictionary"] = linker.dictionary.label
+    if details:
+        result["mentions_linked"] = [[d.id, a.start, a.end, a.type, a.text, a.concept_id, link.id, link.method,
+                                      round(link.score, 4)] for (d, a), link in zip(pairs, links)]
     return result
 
 

@@ -8,7 +8,7 @@ A dictionary handle is
     (`ctd-tsv:CTD_diseases.tsv.gz`, `mesh-xml:desc2025.gz,supp2025.gz`);
   - a path to a user's own `id<TAB>name` file (or BioSyn's `id||name`).
 
-Downloads go through `biozoo.benchmark.download.fetch_file` (streamed beside their place,
+Downloads go through `biozoo.downloads.fetch_file` (streamed beside their place,
 checked against the recorded sha256 and size, read through the format's reader before they
 are kept) into `$BIOZOO_CACHE/dictionaries/NAME/raw`, which appears whole or not at all: a
 corrupt or truncated file is refused and nothing is cached. The table records no sha256 yet,
@@ -81,7 +81,7 @@ def _lock(path):
 def _validator(fmt, counts):
     """`validate(path)` for fetch_file: the file is read through its reader (every concept,
     counted into `counts`); a file that cannot be read, or holds none, is refused."""
-    from biozoo.benchmark.download import DownloadError
+    from biozoo.downloads import DownloadError
 
     def validate(path):
         try:
@@ -106,7 +106,7 @@ def raw_complete(name):
 def download_dictionary(name, trust_unverified=False, progress=True, table_path=None):
     """Fetch the files of dictionary `name` into the cache (once); return raw.json's record:
     {"name", "version", "files": {file: {"url", "sha256", "size", "verified"}}, "concepts": {file: n}}."""
-    from biozoo.benchmark.download import fetch_file
+    from biozoo.downloads import fetch_file
     from biozoo.presets import offline
 
     entry = _entry(name, table_path)

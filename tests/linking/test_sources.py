@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from biozoo.benchmark.download import DownloadError
+from biozoo.downloads import DownloadError
 from biozoo.cli import main
 from biozoo.errors import OfflineError
 from biozoo.linking import sources
