@@ -7,7 +7,7 @@ BC5CDR), each name unique; they are embedded with MiniLM-L6 (the time is reporte
 dictionary's one-off build). The 3,000,000 are those 300,000 embeddings each perturbed ten times
 (Gaussian noise, renormalised), so the vectors keep the clustering of real name embeddings;
 embedding 3M names would take 10x the 300k time, reported as an extrapolation, not measured.
-Queries: the 1,985 gold mentions of the shared NCBI-disease and the first 100 BC5CDR test
+Queries: the 2,915 gold mentions of the shared NCBI-disease and the first 100 BC5CDR test
 documents (their text), encoded once (encoding speed reported apart).
 
 Per dictionary and method: build seconds, index bytes, process RSS growth, search mentions/s
