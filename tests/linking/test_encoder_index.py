@@ -162,3 +162,26 @@ def test_the_embedded_dictionary_is_cached_and_a_rebuild_equals_the_first(tiny_e
     os.remove(directories[1] / "embeddings.npy")
     with pytest.raises(DataFormatError, match="differs"):
         verify_index(directories[1])
+
+
+JAX_CHILD = r"""
+import json, os, sys
+class NoTensorFlow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "tensorflow" or name.startswith("tensorflow."):
+            raise ImportError("TensorFlow is not importable in this child")
+sys.meta_path.insert(0, NoTensorFlow())
+from biozoo.linking import NameEncoder
+encoder = NameEncoder.from_preset(sys.argv[1])
+print(json.dumps(encoder.encode(json.loads(sys.stdin.read())).tolist()))
+"""
+
+
+def test_names_embed_alike_under_jax_without_tensorflow(tiny_encoder_dir):
+    pytest.importorskip("jax")
+    ours = NameEncoder.from_preset(str(tiny_encoder_dir)).encode(NAMES)
+    env = dict(os.environ, KERAS_BACKEND="jax")
+    done = subprocess.run([sys.executable, "-c", JAX_CHILD, str(tiny_encoder_dir)], input=json.dumps(NAMES), env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    np.testing.assert_allclose(np.asarray(json.loads(done.stdout.splitlines()[-1])), ours, atol=1e-5)
