@@ -15,3 +15,16 @@ class DataFormatError(BiozooError, ValueError):
 
 class OfflineError(BiozooError, FileNotFoundError):
     """Offline mode is on and the requested files are not in the cache."""
+
+
+class OutputError(BiozooError, FileExistsError):
+    """An output would destroy something biozoo did not write (or an input): refused, nothing written."""
+
+
+class NetworkError(BiozooError, ConnectionError):
+    """A download failed: the host is unreachable, did not answer in time, or refused the request.
+    The message is one line naming the handle or URL and what to do."""
+
+
+class TrainingError(BiozooError, ArithmeticError):
+    """Training diverged (a non-finite loss or gradient); nothing was written."""

@@ -20,14 +20,16 @@ PROVENANCE_FILE = "biozoo.json"
 CERTIFICATE_FILE = "certificate.json"  # written by `biozoo verify`
 
 
-def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, provenance=None, weights_file=None):
-    """Write a complete preset to `out_dir` atomically (nothing partial is ever visible).
+def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, provenance=None, weights_file=None,
+                 overwrite=False):
+    """Write a complete preset to `out_dir` atomically (nothing partial is ever visible); an
+    earlier biozoo output there is replaced only with `overwrite` (`biozoo._io.check_output`).
 
     `weights_file`: a `.weights.h5` already written for `backbone` (streamed conversion); it is
     moved into place instead of saving the backbone's variables."""
     from safetensors.numpy import save_file
 
-    with atomic_directory(out_dir) as tmp:
+    with atomic_directory(out_dir, overwrite) as tmp:
         if weights_file is None:
             backbone.save_to_preset(tmp)
         else:

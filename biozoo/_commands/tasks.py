@@ -20,7 +20,9 @@ def register(subparsers):
                         "qa: extractive question answering; doc: document (multi-label) classification")
     parser.add_argument("--preset", required=True, help="registry name, hf://org/repo, or a local directory")
     parser.add_argument("--data", required=True, help="folder with train / dev (devel) / test files")
-    parser.add_argument("--output", required=True, help="where to write the fine-tuned task preset")
+    parser.add_argument("--output", required=True, help="where to write the fine-tuned task preset: a new or empty "
+                        "folder, or one biozoo wrote (replaced only with --overwrite)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier biozoo output at --output")
     parser.add_argument("--epochs", type=float, default=None, help="default 3 (or the --recipe's)")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="the global batch, split over the replicas (default 8, as the HF Trainer, or the --recipe's)")
@@ -109,12 +111,15 @@ def _auto_or_count(value):
 
 def finetune_command(args):
     from biozoo._commands.train import resolve_strategy_from
-    from biozoo.train.finetune import Hyperparameters, run_finetune, run_seeds
+    from biozoo._io import check_output
+    from biozoo.train.finetune import Hyperparameters, check_hyperparameters, run_finetune, run_seeds
+    from biozoo.train.run import check_values
 
     def log(message):
         print(message, file=sys.stderr)
 
-    strategy = resolve_strategy_from(args, log)
+    check_values([("--seeds", args.seeds, "whole")])
+    check_output(args.output, args.overwrite, [args.preset, args.data], "--output")
     defaults = {k: getattr(Hyperparameters, k) for k in ("epochs", "batch_size", "learning_rate")}
     extra = {}
     if args.recipe == "biom":
@@ -132,7 +137,8 @@ def finetune_command(args):
     values = {**defaults, **explicit}
     hp = Hyperparameters(
         epochs=values["epochs"], batch_size=values["batch_size"], learning_rate=values["learning_rate"],
-        max_seq_length=args.max_seq_length or extra.get("max_seq_length") or (384 if args.kind == "qa" else 128),
+        max_seq_length=args.max_seq_length if args.max_seq_length is not None
+        else extra.get("max_seq_length") or (384 if args.kind == "qa" else 128),
         seed=args.seed, warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
         jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
         optimizer=args.optimizer if args.optimizer != "adamw" else extra.get("optimizer", "adamw"),
@@ -143,13 +149,15 @@ def finetune_command(args):
         micro_batches=args.micro_batches,
         deterministic=args.deterministic,
     )
+    check_hyperparameters(hp)
+    strategy = resolve_strategy_from(args, log)
     options = {"entity_type": args.entity_type} if args.kind == "ner" else {}
     if args.seeds > 1:
         metrics = run_seeds(args.kind, args.preset, args.data, args.output, hp, args.seeds, options, log=log,
-                            strategy=strategy)
+                            strategy=strategy, overwrite=args.overwrite)
     else:
         metrics = run_finetune(args.kind, args.preset, args.data, args.output, hp, options, log=log,
-                               strategy=strategy)
+                               strategy=strategy, overwrite=args.overwrite)
     print(json.dumps(metrics))
     return 0
 
