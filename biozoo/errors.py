@@ -28,3 +28,8 @@ class NetworkError(BiozooError, ConnectionError):
 
 class TrainingError(BiozooError, ArithmeticError):
     """Training diverged (a non-finite loss or gradient); nothing was written."""
+
+
+class DataWarning(UserWarning):
+    """Something a reader passed over and kept going (an input annotation whose text differs from
+    the document's at its offsets, dropped); the message names the file, line and document."""

@@ -60,6 +60,9 @@ def register(subparsers):
                         help="with --documents: rename types before scoring, e.g. "
                         "SpecificDisease=Disease,DiseaseClass=Disease (applied to gold and predictions)")
     parser.add_argument("--entity-types", default="ALL", help="with --documents, AIONER models: as `annotate`")
+    parser.add_argument("--strict", action="store_true", help="with --documents: refuse a gold document whose "
+                        "annotation's text differs from the document's at its offsets (default: drop that "
+                        "annotation with a warning, counted in gold_dropped)")
     parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32", help=PRECISION_HELP)
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
@@ -189,7 +192,7 @@ def _evaluate_documents(args):
         raise ValueError(f"--type-map: {', '.join(bad)} is not FROM=TO (e.g. SpecificDisease=Disease)")
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
     result = score_documents(args.model, args.documents, type_map=dict(pair.split("=") for pair in pairs),
-                             entity_types=types, precision=args.precision)
+                             entity_types=types, precision=args.precision, strict=args.strict)
     print(json.dumps(result))
     return 0
 

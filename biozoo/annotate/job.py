@@ -34,6 +34,7 @@ class AnnotationJob:
     batch_size: int = 64
     precision: str = "float32"
     chunk_size: int = 256
+    strict: bool = False  # refuse a document whose input annotation's text differs from its own (else drop that one)
 
     def __post_init__(self):
         if self.cascade is not None:
