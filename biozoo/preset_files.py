@@ -42,6 +42,7 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
             atomic_write_json(os.path.join(tmp, HEADS_CONFIG_FILE), config)
         record = dict(provenance or {})
         record["files_sha256"] = preset_digests(tmp)
+        record["files_bytes"] = {name: os.path.getsize(os.path.join(tmp, name)) for name in record["files_sha256"]}
         atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), record)
     return out_dir
 

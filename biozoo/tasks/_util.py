@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 
@@ -43,3 +45,29 @@ def softmax(logits):
 
 def sigmoid(logits):
     return 1.0 / (1.0 + np.exp(-logits))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_list(texts, what="texts"):
+    """`texts` as a list of str, or a TypeError / ValueError saying what is wrong: a bare string
+    (it would be read as a list of characters), bytes, None or another type among them, or a
+    lone surrogate (a JSON escape such as \\ud800 that is no character)."""
+    if isinstance(texts, (str, bytes, bytearray)):
+        kind = "a string" if isinstance(texts, str) else "bytes"
+        raise TypeError(f"{what} must be a list of strings, got {kind}: wrap one text in a list ([text])")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}") from None
+    for index, text in enumerate(texts):
+        if isinstance(text, (bytes, bytearray)):
+            raise TypeError(f"{what}[{index}] is bytes, not a string: decode it first (text.decode('utf-8'))")
+        if not isinstance(text, str):
+            raise TypeError(f"{what}[{index}] is {type(text).__name__}, not a string")
+        found = _SURROGATE.search(text)
+        if found:
+            raise ValueError(f"{what}[{index}] holds a lone surrogate (U+{ord(found.group()):04X}) at character "
+                             f"{found.start()}: not Unicode text (was it decoded with errors='surrogateescape'?)")
+    return texts

@@ -12,7 +12,7 @@ from biozoo.convert.core import PROBLEM_TYPES
 from biozoo.data import IGNORE_LABEL
 from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
-from biozoo.tasks._util import compiled_predict, sigmoid, softmax
+from biozoo.tasks._util import compiled_predict, sigmoid, softmax, text_list
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tokenizers.base import Tokenizer
 
@@ -185,6 +185,8 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
         output without a problem type, as transformers' pipeline) or the raw output (regression)."""
         from biozoo.data.pipeline import model_input_batches
 
+        texts = text_list(texts)
+        pairs = None if pairs is None else text_list(pairs, "pairs")
         encoded = self.preprocessor.encode(texts, pairs)
         if not encoded:
             return np.zeros((0, len(self.label_names)), np.float32)

@@ -11,7 +11,7 @@ from keras_hub.src.models.task import Task
 
 from biozoo.data import IGNORE_LABEL
 from biozoo.optim import default_optimizer
-from biozoo.tasks._util import compiled_predict, softmax, use_xla
+from biozoo.tasks._util import compiled_predict, softmax, text_list, use_xla
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tokenizers.base import Tokenizer
 
@@ -266,15 +266,17 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         token's label, as biozoo trains), "average", "max", "simple" (tokens grouped without
         words) or "none" (one entry per token, with its "index"). Texts longer than the model's
         window are read in overlapping windows; `truncate=True` drops what does not fit in the
-        first window instead, as the pipeline does.
+        first window instead, as the pipeline does. `texts` is a list of strings (a bare string,
+        bytes, None or a lone surrogate is refused with a message saying so).
         """
+        texts = text_list(texts)
         return self.group(texts, self.token_probabilities(texts, batch_size, truncate), aggregation)
 
     def token_probabilities(self, texts, batch_size=64, truncate=False):
         """Per text, `(tokens, probabilities)`: its tokens `[(id, start, end), ...]` (character
         spans, no special tokens) and their label probabilities `[tokens, labels]`. Predict once,
         then `group` them several ways."""
-        spans = self.preprocessor.tokenizer.token_spans(texts)
+        spans = self.preprocessor.tokenizer.token_spans(text_list(texts))
         if truncate:
             spans = [row[:self.preprocessor.sequence_length - 2] for row in spans]
         windows = self.preprocessor.piece_windows([[[i] for i, _, _ in row] for row in spans])

@@ -99,6 +99,9 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     run.seed(hp.seed)
     adapter = ADAPTERS[kind](**(task_options or {}))
     splits = adapter.load(data_dir)
+    not_scored = dict(getattr(splits, "missing", {}))
+    for split, why in not_scored.items():
+        log(f"warning: {why}: no {split} scores (metrics.json says so under not_scored)")
     with run.scope(policy):
         task = adapter.build_task(source, splits, hp)
     limit = task.backbone.get_config().get("max_sequence_length")
@@ -143,6 +146,8 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         "train_loss_last": _mean(result["losses"][-10:]),
         "hyperparameters": dataclasses.asdict(hp),
     }
+    if not_scored:
+        metrics["not_scored"] = not_scored
     if splits.get("dev"):
         adapter.tune(task, splits["dev"])
     for split in ("dev", "test"):
@@ -216,10 +221,20 @@ def load_task_preset(model_dir, precision="float32"):
     return kind, ADAPTERS[kind](**options), task
 
 
-def run_evaluate(model_dir, data_dir, split="test", precision="float32"):
+KIND_NAMES = {"ner": "token classifier", "re": "sequence classifier", "doc": "multi-label sequence classifier",
+              "qa": "question answerer"}
+
+
+def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=None):
     """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric, at
-    inference `precision`."""
-    kind, adapter, task = load_task_preset(model_dir, precision)
+    inference `precision`. `kind`: the task kind the caller expects; a model of another kind is
+    refused before the data is read."""
+    found, adapter, task = load_task_preset(model_dir, precision)
+    if kind is not None and found != kind:
+        raise ValueError(f"{model_dir} is a {KIND_NAMES[found]} (task kind {found}), not a {KIND_NAMES.get(kind, kind)} "
+                         f"({kind}): evaluate it with `biozoo evaluate {found} --model {model_dir} ...`, on {found} "
+                         "data")
+    kind = found
     splits = adapter.load(data_dir, only=split)
     model = os.path.abspath(model_dir) if os.path.exists(model_dir) else model_dir
     return {"task": kind, "model": model, "data": _where(data_dir), "split": split, "inference_precision": precision,
