@@ -243,18 +243,30 @@ def _hub_call(handle, call, what=None):
 
 
 def _hf_download(repo, revision, patterns, what):
-    """Files of an HF repo at a revision, through huggingface_hub (with progress bars)."""
+    """Files of an HF repo at a revision, through huggingface_hub (with progress bars). The hub
+    is asked once first, so that a network failure is told within `hub_timeout()` (the
+    download's own file listing retries for half a minute); then a copy in the HuggingFace
+    cache still serves."""
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import HfApi, snapshot_download
     except ImportError:  # pragma: no cover - a dependency
         raise CheckpointError("downloading from the HF hub needs huggingface_hub") from None
-    return _hub_call(f"hf://{repo}@{revision}", lambda: snapshot_download(
-        repo_id=repo,
-        revision=revision,
-        allow_patterns=list(patterns),
-        local_files_only=offline(),
-        cache_dir=os.environ.get("HF_HUB_CACHE") or None,
-    ), what)
+    handle = f"hf://{repo}@{revision}"
+
+    def download(local_only):
+        return snapshot_download(repo_id=repo, revision=revision, allow_patterns=list(patterns),
+                                 local_files_only=local_only, cache_dir=os.environ.get("HF_HUB_CACHE") or None)
+
+    if offline():
+        return _hub_call(handle, lambda: download(True), what)
+    try:
+        _hub_call(handle, lambda: HfApi().repo_info(repo, revision=revision, timeout=hub_timeout()), what)
+    except (NetworkError, OfflineError) as failure:
+        try:
+            return download(True)
+        except Exception:
+            raise failure from None
+    return _hub_call(handle, lambda: download(False), what)
 
 
 def _hf_weight_patterns(repo, revision, declared=None):
@@ -315,6 +327,9 @@ def parse_handle(handle):
         if not os.path.exists(os.path.join(handle, "config.json")):
             raise CheckpointError(f"{handle}: no config.json; not a Keras preset or HF model directory.")
         return ("keras_dir" if is_keras_preset(handle) else "hf_dir"), {"path": os.path.abspath(handle)}
+    if os.path.isfile(handle):
+        raise FileNotFoundError(f"{handle} is a file, not a model: give an HF model folder or a Keras preset folder, "
+                                "a registry name (`biozoo list`) or hf://org/repo")
     if os.sep in handle or handle.startswith("."):
         raise FileNotFoundError(f"No such directory: {handle}")
     # Looks like a name: say which registry names are close.

@@ -146,6 +146,8 @@ def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, low
     from biozoo._io import check_output
 
     check_output(out_dir, overwrite, [path])
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no Megatron checkpoint at {path} (a MegatronBERT.pt state dict or a .nemo archive)")
     if not tarfile.is_tarfile(path):
         return _convert_megatron(path, None, out_dir, config, vocab, num_heads, lowercase, checkpoint_version,
                                  provenance, progress, overwrite)

@@ -225,15 +225,19 @@ KIND_NAMES = {"ner": "token classifier", "re": "sequence classifier", "doc": "mu
               "qa": "question answerer"}
 
 
+def _a(kind):
+    return "an" if kind in ("ner", "re") else "a"  # "an ner model", "a qa model"
+
+
 def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=None):
     """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric, at
     inference `precision`. `kind`: the task kind the caller expects; a model of another kind is
     refused before the data is read."""
     found, adapter, task = load_task_preset(model_dir, precision)
     if kind is not None and found != kind:
-        raise ValueError(f"{model_dir} is a {KIND_NAMES[found]} (task kind {found}), not a {KIND_NAMES.get(kind, kind)} "
-                         f"({kind}): evaluate it with `biozoo evaluate {found} --model {model_dir} ...`, on {found} "
-                         "data")
+        raise ValueError(f"{model_dir} is {_a(found)} {found} model (a {KIND_NAMES[found]}), not {_a(kind)} {kind} model "
+                         f"(a {KIND_NAMES.get(kind, kind)}): evaluate it with `biozoo evaluate {found} --model "
+                         f"{model_dir} ...` on {found} data")
     kind = found
     splits = adapter.load(data_dir, only=split)
     model = os.path.abspath(model_dir) if os.path.exists(model_dir) else model_dir
