@@ -57,8 +57,6 @@ def kit(tmp_path_factory):
 def work(tmp_path, kit):
     """Per test: the user's project folder (thesis.tex, src/), a file of theirs, an earlier biozoo
     output (marked), and the paths the catalogue formats commands with."""
-    from biozoo._io import write_marker
-
     project = tmp_path / "work_project"
     (project / "src").mkdir(parents=True)
     (project / "thesis.tex").write_text("\\documentclass{article}\n", encoding="utf-8")
@@ -68,7 +66,7 @@ def work(tmp_path, kit):
     old = tmp_path / "old_output"
     old.mkdir()
     (old / "config.json").write_text("{}\n", encoding="utf-8")
-    write_marker(old)
+    (old / ".biozoo-output").write_text('{"written_by": "biozoo"}\n', encoding="utf-8")  # biozoo's marker
     (tmp_path / "link").symlink_to(project, target_is_directory=True)
     paths = dict(tmp=tmp_path, project=project, notes=notes, old_output=old, out=tmp_path / "out",
                  link=tmp_path / "link", **{k: v for k, v in vars(kit).items()})

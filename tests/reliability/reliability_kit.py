@@ -2,8 +2,15 @@
 tiny data and documents, a gzip whose damage is known (independent of biozoo's reader)."""
 
 import hashlib
+import random
 import zlib
 from pathlib import Path
+
+BIOC_OVERLAP = ('<?xml version="1.0"?>\n<collection><source>s</source><date>d</date><key>k</key>\n'
+                '<document><id>PMC1</id>'
+                '<passage><infon key="type">title</infon><offset>0</offset><text>Aspirin and cancer</text></passage>'
+                '<passage><infon key="type">abstract</infon><offset>10</offset><text>Cancer cells grow.</text>'
+                '</passage></document>\n</collection>\n')
 
 WORDS = ["the", "gene", "cancer", "protein", "cell", "brca", "a", "b", "c"]
 
@@ -29,8 +36,6 @@ def leftovers(folder):
 
 
 def ner_lines(count, seed):
-    import random
-
     rng = random.Random(seed)
     lines = []
     for _ in range(count):
@@ -51,8 +56,6 @@ def write_ner_data(folder, splits=("train", "devel", "test"), sizes=None):
 
 
 def pubtator_document(pmid, words=60):
-    import random
-
     rng = random.Random(pmid)
     title = f"Cancer and gene {pmid}"
     abstract = " ".join(rng.choice(WORDS) for _ in range(words))
@@ -72,10 +75,11 @@ def flushed_gzip(documents):
 
 
 def damaged_gzip_inputs(folder, count=40):
-    """(a .gz cut in the middle, the number of documents it holds whole)."""
+    """(a .gz cut in the middle of a document, the number of documents before it, which it holds whole)."""
     documents = [pubtator_document(2000 + i, words=200) for i in range(count)]
     data, ends = flushed_gzip(documents)
-    cut = len(data) // 2
+    half = count // 2
+    cut = (ends[half - 1] + ends[half]) // 2  # in the middle of a document's compressed block
     path = Path(folder) / "cut.pubtator.gz"
     path.write_bytes(data[:cut])
-    return path, sum(1 for end in ends if end <= cut)
+    return path, half

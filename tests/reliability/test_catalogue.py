@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from biozoo.cli import main
-from reliability_kit import damaged_gzip_inputs, leftovers, pubtator_document, tree_digest, write_ner_data
+from reliability_kit import (BIOC_OVERLAP, damaged_gzip_inputs, leftovers, pubtator_document, tree_digest,
+                             write_ner_data)
 
 # ------------------------------------------------------------------------------- the files
 
 
-def _bad_byte(tmp):
+def _bad_byte(tmp, paths=None):
     data = bytearray("".join(pubtator_document(3000 + i) for i in range(4)).encode())
     data[data.index(b"3001|a|") + 12] = 0xFF
     path = tmp / "bad_byte.pubtator"
@@ -32,7 +33,7 @@ def _bad_byte(tmp):
 
 
 def _write(name, text):
-    def make(tmp):
+    def make(tmp, paths=None):
         path = tmp / name
         path.write_text(text, encoding="utf-8")
         return path
@@ -40,20 +41,20 @@ def _write(name, text):
     return make
 
 
-def _binary(tmp):
+def _binary(tmp, paths=None):
     path = tmp / "weights.bin"
     path.write_bytes(b"\x00\x01\x02\xff" * 64)
     return path
 
 
-def _docs_folder(tmp):
+def _docs_folder(tmp, paths=None):
     folder = tmp / "docs"
     folder.mkdir()
     (folder / "a.pubtator").write_text(pubtator_document(4000), encoding="utf-8")
     return folder
 
 
-def _evil_nemo(tmp):
+def _evil_nemo(tmp, paths=None):
     import io
 
     path = tmp / "evil.nemo"
@@ -65,7 +66,7 @@ def _evil_nemo(tmp):
 
 
 def _ner_folder(name, **texts):
-    def make(tmp):
+    def make(tmp, paths=None):
         folder = tmp / name
         folder.mkdir(parents=True)
         for split, text in texts.items():
@@ -75,11 +76,11 @@ def _ner_folder(name, **texts):
     return make
 
 
-def _no_test(tmp):
+def _no_test(tmp, paths=None):
     return write_ner_data(tmp / "NCBI-disease-no-test", splits=("train", "devel"))
 
 
-def _pickled_bin(tmp):
+def _pickled_bin(tmp, paths=None):
     import pickle
 
     import torch
@@ -102,19 +103,26 @@ class _RunsCode:
         return (os.system, (f"touch {self.marker}",))
 
 
-BIOC_OVERLAP = ('<?xml version="1.0"?>\n<collection><source>s</source><date>d</date><key>k</key>\n'
-                '<document><id>PMC1</id>'
-                '<passage><infon key="type">title</infon><offset>0</offset><text>Aspirin and cancer</text></passage>'
-                '<passage><infon key="type">abstract</infon><offset>10</offset><text>Cancer cells grow.</text>'
-                '</passage></document>\n</collection>\n')
 BIOC_OUTSIDE = ('<?xml version="1.0"?>\n<collection><source>s</source><date>d</date><key>k</key>\n'
                 '<document><id>9</id><passage><offset>0</offset><text>Abc</text>\n'
                 '<annotation id="a"><infon key="type">X</infon><location offset="1" length="9"/><text>bc</text>'
                 '</annotation></passage></document>\n</collection>\n')
 QUIRK = "5|t|Intersex cancer\n5|a|A study.\n5\t0\t8\tintersex\tDisease\tD1\n5\t9\t15\tcancer\tDisease\tD2\n\n"
 
+def _copy(key):
+    """A copy of a kit folder, for the rows that aim at their own input: the kit stays intact even
+    where an older biozoo would destroy what the row targets."""
+
+    def make(tmp, paths):
+        import shutil
+
+        return Path(shutil.copytree(paths[key], tmp / f"{key}_copy"))
+
+    return make
+
+
 FILES = {
-    "cut_gz": lambda tmp: damaged_gzip_inputs(tmp)[0],
+    "cut_gz": lambda tmp, paths=None: damaged_gzip_inputs(tmp)[0],
     "bad_byte": _bad_byte,
     "bad_start": _write("bad_start.pubtator", "1|t|Aspirin helps.\n1|a|It does.\n1\t0x\t7\tAspirin\tChemical\n\n"),
     "bad_end": _write("bad_end.pubtator", "1|t|Aspirin helps.\n1|a|It does.\n1\t0\tseven\tAspirin\tChemical\n\n"),
@@ -141,6 +149,7 @@ FILES = {
     "bad_pred": _write("pred.txt", "CPR:3\n"),
     "squad_bad": _write("dev.json", '{"data": 3}'),
     "bioc_json_bad": _write("bad.bioc.json", '{"documents": [{"passages": []}]}'),
+    **{f"{key}_copy": _copy(key) for key in ("tiny_hf", "preset", "ner_model", "ner_data")},
 }
 
 
@@ -178,16 +187,18 @@ CASES = [
       cwd="project"),
     c("convert-into-a-parent-of-the-working-folder", "convert --from hf {tiny_hf} --output ..", 2,
       r"is \(or holds\) the working folder", cwd="project"),
-    c("convert-onto-its-input", "convert --from hf {tiny_hf} --output {tiny_hf}", 2, r"is the input .*tiny_hf"),
-    c("convert-onto-its-input-even-with-overwrite", "convert --from hf {tiny_hf} --output {tiny_hf} --overwrite", 2,
-      r"is the input"),
+    c("convert-onto-its-input", "convert --from hf {tiny_hf_copy} --output {tiny_hf_copy}", 2, r"is the input .*tiny_hf",
+      files=("tiny_hf_copy",), keep=("tiny_hf_copy",)),
+    c("convert-onto-its-input-even-with-overwrite", "convert --from hf {tiny_hf_copy} --output {tiny_hf_copy} --overwrite",
+      2, r"is the input", files=("tiny_hf_copy",), keep=("tiny_hf_copy",)),
     c("convert-into-a-file", "convert --from hf {tiny_hf} --output {notes}", 2, r"notes.txt is a file, not a folder"),
     c("convert-through-a-symlink", "convert --from hf {tiny_hf} --output {link}", 2, r"is a symbolic link"),
     c("convert-onto-an-earlier-output", "convert --from hf {tiny_hf} --output {old_output}", 2,
       r"holds an earlier biozoo output; pass --overwrite"),
     c("convert-over-a-folder-with-overwrite", "convert --from hf {tiny_hf} --output {project} --overwrite", 2,
       r"was not written by biozoo .*even with --overwrite"),
-    c("convert-a-preset-onto-itself", "convert --from hf {preset} --output {preset} --overwrite", 2, r"is the input"),
+    c("convert-a-preset-onto-itself", "convert --from hf {preset_copy} --output {preset_copy} --overwrite", 2, r"is the input",
+      files=("preset_copy",), keep=("preset_copy",)),
     c("export-hf-into-a-project-folder", "export hf --preset {preset} --output {project}", 2, r"was not written by biozoo"),
     c("export-hub-into-a-project-folder", "export hub --preset {preset} --output {project}", 2,
       r"was not written by biozoo"),
@@ -197,18 +208,22 @@ CASES = [
       r"was not written by biozoo"),
     c("export-litert-into-a-project-folder", "export litert --preset {preset} --output {project}", 2,
       r"was not written by biozoo"),
-    c("export-hf-onto-its-model", "export hf --model {ner_model} --output {ner_model} --overwrite", 2,
-      r"is the input .*ner_model"),
-    c("export-hub-onto-its-model", "export hub --model {ner_model} --output {ner_model} --overwrite", 2, r"is the input"),
+    c("export-hf-onto-its-model", "export hf --model {ner_model_copy} --output {ner_model_copy} --overwrite", 2,
+      r"is the input .*ner_model", files=("ner_model_copy",), keep=("ner_model_copy",)),
+    c("export-hub-onto-its-model", "export hub --model {ner_model_copy} --output {ner_model_copy} --overwrite", 2,
+      r"is the input", files=("ner_model_copy",), keep=("ner_model_copy",)),
     c("export-hub-into-a-file", "export hub --model {ner_model} --output {notes}", 2, r"is a file"),
     c("export-hf-onto-an-earlier-output", "export hf --preset {preset} --output {old_output}", 2, r"pass --overwrite"),
     c("export-onnx-into-the-working-folder", "export onnx --preset {preset} --output .", 2, r"working folder",
       cwd="project"),
     c("finetune-into-a-project-folder", FT.replace("{out}", "{project}"), 2, r"was not written by biozoo"),
-    c("finetune-onto-its-data", FT.replace("{out}", "{ner_data}") + " --overwrite", 2, r"is the input .*NCBI-disease"),
-    c("finetune-onto-its-preset", FT.replace("{out}", "{preset}") + " --overwrite", 2, r"is the input"),
-    c("finetune-onto-a-finished-model", FT.replace("{out}", "{ner_model}"), 2,
-      r"ner_model holds an earlier biozoo output; pass --overwrite"),
+    c("finetune-onto-its-data", "finetune ner --preset {preset} --data {ner_data_copy} --output {ner_data_copy} "
+      "--overwrite", 2, r"is the input .*ner_data_copy", files=("ner_data_copy",), keep=("ner_data_copy",)),
+    c("finetune-onto-its-preset", "finetune ner --preset {preset_copy} --data {ner_data} --output {preset_copy} "
+      "--overwrite", 2, r"is the input", files=("preset_copy",), keep=("preset_copy",)),
+    c("finetune-onto-a-finished-model", FT.replace("{out}", "{ner_model_copy}"), 2,
+      r"ner_model_copy holds an earlier biozoo output; pass --overwrite", files=("ner_model_copy",),
+      keep=("ner_model_copy",)),
     c("finetune-into-the-working-folder", FT.replace("{out}", "."), 2, r"working folder", cwd="project"),
     c("finetune-into-a-file", FT.replace("{out}", "{notes}"), 2, r"is a file"),
     c("finetune-seeds-into-a-project-folder", FT.replace("{out}", "{project}") + " --seeds 2", 2,
@@ -422,7 +437,7 @@ CASES = [
 def test_catalogue(case, work, request, capsys, monkeypatch):
     paths = dict(work.paths)
     for name in case.files:
-        paths[name] = str(FILES[name](work.tmp))
+        paths[name] = str(FILES[name](work.tmp, paths))
     if case.hub:
         hub = request.getfixturevalue("hub")
         hub.use(hub.url if case.hub == "server" else hub.unreachable)
