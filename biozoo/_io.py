@@ -130,10 +130,8 @@ def check_output(path, overwrite=False, inputs=(), what="output folder"):
 
 def write_marker(directory):
     """Mark `directory` as written by biozoo (see `check_output`)."""
-    from biozoo import __version__
-
     with open(os.path.join(directory, OUTPUT_MARKER), "w", encoding="utf-8") as f:
-        f.write(json.dumps({"written_by": "biozoo", "version": __version__}) + "\n")
+        f.write(json.dumps({"written_by": "biozoo"}) + "\n")
 
 
 @contextlib.contextmanager
