@@ -387,7 +387,7 @@ CASES = [
     c("evaluate-documents-strict-quirk", "evaluate ner --model {ner_model} --documents {quirk} --strict", 2,
       r"quirk.pubtator:3: PMID 5: annotation 0-8 'intersex' does not match", files=("quirk",)),
     c("finetune-empty-train", "finetune ner --preset {preset} --data {empty_train} --output {out}", 2,
-      r"empty/NCBI-disease/train.tsv: no examples in the train split", files=("empty_train",)),
+      r"empty/NCBI-disease/train.tsv: split 'train' has no examples", files=("empty_train",)),
     c("finetune-missing-data", "finetune ner --preset {preset} --data {tmp}/nodata --output {out}", 2,
       r"no data folder at .*nodata"),
     c("finetune-mixed-tags", "finetune ner --preset {preset} --data {mixed_tags} --output {out}", 2,

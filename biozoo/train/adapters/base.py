@@ -81,7 +81,7 @@ def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt")):
             shown = str(path).replace(str(folder), str(data_dir).rstrip("/"))
             if not examples:
                 if split == "train" or only:
-                    raise DataFormatError(f"{shown}: no examples in the {split} split (the file is empty, or holds "
+                    raise DataFormatError(f"{shown}: split '{split}' has no examples (the file is empty, or holds "
                                           "only blank or -DOCSTART- lines)")
                 splits.missing[split] = f"{shown} holds no examples"
                 continue
