@@ -57,16 +57,16 @@ def remove_stale_scratch(path):
         names = os.listdir(parent)
     except OSError:
         return []
-    removed = []
+    removed, ours = [], f".{base}."
     for name in names:
-        match = pattern.match(name)
+        match = pattern.match(name) if name.startswith(ours) else None
         if not match or match["host"] != _host_tag() or _alive(int(match["pid"])):
             continue
         stale = os.path.join(parent, name)
         if os.path.isdir(stale) and not os.path.islink(stale):
             shutil.rmtree(stale, ignore_errors=True)
         else:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(stale)
         removed.append(name)
     return removed
@@ -106,7 +106,11 @@ def check_output(path, overwrite=False, inputs=(), what="output folder"):
             same = os.path.realpath(os.fspath(item)) == real
             raise OutputError(f"{what} {path} {'is' if same else 'holds'} the input {item}: writing it would destroy "
                               "the input; choose another output")
-    if _is_within(os.path.realpath(os.getcwd()), real):
+    try:
+        working = os.path.realpath(os.getcwd())
+    except OSError:  # the working folder was removed
+        working = None
+    if working is not None and _is_within(working, real):
         raise OutputError(f"{what} {path} is (or holds) the working folder; choose a new folder for the output")
     if not os.path.lexists(path):
         return

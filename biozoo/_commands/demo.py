@@ -113,7 +113,7 @@ def demo_command(args):
     else:
         say(f"[2/4] fine-tuning for disease NER on {data}")
     hp = Hyperparameters(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate)
-    metrics = run_finetune("ner", preset, data, args.output, hp, log=say)
+    metrics = run_finetune("ner", preset, data, args.output, hp, log=say, overwrite=True)  # the last demo's model
     test = metrics.get("test", metrics.get("dev"))
     say(f"[3/4] test entity F1 {test['f1']:.2f} (P {test['precision']:.2f}, R {test['recall']:.2f}) "
         f"after {metrics['train_seconds']:.0f} s of training; model written to {args.output}")

@@ -211,3 +211,17 @@ def test_beam_keeps_quirky_documents_and_counts_the_dropped_annotations(kit, tmp
                  str(_quirky_pubtator(tmp_path)), "--output", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["annotated"] == 4 and summary["dead_lettered"] == 0 and summary["annotations_dropped"] == 4
+
+
+def test_a_cut_pubmed_xml_gz_keeps_every_complete_article(tmp_path):
+    head = '<?xml version="1.0"?>\n<PubmedArticleSet>\n'
+    articles = [f"<PubmedArticle><MedlineCitation><PMID>{100 + i}</PMID><Article><ArticleTitle>Title {i}."
+                f"</ArticleTitle><Abstract><AbstractText>{'Genes and cancer. ' * 80}</AbstractText></Abstract>"
+                "</Article></MedlineCitation></PubmedArticle>\n" for i in range(40)]
+    data, ends = flushed_gzip([head] + articles)
+    path = tmp_path / "pubmed25n0001.xml.gz"
+    path.write_bytes(data[:(ends[20] + ends[21]) // 2])  # in the middle of the 21st article
+    skipped = []
+    stream = read_documents([path], skip_bad=True, on_skip=skipped.append)
+    assert [d.id for d in stream] == [str(100 + i) for i in range(20)]
+    assert len(skipped) == 1 and "broken gzip data" in skipped[0]
