@@ -45,7 +45,8 @@ def file_system_error_line(error):
     if kind == "NotFoundError":
         hint = "check the path"
     elif kind in ("PermissionDeniedError", "UnauthenticatedError"):
-        hint = "check your Google Cloud credentials (gcloud auth application-default login) and the bucket's permissions"
+        hint = ("check your Google Cloud credentials (gcloud auth application-default login) and the bucket's "
+                "permissions")
     elif "resolve" in text.lower() or "connect" in text.lower() or "timed out" in text.lower():
         hint = "cannot reach the storage service: check the network or proxy, and your credentials"
     else:

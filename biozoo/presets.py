@@ -110,8 +110,9 @@ def _resized_files(preset_dir):
         recorded = read_provenance(preset_dir).get("files_bytes") or {}
     except CheckpointError:
         return ["biozoo.json"]
+    paths = {name: os.path.join(preset_dir, name) for name in recorded}
     return [name for name, size in recorded.items()
-            if not os.path.exists(os.path.join(preset_dir, name)) or os.path.getsize(os.path.join(preset_dir, name)) != size]
+            if not os.path.exists(paths[name]) or os.path.getsize(paths[name]) != size]
 
 
 def _damaged_files(preset_dir):
@@ -129,19 +130,20 @@ def _damaged_files(preset_dir):
 
 @contextlib.contextmanager
 def loading(preset_dir):
-    """Loading a preset: when one in biozoo's cache fails to load (a damaged file), the error
-    names the entry, the files that differ from what was written, and the remedy."""
+    """Loading a preset: when one in biozoo's cache fails to load because a file of it differs
+    from what was written (damaged on disk), the error names the files and the remedy."""
     try:
         yield
     except (OSError, ValueError, KeyError) as error:
         if isinstance(error, CacheError) or not _within(os.fspath(preset_dir), cache_root()):
             raise
         damaged = _damaged_files(preset_dir)
-        which = ", ".join(os.path.join(preset_dir, name) for name in damaged) if damaged else preset_dir
+        if not damaged:
+            raise
         reason = " ".join(str(error).split())[:300]
-        raise CacheError(f"{which}: the cached preset cannot be loaded ({reason}); it is damaged"
-                         f"{' (it differs from what was written)' if damaged else ''}: run `biozoo verify-cache "
-                         "--remove`, then load it again to convert it anew") from None
+        raise CacheError(f"{', '.join(os.path.join(preset_dir, name) for name in damaged)}: the cached preset cannot "
+                         f"be loaded ({reason}); it differs from what was written (damaged on disk): run `biozoo "
+                         "verify-cache --remove`, then load it again to convert it anew") from None
 
 
 # --- sources ----------------------------------------------------------------------------
@@ -152,7 +154,8 @@ def hub_timeout():
     try:
         return float(os.environ.get("BIOZOO_HUB_TIMEOUT") or 20)
     except ValueError:
-        raise ValueError(f"BIOZOO_HUB_TIMEOUT={os.environ['BIOZOO_HUB_TIMEOUT']!r} is not a number of seconds") from None
+        value = os.environ["BIOZOO_HUB_TIMEOUT"]
+        raise ValueError(f"BIOZOO_HUB_TIMEOUT={value!r} is not a number of seconds") from None
 
 
 def _short_timeout():
@@ -192,7 +195,11 @@ def hub_error(error, handle, what=None):
     status = next((getattr(getattr(e, "response", None), "status_code", None) for e in chain
                    if getattr(getattr(e, "response", None), "status_code", None)), None)
     login = "log in with `hf auth login` (or set HF_TOKEN)"
-    if offline() or "OfflineModeIsEnabled" in names:
+    timeout = any("Timeout" in n for n in names) or any(isinstance(e, TimeoutError) for e in chain)
+    unreachable = bool(names & {"ConnectError", "RemoteProtocolError", "ProxyError", "NetworkError", "gaierror"}) \
+        or any(isinstance(e, ConnectionError) for e in chain)
+    if "OfflineModeIsEnabled" in names or (offline() and (
+            "LocalEntryNotFoundError" in names or timeout or unreachable or status is not None)):
         variables = " and ".join(f"{v}=1" for v in _offline_variables()) or "huggingface_hub's own setting"
         return OfflineError(f"{what} is not in biozoo's cache ({cache_root()}) nor in the HuggingFace cache, and "
                             f"offline mode is on ({variables}), so {handle} cannot be downloaded: run once with "
@@ -207,17 +214,17 @@ def hub_error(error, handle, what=None):
         return NetworkError(f"{handle}: no such repository on {endpoint} (HTTP {status or 404}): check its name; a "
                             f"private repository needs you to {login}; nothing was cached")
     if names & {"EntryNotFoundError", "RemoteEntryNotFoundError"}:
-        return NetworkError(f"{handle}: a file biozoo needs is not in the repository (HTTP 404: {chain[0]}); "
-                            "nothing was cached".replace("\n", " "))
+        detail = " ".join(str(chain[0]).split())
+        return NetworkError(f"{handle}: a file biozoo needs is not in the repository (HTTP 404: {detail}); nothing "
+                            "was cached")
     if status in (401, 403):
         return NetworkError(f"{handle}: access denied (HTTP {status}): the repository is private or gated; {login} "
                             "with an account that may read it; nothing was cached")
-    if any("Timeout" in n for n in names) or any(isinstance(e, TimeoutError) for e in chain):
+    if timeout:
         return NetworkError(f"{handle}: {endpoint} did not answer within {hub_timeout():g} s (BIOZOO_HUB_TIMEOUT): "
                             "check the network or proxy, or work offline (BIOZOO_OFFLINE=1) from a filled cache; "
                             "nothing was cached")
-    if names & {"ConnectError", "RemoteProtocolError", "ProxyError", "NetworkError", "gaierror"} or any(
-            isinstance(e, ConnectionError) for e in chain):
+    if unreachable:
         reason = next((str(e) for e in reversed(chain) if str(e)), type(chain[-1]).__name__)
         return NetworkError(f"{handle}: cannot reach {endpoint} ({reason.splitlines()[0]}): check the network, the "
                             "proxy (HTTPS_PROXY) or HF_ENDPOINT, or work offline (BIOZOO_OFFLINE=1) from a filled "

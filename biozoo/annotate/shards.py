@@ -148,7 +148,10 @@ class ShardStore:
         path = self.path(JOB_FILE)
         if self._exists(path):
             before = json.loads(self._get(path))
-            differ = [key for key in sorted(set(before) | set(job_record)) if before.get(key) != job_record.get(key)]
+            # an option the earlier run did not record (added since) matches when it is off now
+            differ = [key for key in sorted(set(before) | set(job_record))
+                      if before.get(key) != job_record.get(key)
+                      and not (key not in before and job_record.get(key) in (None, False))]
             if differ:
                 detail = "; ".join(f"{key}: {before.get(key)!r} there, {job_record.get(key)!r} now" for key in differ)
                 raise ValueError(f"{self.root} holds the output of another annotation job ({detail}); "

@@ -55,7 +55,8 @@ def text_mismatch(annotation: Annotation, passage: Passage | None = None, text: 
     else:
         found = text[annotation.start:annotation.end]
     if found != annotation.text:
-        return f"annotation {annotation.start}-{annotation.end} {annotation.text!r} does not match the text there: {found!r}"
+        return (f"annotation {annotation.start}-{annotation.end} {annotation.text!r} does not match the text there: "
+                f"{found!r}")
     return None
 
 

@@ -19,8 +19,8 @@ import numpy as np
 from biozoo.train.adapters import ADAPTERS
 from biozoo.train.run import check_values, precision_policy, set_seed
 
-__all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate", "load_task_preset", "micro_batches",
-           "checkpoint_directory", "precision_policy", "set_seed", "ADAPTERS"]
+__all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate", "load_task_preset",
+           "micro_batches", "checkpoint_directory", "precision_policy", "set_seed", "ADAPTERS"]
 
 
 @dataclasses.dataclass
@@ -235,8 +235,8 @@ def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=No
     refused before the data is read."""
     found, adapter, task = load_task_preset(model_dir, precision)
     if kind is not None and found != kind:
-        raise ValueError(f"{model_dir} is {_a(found)} {found} model (a {KIND_NAMES[found]}), not {_a(kind)} {kind} model "
-                         f"(a {KIND_NAMES.get(kind, kind)}): evaluate it with `biozoo evaluate {found} --model "
+        raise ValueError(f"{model_dir} is {_a(found)} {found} model (a {KIND_NAMES[found]}), not {_a(kind)} {kind} "
+                         f"model (a {KIND_NAMES.get(kind, kind)}): evaluate it with `biozoo evaluate {found} --model "
                          f"{model_dir} ...` on {found} data")
     kind = found
     splits = adapter.load(data_dir, only=split)

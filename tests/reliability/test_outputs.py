@@ -96,7 +96,7 @@ def test_the_python_api_is_guarded_too(kit, tmp_path):
     with pytest.raises(OutputError, match="was not written by biozoo"):
         export_hf(str(kit.preset), str(project))
     with pytest.raises(OutputError, match="was not written by biozoo"):
-        with atomic_directory(project, overwrite=True) as tmp:
+        with atomic_directory(project, overwrite=True):
             (tmp_path / "never").write_text("the block must not run")  # pragma: no cover
     assert (project / "keep.txt").read_text() == "x" and not (tmp_path / "never").exists()
 
