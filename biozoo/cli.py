@@ -57,9 +57,16 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    warnings.formatwarning = _format_warning
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous, warnings.formatwarning = warnings.formatwarning, _format_warning
+    try:
+        return _run(args)
+    finally:
+        warnings.formatwarning = previous
+
+
+def _run(args):
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
