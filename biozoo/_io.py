@@ -6,6 +6,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -18,19 +19,141 @@ def _umask():
     return mask
 
 
-@contextlib.contextmanager
-def atomic_directory(path):
-    """Yield a temporary directory beside `path`; on success it replaces `path` in one rename.
+OUTPUT_MARKER = ".biozoo-output"  # inside every folder biozoo writes: only such a folder is ever replaced
+SCRATCH_KINDS = ("partial", "old", "streamed")
 
-    On any error the temporary directory is removed and `path` is left as it was.
-    """
+
+def _scratch_prefix(path, kind):
+    """`.NAME.KIND-HOST-PID-`: what a write to `path` names its temporary file or folder beside it,
+    so that a later write can tell one left by a killed process (`remove_stale_scratch`)."""
+    return f".{os.path.basename(path)}.{kind}-{_host_tag()}-{os.getpid()}-"
+
+
+@functools.lru_cache(maxsize=1)
+def _host_tag():
+    import socket
+
+    return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:16] or "host"
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def remove_stale_scratch(path):
+    """Remove the temporary files and folders beside `path` that a write to it left when its
+    process was killed (kill -9, power loss): those of this host whose process is gone. Returns
+    their names."""
+    path = os.path.abspath(os.fspath(path))
+    parent, base = os.path.dirname(path), os.path.basename(path)
+    pattern = re.compile(rf"\.{re.escape(base)}\.(?:{'|'.join(SCRATCH_KINDS)})-(?P<host>[A-Za-z0-9]+)-(?P<pid>\d+)-")
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    removed, ours = [], f".{base}."
+    for name in names:
+        match = pattern.match(name) if name.startswith(ours) else None
+        if not match or match["host"] != _host_tag() or _alive(int(match["pid"])):
+            continue
+        stale = os.path.join(parent, name)
+        if os.path.isdir(stale) and not os.path.islink(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(stale)
+        removed.append(name)
+    return removed
+
+
+def scratch_directory(path, kind):
+    """A new temporary folder beside `path` (stale ones of killed writes removed first)."""
     path = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.partial-", dir=parent)
+    remove_stale_scratch(path)
+    tmp = tempfile.mkdtemp(prefix=_scratch_prefix(path, kind), dir=parent)
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the result should not be
+    return tmp
+
+
+def _is_within(inner, outer):
+    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
+
+
+def check_output(path, overwrite=False, inputs=(), what="output folder"):
+    """Refuse to write the folder `path` where that would destroy what biozoo did not write.
+
+    Refused: an existing file (a folder would replace it); a symbolic link; the working folder
+    or a folder holding it; a folder that is, or holds, one of `inputs` (local paths); an
+    existing non-empty folder without biozoo's marker (`OUTPUT_MARKER`), whatever `overwrite`
+    says; a folder biozoo wrote, unless `overwrite`. An empty folder is fine."""
+    from biozoo.errors import OutputError
+
+    if "://" in os.fspath(path):
+        return  # gs:// and the like: objects, not a folder to replace
+    real = os.path.realpath(os.fspath(path))
+    for item in inputs:
+        if item is None or "://" in os.fspath(item) or not os.path.exists(item):
+            continue
+        if _is_within(os.path.realpath(os.fspath(item)), real):
+            same = os.path.realpath(os.fspath(item)) == real
+            raise OutputError(f"{what} {path} {'is' if same else 'holds'} the input {item}: writing it would destroy "
+                              "the input; choose another output")
+    try:
+        working = os.path.realpath(os.getcwd())
+    except OSError:  # the working folder was removed
+        working = None
+    if working is not None and _is_within(working, real):
+        raise OutputError(f"{what} {path} is (or holds) the working folder; choose a new folder for the output")
+    if not os.path.lexists(path):
+        return
+    if os.path.islink(path):
+        raise OutputError(f"{what} {path} is a symbolic link; give the folder itself or a new path")
+    if not os.path.isdir(path):
+        raise OutputError(f"{what} {path} is a file, not a folder; biozoo writes a folder there: choose another path")
+    entries = sorted(os.listdir(path))
+    if not entries:
+        return
+    if OUTPUT_MARKER in entries:
+        if overwrite:
+            return
+        raise OutputError(f"{what} {path} holds an earlier biozoo output; pass --overwrite (overwrite=True) to "
+                          "replace it, or choose another folder")
+    shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+    raise OutputError(f"{what} {path} exists and was not written by biozoo (it holds {shown}); biozoo replaces "
+                      f"only folders it wrote (with {OUTPUT_MARKER} inside), even with --overwrite: choose a new "
+                      "folder, or empty this one yourself")
+
+
+def write_marker(directory):
+    """Mark `directory` as written by biozoo (see `check_output`)."""
+    with open(os.path.join(directory, OUTPUT_MARKER), "w", encoding="utf-8") as f:
+        f.write(json.dumps({"written_by": "biozoo"}) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_directory(path, overwrite=False, inputs=()):
+    """Yield a temporary directory beside `path`; on success it replaces `path` in one rename,
+    marked as biozoo's (`OUTPUT_MARKER`).
+
+    What `path` may be is `check_output`'s rule (checked before and again just before the
+    rename): a folder biozoo wrote is replaced only with `overwrite`, any other existing
+    non-empty folder or file never. On any error the temporary directory is removed and `path`
+    is left as it was."""
+    path = os.path.abspath(os.fspath(path))
+    check_output(path, overwrite, inputs)
+    tmp = scratch_directory(path, "partial")
     try:
         yield tmp
+        write_marker(tmp)
+        check_output(path, overwrite, inputs)
         replace_directory(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -42,7 +165,7 @@ def replace_directory(src, dst):
     if not os.path.exists(dst):
         os.rename(src, dst)
         return
-    old = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.old-", dir=os.path.dirname(dst))
+    old = tempfile.mkdtemp(prefix=_scratch_prefix(dst, "old"), dir=os.path.dirname(dst))
     os.rmdir(old)
     os.rename(dst, old)
     try:
@@ -56,11 +179,13 @@ def replace_directory(src, dst):
 @contextlib.contextmanager
 def atomic_binary_file(path):
     """A binary file object whose contents appear at `path` only when the block ends without
-    an error (a temporary file beside it, fsynced, then renamed)."""
+    an error (a temporary file beside it, fsynced, then renamed; those a killed write left are
+    removed first)."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.partial-", dir=directory)
+    remove_stale_scratch(path)
+    fd, tmp = tempfile.mkstemp(prefix=_scratch_prefix(os.path.abspath(path), "partial"), dir=directory)
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:

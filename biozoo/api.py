@@ -35,7 +35,8 @@ class Tokenizer(metaclass=_AnyBiozooTokenizer):
         from biozoo import presets
 
         preset_dir = presets.resolve_tokenizer_preset(preset)
-        return TokenizerBase.from_preset(preset_dir, config_file=config_file, **kwargs)
+        with presets.loading(preset_dir):
+            return TokenizerBase.from_preset(preset_dir, config_file=config_file, **kwargs)
 
 
 def from_preset(handle, load_weights=True, source="hf", trust_unverified=False, **kwargs):
@@ -66,13 +67,15 @@ def from_preset(handle, load_weights=True, source="hf", trust_unverified=False, 
         if kind != "registry":
             raise ValueError(f"source={source!r} takes a registry name, not {handle!r}")
         preset_dir = presets.resolve_archive_preset(info["name"], source, trust_unverified)
-        return keras_hub.models.Backbone.from_preset(preset_dir, load_weights=load_weights, **kwargs)
+        with presets.loading(preset_dir):
+            return keras_hub.models.Backbone.from_preset(preset_dir, load_weights=load_weights, **kwargs)
     if not load_weights and kind == "registry":
         return build_from_registry(info["name"], **kwargs)
     if not load_weights and kind == "hf_dir":
         return _build_from_hf_config(info["path"], **kwargs)
     preset_dir = presets.resolve_preset(handle)
-    return keras_hub.models.Backbone.from_preset(preset_dir, load_weights=load_weights, **kwargs)
+    with presets.loading(preset_dir):
+        return keras_hub.models.Backbone.from_preset(preset_dir, load_weights=load_weights, **kwargs)
 
 
 def build_from_registry(name, **kwargs):

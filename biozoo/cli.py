@@ -13,6 +13,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 COMMAND_MODULES = (
     "biozoo._commands.registry",  # list, info, verify-cache
@@ -43,10 +44,29 @@ def build_parser():
     return parser
 
 
+def _format_warning(message, category, filename, lineno, line=None, _default=warnings.formatwarning):
+    """biozoo's own warnings (data quirks, damaged cache entries) as one line, without Python's
+    source location; others as Python prints them."""
+    if filename.startswith(_PACKAGE_DIR) or category.__module__ == "biozoo.errors":
+        return f"biozoo: warning: {' '.join(str(message).split())}\n"
+    return _default(message, category, filename, lineno, line)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
 def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous, warnings.formatwarning = warnings.formatwarning, _format_warning
+    try:
+        return _run(args)
+    finally:
+        warnings.formatwarning = previous
+
+
+def _run(args):
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -55,14 +75,17 @@ def main(argv=None):
     except BrokenPipeError:
         return 0
     except Exception as error:  # every expected failure is one clear line
-        from biozoo.errors import BiozooError
+        from biozoo.errors import BiozooError, file_system_error_line
 
-        if isinstance(error, (BiozooError, OSError, KeyError, ValueError)) and not os.environ.get(
-            "BIOZOO_DEBUG"
-        ):
-            print(f"biozoo {args.command}: error: {error}", file=sys.stderr)
-            return 2
-        raise
+        if os.environ.get("BIOZOO_DEBUG"):
+            raise
+        line = file_system_error_line(error)  # gs:// and other TensorFlow file systems
+        if line is None and isinstance(error, (BiozooError, OSError, KeyError, ValueError)):
+            line = str(error) if not isinstance(error, KeyError) or not error.args else str(error.args[0])
+        if line is None:
+            raise
+        print(f"biozoo {args.command}: error: {' '.join(line.split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

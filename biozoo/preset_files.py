@@ -20,14 +20,16 @@ PROVENANCE_FILE = "biozoo.json"
 CERTIFICATE_FILE = "certificate.json"  # written by `biozoo verify`
 
 
-def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, provenance=None, weights_file=None):
-    """Write a complete preset to `out_dir` atomically (nothing partial is ever visible).
+def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, provenance=None, weights_file=None,
+                 overwrite=False):
+    """Write a complete preset to `out_dir` atomically (nothing partial is ever visible); an
+    earlier biozoo output there is replaced only with `overwrite` (`biozoo._io.check_output`).
 
     `weights_file`: a `.weights.h5` already written for `backbone` (streamed conversion); it is
     moved into place instead of saving the backbone's variables."""
     from safetensors.numpy import save_file
 
-    with atomic_directory(out_dir) as tmp:
+    with atomic_directory(out_dir, overwrite) as tmp:
         if weights_file is None:
             backbone.save_to_preset(tmp)
         else:
@@ -40,6 +42,7 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
             atomic_write_json(os.path.join(tmp, HEADS_CONFIG_FILE), config)
         record = dict(provenance or {})
         record["files_sha256"] = preset_digests(tmp)
+        record["files_bytes"] = {name: os.path.getsize(os.path.join(tmp, name)) for name in record["files_sha256"]}
         atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), record)
     return out_dir
 

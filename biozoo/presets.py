@@ -11,6 +11,7 @@ concurrent processes never see a half-written preset. `HF_HUB_OFFLINE=1` or
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -19,7 +20,7 @@ import shutil
 from biozoo import registry
 from biozoo._io import atomic_directory
 from biozoo.preset_files import PROVENANCE_FILE, is_keras_preset
-from biozoo.errors import CheckpointError, OfflineError
+from biozoo.errors import CacheError, CheckpointError, NetworkError, OfflineError
 
 TOKENIZER_FILES = (
     "config.json",
@@ -56,45 +57,223 @@ def _is_complete(preset_dir):
 
 
 def _cached(key, build, kind="presets"):
-    """The cache directory for `key`, created by `build(target)` under a lock if missing."""
+    """The cache directory for `key`, created by `build(target)` under a lock if missing. An
+    entry whose files no longer have the sizes and digests recorded when it was written (a
+    truncated model.weights.h5) is removed, with a warning, and built again."""
     from filelock import FileLock
 
     target = os.path.join(cache_root(), kind, key)
-    if _is_complete(target):
+    if _is_complete(target) and not _resized_files(target):
         return target
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    with FileLock(target + ".lock"):
-        if not _is_complete(target):  # another process may have finished it meanwhile
-            build(target)
+    with _writable_cache():
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with FileLock(target + ".lock"):
+            if _is_complete(target) and _damaged_files(target):
+                import warnings
+
+                warnings.warn(f"the cached preset {target} is damaged ({', '.join(_damaged_files(target))} differ "
+                              "from what was written): converting it again", stacklevel=3)
+                shutil.rmtree(target)
+            if not _is_complete(target):  # another process may have finished it meanwhile
+                build(target)
     return target
+
+
+@contextlib.contextmanager
+def _writable_cache():
+    """An unwritable cache (read-only file system, no permission) named with the variable that moves it."""
+    import errno
+
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not _within(
+                os.fspath(error.filename or ""), cache_root()):
+            raise
+        where = ("BIOZOO_CACHE=" + os.environ["BIOZOO_CACHE"]) if os.environ.get("BIOZOO_CACHE") else \
+            f"{cache_root()} (the default; BIOZOO_CACHE moves it)"
+        raise CacheError(f"biozoo's cache {where} cannot be written ({error.strerror}: {error.filename}): point "
+                         "BIOZOO_CACHE at a writable folder, e.g. BIOZOO_CACHE=$HOME/biozoo-cache") from None
+
+
+def _within(path, root):
+    path, root = os.path.abspath(path), os.path.abspath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _resized_files(preset_dir):
+    """Files of a cached preset whose size differs from the one recorded when it was written
+    (cheap: no digest is computed)."""
+    from biozoo.preset_files import read_provenance
+
+    try:
+        recorded = read_provenance(preset_dir).get("files_bytes") or {}
+    except CheckpointError:
+        return ["biozoo.json"]
+    paths = {name: os.path.join(preset_dir, name) for name in recorded}
+    return [name for name, size in recorded.items()
+            if not os.path.exists(paths[name]) or os.path.getsize(paths[name]) != size]
+
+
+def _damaged_files(preset_dir):
+    """Files of a cached preset that differ from the digests recorded when it was written."""
+    from biozoo._io import sha256_file
+    from biozoo.preset_files import read_provenance
+
+    try:
+        recorded = read_provenance(preset_dir).get("files_sha256") or {}
+    except CheckpointError:
+        return ["biozoo.json"]
+    return [name for name, digest in recorded.items() if not os.path.exists(os.path.join(preset_dir, name))
+            or sha256_file(os.path.join(preset_dir, name)) != digest]
+
+
+@contextlib.contextmanager
+def loading(preset_dir):
+    """Loading a preset: when one in biozoo's cache fails to load because a file of it differs
+    from what was written (damaged on disk), the error names the files and the remedy."""
+    try:
+        yield
+    except (OSError, ValueError, KeyError) as error:
+        if isinstance(error, CacheError) or not _within(os.fspath(preset_dir), cache_root()):
+            raise
+        damaged = _damaged_files(preset_dir)
+        if not damaged:
+            raise
+        reason = " ".join(str(error).split())[:300]
+        raise CacheError(f"{', '.join(os.path.join(preset_dir, name) for name in damaged)}: the cached preset cannot "
+                         f"be loaded ({reason}); it differs from what was written (damaged on disk): run `biozoo "
+                         "verify-cache --remove`, then load it again to convert it anew") from None
 
 
 # --- sources ----------------------------------------------------------------------------
 
 
-def _hf_download(repo, revision, patterns, what):
-    """Files of an HF repo at a revision, through huggingface_hub (with progress bars)."""
+def hub_timeout():
+    """Seconds a hub request may wait for an answer (`BIOZOO_HUB_TIMEOUT`, default 20)."""
     try:
-        from huggingface_hub import snapshot_download
+        return float(os.environ.get("BIOZOO_HUB_TIMEOUT") or 20)
+    except ValueError:
+        value = os.environ["BIOZOO_HUB_TIMEOUT"]
+        raise ValueError(f"BIOZOO_HUB_TIMEOUT={value!r} is not a number of seconds") from None
+
+
+def _short_timeout():
+    """huggingface_hub's shared HTTP client waits forever by default: give it `hub_timeout()`
+    (a client the user configured with a timeout of their own is left alone)."""
+    from huggingface_hub import get_session
+
+    session = get_session()
+    if session.timeout.read is None and session.timeout.connect is None:
+        session.timeout = hub_timeout()
+
+
+def _offline_variables():
+    truthy = {"1", "true", "yes", "on"}
+    return [v for v in ("BIOZOO_OFFLINE", "HF_HUB_OFFLINE") if os.environ.get(v, "").strip().lower() in truthy]
+
+
+def _causes(error):
+    chain = []
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    return chain
+
+
+def hub_error(error, handle, what=None):
+    """The one-line error for a failed hub request about `handle` (hf://org/repo@rev), or None
+    when `error` is not about the network: offline mode, an unreachable host, a timeout, HTTP
+    404 (no such repository, revision or file), 401/403 (gated or private: how to log in), or
+    another HTTP status. Nothing is cached when it is raised."""
+    from huggingface_hub import constants
+
+    chain = _causes(error)
+    names = {type(e).__name__ for e in chain}
+    endpoint = constants.ENDPOINT
+    what = what or handle
+    status = next((getattr(getattr(e, "response", None), "status_code", None) for e in chain
+                   if getattr(getattr(e, "response", None), "status_code", None)), None)
+    login = "log in with `hf auth login` (or set HF_TOKEN)"
+    timeout = any("Timeout" in n for n in names) or any(isinstance(e, TimeoutError) for e in chain)
+    unreachable = bool(names & {"ConnectError", "RemoteProtocolError", "ProxyError", "NetworkError", "gaierror"}) \
+        or any(isinstance(e, ConnectionError) for e in chain)
+    if "OfflineModeIsEnabled" in names or (offline() and (
+            "LocalEntryNotFoundError" in names or timeout or unreachable or status is not None)):
+        variables = " and ".join(f"{v}=1" for v in _offline_variables()) or "huggingface_hub's own setting"
+        return OfflineError(f"{what} is not in biozoo's cache ({cache_root()}) nor in the HuggingFace cache, and "
+                            f"offline mode is on ({variables}), so {handle} cannot be downloaded: run once with "
+                            "network access, or point BIOZOO_CACHE at a cache that has it")
+    if "GatedRepoError" in names:
+        return NetworkError(f"{handle} is a gated repository (HTTP {status or 401}): accept its conditions at "
+                            f"{endpoint}/{handle[5:].split('@')[0]}, then {login}; nothing was cached")
+    if "RevisionNotFoundError" in names:
+        return NetworkError(f"{handle}: the repository has no such revision (HTTP 404): check the @revision; "
+                            "nothing was cached")
+    if "RepositoryNotFoundError" in names:
+        return NetworkError(f"{handle}: no such repository on {endpoint} (HTTP {status or 404}): check its name; a "
+                            f"private repository needs you to {login}; nothing was cached")
+    if names & {"EntryNotFoundError", "RemoteEntryNotFoundError"}:
+        detail = " ".join(str(chain[0]).split())
+        return NetworkError(f"{handle}: a file biozoo needs is not in the repository (HTTP 404: {detail}); nothing "
+                            "was cached")
+    if status in (401, 403):
+        return NetworkError(f"{handle}: access denied (HTTP {status}): the repository is private or gated; {login} "
+                            "with an account that may read it; nothing was cached")
+    if timeout:
+        return NetworkError(f"{handle}: {endpoint} did not answer within {hub_timeout():g} s (BIOZOO_HUB_TIMEOUT): "
+                            "check the network or proxy, or work offline (BIOZOO_OFFLINE=1) from a filled cache; "
+                            "nothing was cached")
+    if unreachable:
+        reason = next((str(e) for e in reversed(chain) if str(e)), type(chain[-1]).__name__)
+        return NetworkError(f"{handle}: cannot reach {endpoint} ({reason.splitlines()[0]}): check the network, the "
+                            "proxy (HTTPS_PROXY) or HF_ENDPOINT, or work offline (BIOZOO_OFFLINE=1) from a filled "
+                            "cache; nothing was cached")
+    if status is not None:
+        return NetworkError(f"{handle}: {endpoint} answered HTTP {status}: try again later; nothing was cached")
+    if "LocalEntryNotFoundError" in names:
+        return NetworkError(f"{handle}: the hub could not be asked and the HuggingFace cache has no copy "
+                            f"({str(chain[0]).splitlines()[0]}); nothing was cached")
+    return None
+
+
+def _hub_call(handle, call, what=None):
+    """`call()` (a huggingface_hub request about `handle`), its failures told in one line."""
+    _short_timeout()
+    try:
+        return call()
+    except Exception as error:
+        mapped = hub_error(error, handle, what)
+        if mapped is None:
+            raise
+        raise mapped from None
+
+
+def _hf_download(repo, revision, patterns, what):
+    """Files of an HF repo at a revision, through huggingface_hub (with progress bars). The hub
+    is asked once first, so that a network failure is told within `hub_timeout()` (the
+    download's own file listing retries for half a minute); then a copy in the HuggingFace
+    cache still serves."""
+    try:
+        from huggingface_hub import HfApi, snapshot_download
     except ImportError:  # pragma: no cover - a dependency
         raise CheckpointError("downloading from the HF hub needs huggingface_hub") from None
+    handle = f"hf://{repo}@{revision}"
+
+    def download(local_only):
+        return snapshot_download(repo_id=repo, revision=revision, allow_patterns=list(patterns),
+                                 local_files_only=local_only, cache_dir=os.environ.get("HF_HUB_CACHE") or None)
+
+    if offline():
+        return _hub_call(handle, lambda: download(True), what)
     try:
-        return snapshot_download(
-            repo_id=repo,
-            revision=revision,
-            allow_patterns=list(patterns),
-            local_files_only=offline(),
-            cache_dir=os.environ.get("HF_HUB_CACHE") or None,
-        )
-    except Exception as error:
-        if offline() or type(error).__name__ in ("LocalEntryNotFoundError", "OfflineModeIsEnabled"):
-            raise OfflineError(
-                f"{what} is not in biozoo's cache ({cache_root()}) and offline mode is on "
-                "(HF_HUB_OFFLINE / BIOZOO_OFFLINE) with no copy of hf://"
-                f"{repo}@{revision} in the HuggingFace cache either. Run once with network "
-                "access, or point BIOZOO_CACHE at a cache that has it."
-            ) from None
-        raise
+        _hub_call(handle, lambda: HfApi().repo_info(repo, revision=revision, timeout=hub_timeout()), what)
+    except (NetworkError, OfflineError) as failure:
+        try:
+            return download(True)
+        except Exception:
+            raise failure from None
+    return _hub_call(handle, lambda: download(False), what)
 
 
 def _hf_weight_patterns(repo, revision, declared=None):
@@ -104,14 +283,16 @@ def _hf_weight_patterns(repo, revision, declared=None):
         return [declared, declared + ".index.json", declared.split(".")[0] + "-*"]
     if offline():
         return ["*.safetensors", "*.bin", "*.index.json"]
-    from huggingface_hub import list_repo_files
+    from huggingface_hub import HfApi
 
-    files = set(list_repo_files(repo, revision=revision))
+    handle = f"hf://{repo}@{revision}"
+    info = _hub_call(handle, lambda: HfApi().model_info(repo, revision=revision, timeout=hub_timeout()))
+    files = {sibling.rfilename for sibling in info.siblings or []}
     for name in ("model.safetensors.index.json", "model.safetensors", "pytorch_model.bin.index.json", "pytorch_model.bin"):
         if name in files:
             stem = name.split(".")[0]
             return [name, f"{stem}-*"]
-    raise CheckpointError(f"hf://{repo}@{revision} has no model.safetensors or pytorch_model.bin.")
+    raise CheckpointError(f"{handle} has no model.safetensors or pytorch_model.bin.")
 
 
 def _registry_source(entry):
@@ -153,6 +334,9 @@ def parse_handle(handle):
         if not os.path.exists(os.path.join(handle, "config.json")):
             raise CheckpointError(f"{handle}: no config.json; not a Keras preset or HF model directory.")
         return ("keras_dir" if is_keras_preset(handle) else "hf_dir"), {"path": os.path.abspath(handle)}
+    if os.path.isfile(handle):
+        raise FileNotFoundError(f"{handle} is a file, not a model: give an HF model folder or a Keras preset folder, "
+                                "a registry name (`biozoo list`) or hf://org/repo")
     if os.sep in handle or handle.startswith("."):
         raise FileNotFoundError(f"No such directory: {handle}")
     # Looks like a name: say which registry names are close.

@@ -28,14 +28,22 @@ def register(subparsers):
                         "hf://org/repo[@rev], a local HF directory or a `biozoo finetune ner` output; repeat for "
                         f"several (default: {DEFAULT_MODEL})")
     parser.add_argument("--input-format", choices=INPUT_FORMATS, default="auto")
-    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="jsonl")
-    parser.add_argument("--output", default="-", help="output file (written atomically), or - for stdout (default)")
+    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default=None,
+                        help="default: from the --output file's extension (.jsonl, .pubtator, .bioc.xml, .bioc.json; "
+                        "an ambiguous one such as .json is refused), jsonl on stdout")
+    parser.add_argument("--output", default="-", help="output file (written atomically; never one of the inputs), "
+                        "or - for stdout (default)")
     parser.add_argument("--overlaps", choices=("keep", "longest", "score"), default="keep",
                         help="overlapping predictions (of several models): keep all (default), the longest, or "
                         "the highest-scoring")
     parser.add_argument("--drop-existing", action="store_true", help="remove the annotations the input carries")
     parser.add_argument("--skip-bad", action="store_true",
-                        help="report a malformed document on stderr and go on (default: stop with an error)")
+                        help="report a malformed document on stderr and go on (default: stop with an error); of a "
+                        "damaged .gz every complete document before the damage is kept")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a document whose input annotation's text differs from the document's at its "
+                        "offsets (default: drop that annotation with a warning naming file, line and document, "
+                        "keep the document)")
     parser.add_argument("--entity-types", default="ALL",
                         help="AIONER models: ALL (default) or types among Gene, Chemical, Disease, Species, Variant, "
                         "CellLine, comma-separated (one AIONER pass per type)")
@@ -134,10 +142,15 @@ def _link_options(args):
 
 
 def annotate_command(args):
+    from biozoo.documents import check_not_an_input, output_format_for
+
     if args.xla != "auto":
         import os
 
         os.environ["BIOZOO_XLA"] = args.xla
+    if args.runner != "beam":
+        args.output_format = output_format_for(args.output, args.output_format)
+        check_not_an_input(args.output, args.inputs or ["-"])
     job = job_from_arguments(args)
     if args.runner == "beam":
         return _annotate_on_beam(args, job)
@@ -153,9 +166,13 @@ def annotate_command(args):
         print(f"skipped: {message}", file=sys.stderr)
 
     run = job.run(annotators, progress=not args.no_progress, skip_bad=args.skip_bad, on_skip=on_skip)
-    documents = read_documents(args.inputs or ["-"], fmt=args.input_format, skip_bad=args.skip_bad, on_skip=on_skip)
+    documents = read_documents(args.inputs or ["-"], fmt=args.input_format, skip_bad=args.skip_bad, on_skip=on_skip,
+                               strict=getattr(args, "strict", False))
     written = write_documents(run.annotate(documents), args.output, args.output_format)
     summary = run.summary() + (f"; {len(skipped)} bad document(s) skipped" if skipped else "")
+    if documents.dropped:
+        summary += (f"; {documents.dropped} input annotation(s) dropped (their text differs from the document's at "
+                    "their offsets; --strict refuses such documents)")
     for annotator in annotators:
         if isinstance(annotator, CascadeAnnotator):
             fraction = annotator.escalated / annotator.sentences if annotator.sentences else 0.0
@@ -184,9 +201,10 @@ def job_from_arguments(args):
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
     return AnnotationJob(models=models, cascade=cascade, escalate_below=args.escalate_below,
                          escalate_measure=args.escalate_measure, input_format=args.input_format,
-                         output_format=args.output_format, overlaps=args.overlaps, drop_existing=args.drop_existing,
-                         entity_types=types, aggregation=args.aggregation, batch_size=args.batch_size,
-                         precision=args.precision, chunk_size=args.chunk_size, **_link_options(args))
+                         output_format=args.output_format or "jsonl", overlaps=args.overlaps,
+                         drop_existing=args.drop_existing, entity_types=types, aggregation=args.aggregation,
+                         batch_size=args.batch_size, precision=args.precision, chunk_size=args.chunk_size,
+                         strict=getattr(args, "strict", False), **_link_options(args))
 
 
 def _warn_entity_types(job, annotators):
@@ -212,6 +230,9 @@ def _annotate_on_beam(args, job):
     line = (f"read {summary['read']} documents: {summary['annotated']} annotated, {summary['dead_lettered']} "
             f"dead-lettered; {summary['entities']} entities in {summary['shards']} shards ({summary['this_run']['chunks_committed']} "
             f"chunks committed now, {summary['this_run']['chunks_already_done']} done before)")
+    if summary.get("annotations_dropped"):
+        line += (f"; {summary['annotations_dropped']} input annotation(s) dropped (their text differs from the "
+                 "document's at their offsets; --strict dead-letters such documents)")
     if "escalated" in summary:
         line += (f"; cascade: {summary['escalated']} of {summary['sentences']} sentences escalated "
                  f"({summary['escalated_fraction']:.1%})")

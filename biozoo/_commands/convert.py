@@ -23,7 +23,9 @@ def register(subparsers):
                         "model.params (with model.yml and vocab.json beside it) or a registry name; megatron: a Megatron-LM "
                         "MegatronBERT.pt state dict or a NeMo .nemo archive")
     parser.add_argument("input", help="the checkpoint")
-    parser.add_argument("--output", required=True, help="the preset directory to write")
+    parser.add_argument("--output", required=True, help="the preset folder to write: a new or empty folder, or one "
+                        "biozoo wrote (replaced only with --overwrite); never the input")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier biozoo output at --output")
     parser.add_argument("--family", help="model family when it cannot be told from the checkpoint "
                         "(bert, albert, electra, megatron_bert, ...)")
     parser.add_argument("--config", help="config file: bert_config.json / albert_config.json (tf1), "
@@ -60,6 +62,9 @@ def register(subparsers):
 
 def convert_command(args):
     from biozoo import registry
+    from biozoo._io import check_output
+
+    check_output(args.output, args.overwrite, [args.input, args.config, args.vocab], "--output")
 
     entry = registry.get_entry(args.name) if args.name else None
     provenance = {"registry_name": args.name} if args.name else {}
@@ -75,17 +80,19 @@ def convert_command(args):
         from biozoo.convert.tf1 import convert_tf1
 
         convert_tf1(args.input, args.output, family=args.family, config=args.config, vocab=args.vocab,
-                    num_heads=args.num_heads, part=args.part, lowercase=lowercase, provenance=provenance)
+                    num_heads=args.num_heads, part=args.part, lowercase=lowercase, provenance=provenance,
+                    overwrite=args.overwrite)
     elif args.source_format == "gluon":
         from biozoo.convert.gluon import convert_gluon
 
         convert_gluon(args.input, args.output, config=args.config, vocab=args.vocab, part=args.part,
-                      num_heads=args.num_heads, lowercase=lowercase, provenance=provenance)
+                      num_heads=args.num_heads, lowercase=lowercase, provenance=provenance, overwrite=args.overwrite)
     else:
         from biozoo.convert.megatron import convert_megatron
 
         convert_megatron(args.input, args.output, config=args.config, vocab=args.vocab,
-                         num_heads=args.num_heads, lowercase=lowercase, provenance=provenance)
+                         num_heads=args.num_heads, lowercase=lowercase, provenance=provenance,
+                         overwrite=args.overwrite)
     print(json.dumps({"output": os.path.abspath(args.output), "format": args.source_format}))
     return 0
 
@@ -100,7 +107,7 @@ def _convert_registry_archive(args):
 
     preset = presets.resolve_archive_preset(args.input, "gluonnlp" if args.source_format == "gluon" else "tf1",
                                             trust_unverified=args.trust_unverified)
-    with atomic_directory(args.output) as tmp:
+    with atomic_directory(args.output, args.overwrite) as tmp:
         shutil.copytree(preset, tmp, dirs_exist_ok=True)
 
 
@@ -114,12 +121,12 @@ def convert_hf(args, entry, provenance):
     kind, info = presets.parse_handle(args.input)
     if kind == "hf_dir":
         convert_hf_directory(info["path"], args.output, casing=entry["tokenizer"] if entry else None,
-                             provenance=provenance)
+                             provenance=provenance, overwrite=args.overwrite)
     elif kind == "keras_dir":
         raise ValueError(f"{args.input} is already a Keras preset.")
     else:
         preset = presets.resolve_preset(args.input)
-        with atomic_directory(args.output) as tmp:
+        with atomic_directory(args.output, args.overwrite) as tmp:
             shutil.copytree(preset, tmp, dirs_exist_ok=True)
 
 

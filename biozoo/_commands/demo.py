@@ -75,7 +75,7 @@ def demo_command(args):
         f"{sizes['test']:,} sentences; NCBI-disease is CC BY 4.0, Doğan et al. 2014, packaged with biozoo)")
     hp = Hyperparameters(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
                          max_seq_length=args.max_seq_length)
-    metrics = run_finetune("ner", preset, args.data, args.output, hp, log=say)
+    metrics = run_finetune("ner", preset, args.data, args.output, hp, log=say, overwrite=True)  # the last demo's model
     test = metrics.get("test", metrics.get("dev"))
     say(f"[3/5] test entity F1 {test['f1']:.2f} (P {test['precision']:.2f}, R {test['recall']:.2f}) "
         f"after {metrics['train_seconds']:.0f} s of training; model written to {args.output}")

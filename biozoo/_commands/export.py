@@ -28,7 +28,7 @@ def register(subparsers):
     source = hub.add_mutually_exclusive_group(required=True)
     source.add_argument("--preset", help="a backbone preset handle")
     source.add_argument("--model", help="a fine-tuned model directory (biozoo finetune --output)")
-    hub.add_argument("--output", required=True)
+    _output_arguments(hub)
     hub.add_argument("--seq-length", type=int, default=None,
                      help="packed sequence length (default: 128 for --preset, the trained length for --model)")
     hub.set_defaults(func=export_hub_command)
@@ -41,7 +41,7 @@ def register(subparsers):
     source = hf.add_mutually_exclusive_group(required=True)
     source.add_argument("--preset", help="a backbone preset handle")
     source.add_argument("--model", help="a fine-tuned model directory or task checkpoint")
-    hf.add_argument("--output", required=True)
+    _output_arguments(hf)
     hf.set_defaults(func=export_hf_command)
 
     garden = kinds.add_parser(
@@ -50,7 +50,7 @@ def register(subparsers):
         "(the encoder class and its constructor arguments). Needs tf-models-official: pip install 'biozoo[garden]'.",
     )
     garden.add_argument("--preset", required=True)
-    garden.add_argument("--output", required=True)
+    _output_arguments(garden)
     garden.set_defaults(func=export_garden_command)
 
     for fmt, quantizations, runtime in (("onnx", ["int8"], "onnxruntime (tf2onnx converts; opset 17 unless --opset)"),
@@ -68,7 +68,7 @@ def register(subparsers):
         source = sub.add_mutually_exclusive_group(required=True)
         source.add_argument("--model", help="a fine-tuned model directory or task checkpoint")
         source.add_argument("--preset", help="a backbone preset handle")
-        sub.add_argument("--output", required=True)
+        _output_arguments(sub)
         sub.add_argument("--quantize", choices=quantizations,
                          help="int8: int8 weights, activations quantized at run time" +
                          ("; float16: float16 weights" if "float16" in quantizations else ""))
@@ -90,8 +90,23 @@ def register(subparsers):
     )
     card.add_argument("name", help="registry name (see `biozoo list`)")
     card.add_argument("--output", default="README.md")
+    card.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     card.set_defaults(func=card_command)
     return parser
+
+
+def _output_arguments(parser):
+    parser.add_argument("--output", required=True, help="the folder to write: a new or empty folder, or one biozoo "
+                        "wrote (replaced only with --overwrite); never the input")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier biozoo output at --output")
+
+
+def _check_output(args):
+    """Refuse a bad --output before any work (`biozoo._io.check_output`)."""
+    from biozoo._io import check_output
+
+    check_output(args.output, args.overwrite, [getattr(args, "model", None), getattr(args, "preset", None),
+                                               getattr(args, "data", None)], "--output")
 
 
 def card_command(args):
@@ -99,6 +114,10 @@ def card_command(args):
     from biozoo.presets import cached_registry_preset
     from biozoo.preset_files import read_certificate
 
+    if os.path.lexists(args.output) and not args.overwrite:
+        from biozoo.errors import OutputError
+
+        raise OutputError(f"--output {args.output} exists; pass --overwrite to replace it, or choose another file")
     preset = cached_registry_preset(args.name)
     write_card(args.name, args.output, read_certificate(preset) if preset else None)
     print(json.dumps({"output": os.path.abspath(args.output)}))
@@ -108,37 +127,41 @@ def card_command(args):
 def export_ids_command(args):
     from biozoo.export.ids_models import export_ids_model
 
+    _check_output(args)
     certificate = export_ids_model(args.export_format, args.output, model=args.model, preset=args.preset,
                                    quantize=args.quantize, data=args.data, split=args.split,
-                                   max_f1_drop=args.max_f1_drop, opset=getattr(args, "opset", None))
+                                   max_f1_drop=args.max_f1_drop, opset=getattr(args, "opset", None),
+                                   overwrite=args.overwrite)
     print(json.dumps({"output": os.path.abspath(args.output), "certificate": certificate}))
     return 0
 
 
 def export_hub_command(args):
+    _check_output(args)
     if args.model:
         from biozoo.export.serving import export_task_dir
 
-        result = export_task_dir(args.model, args.output, args.seq_length)
+        result = export_task_dir(args.model, args.output, args.seq_length, overwrite=args.overwrite)
     else:
         from biozoo.export.tfhub import export_hub
 
-        export_hub(args.preset, args.output, seq_length=args.seq_length or 128)
+        export_hub(args.preset, args.output, seq_length=args.seq_length or 128, overwrite=args.overwrite)
         result = {"output": os.path.abspath(args.output), "encoder": "encoder", "preprocessor": "preprocessor"}
     print(json.dumps(result))
     return 0
 
 
 def export_hf_command(args):
+    _check_output(args)
     if args.model:
         from biozoo.export.hf import export_hf_task
         from biozoo.tasks.finetuned import load_task
 
-        export_hf_task(load_task(args.model).task, args.output)
+        export_hf_task(load_task(args.model).task, args.output, overwrite=args.overwrite, inputs=[args.model])
     else:
         from biozoo.export.hf import export_hf
 
-        export_hf(args.preset, args.output)
+        export_hf(args.preset, args.output, overwrite=args.overwrite)
     print(json.dumps({"output": os.path.abspath(args.output)}))
     return 0
 
@@ -146,6 +169,7 @@ def export_hf_command(args):
 def export_garden_command(args):
     from biozoo.export.garden import export_garden
 
-    export_garden(args.preset, args.output)
+    _check_output(args)
+    export_garden(args.preset, args.output, overwrite=args.overwrite)
     print(json.dumps({"output": os.path.abspath(args.output)}))
     return 0

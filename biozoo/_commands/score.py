@@ -160,7 +160,10 @@ def _score_qa(args) -> int:
     na_probs = _load_json(args.na_prob, "na-prob") if args.na_prob else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = evaluate_v2(dataset, preds, na_probs=na_probs, na_prob_thresh=args.na_prob_thresh)
+        try:
+            result = evaluate_v2(dataset, preds, na_probs=na_probs, na_prob_thresh=args.na_prob_thresh)
+        except (KeyError, TypeError, ValueError) as error:  # a malformed dataset or predictions file
+            raise DataFormatError(f"{args.data} scored with {args.pred}: {error}") from None
     _print_warnings(caught)
     return _emit(result)
 

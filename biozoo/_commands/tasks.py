@@ -23,7 +23,9 @@ def register(subparsers):
     parser.add_argument("--preset", required=True, help="registry name, hf://org/repo, or a local directory")
     parser.add_argument("--data", type=data_argument,
                         help=f"folder with train / dev (devel) / test files; {DATA_HELP} (every kind but link)")
-    parser.add_argument("--output", required=True, help="where to write the fine-tuned task preset")
+    parser.add_argument("--output", required=True, help="where to write the fine-tuned task preset: a new or empty "
+                        "folder, or one biozoo wrote (replaced only with --overwrite)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier biozoo output at --output")
     parser.add_argument("--epochs", type=float, default=None, help="default 3 (or the --recipe's)")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="the global batch, split over the replicas (default 8, as the HF Trainer, or the --recipe's)")
@@ -74,6 +76,9 @@ def register(subparsers):
                         help="with --documents: rename types before scoring, e.g. "
                         "SpecificDisease=Disease,DiseaseClass=Disease (applied to gold and predictions)")
     parser.add_argument("--entity-types", default="ALL", help="with --documents, AIONER models: as `annotate`")
+    parser.add_argument("--strict", action="store_true", help="with --documents: refuse a gold document whose "
+                        "annotation's text differs from the document's at its offsets (default: drop that "
+                        "annotation with a warning, counted in gold_dropped)")
     parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32", help=PRECISION_HELP)
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
@@ -138,12 +143,15 @@ def finetune_command(args):
     if not args.data:
         raise ValueError(f"finetune {args.kind} needs --data (a folder with train / dev / test files)")
     from biozoo._commands.train import resolve_strategy_from
-    from biozoo.train.finetune import Hyperparameters, run_finetune, run_seeds
+    from biozoo._io import check_output
+    from biozoo.train.finetune import Hyperparameters, check_hyperparameters, run_finetune, run_seeds
+    from biozoo.train.run import check_values
 
     def log(message):
         print(message, file=sys.stderr)
 
-    strategy = resolve_strategy_from(args, log)
+    check_values([("--seeds", args.seeds, "whole")])
+    check_output(args.output, args.overwrite, [args.preset, args.data], "--output")
     defaults = {k: getattr(Hyperparameters, k) for k in ("epochs", "batch_size", "learning_rate")}
     extra = {}
     if args.recipe == "biom":
@@ -161,7 +169,8 @@ def finetune_command(args):
     values = {**defaults, **explicit}
     hp = Hyperparameters(
         epochs=values["epochs"], batch_size=values["batch_size"], learning_rate=values["learning_rate"],
-        max_seq_length=args.max_seq_length or extra.get("max_seq_length") or (384 if args.kind == "qa" else 128),
+        max_seq_length=args.max_seq_length if args.max_seq_length is not None
+        else extra.get("max_seq_length") or (384 if args.kind == "qa" else 128),
         seed=args.seed, warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
         jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
         optimizer=args.optimizer if args.optimizer != "adamw" else extra.get("optimizer", "adamw"),
@@ -172,13 +181,15 @@ def finetune_command(args):
         micro_batches=args.micro_batches,
         deterministic=args.deterministic,
     )
+    check_hyperparameters(hp)
+    strategy = resolve_strategy_from(args, log)
     options = {"entity_type": args.entity_type} if args.kind == "ner" else {}
     if args.seeds > 1:
         metrics = run_seeds(args.kind, args.preset, args.data, args.output, hp, args.seeds, options, log=log,
-                            strategy=strategy)
+                            strategy=strategy, overwrite=args.overwrite)
     else:
         metrics = run_finetune(args.kind, args.preset, args.data, args.output, hp, options, log=log,
-                               strategy=strategy)
+                               strategy=strategy, overwrite=args.overwrite)
     print(json.dumps(metrics))
     return 0
 
@@ -228,9 +239,7 @@ def evaluate_command(args):
         raise ValueError("evaluate needs --data (a data folder) or, for ner, --documents (gold documents)")
     from biozoo.train.finetune import run_evaluate
 
-    metrics = run_evaluate(args.model, args.data, args.split, args.precision)
-    if metrics["task"] != args.kind:
-        raise ValueError(f"{args.model} is a {metrics['task']} model, not {args.kind}.")
+    metrics = run_evaluate(args.model, args.data, args.split, args.precision, kind=args.kind)
     print(json.dumps(metrics))
     return 0
 
@@ -247,7 +256,7 @@ def _evaluate_documents(args):
         raise ValueError(f"--type-map: {', '.join(bad)} is not FROM=TO (e.g. SpecificDisease=Disease)")
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
     result = score_documents(args.model, args.documents, type_map=dict(pair.split("=") for pair in pairs),
-                             entity_types=types, precision=args.precision)
+                             entity_types=types, precision=args.precision, strict=args.strict)
     print(json.dumps(result))
     return 0
 

@@ -63,6 +63,7 @@ def add_pretrain_arguments(parser):
     parser.add_argument("--generator", help="electra: the generator to continue from (default: PRESET/generator "
                         "when present, else a new one)")
     parser.add_argument("--output", required=True, help="where to write the pretrained preset")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier biozoo output at --output")
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=32, help="global batch size")
     parser.add_argument("--steps", type=int, default=10000)
@@ -102,6 +103,7 @@ def add_distill_arguments(parser):
     parser.add_argument("--corpus", required=True, nargs="+",
                         help="plain-text files: one sentence per line, blank lines between documents")
     parser.add_argument("--output", required=True, help="where to write the student preset and metrics.json")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier biozoo output at --output")
     parser.add_argument("--layer-map", help="teacher layer (1-based) for each student layer, e.g. 2,4,6,8,10,12 "
                         "(default: uniform, l * L_teacher / L_student)")
     parser.add_argument("--max-seq-length", type=int, default=128)
@@ -155,7 +157,7 @@ def pretrain_from_args(args, strategy=None):
 
     return run_pretrain(args.method, args.corpus, args.output, pretrain_hyperparameters(args), preset=args.preset,
                         config=args.config, tokenizer=args.tokenizer, generator=args.generator, strategy=strategy,
-                        records_dir=args.records, log=_log)
+                        records_dir=args.records, log=_log, overwrite=args.overwrite)
 
 
 def distill_hyperparameters(args):
@@ -175,7 +177,7 @@ def distill_from_args(args, strategy=None):
 
     return run_distill(args.method, args.teacher, args.student_config, args.corpus, args.output,
                        distill_hyperparameters(args), eval_corpus=args.eval_corpus, records_dir=args.records,
-                       strategy=strategy, log=_log)
+                       strategy=strategy, log=_log, overwrite=args.overwrite)
 
 
 def pretrain_command(args):

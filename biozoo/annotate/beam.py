@@ -113,7 +113,7 @@ class ChunkModelHandler(ModelHandler):
             chunk.documents = good
             first = cascade.first_pass(good)
         chunk.stage_state = first
-        chunk.stats = {"sentences": len(first.entities), "escalated": len(first.escalate)}
+        chunk.stats = {**chunk.stats, "sentences": len(first.entities), "escalated": len(first.escalate)}
         return chunk
 
     def _large(self, chunk, cascade):
@@ -140,7 +140,8 @@ class _ReadChunks(beam.DoFn):
 
     def process(self, item):
         position, source = item
-        yield from read_chunks(source, position, self.job.chunk_size, self.job.input_format, self.done)
+        yield from read_chunks(source, position, self.job.chunk_size, self.job.input_format, self.done,
+                               strict=self.job.strict)
 
 
 class _Commit(beam.DoFn):

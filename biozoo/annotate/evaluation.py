@@ -11,7 +11,7 @@ __all__ = ["score_documents"]
 
 
 def score_documents(model, paths, *, type_map=None, keep_types=None, model_types_only=False, entity_types=("ALL",),
-                    precision="float32", progress=True):
+                    precision="float32", progress=True, strict=False):
     """Strict and approximate mention scores of `model` on the gold documents in `paths`.
 
     Args:
@@ -20,6 +20,9 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, model_types
             out and counted in the result's "gold_outside_types" ({type: count}), predictions of
             other types too ("predictions_outside_types").
         model_types_only: keep_types are the entity types the (token-classification) model tags.
+        strict: refuse a gold document whose annotation's text differs from the document's at its
+            offsets; by default that annotation is dropped (with a warning on stderr) and counted
+            in the result's "gold_dropped".
 
     Example:
         >>> score_documents("runs/ncbi", ["BC5CDR_Test.PubTator"], keep_types={"Disease"})["strict"]["f1"]
@@ -31,7 +34,8 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, model_types
     annotator = load_annotator(model, entity_types=tuple(entity_types), precision=precision)
     if model_types_only:
         keep_types = {name.split("-", 1)[-1] for name in annotator.task.label_names if name != "O"}
-    documents = list(AnnotationRun([annotator], progress=progress).annotate(read_documents(list(paths))))
+    gold = read_documents(list(paths), strict=strict)
+    documents = list(AnnotationRun([annotator], progress=progress).annotate(gold))
     outside = {"gold": {}, "predictions": {}}
     for document in documents:
         for annotation in document.existing_annotations() + document.predictions:
@@ -43,6 +47,7 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, model_types
             document.predictions = _kept(document.predictions, keep_types, outside["predictions"])
     result = score_mentions(documents, documents, gold_from="existing", pred_from="predictions")
     result["model"] = str(model)
+    result["gold_dropped"] = gold.dropped
     if keep_types is not None:
         result["kept_types"] = sorted(keep_types)
         result["gold_outside_types"] = outside["gold"]

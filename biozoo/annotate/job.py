@@ -45,6 +45,7 @@ class AnnotationJob:
     write_abbreviations: bool = False
     taxon_rule: str = "preceding"
     trust_unverified: bool = False
+    strict: bool = False  # refuse a document whose input annotation's text differs from its own (else drop that one)
 
     def __post_init__(self):
         if self.cascade is not None:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 
 from biozoo.documents import encode_documents, read_documents
 
@@ -51,25 +52,35 @@ def chunk_key(source, index):
     return f"{stem}-{digest}-{index:06d}"
 
 
-def read_chunks(source, position, chunk_size, fmt="auto", skip=frozenset(), on_note=None):
+def read_chunks(source, position, chunk_size, fmt="auto", skip=frozenset(), on_note=None, strict=False):
     """The chunks of one input file, each `chunk_size` documents (the last may be shorter; a file
     without documents gives one empty chunk, so it is accounted for). A document that cannot be
-    read becomes a dead letter of the chunk being filled. Chunks whose key is in `skip` are
-    read past, not returned."""
-    dead, documents, index = [], [], 0
+    read becomes a dead letter of the chunk being filled; an input annotation dropped for a
+    quirk (`read_documents`) is counted in its chunk's stats ("annotations_dropped"), or with
+    `strict` dead-letters its document. Chunks whose key is in `skip` are read past, not
+    returned."""
+    dead, documents, index, dropped = [], [], 0, [0]
 
     def on_skip(message):
         dead.append({"id": None, "source": source, "stage": "read", "reason": message})
 
-    def chunk():
-        return Chunk(chunk_key(source, index), source, position, index, documents, dead)
+    def on_warning(message):
+        dropped[0] += 1
+        print(f"biozoo: warning: {message}", file=sys.stderr)
 
-    for document in read_documents([source], fmt=fmt, skip_bad=True, on_skip=on_skip, on_note=on_note or _quiet):
+    def chunk():
+        found = Chunk(chunk_key(source, index), source, position, index, documents, dead)
+        if dropped[0]:
+            found.stats["annotations_dropped"] = dropped[0]
+        return found
+
+    for document in read_documents([source], fmt=fmt, skip_bad=True, on_skip=on_skip, on_note=on_note or _quiet,
+                                   strict=strict, on_warning=on_warning):
         documents.append(document)
         if len(documents) == chunk_size:
             if chunk_key(source, index) not in skip:
                 yield chunk()
-            dead, documents, index = [], [], index + 1
+            dead, documents, index, dropped = [], [], index + 1, [0]
     if documents or dead or index == 0:
         if chunk_key(source, index) not in skip:
             yield chunk()
@@ -137,7 +148,10 @@ class ShardStore:
         path = self.path(JOB_FILE)
         if self._exists(path):
             before = json.loads(self._get(path))
-            differ = [key for key in sorted(set(before) | set(job_record)) if before.get(key) != job_record.get(key)]
+            # an option the earlier run did not record (added since) matches when it is off now
+            differ = [key for key in sorted(set(before) | set(job_record))
+                      if before.get(key) != job_record.get(key)
+                      and not (key not in before and job_record.get(key) in (None, False))]
             if differ:
                 detail = "; ".join(f"{key}: {before.get(key)!r} there, {job_record.get(key)!r} now" for key in differ)
                 raise ValueError(f"{self.root} holds the output of another annotation job ({detail}); "
@@ -212,6 +226,9 @@ class ShardStore:
             "duplicate_ids": len(ids) - len(set(ids)),
             "incomplete_chunks": sum(1 for m in manifests if not m.get("complete", True)),
         }
+        dropped = sum(m["stats"].get("annotations_dropped", 0) for m in manifests)
+        if dropped:
+            summary["annotations_dropped"] = dropped
         sentences = sum(m["stats"].get("sentences", 0) for m in manifests)
         if any("escalated" in m["stats"] for m in manifests):
             escalated = sum(m["stats"].get("escalated", 0) for m in manifests)

@@ -5,27 +5,31 @@ from __future__ import annotations
 
 import os
 
+from biozoo._io import check_output, scratch_directory
 from biozoo.mapping import apply_table, mapped_targets
 from biozoo.preset_files import write_preset
 from biozoo.errors import CheckpointError
 
 
 def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, source, provenance=None, progress=True,
-                    task_heads=None):
+                    task_heads=None, overwrite=False):
     """`tensors` (an iterator of (name, array)) -> a preset at `out_dir`, atomically.
 
     `config` is an HF-style config (the family's config.json keys); it is kept in the
     preset's biozoo.json so that the preset can be exported back to HF later. `task_heads`
     (`{head: (its heads.json entry, the tensor names it needs)}`) records a head that no HF
-    config describes (AIONER's); a needed tensor that is missing fails the conversion.
+    config describes (AIONER's); a needed tensor that is missing fails the conversion. An earlier
+    biozoo output at `out_dir` is replaced only with `overwrite`; any other folder there is
+    refused before anything is converted (`biozoo._io.check_output`).
     """
+    check_output(out_dir, overwrite, [source])
     arguments = family.backbone_arguments(config, use_pooler=family.use_pooler(config, mapped_targets(table, names)))
     if tokenizer.vocabulary_size() > config["vocab_size"]:
         raise CheckpointError(
             f"{source}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's embedding "
             f"has {config['vocab_size']} rows; they must agree."
         )
-    import tempfile
+    import shutil
 
     from biozoo._keras_internals import unallocated_variables
     from biozoo.convert.sink import H5WeightsSink
@@ -36,10 +40,9 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
     record = {"family": family.name, "hf_config": config}
     record.update({k: v for k, v in (provenance or {}).items() if k != "label"})
     bar = _progress(len(names), f"converting {provenance.get('label', '') if provenance else ''}".strip(), progress)
-    parent = os.path.dirname(os.path.abspath(os.fspath(out_dir)))
-    os.makedirs(parent, exist_ok=True)
     # beside out_dir, so that write_preset moves the file into place with a rename
-    with tempfile.TemporaryDirectory(prefix=".streamed-", dir=parent) as scratch:
+    scratch = scratch_directory(out_dir, "streamed")
+    try:
         sink = H5WeightsSink(os.path.join(scratch, "model.weights.h5"), backbone)
         try:
             heads = apply_table(table, tensors, sink, source, progress=bar)
@@ -53,7 +56,10 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
             if missing:
                 raise CheckpointError(f"{source}: no {', '.join(missing)} for the {head} head.")
             heads_config[head] = entry
-        write_preset(out_dir, backbone, tokenizer, heads, heads_config, record, weights_file=sink.path)
+        write_preset(out_dir, backbone, tokenizer, heads, heads_config, record, weights_file=sink.path,
+                     overwrite=overwrite)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return out_dir
 
 

@@ -64,13 +64,16 @@ def gluon_config(shapes, model, part, num_heads):
 
 
 def convert_gluon(path, out_dir, config=None, vocab=None, part="discriminator", num_heads=None, lowercase=None,
-                  provenance=None, progress=True):
-    """Convert a GluonNLP ELECTRA parameter file to a Keras preset at `out_dir`."""
+                  provenance=None, progress=True, overwrite=False):
+    """Convert a GluonNLP ELECTRA parameter file to a Keras preset at `out_dir` (an earlier
+    biozoo output there is replaced only with `overwrite`)."""
+    from biozoo._io import check_output
     from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
     from biozoo.convert.mxnet_params import iter_params, param_shapes, read_gluon_config, read_gluon_vocab
     from biozoo.models import get_family
     from biozoo.models.electra.convert_gluon import DISCRIMINATOR_TABLE, GENERATOR_TABLE
 
+    check_output(out_dir, overwrite, [path])
     if os.path.isdir(path):
         found = _find(path, ["gen_model.params" if part == "generator" else "disc_model.params", "model.params",
                              "*.params"])
@@ -105,5 +108,5 @@ def convert_gluon(path, out_dir, config=None, vocab=None, part="discriminator", 
     record = {"format": "gluon", "source": os.path.abspath(path), "part": part, "label": os.path.basename(path)}
     record.update(provenance or {})
     return convert_tensors(family, hf_config, table, names, iter_params(path), tokenizer, out_dir, path, record,
-                           progress)
+                           progress, overwrite=overwrite)
 

@@ -143,18 +143,21 @@ def _vocab_txt_arguments(directory, settings, casing):
 
 
 def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progress=True, accept=None,
-                         registry_config=None):
+                         registry_config=None, overwrite=False):
     """Convert an HF model directory (config.json, weights, vocabulary) into a Keras preset.
 
     Streams the weights tensor by tensor into a backbone built from config.json, keeps the
     heads the checkpoint carries, and writes the preset atomically. Returns `out_dir`.
     `accept(hf_config, source)` may refuse the checkpoint (raise) before anything is written.
     `registry_config`: the registry entry's config when the handle named one (see read_hf_config).
+    An earlier biozoo output at `out_dir` is replaced only with `overwrite`.
     """
+    from biozoo._io import check_output
     from biozoo.convert.core import convert_tensors
     from biozoo.models import family_for_model_type
 
     directory = os.fspath(directory)
+    check_output(out_dir, overwrite, [directory])
     config = read_hf_config(directory, registry_config, (provenance or {}).get("registry_name"))
     if accept is not None:
         accept(config, directory)
@@ -170,4 +173,4 @@ def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progr
     }
     record.update(provenance or {})
     return convert_tensors(family, config, family.hf_table, reader.names(), reader.tensors(), tokenizer, out_dir,
-                           ", ".join(reader.paths), record, progress)
+                           ", ".join(reader.paths), record, progress, overwrite=overwrite)

@@ -140,18 +140,33 @@ def infer_config(flat, num_heads=None):
 
 
 def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, lowercase=None, checkpoint_version=None,
-                     provenance=None, progress=True):
-    """Convert a MegatronBERT.pt / .nemo checkpoint into a Keras preset at `out_dir`."""
+                     provenance=None, progress=True, overwrite=False):
+    """Convert a MegatronBERT.pt / .nemo checkpoint into a Keras preset at `out_dir` (an earlier
+    biozoo output there is replaced only with `overwrite`)."""
+    from biozoo._io import check_output
+
+    check_output(out_dir, overwrite, [path])
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no Megatron checkpoint at {path} (a MegatronBERT.pt state dict or a .nemo archive)")
+    if not tarfile.is_tarfile(path):
+        return _convert_megatron(path, None, out_dir, config, vocab, num_heads, lowercase, checkpoint_version,
+                                 provenance, progress, overwrite)
+    # a .nemo archive: unpacked into a scratch folder that goes whatever happens (a refused archive included)
+    with tempfile.TemporaryDirectory(prefix="biozoo-nemo-") as workdir:
+        safe_extract(path, workdir)
+        return _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercase, checkpoint_version,
+                                 provenance, progress, overwrite)
+
+
+def _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercase, checkpoint_version, provenance,
+                      progress, overwrite):
     from biozoo._io import read_json
     from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
     from biozoo.models import get_family
     from biozoo.models.megatron_bert.convert_megatron import megatron_table
 
-    workdir = None
     weights, yaml_config, found_vocab = path, None, None
-    if tarfile.is_tarfile(path):
-        workdir = tempfile.mkdtemp(prefix="biozoo-nemo-")
-        safe_extract(path, workdir)
+    if workdir:
         files = [os.path.join(d, f) for d, _, fs in os.walk(workdir) for f in fs]
         weights = next((f for f in files if os.path.basename(f) == "model_weights.ckpt"), None)
         if weights is None:
@@ -186,11 +201,5 @@ def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, low
     record.update(provenance or {})
     names = list(flat)
     tensors = ((n, flat[n].float().numpy()) for n in names)
-    try:
-        return convert_tensors(family, hf_config, megatron_table(version), names, tensors, tokenizer, out_dir, path,
-                               record, progress)
-    finally:
-        if workdir:
-            import shutil
-
-            shutil.rmtree(workdir, ignore_errors=True)
+    return convert_tensors(family, hf_config, megatron_table(version), names, tensors, tokenizer, out_dir, path,
+                           record, progress, overwrite=overwrite)

@@ -134,11 +134,14 @@ def _tokenizer(family, path, vocab, config, lowercase):
 
 
 def convert_tf1(path, out_dir, family=None, config=None, vocab=None, num_heads=None, part="discriminator",
-                lowercase=None, provenance=None, progress=True):
-    """Convert a TF1 checkpoint to a Keras preset at `out_dir`; returns `out_dir`."""
+                lowercase=None, provenance=None, progress=True, overwrite=False):
+    """Convert a TF1 checkpoint to a Keras preset at `out_dir`; returns `out_dir`. An earlier
+    biozoo output there is replaced only with `overwrite`."""
+    from biozoo._io import check_output
     from biozoo.convert.core import convert_tensors
     from biozoo.models import get_family
 
+    check_output(out_dir, overwrite, [path, os.path.dirname(path) if not os.path.isdir(path) else None])
     shapes, reader = open_tf1(path)
     family_name = family or guess_family(shapes)
     fam = get_family(family_name)
@@ -163,4 +166,5 @@ def convert_tf1(path, out_dir, family=None, config=None, vocab=None, num_heads=N
     tensors = ((name, reader.get_tensor(name)) for name in names)
     record = {"format": "tf1", "source": path, "part": part, "label": os.path.basename(path.rstrip("/"))}
     record.update(provenance or {})
-    return convert_tensors(fam, hf_config, table, names, tensors, tokenizer, out_dir, path, record, progress)
+    return convert_tensors(fam, hf_config, table, names, tensors, tokenizer, out_dir, path, record, progress,
+                           overwrite=overwrite)

@@ -14,7 +14,9 @@ Formats (``fmt``):
 In every format: a blank line ends a sentence, ``-DOCSTART-`` lines are skipped (and end a
 sentence), tags must be ``O``, ``B``, ``I``, ``B-TYPE`` or ``I-TYPE``, and a file may not mix
 bare and typed tags. Anything else raises ``DataFormatError`` naming the file and the 1-based
-line. Nothing is dropped silently.
+line. Nothing is dropped silently. An IOB1 file (its entities begin with ``I-``, never with
+``B-`` after ``O``) is converted to IOB2 with a ``DataWarning``; the entities stay those
+conlleval reads.
 
 Bare tags are typed (``B`` -> ``B-Disease``) with ``entity_type``, or, when it is not given,
 from the name of the folder holding the file (case-insensitive):
@@ -196,7 +198,51 @@ def read_ner(path, entity_type=None, fmt="auto") -> list[Sentence]:
             words.append(word)
             tags.append(tag)
     flush()
+    _read_iob1_as_iob2(sentences, path)
     return sentences
+
+
+def _entity_starts(tags):
+    """Per tag: "I" where an I- tag begins an entity (after O, the sentence start or another
+    type), "B" where a B- tag follows O or the sentence start, else None."""
+    found, previous = [], "O"
+    for tag in tags:
+        kind = tag[2:] if tag != "O" else None  # "" for a bare B / I
+        before = previous[2:] if previous != "O" else None
+        if tag[:1] == "I" and kind != before:
+            found.append("I")
+        elif tag[:1] == "B" and before is None:
+            found.append("B")
+        else:
+            found.append(None)
+        previous = tag
+    return found
+
+
+def _read_iob1_as_iob2(sentences, path):
+    """IOB1 (an entity begins with I-; B- only splits two adjacent entities of one type) is
+    converted to IOB2 (every entity begins with B-), saying so: a file whose entities begin
+    with I- and never with B- after O. In an IOB2 file, an entity beginning with I- is read as
+    conlleval reads it (an entity start) and kept, with a warning."""
+    import warnings
+
+    from biozoo.errors import DataWarning
+
+    starts = [(sentence, _entity_starts(sentence.tags)) for sentence in sentences]
+    by_i = [(sentence, i) for sentence, found in starts for i, kind in enumerate(found) if kind == "I"]
+    if not by_i:
+        return
+    first = by_i[0][0].line + by_i[0][1]
+    if any(kind == "B" for _, found in starts for kind in found):
+        warnings.warn(DataWarning(
+            f"{path}:{first}: {len(by_i)} entit{'y begins' if len(by_i) == 1 else 'ies begin'} with I- in an IOB2 "
+            "file (first on this line); read as entity starts, as conlleval reads them"), stacklevel=3)
+        return
+    for sentence, i in by_i:
+        sentence.tags[i] = "B" + sentence.tags[i][1:]
+    warnings.warn(DataWarning(
+        f"{path}: IOB1 tags (entities begin with I-, first at line {first}; none with B- after O): converted to "
+        f"IOB2, {len(by_i)} I- tag(s) that begin an entity became B-"), stacklevel=3)
 
 
 _SPLIT_NAMES = {

@@ -6,9 +6,11 @@ from biozoo.documents.io import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     DocumentStream,
+    check_not_an_input,
     detect_format,
     encode_documents,
     iter_input_files,
+    output_format_for,
     read_documents,
     write_documents,
 )
@@ -17,5 +19,6 @@ from biozoo.documents.model import Annotation, Collection, Document, Passage, Re
 __all__ = [
     "Annotation", "Collection", "Document", "Passage", "Relation",
     "INPUT_FORMATS", "OUTPUT_FORMATS", "DocumentStream",
-    "detect_format", "encode_documents", "iter_input_files", "read_documents", "write_documents",
+    "check_not_an_input", "detect_format", "encode_documents", "iter_input_files", "output_format_for",
+    "read_documents", "write_documents",
 ]

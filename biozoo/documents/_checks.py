@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from biozoo.documents.model import Annotation, Document, Passage
+from biozoo.errors import DataFormatError, DataWarning
 
 CONCEPT_ID_KEYS = ("identifier", "Identifier", "MESH", "MeSH", "NCBI Gene", "NCBI Taxonomy", "CUI")
 
@@ -28,9 +29,10 @@ def place(document: Document, annotation: Annotation) -> None:
 
 
 def annotation_problem(annotation: Annotation, passage: Passage | None = None,
-                       text: str = "") -> str | None:
+                       text: str = "", check_text: bool = True) -> str | None:
     """Why the annotation does not fit (None when it does): a passage's annotation is checked
-    against that passage, a document-level one against the document's whole `text`."""
+    against that passage, a document-level one against the document's whole `text`; with
+    `check_text=False` only its offsets are (see `text_mismatch`)."""
     low, high = (passage.offset, passage.end) if passage is not None else (0, len(text))
     label = f"annotation {annotation.start}-{annotation.end} {annotation.text!r}"
     for start, end in annotation.spans():
@@ -39,6 +41,13 @@ def annotation_problem(annotation: Annotation, passage: Passage | None = None,
         if start < low or end > high or start > end:
             where = f"passage {low}-{high}" if passage is not None else f"text (0-{high})"
             return f"{label}: offsets {start}-{end} are outside the {where}"
+    return text_mismatch(annotation, passage, text) if check_text else None
+
+
+def text_mismatch(annotation: Annotation, passage: Passage | None = None, text: str = "") -> str | None:
+    """When an annotation (whose offsets fit) has a text that differs from the document's at its
+    offsets, say so; else None. Real corpora have such quirks (case, quotes, a span shorter
+    than its mention)."""
     if annotation.locations and len(annotation.locations) > 1:
         return None  # a discontinuous mention's text is its pieces joined some way: not checked
     if passage is not None:
@@ -46,20 +55,41 @@ def annotation_problem(annotation: Annotation, passage: Passage | None = None,
     else:
         found = text[annotation.start:annotation.end]
     if found != annotation.text:
-        return f"{label} does not match the text there: {found!r}"
+        return (f"annotation {annotation.start}-{annotation.end} {annotation.text!r} does not match the text there: "
+                f"{found!r}")
     return None
 
 
-def document_problem(document: Document) -> str | None:
-    """The first annotation (input or prediction) that does not fit the text, as a message."""
-    for passage in document.passages:
-        for annotation in passage.annotations:
-            problem = annotation_problem(annotation, passage)
-            if problem:
-                return problem
-    text = document.text if document.annotations or document.predictions else ""
-    for annotation in document.annotations + document.predictions:
-        problem = annotation_problem(annotation, text=text)
+def quirk_warning(where: str, mismatch: str) -> DataWarning:
+    return DataWarning(f"{where}: {mismatch}: that annotation is dropped, the document kept (--strict refuses "
+                       "the document)")
+
+
+def fit_annotations(document: Document, where: str, strict: bool = False) -> list[DataWarning]:
+    """Check the annotations a reader put into `document` against its text. Offsets that do not
+    fit raise DataFormatError; an annotation whose text differs from the document's there is
+    dropped, with a warning (returned; `strict`: raised instead). Predictions (a biozoo
+    output read back) must fit exactly."""
+    warnings = []
+    full = document.text if document.annotations or document.predictions else ""
+
+    def keep(annotation, passage, text):
+        problem = annotation_problem(annotation, passage, text, check_text=False)
         if problem:
-            return problem
-    return None
+            raise DataFormatError(f"{where}: {problem}")
+        mismatch = text_mismatch(annotation, passage, text)
+        if mismatch is None:
+            return True
+        if strict:
+            raise DataFormatError(f"{where}: {mismatch}")
+        warnings.append(quirk_warning(where, mismatch))
+        return False
+
+    for passage in document.passages:
+        passage.annotations = [a for a in passage.annotations if keep(a, passage, "")]
+    document.annotations = [a for a in document.annotations if keep(a, None, full)]
+    for prediction in document.predictions:
+        problem = annotation_problem(prediction, text=full)
+        if problem:
+            raise DataFormatError(f"{where}: {problem}")
+    return warnings

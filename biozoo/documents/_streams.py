@@ -10,8 +10,10 @@ import gzip
 import io
 import os
 import sys
+import zlib
 
 from biozoo._io import atomic_binary_file
+from biozoo.errors import DataFormatError
 
 HEAD_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
@@ -114,6 +116,176 @@ def _with_head(stream, size=HEAD_BYTES):
     return head, io.BufferedReader(_Replay(head, stream), buffer_size=size)
 
 
+class BrokenInput(DataFormatError):
+    """An input that cannot be read to its end (damaged or truncated gzip data); what came before
+    the damage was read."""
+
+
+class _Gunzip(io.RawIOBase):
+    """The decompressed bytes of a gzip stream (several members allowed). Everything that
+    decompresses before damage (a cut file, a bad byte) is returned; the damage then raises
+    BrokenInput, on every read after (`gzip.GzipFile` loses what it decompressed in the call
+    that met the damage, and the buffered readers above it lose up to a buffer more)."""
+
+    PIECE = 16 * 1024
+
+    def __init__(self, stream, name):
+        self._stream, self._name = stream, name
+        self._inflater = zlib.decompressobj(wbits=31)
+        self._member_done = False
+        self._pending = bytearray()
+        self._error = None
+        self._eof = False
+        self.decompressed = 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        while not self._pending and not self._eof and self._error is None:
+            self._fill()
+        if self._pending:
+            n = min(len(buffer), len(self._pending))
+            buffer[:n] = self._pending[:n]
+            del self._pending[:n]
+            return n
+        if self._error is not None:
+            raise self._error
+        return 0
+
+    def _damage(self, reason):
+        self._error = BrokenInput(f"{self._name}: broken gzip data after {self.decompressed:,} bytes of text "
+                                  f"({reason})")
+
+    def _fill(self):
+        data = self._stream.read(4 * self.PIECE)
+        if not data:
+            if self._member_done:
+                self._eof = True
+            else:
+                self._damage("the file ends inside the compressed data: it was cut short")
+            return
+        while data:
+            if self._member_done:
+                if not data.strip(b"\0"):  # zero padding after the last member
+                    return
+                self._inflater, self._member_done = zlib.decompressobj(wbits=31), False
+            piece, data = data[:self.PIECE], data[self.PIECE:]
+            try:
+                self._take(self._inflate(piece))
+            except zlib.error as error:
+                self._damage(str(error))
+                return
+            if self._inflater.eof:
+                self._member_done = True
+                data = self._inflater.unused_data + data
+
+    def _inflate(self, piece):
+        saved = self._inflater.copy()
+        try:
+            return self._inflater.decompress(piece)
+        except zlib.error:
+            self._inflater = saved  # again, a byte at a time: keep what decompresses before the damage
+            for i in range(len(piece)):  # the byte at fault raises
+                self._take(self._inflater.decompress(piece[i:i + 1]))
+            return b""
+
+    def _take(self, data):
+        self._pending += data
+        self.decompressed += len(data)
+
+
+class _Lossless(io.BufferedIOBase):
+    """A buffered reader over a raw stream that may fail part-way (`_Gunzip`): every byte read
+    before the failure is returned first (a line cut by it is not: it raises), then the failure
+    raises. (io.BufferedReader drops the bytes gathered in a call whose raw read raises.)"""
+
+    def __init__(self, raw, head=b"", error=None):
+        self._raw, self._buffer, self._error, self._eof = raw, bytearray(head), error, False
+
+    def readable(self):
+        return True
+
+    def _fill(self):
+        if self._error is not None or self._eof:
+            return False
+        try:
+            chunk = self._raw.read(HEAD_BYTES)
+        except BrokenInput as error:
+            self._error = error
+            return False
+        if not chunk:
+            self._eof = True
+            return False
+        self._buffer += chunk
+        return True
+
+    def _take(self, size):
+        out = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return out
+
+    def read(self, size=-1):
+        if size is None or size < 0:
+            while self._fill():
+                pass
+            if self._error is not None:
+                raise self._error
+            return self._take(len(self._buffer))
+        while len(self._buffer) < size and self._fill():
+            pass
+        if not self._buffer and self._error is not None:
+            raise self._error
+        return self._take(size)
+
+    read1 = read
+
+    def readinto(self, buffer):
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def readline(self, size=-1):
+        start = 0
+        while True:
+            found = self._buffer.find(b"\n", start)
+            if found >= 0:
+                return self._take(found + 1)
+            start = len(self._buffer)
+            if not self._fill():
+                break
+        if self._error is not None:
+            raise self._error  # the line is cut
+        return self._take(len(self._buffer))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+
+def _gunzip(stream, name):
+    """(first bytes, stream) of gzip data; damage is raised by the read that meets it."""
+    raw = _Gunzip(stream, name)
+    chunks, total, error = [], 0, None
+    while total < HEAD_BYTES:
+        try:
+            chunk = raw.read(HEAD_BYTES - total)
+        except BrokenInput as damage:
+            error = damage
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    head = b"".join(chunks)
+    return head, _Lossless(raw, head, error)
+
+
 @contextlib.contextmanager
 def open_input(path):
     """Yield `(binary stream, first bytes)` of an input, decompressed when it is gzip."""
@@ -127,7 +299,7 @@ def open_input(path):
     try:
         head, stream = _with_head(raw)
         if head.startswith(GZIP_MAGIC):
-            head, stream = _with_head(gzip.GzipFile(fileobj=stream, mode="rb"))
+            head, stream = _gunzip(stream, display_name(path))
         yield stream, head
     finally:
         if close:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime
 import json
 
-from biozoo.documents._checks import annotation_problem, concept_id_from, container
+from biozoo.documents._checks import concept_id_from, container, fit_annotations
 from biozoo.documents.model import Annotation, Collection, Document, Passage, Relation
 from biozoo.errors import DataFormatError
 
@@ -89,9 +89,11 @@ def _passage(obj) -> Passage:
     return Passage(offset, text or "", infons.get("type"), infons, annotations, relations)
 
 
-def document_from_bioc(obj, source, collection=None) -> Document:
+def document_from_bioc(obj, source, collection=None, strict=False, warnings=None) -> Document:
     """A Document from a BioC document as a dict (BioC JSON's layout); raises DataFormatError
-    naming `source` when it is malformed or an annotation does not fit its text."""
+    naming `source` when it is malformed or an annotation's offsets do not fit its text. An
+    annotation whose text differs from the document's at its offsets is dropped, with a
+    DataWarning appended to `warnings` (`strict`: raised as an error instead)."""
     ident = obj.get("id") if isinstance(obj, dict) else None
     try:
         if not isinstance(obj, dict):
@@ -104,16 +106,9 @@ def document_from_bioc(obj, source, collection=None) -> Document:
         document.annotations = [_annotation(a) for a in obj.get("annotations") or []]
     except (_Bad, AttributeError, TypeError) as error:
         raise DataFormatError(f"{source}: document {ident}: {error}") from None
-    text = document.text if document.annotations else ""
-    for passage in document.passages:
-        for annotation in passage.annotations:
-            problem = annotation_problem(annotation, passage)
-            if problem:
-                raise DataFormatError(f"{source}: document {ident}: {problem}")
-    for annotation in document.annotations:
-        problem = annotation_problem(annotation, text=text)
-        if problem:
-            raise DataFormatError(f"{source}: document {ident}: {problem}")
+    found = fit_annotations(document, f"{source}: document {ident}", strict)
+    if warnings is not None:
+        warnings.extend(found)
     return document
 
 
@@ -153,9 +148,10 @@ def _element_document(element):
             "relations": [_element_relation(r) for r in element.iterchildren("relation")]}
 
 
-def read_bioc_xml(stream, name):
+def read_bioc_xml(stream, name, strict=False):
     """Yield each Document of a BioC XML byte stream (a DataFormatError naming file:line in
-    place of a bad one); raises DataFormatError for XML that does not parse."""
+    place of a bad one, DataWarnings before a document that lost an annotation to a quirk:
+    see `document_from_bioc`); raises DataFormatError for XML that does not parse."""
     from lxml import etree
 
     collection = Collection()
@@ -175,9 +171,11 @@ def read_bioc_xml(stream, name):
                 continue  # not a child of <collection>: read with its document
             if element.tag == "document":
                 source = f"{name}:{element.sourceline}"
+                warnings = []
                 try:
-                    document = document_from_bioc(_element_document(element), source, collection)
+                    document = document_from_bioc(_element_document(element), source, collection, strict, warnings)
                     document.source_format = "bioc-xml"
+                    yield from warnings
                     yield document
                 except DataFormatError as error:
                     yield error
@@ -239,16 +237,19 @@ def _json_items(stream, name):
                 raise DataFormatError(f"{name}:{lineno}: unparsable JSON: {error}") from None
 
 
-def read_bioc_json(stream, name):
+def read_bioc_json(stream, name, strict=False):
     """Yield each Document of a BioC JSON byte stream (a collection, a list of them, or one
-    BioC document a line); a DataFormatError in place of a bad document."""
+    BioC document a line); a DataFormatError in place of a bad document, DataWarnings as
+    `read_bioc_xml`."""
     for value, where in _json_items(stream, name):
         for obj, collection in _json_documents(value, where):
+            warnings = []
             try:
-                document = document_from_bioc(obj, where, collection)
+                document = document_from_bioc(obj, where, collection, strict, warnings)
             except DataFormatError as error:
                 yield error
                 continue
+            yield from warnings
             if where == name:  # a whole-file collection: no line numbers
                 document.source = f"{name} document {document.id}"
             document.source_format = "bioc-json"

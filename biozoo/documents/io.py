@@ -10,17 +10,18 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import re
 import sys
 import zlib
 
-from biozoo.documents._streams import GZIP_MAGIC, display_name, iter_input_files, open_input, open_output
+from biozoo.documents._streams import GZIP_MAGIC, BrokenInput, display_name, iter_input_files, open_input, open_output
 from biozoo.documents.bioc_format import read_bioc_json, read_bioc_xml, write_bioc_json, write_bioc_xml
 from biozoo.documents.jsonl import read_jsonl, write_jsonl
 from biozoo.documents.pubmed import read_pubmed_xml
 from biozoo.documents.pubtator import read_pubtator, write_pubtator
 from biozoo.documents.text import read_text
-from biozoo.errors import DataFormatError
+from biozoo.errors import DataFormatError, DataWarning
 
 INPUT_FORMATS = ("text", "jsonl", "pubtator", "bioc-xml", "bioc-json", "pubmed-xml")
 OUTPUT_FORMATS = ("jsonl", "pubtator", "bioc-xml", "bioc-json")
@@ -29,6 +30,7 @@ _READERS = {
     "text": read_text, "jsonl": read_jsonl, "pubtator": read_pubtator, "bioc-xml": read_bioc_xml,
     "bioc-json": read_bioc_json, "pubmed-xml": read_pubmed_xml,
 }
+_STRICT_READERS = ("jsonl", "pubtator", "bioc-xml", "bioc-json")  # readers of input annotations
 _WRITERS = {"jsonl": write_jsonl, "pubtator": write_pubtator, "bioc-xml": write_bioc_xml, "bioc-json": write_bioc_json}
 
 _PUBTATOR_LINE = re.compile(r"[^|\t\n]*\|[ta]\|")
@@ -46,10 +48,12 @@ def _head_text(head: bytes, name) -> str:
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError as error:
-        if error.start < len(head) - 3:  # not just a character cut at the end of the head
+        # a few bad bytes (one damaged document) leave the format plain; the reader then names the
+        # documents at fault. Mostly undecodable: not UTF-8 text at all.
+        text = head.decode("utf-8", errors="replace")
+        if text.count("\ufffd") > max(16, len(text) // 100):
             raise DataFormatError(f"{name}: unknown format: not UTF-8 text ({error.reason} at byte "
-                                  f"{error.start})") from None
-        text = head[:error.start].decode("utf-8")
+                                  f"{error.start}, and {text.count(chr(0xfffd)) - 1} more)") from None
     if "\x00" in text:
         raise DataFormatError(f"{name}: unknown format: binary data (NUL bytes)")
     return text.lstrip("\ufeff")
@@ -124,19 +128,26 @@ def _note_to_stderr(message):
     print(f"biozoo: {message}", file=sys.stderr)
 
 
+def _warn_to_stderr(message):
+    print(f"biozoo: warning: {message}", file=sys.stderr)
+
+
 class DocumentStream:
     """The documents of every input, one at a time. `read`, `skipped` (bad documents, or the rest
-    of a file that stopped parsing, with skip_bad; each told to `on_skip`) and `notes` (what was
-    passed over that is no document: PubMed books and deletions; told to `on_note`) count as it
-    goes."""
+    of a file that stopped parsing, with skip_bad; each told to `on_skip`), `notes` (what was
+    passed over that is no document: PubMed books and deletions; told to `on_note`) and
+    `dropped` (input annotations whose text differs from the document's at their offsets, each
+    told to `on_warning`; with `strict` their documents are bad instead) count as it goes."""
 
-    def __init__(self, inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=None):
+    def __init__(self, inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=None, strict=False,
+                 on_warning=None):
         if fmt != "auto" and fmt not in _READERS:
             raise ValueError(f"unknown input format {fmt!r}; one of auto, {', '.join(INPUT_FORMATS)}")
-        self.fmt, self.skip_bad = fmt, skip_bad
+        self.fmt, self.skip_bad, self.strict = fmt, skip_bad, strict
         self.on_skip = on_skip or _skip_to_stderr
         self.on_note = on_note or _note_to_stderr
-        self.read = self.skipped = self.notes = 0
+        self.on_warning = on_warning or _warn_to_stderr
+        self.read = self.skipped = self.notes = self.dropped = 0
         self._documents = self._generate(inputs)
 
     def __iter__(self):
@@ -156,8 +167,14 @@ class DocumentStream:
     def _generate(self, inputs):
         for path in iter_input_files(inputs):
             name = display_name(path)
+            before = self.read
             try:
                 yield from self._read_file(path, name)
+            except BrokenInput as error:
+                if not self.skip_bad:
+                    raise
+                self._skip(f"{error}: the document it cuts is lost and nothing after it can be read; the "
+                           f"{self.read - before} complete document(s) before it were read")
             except DataFormatError as error:
                 if not self.skip_bad:
                     raise
@@ -169,9 +186,15 @@ class DocumentStream:
                 fmt = self.fmt if self.fmt != "auto" else detect_format(head, name)
                 if fmt == "pubmed-xml":
                     items = read_pubmed_xml(stream, name, self._note)
+                elif fmt in _STRICT_READERS:
+                    items = _READERS[fmt](stream, name, strict=self.strict)
                 else:
                     items = _READERS[fmt](stream, name)
                 for item in items:
+                    if isinstance(item, DataWarning):
+                        self.dropped += 1
+                        self.on_warning(str(item))
+                        continue
                     if isinstance(item, DataFormatError):
                         if not self.skip_bad:
                             raise item
@@ -184,7 +207,8 @@ class DocumentStream:
             raise DataFormatError(f"{name}: broken gzip data: {error}") from None
 
 
-def read_documents(inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=None) -> DocumentStream:
+def read_documents(inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=None, strict=False,
+                   on_warning=None) -> DocumentStream:
     """Stream the documents of `inputs` (paths, folders, `.gz`, `gs://`, "-" for stdin; one or a
     list) in `fmt` (one of INPUT_FORMATS, or "auto": detected per file from its first bytes).
 
@@ -192,11 +216,72 @@ def read_documents(inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=Non
     `skip_bad=True` it is reported through `on_skip(message)` (default: printed to stderr),
     counted in the returned stream's `skipped`, and left out. `on_note(message)` (default:
     stderr) hears of entries that are no document (PubMed books and deletions, counted in `notes`).
+    Real corpora have quirks: an input annotation whose text differs from the document's at its
+    offsets ('Intersex' for 'intersex') is dropped and its document kept, told to
+    `on_warning(message)` (default: stderr; naming file, line and document) and counted in
+    `dropped`; with `strict=True` such a document is malformed instead.
     """
-    return DocumentStream(inputs, fmt, skip_bad, on_skip, on_note)
+    return DocumentStream(inputs, fmt, skip_bad, on_skip, on_note, strict, on_warning)
 
 
 # -------------------------------------------------------------------------------- writing
+
+
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".pubtator": "pubtator", ".xml": "bioc-xml",
+               ".bioc.xml": "bioc-xml", ".bioc.json": "bioc-json"}
+_AMBIGUOUS = {".json": "bioc-json or jsonl", ".txt": "pubtator, jsonl or another format"}
+
+
+def output_format_for(path, fmt=None) -> str:
+    """The output format for `path`: `fmt` when given, else what its extension says (.jsonl,
+    .pubtator, .xml / .bioc.xml, .bioc.json; a .gz after it is allowed); stdout ("-"/None) and a
+    name without an extension get jsonl. Raises ValueError when the extension names another
+    format than `fmt`, or none unambiguously (.json, .txt, .csv...) and `fmt` is not given.
+
+    Example:
+        >>> output_format_for("out.bioc.xml.gz")
+        'bioc-xml'
+    """
+    if fmt is not None and fmt not in _WRITERS:
+        raise ValueError(f"unknown output format {fmt!r}; one of {', '.join(OUTPUT_FORMATS)}")
+    if path is None or os.fspath(path) == "-":
+        return fmt or "jsonl"
+    name = os.path.basename(os.fspath(path)).lower()
+    name = name[:-3] if name.endswith(".gz") else name
+    found = next((f for ext, f in sorted(_EXTENSIONS.items(), key=lambda item: -len(item[0])) if name.endswith(ext)),
+                 None)
+    if found is not None:
+        if fmt is not None and fmt != found:
+            raise ValueError(f"--output {path} names {found} by its extension but --output-format is {fmt}: give a "
+                             "name that matches the format")
+        return found
+    if fmt is not None:
+        return fmt
+    extension = os.path.splitext(name)[1]
+    if not extension:
+        return "jsonl"
+    what = _AMBIGUOUS.get(extension, "no output format")
+    raise ValueError(f"--output {path}: the extension {extension} names {what}; give --output-format "
+                     f"({', '.join(OUTPUT_FORMATS)}) or a name ending in .jsonl, .pubtator, .bioc.xml or .bioc.json")
+
+
+def check_not_an_input(output, inputs):
+    """Refuse an output file that is one of the `inputs` or lies in an input folder (it would be
+    overwritten, or read back as input by the next run)."""
+    if output is None or os.fspath(output) in ("-", "") or "://" in os.fspath(output):
+        return
+    real = os.path.realpath(os.fspath(output))
+    for item in inputs:
+        item = os.fspath(item)
+        if item == "-" or "://" in item or not os.path.exists(item):
+            continue
+        source = os.path.realpath(item)
+        if real == source:
+            raise ValueError(f"--output {output} is the input {item}: writing it would destroy the input; choose "
+                             "another output")
+        if os.path.isdir(source) and real.startswith(source.rstrip(os.sep) + os.sep):
+            raise ValueError(f"--output {output} lies inside the input folder {item}: a later run would read it as "
+                             "input; choose an output outside it")
 
 
 def encode_documents(documents, fmt="jsonl", *, collection=None) -> tuple[bytes, int]:

@@ -11,10 +11,14 @@ input's annotations and the predictions apart. An annotation is `{"start", "end"
 from __future__ import annotations
 
 import json
+import re
 
-from biozoo.documents._checks import document_problem, place
+from biozoo.documents._checks import fit_annotations, place
 from biozoo.documents.model import Annotation, Document, Passage, Relation
 from biozoo.errors import DataFormatError
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Bad(ValueError):
@@ -74,9 +78,10 @@ def document_from_dict(obj, source=None) -> Document:
     return document
 
 
-def read_jsonl(stream, name):
-    """Yield each line's Document (a DataFormatError naming file:line for a bad one); blank
-    lines are skipped; a line without "id" gets its line number."""
+def read_jsonl(stream, name, strict=False):
+    """Yield each line's Document (a DataFormatError naming file:line for a bad one; DataWarnings
+    before a document that lost an input annotation whose text differs from the document's, or
+    with `strict` an error); blank lines are skipped; a line without "id" gets its line number."""
     for lineno, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
@@ -94,11 +99,28 @@ def read_jsonl(stream, name):
             continue
         if document.id is None:
             document.id = str(lineno)
-        problem = document_problem(document)
-        if problem:
-            yield DataFormatError(f"{where}: document {document.id}: {problem}")
+        surrogate = _lone_surrogate(document)
+        if surrogate:
+            yield DataFormatError(f"{where}: document {document.id}: {surrogate}")
             continue
+        try:
+            warnings = fit_annotations(document, f"{where}: document {document.id}", strict)
+        except DataFormatError as error:
+            yield error
+            continue
+        yield from warnings
         yield document
+
+
+def _lone_surrogate(document):
+    """What is wrong with a text holding a lone surrogate (a JSON escape such as \\ud800, no
+    character: it cannot be tokenized nor written as UTF-8), or None."""
+    for passage in document.passages:
+        found = _SURROGATE.search(passage.text)
+        if found:
+            return (f"passage at {passage.offset}: character {found.start()} is a lone surrogate "
+                    f"(U+{ord(found.group()):04X}), not a Unicode character")
+    return None
 
 
 def annotation_to_dict(annotation: Annotation) -> dict:

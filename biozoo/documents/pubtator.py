@@ -17,11 +17,12 @@ from __future__ import annotations
 import heapq
 import re
 
-from biozoo.documents._checks import annotation_problem, container
+from biozoo.documents._checks import annotation_problem, container, quirk_warning, text_mismatch
 from biozoo.documents.model import Annotation, Document, Passage, Relation
 from biozoo.errors import DataFormatError
 
 TITLE_OR_ABSTRACT = re.compile(r"([^|\t]*)\|([ta])\|(.*)\Z", re.S)
+RELATION_TYPE = re.compile(r"[^\W\d_]")  # a relation line's second column (CID, Association...) starts with a letter
 EXTRA = "pubtator_extra"
 
 
@@ -49,6 +50,11 @@ class _Block:
         if fields[0] != self.pmid:
             return self.fail(lineno, f"a line of PMID {fields[0]!r} inside this document: {line[:80]!r}")
         start, end = (_int(fields[1]), _int(fields[2])) if len(fields) >= 3 else (None, None)
+        if len(fields) >= 3 and not RELATION_TYPE.match(fields[1]) and (start is None or end is None):
+            bad = [f"{what} {value!r}" for what, value, number in (("start", fields[1], start), ("end", fields[2], end))
+                   if number is None]
+            return self.fail(lineno, f"malformed line: an annotation whose {' and '.join(bad)} is not an integer: "
+                                     f"{line[:80]!r}")
         if len(fields) >= 5 and start is not None and end is not None:
             concept_id = fields[5] if len(fields) >= 6 else None
             infons = {EXTRA: "\t".join(fields[6:])} if len(fields) > 6 else {}
@@ -63,27 +69,33 @@ class _Block:
             self.fail(lineno, "malformed line (expected PMID|t|, PMID|a|, an annotation "
                               f"PMID start end mention type [id], or a relation line): {line[:80]!r}")
 
-    def finish(self):
-        """The Document, or the DataFormatError that says what is wrong with it."""
+    def finish(self, strict=False):
+        """[the Document after a DataWarning per annotation dropped for a quirk], or [the
+        DataFormatError that says what is wrong with it]."""
         if self.error is None and self.title is None:
             self.fail(self.lineno, "no title line (PMID|t|...)")
         if self.error is not None:
-            return DataFormatError(self.error)
+            return [DataFormatError(self.error)]
         passages = [Passage(0, self.title, "title", {"type": "title"})]
         if self.abstract is not None:
             passages.append(Passage(len(self.title) + 1, self.abstract, "abstract", {"type": "abstract"}))
         document = Document(self.pmid, passages, relations=self.relations,
                             source=f"{self.name}:{self.lineno}", source_format="pubtator")
-        text = None
+        text, warnings = None, []
         for lineno, annotation in self.annotations:
             passage = container(document, annotation)
             if passage is None and text is None:
                 text = document.text
-            problem = annotation_problem(annotation, passage, text)
-            if problem:
-                return DataFormatError(f"{self.name}:{lineno}: PMID {self.pmid}: {problem}")
+            where = f"{self.name}:{lineno}: PMID {self.pmid}"
+            problem = annotation_problem(annotation, passage, text, check_text=False)
+            mismatch = None if problem else text_mismatch(annotation, passage, text)
+            if problem or (mismatch and strict):
+                return [DataFormatError(f"{where}: {problem or mismatch}")]
+            if mismatch:
+                warnings.append(quirk_warning(where, mismatch))
+                continue
             (passage.annotations if passage is not None else document.annotations).append(annotation)
-        return document
+        return warnings + [document]
 
 
 def _decode(raw: bytes, name, lineno):
@@ -95,9 +107,11 @@ def _decode(raw: bytes, name, lineno):
     return line.lstrip("\ufeff") if lineno == 1 else line
 
 
-def read_pubtator(stream, name):
+def read_pubtator(stream, name, strict=False):
     """Yield each Document of a PubTator byte stream, or a DataFormatError (naming file:line
-    and PMID) in place of a malformed one."""
+    and PMID) in place of a malformed one. An annotation whose text differs from the
+    document's at its offsets is dropped, after a DataWarning naming it (`strict`: the
+    document is refused instead)."""
     block = None
     for lineno, raw in enumerate(stream, 1):
         try:
@@ -109,13 +123,13 @@ def read_pubtator(stream, name):
             continue
         if not line.strip():
             if block is not None:
-                yield block.finish()
+                yield from block.finish(strict)
             block = None
             continue
         match = TITLE_OR_ABSTRACT.match(line)
         if match and match.group(2) == "t":
             if block is not None:  # no blank line between two documents: tolerated
-                yield block.finish()
+                yield from block.finish(strict)
             block = _Block(name, lineno, match.group(1))
             block.title = match.group(3)
             if not block.pmid.strip():
@@ -137,7 +151,7 @@ def read_pubtator(stream, name):
                 block.fail(lineno, f"line before any title line (PMID|t|...): {line[:80]!r}")
             block.add_line(lineno, line)
     if block is not None:
-        yield block.finish()
+        yield from block.finish(strict)
 
 
 # ------------------------------------------------------------------------------------ writing
@@ -199,6 +213,13 @@ def pubtator_block(document: Document) -> str:
     pmid = document.id
     if any(c in pmid for c in "|\t\r\n") or not pmid:
         raise ValueError(f"document id {pmid!r} cannot be a PubTator PMID (empty, or has | or a tab)")
+    passages = sorted(document.passages, key=lambda p: p.offset)
+    for before, after in zip(passages, passages[1:]):
+        if after.offset < before.end:
+            raise ValueError(f"document {pmid} ({document.source}): its passages overlap ({before.type or 'passage'} "
+                             f"at {before.offset}-{before.end}, {after.type or 'passage'} at {after.offset}-"
+                             f"{after.end}); PubTator's one title and abstract cannot hold them at their offsets: "
+                             "write jsonl or BioC")
     existing = document.existing_annotations()
     if existing and document.predictions:
         raise ValueError(f"document {pmid} ({document.source}): PubTator output cannot keep the "

@@ -114,14 +114,16 @@ def build_garden_encoder(class_name, kwargs):
     return encoder
 
 
-def export_garden(preset, out_dir):
-    """Write a Model Garden encoder checkpoint equal to `preset`'s backbone."""
+def export_garden(preset, out_dir, overwrite=False):
+    """Write a Model Garden encoder checkpoint equal to `preset`'s backbone (an earlier biozoo
+    output at `out_dir` is replaced only with `overwrite`)."""
     import tensorflow as tf
 
     import biozoo
-    from biozoo._io import atomic_directory, atomic_write_json
+    from biozoo._io import atomic_directory, atomic_write_json, check_output
     from biozoo.models import family_for_backbone
 
+    check_output(out_dir, overwrite, [preset])
     backbone = biozoo.from_preset(preset)
     family = family_for_backbone(backbone)
     class_name, kwargs, layer_prefix = _encoder_spec(family, backbone.get_config())
@@ -146,7 +148,7 @@ def export_garden(preset, out_dir):
     unused = sorted(set(ours) - used)
     if unused:
         raise BiozooError(f"weights with no Model Garden place (nothing written): {unused}")
-    with atomic_directory(out_dir) as tmp:
+    with atomic_directory(out_dir, overwrite, [preset]) as tmp:
         checkpoint = tf.train.Checkpoint(encoder=encoder).write(os.path.join(tmp, "encoder"))
         pooled = "pooler" if "pooler_transform/kernel" not in zeros else "zero pooler: use sequence_output[:, 0]"
         atomic_write_json(os.path.join(tmp, "garden_encoder.json"), {

@@ -49,18 +49,19 @@ def tokenizer_files(tokenizer, directory):
         json.dump(specials, f, indent=2)
 
 
-def export_hf(preset, out_dir):
-    """Write `out_dir`: config.json, model.safetensors (the base model) and the tokenizer."""
+def export_hf(preset, out_dir, overwrite=False):
+    """Write `out_dir`: config.json, model.safetensors (the base model) and the tokenizer (an
+    earlier biozoo output there is replaced only with `overwrite`)."""
     import biozoo
+    from biozoo._io import check_output
 
+    check_output(out_dir, overwrite, [preset])
     backbone = biozoo.from_preset(preset)
     tokenizer = biozoo.Tokenizer.from_preset(preset)
     family, state = hf_state_dict(backbone)
     config = family.config_to_hf(backbone.get_config())
     config["pad_token_id"] = int(tokenizer.pad_token_id)
-    written = _write(out_dir, state, config, tokenizer)
-    registry_card(preset, out_dir)
-    return written
+    return _write(out_dir, state, config, tokenizer, overwrite, [preset], card=lambda tmp: registry_card(preset, tmp))
 
 
 def registry_card(preset, out_dir, after=""):
@@ -83,12 +84,16 @@ def registry_card(preset, out_dir, after=""):
     return name
 
 
-def export_hf_task(task, out_dir):
+def export_hf_task(task, out_dir, overwrite=False, inputs=()):
     """Write a biozoo task (a model from `biozoo finetune`, or any TokenClassifier /
     SequenceClassifier / QuestionAnswerer) as the matching transformers class, e.g.
     `BertForTokenClassification` with `id2label`: `AutoModelFor...from_pretrained(out_dir)` and
-    transformers' pipelines then predict what the task predicts."""
+    transformers' pipelines then predict what the task predicts. An earlier biozoo output at
+    `out_dir` is replaced only with `overwrite`; `inputs` (the task's folder) are never written."""
+    from biozoo._io import check_output
     from biozoo.mapping import INVERSE, reverse_lookup
+
+    check_output(out_dir, overwrite, inputs)
 
     family, state = hf_state_dict(task.backbone)
     config = family.config_to_hf(task.backbone.get_config())
@@ -122,17 +127,19 @@ def export_hf_task(task, out_dir):
         config["problem_type"] = task.problem_type
     tokenizer = task.preprocessor.tokenizer
     config["pad_token_id"] = int(tokenizer.pad_token_id)
-    return _write(out_dir, state, config, tokenizer)
+    return _write(out_dir, state, config, tokenizer, overwrite, inputs)
 
 
-def _write(out_dir, state, config, tokenizer):
+def _write(out_dir, state, config, tokenizer, overwrite=False, inputs=(), card=None):
     from safetensors.numpy import save_file
 
     from biozoo._io import atomic_directory
 
-    with atomic_directory(out_dir) as tmp:
+    with atomic_directory(out_dir, overwrite, inputs) as tmp:
         save_file(state, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2)
         tokenizer_files(tokenizer, tmp)
+        if card is not None:
+            card(tmp)
     return out_dir

@@ -51,15 +51,15 @@ def _convert(fmt, target, quantize, opset):
 
 
 def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=None, split="dev",
-                     max_f1_drop=None, opset=None):
+                     max_f1_drop=None, opset=None, overwrite=False):
     """Write an ONNX (`fmt="onnx"`) or LiteRT (`"litert"`) export of `model` (a `biozoo finetune`
     output or task checkpoint) or `preset` (a backbone) to `output`, with its certificate.
 
     `data`/`split`: the dev split the certificate scores both models on (needed for
     `max_f1_drop`: the export fails, writing nothing, when F1 drops by more points).
-    Returns the certificate.
+    An earlier biozoo output at `output` is replaced only with `overwrite`. Returns the certificate.
     """
-    from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text
+    from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, check_output
     from biozoo.export.certificate import make_certificate
     from biozoo.export.onnx import OPSET
 
@@ -70,6 +70,8 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     if max_f1_drop is not None and data is None:
         raise ValueError("max_f1_drop needs dev data (--data) to measure the F1 of both models")
     opset = opset or OPSET
+    inputs = [model, preset, data]
+    check_output(output, overwrite, inputs)
     target, tokenizer, kind, adapter, labels = _source(model, preset)
     if data is not None and adapter is None:
         raise ValueError("dev data scores task models; a backbone preset has no task metric")
@@ -94,7 +96,7 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     info = {"format": fmt, "file": FORMATS[fmt], "quantize": quantize, "task": kind, "source": str(model or preset),
             "inputs": {name: "int32 [batch, seq]" for name in INPUT_NAMES}, "outputs": names,
             "label_names": labels, "tokenizer": "tokenizer/", **({"opset": opset} if fmt == "onnx" else {})}
-    with atomic_directory(output) as tmp:
+    with atomic_directory(output, overwrite, inputs) as tmp:
         with open(os.path.join(tmp, FORMATS[fmt]), "wb") as f:
             f.write(blob)
         atomic_write_json(os.path.join(tmp, "certificate.json"), certificate)

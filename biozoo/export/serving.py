@@ -264,17 +264,24 @@ def build_task_module(task, seq_length=None):
     return root, signatures, info
 
 
-def export_task_hub(task, out_dir, seq_length=None):
-    """Write a serving SavedModel for `task` (a task object) to `out_dir`."""
+def export_task_hub(task, out_dir, seq_length=None, overwrite=False, inputs=()):
+    """Write a serving SavedModel for `task` (a task object) to `out_dir` (an earlier biozoo
+    output there is replaced only with `overwrite`; `inputs` are never written)."""
+    from biozoo._io import check_output
+
+    check_output(out_dir, overwrite, inputs)
     root, signatures, info = build_task_module(task, seq_length)
-    H.save_module(root, out_dir, signatures=signatures, assets={"biozoo_export.json": json.dumps(info, indent=2)})
+    H.save_module(root, out_dir, signatures=signatures, assets={"biozoo_export.json": json.dumps(info, indent=2)},
+                  overwrite=overwrite, inputs=inputs)
     return info
 
 
-def export_task_dir(model_dir, out_dir, seq_length=None):
+def export_task_dir(model_dir, out_dir, seq_length=None, overwrite=False):
     """`biozoo export hub --model DIR`: a directory written by `biozoo finetune`."""
+    from biozoo._io import check_output
     from biozoo.tasks import load_task
 
+    check_output(out_dir, overwrite, [model_dir])
     task = load_task(model_dir).task
-    info = export_task_hub(task, out_dir, seq_length)
+    info = export_task_hub(task, out_dir, seq_length, overwrite, [model_dir])
     return dict(info, output=os.path.abspath(out_dir))

@@ -221,11 +221,12 @@ def build_encoder(backbone, preset_info):
 # --------------------------------------------------------------------------- writing
 
 
-def save_module(root, directory, signatures=None, assets=None):
-    """tf.saved_model.save into a temporary sibling, then rename: no half-written export."""
+def save_module(root, directory, signatures=None, assets=None, overwrite=False, inputs=()):
+    """tf.saved_model.save into a temporary sibling, then rename: no half-written export (an
+    earlier biozoo output at `directory` is replaced only with `overwrite`)."""
     from biozoo._io import atomic_directory
 
-    with atomic_directory(directory) as tmp:
+    with atomic_directory(directory, overwrite, inputs) as tmp:
         if assets:
             with tempfile.TemporaryDirectory() as staging:
                 root.assets = []
@@ -262,23 +263,26 @@ def _readme(info):
     return "\n".join(lines)
 
 
-def export_hub(preset, out_dir, seq_length=128):
+def export_hub(preset, out_dir, seq_length=128, overwrite=False):
     """Write `out_dir/encoder` and `out_dir/preprocessor` for a backbone preset, and README.md
-    (the registry's model card first when the preset is a registry checkpoint)."""
+    (the registry's model card first when the preset is a registry checkpoint), in one rename
+    (an earlier biozoo output there is replaced only with `overwrite`)."""
     import biozoo
+    from biozoo._io import atomic_directory, check_output
     from biozoo.export.hf import registry_card
 
+    check_output(out_dir, overwrite, [preset])
     backbone = biozoo.from_preset(preset)
     tokenizer = biozoo.Tokenizer.from_preset(preset)
     _check_seq_length(backbone, seq_length)
     preset_info = {"source": str(preset), "family": type(backbone).__name__, "seq_length": seq_length}
     encoder, serve, info = build_encoder(backbone, preset_info)
     preprocessor, preprocess = build_preprocessor(tokenizer, seq_length)
-    os.makedirs(out_dir, exist_ok=True)
-    save_module(encoder, os.path.join(out_dir, "encoder"), signatures={"serving_default": serve},
-                assets={"biozoo_export.json": json.dumps(info, indent=2)})
-    save_module(preprocessor, os.path.join(out_dir, "preprocessor"), signatures={"serving_default": preprocess})
-    registry_card(preset, out_dir, after=_readme(info))
+    with atomic_directory(out_dir, overwrite, [preset]) as tmp:
+        save_module(encoder, os.path.join(tmp, "encoder"), signatures={"serving_default": serve},
+                    assets={"biozoo_export.json": json.dumps(info, indent=2)})
+        save_module(preprocessor, os.path.join(tmp, "preprocessor"), signatures={"serving_default": preprocess})
+        registry_card(preset, tmp, after=_readme(info))
     return out_dir
 
 

@@ -34,6 +34,7 @@ import re
 import numpy as np
 
 from biozoo.convert.aioner import MARKER_TOKENS
+from biozoo.tokenizers.base import text_list
 
 ENTITY_TYPES = ("Gene", "Chemical", "Disease", "Species", "Variant", "CellLine")
 MAX_LENGTH = 256  # model_ner.py's maxlen: pieces per input, and words per cut of a sentence
@@ -278,6 +279,7 @@ class AionerTagger:
         """Per text, `[(start, end, type, score)]` as AIONER finds them (score: the mean
         first-piece probability of the entity's words for the softmax model, else None)."""
         _check_entity_type(entity_type)
+        texts = text_list(texts)
         blocks_per_text = [conll_blocks(conll_input(text, entity_type)) if text.strip() else [] for text in texts]
         flat = [block for blocks in blocks_per_text for block in blocks]
         encoded = self._encode(flat)
@@ -303,6 +305,7 @@ class AionerTagger:
         """Raw texts in, `{"text", "entities": [{"start", "end", "type", "text", "score"}]}` out,
         like `TokenClassifier.annotate`. Several entity types: one pass each, keeping each
         pass's own type."""
+        texts = text_list(texts)
         entity_types = list(dict.fromkeys([entity_types] if isinstance(entity_types, str) else entity_types))
         if "ALL" in entity_types and len(entity_types) > 1:
             raise ValueError(f"entity types {', '.join(entity_types)}: ALL already covers every type; give ALL alone "

@@ -49,7 +49,8 @@ class PresetTaskMixin:
         heads, config = ({}, {}) if has_task else read_heads(preset_dir)
         if not has_task:
             kwargs = cls._head_arguments(config, kwargs, preset)
-        task = loader.load_task(cls, load_weights, load_task_weights=True, **kwargs)
+        with presets.loading(preset_dir):
+            task = loader.load_task(cls, load_weights, load_task_weights=True, **kwargs)
         if not has_task and load_weights:
             task._init_from_heads(heads, config)
         task.precision = precision

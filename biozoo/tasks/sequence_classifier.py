@@ -15,7 +15,7 @@ from biozoo.optim import default_optimizer
 from biozoo.tasks._util import sigmoid, softmax
 from biozoo.tasks.inference import compiled_predict
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
-from biozoo.tokenizers.base import Tokenizer
+from biozoo.tokenizers.base import Tokenizer, text_list
 
 # Entity markers of the biomedical RE corpora; each stays one token.
 ENTITY_MARKERS = (
@@ -186,6 +186,8 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
         output without a problem type, as transformers' pipeline) or the raw output (regression)."""
         from biozoo.data.pipeline import model_input_batches
 
+        texts = text_list(texts)
+        pairs = None if pairs is None else text_list(pairs, "pairs")
         encoded = self.preprocessor.encode(texts, pairs)
         if not encoded:
             return np.zeros((0, len(self.label_names)), np.float32)

@@ -14,7 +14,7 @@ from biozoo.optim import default_optimizer
 from biozoo.tasks._util import softmax
 from biozoo.tasks.inference import compiled_predict, compiles_predictions
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
-from biozoo.tokenizers.base import Tokenizer
+from biozoo.tokenizers.base import Tokenizer, text_list
 
 CONFIDENCE_MEASURES = ("probability", "margin")
 
@@ -267,8 +267,10 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         token's label, as biozoo trains), "average", "max", "simple" (tokens grouped without
         words) or "none" (one entry per token, with its "index"). Texts longer than the model's
         window are read in overlapping windows; `truncate=True` drops what does not fit in the
-        first window instead, as the pipeline does.
+        first window instead, as the pipeline does. `texts` is a list of strings (a bare string,
+        bytes, None or a lone surrogate is refused with a message saying so).
         """
+        texts = text_list(texts)
         return self.group(texts, self.token_probabilities(texts, batch_size, truncate), aggregation)
 
     def token_probabilities(self, texts, batch_size=64, truncate=False):

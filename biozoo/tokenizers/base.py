@@ -11,6 +11,7 @@ the same way.
 
 from __future__ import annotations
 
+import re
 import sys
 import weakref
 
@@ -44,13 +45,13 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
 
     def ids(self, texts):
         """Token ids of each string, without special tokens, as Python lists."""
-        texts = _check_texts(texts)
+        texts = text_list(texts)
         return eager.encode_ids(self.engine(), texts) if texts else []
 
     def token_spans(self, texts):
         """Per text, `[(token id, start, end), ...]` without special tokens: the ids `ids` gives and
         each token's character span in the text (HF's `offset_mapping`)."""
-        texts = _check_texts(texts)
+        texts = text_list(texts)
         return eager.encode_spans(self.engine(), texts) if texts else []
 
     def engine(self):
@@ -127,20 +128,29 @@ def in_tf_graph():
     return tf is not None and hasattr(tf, "executing_eagerly") and not tf.executing_eagerly()
 
 
-def _check_texts(texts):
-    """`texts` as a list of str; a bare string, a non-string or a lone surrogate is one clear error."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(f"expected a list of texts, got a single {type(texts).__name__}: pass [text]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_list(texts, what="texts"):
+    """`texts` as a list of str, or a TypeError / ValueError saying what is wrong: a bare string
+    (it would be read as a list of characters), bytes, None or another type among them, or a
+    lone surrogate (a JSON escape such as \\ud800 that is no character)."""
     if hasattr(texts, "numpy"):  # a tf.Tensor of strings, eagerly
         texts = [t.decode("utf-8") for t in np.asarray(texts.numpy()).reshape(-1)]
-    texts = [t.decode("utf-8") if isinstance(t, (bytes, np.bytes_)) else t for t in texts]
-    for i, text in enumerate(texts):
+    if isinstance(texts, (str, bytes, bytearray)):
+        kind = "a string" if isinstance(texts, str) else "bytes"
+        raise TypeError(f"{what} must be a list of strings, got {kind}: wrap one text in a list ([text])")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}") from None
+    for index, text in enumerate(texts):
+        if isinstance(text, (bytes, bytearray)):
+            raise TypeError(f"{what}[{index}] is bytes, not a string: decode it first (text.decode('utf-8'))")
         if not isinstance(text, str):
-            raise TypeError(f"text {i} is {type(text).__name__}, not a string")
-        if not text.isascii():
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as error:
-                raise ValueError(f"text {i} holds a lone surrogate ({text[error.start]!r} at character "
-                                 f"{error.start}), which is not Unicode text") from None
+            raise TypeError(f"{what}[{index}] is {type(text).__name__}, not a string")
+        found = None if text.isascii() else _SURROGATE.search(text)
+        if found:
+            raise ValueError(f"{what}[{index}] holds a lone surrogate (U+{ord(found.group()):04X}) at character "
+                             f"{found.start()}: not Unicode text (was it decoded with errors='surrogateescape'?)")
     return texts

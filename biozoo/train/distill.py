@@ -461,7 +461,7 @@ def _count(model):
 
 def run_distill(method, teacher, student_config, corpus_files, output, hp=None, *, eval_corpus=None,
                 records_dir=None, strategy=None, checkpoint_dir=None, make_data=None, verbose=1, log=print,
-                **hyperparameters):
+                overwrite=False, **hyperparameters):
     """Distil a student from `teacher` (a handle of a checkpoint with an MLM head) on
     `corpus_files` with `method`; write the student preset (backbone, tokenizer, MaskedLM
     task) and metrics.json to `output`; return the metrics.
@@ -479,25 +479,29 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
     `make_data(tokenizer, corpus_files, max_seq_length=, batch_size=, seed=, records_dir=,
     eval_corpus=, whole_words=, log=)` -> `DistillationData` replaces the corpus reading
     (default: `pretraining_data`). Agreement with the teacher is measured on `eval_corpus`
-    (held-out text files) when given.
+    (held-out text files) when given. An earlier biozoo output at `output` is replaced only with
+    `overwrite`.
 
     Example:
         >>> run_distill("compact", "biobert_v1_1", {"num_layers": 6}, ["pubmed.txt"], "compact-biobert",
         ...             steps=100000, batch_size=192)
     """
     from biozoo import Tokenizer
-    from biozoo.train.run import TrainingRun, examples_per_second
+    from biozoo.train.run import TrainingRun, check_values, examples_per_second
 
     hp = dataclasses.replace(hp or DistillHyperparameters(), **hyperparameters)
     if method not in METHODS:
         raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(METHODS)}")
     if hp.masking not in ("wwm", "token"):
         raise BiozooError(f"masking must be 'wwm' or 'token', got {hp.masking!r}")
-    if hp.steps < 1 or hp.batch_size < 1:
-        raise BiozooError("--steps and --batch-size must be positive.")
+    check_values([("--steps", hp.steps, "whole"), ("--batch-size", hp.batch_size, "whole"),
+                  ("--learning-rate", hp.learning_rate, "positive"), ("--max-seq-length", hp.max_seq_length, "whole"),
+                  ("--warmup-ratio", hp.warmup_ratio, "fraction"), ("--temperature", hp.temperature, "positive"),
+                  ("--checkpoint-every", hp.checkpoint_every, "whole")], BiozooError)
     output = os.fspath(output)
     run = TrainingRun(output, strategy, batch_size=hp.batch_size, error=BiozooError,
-                      checkpoint_dir=checkpoint_dir or (output + ".checkpoints" if hp.checkpoint_every else None))
+                      checkpoint_dir=checkpoint_dir or (output + ".checkpoints" if hp.checkpoint_every else None),
+                      overwrite=overwrite, inputs=[teacher, *corpus_files, *(eval_corpus or [])])
     records_dir = run.scratch(records_dir, ".records")
     changes = read_student_config(student_config)
     run.seed(hp.seed)

@@ -17,10 +17,10 @@ import warnings
 import numpy as np
 
 from biozoo.train.adapters import ADAPTERS
-from biozoo.train.run import precision_policy, set_seed
+from biozoo.train.run import check_values, precision_policy, set_seed
 
-__all__ = ["Hyperparameters", "run_finetune", "run_seeds", "run_evaluate", "load_task_preset", "micro_batches",
-           "checkpoint_directory", "precision_policy", "set_seed", "ADAPTERS"]
+__all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate", "load_task_preset",
+           "micro_batches", "checkpoint_directory", "precision_policy", "set_seed", "ADAPTERS"]
 
 
 @dataclasses.dataclass
@@ -46,17 +46,35 @@ class Hyperparameters:
     deterministic: bool = False
 
 
+def check_hyperparameters(hp):
+    """Refuse a hyperparameter no run can use (nan, zero or negative learning rate, epochs or
+    batch size...) before anything is loaded, naming its flag."""
+    check_values([
+        ("--epochs", hp.epochs, "positive"), ("--batch-size", hp.batch_size, "whole"),
+        ("--learning-rate", hp.learning_rate, "positive"), ("--max-seq-length", hp.max_seq_length, "whole"),
+        ("--warmup-ratio", hp.warmup_ratio, "fraction"), ("--weight-decay", hp.weight_decay, "non-negative"),
+        ("--layer-decay", hp.layer_decay, "decay"), ("--clip-norm", hp.clip_norm, "non-negative"),
+        ("--steps-per-execution", hp.steps_per_execution, "whole"),
+        ("--checkpoint-every", hp.checkpoint_every, "whole"),
+    ])
+    if hp.max_seq_length is not None and hp.max_seq_length < 8:
+        raise ValueError(f"--max-seq-length {hp.max_seq_length}: give at least 8 (the special tokens and a few "
+                         "word pieces must fit)")
+
+
 def checkpoint_directory(output):
     """Where `--checkpoint-every` writes: beside OUTPUT (OUTPUT itself is replaced in one
     rename at the end), removed once OUTPUT is written."""
     return os.path.abspath(output) + ".checkpoints"
 
 
-def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=1, log=print, strategy=None):
+def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=1, log=print, strategy=None,
+                 overwrite=False):
     """Fine-tune `preset` on `data_dir` for task `kind` under `strategy` (a ResolvedStrategy;
     default: the current one); write the task preset and metrics.json to `output`; return the
     metrics. `task_options` go to the kind's task adapter. With `hp.checkpoint_every`, a killed
-    run re-run with the same output resumes."""
+    run re-run with the same output resumes. An earlier biozoo output at `output` is replaced
+    only with `overwrite`; the hyperparameters are checked first (`check_hyperparameters`)."""
     import tensorflow as tf
 
     from biozoo import presets
@@ -64,8 +82,10 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     from biozoo.tasks.finetuned import KIND_FILE, kind_record
     from biozoo.train.run import TrainingRun, examples_per_second
 
+    check_hyperparameters(hp)
     run = TrainingRun(output, strategy, batch_size=hp.batch_size,
-                      checkpoint_dir=checkpoint_directory(output) if hp.checkpoint_every else None)
+                      checkpoint_dir=checkpoint_directory(output) if hp.checkpoint_every else None,
+                      overwrite=overwrite, inputs=[preset, data_dir])
     strategy = run.strategy
     if hp.deterministic:
         tf.config.experimental.enable_op_determinism()
@@ -79,6 +99,9 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     run.seed(hp.seed)
     adapter = ADAPTERS[kind](**(task_options or {}))
     splits = adapter.load(data_dir)
+    not_scored = dict(getattr(splits, "missing", {}))
+    for split, why in not_scored.items():
+        log(f"warning: {why}: no {split} scores (metrics.json says so under not_scored)")
     with run.scope(policy):
         task = adapter.build_task(source, splits, hp)
     limit = task.backbone.get_config().get("max_sequence_length")
@@ -123,6 +146,8 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         "train_loss_last": _mean(result["losses"][-10:]),
         "hyperparameters": dataclasses.asdict(hp),
     }
+    if not_scored:
+        metrics["not_scored"] = not_scored
     if splits.get("dev"):
         adapter.tune(task, splits["dev"])
     for split in ("dev", "test"):
@@ -159,19 +184,23 @@ def _where(data_dir):
 
 
 def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verbose=1, log=print,
-              strategy=None):
+              strategy=None, overwrite=False):
     """`seeds` runs with seeds hp.seed, hp.seed + 1, ... into OUTPUT/seed-<n>; OUTPUT/metrics.json
     holds every run and the mean and standard deviation (n - 1) of each score, as the papers
-    report them."""
-    from biozoo._io import atomic_write_json
+    report them. An earlier biozoo output at OUTPUT is replaced only with `overwrite`."""
+    from biozoo._io import atomic_write_json, check_output, write_marker
     from biozoo.metrics.seeds import mean_std
 
+    check_hyperparameters(hp)
+    check_output(output, overwrite, [preset, data_dir])
+    os.makedirs(output, exist_ok=True)
+    write_marker(output)  # biozoo's folder from now on: a rerun may replace it (--overwrite)
     runs = []
     for offset in range(seeds):
         seeded = dataclasses.replace(hp, seed=hp.seed + offset)
         log(f"seed {seeded.seed} ({offset + 1} of {seeds})")
         runs.append(run_finetune(kind, preset, data_dir, os.path.join(output, f"seed-{seeded.seed}"), seeded,
-                                 task_options, verbose, log, strategy))
+                                 task_options, verbose, log, strategy, overwrite=True))
     summary = {"task": kind, "preset": str(preset), "seeds": [r["hyperparameters"]["seed"] for r in runs],
                "strategy": runs[0]["strategy"], "replicas": runs[0]["replicas"]}
     for split in ("dev", "test"):
@@ -192,10 +221,24 @@ def load_task_preset(model_dir, precision="float32"):
     return kind, ADAPTERS[kind](**options), task
 
 
-def run_evaluate(model_dir, data_dir, split="test", precision="float32"):
+KIND_NAMES = {"ner": "token classifier", "re": "sequence classifier", "doc": "multi-label sequence classifier",
+              "qa": "question answerer"}
+
+
+def _a(kind):
+    return "an" if kind in ("ner", "re") else "a"  # "an ner model", "a qa model"
+
+
+def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=None):
     """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric, at
-    inference `precision`."""
-    kind, adapter, task = load_task_preset(model_dir, precision)
+    inference `precision`. `kind`: the task kind the caller expects; a model of another kind is
+    refused before the data is read."""
+    found, adapter, task = load_task_preset(model_dir, precision)
+    if kind is not None and found != kind:
+        raise ValueError(f"{model_dir} is {_a(found)} {found} model (a {KIND_NAMES[found]}), not {_a(kind)} {kind} "
+                         f"model (a {KIND_NAMES.get(kind, kind)}): evaluate it with `biozoo evaluate {found} --model "
+                         f"{model_dir} ...` on {found} data")
+    kind = found
     splits = adapter.load(data_dir, only=split)
     model = os.path.abspath(model_dir) if os.path.exists(model_dir) else model_dir
     return {"task": kind, "model": model, "data": _where(data_dir), "split": split, "inference_precision": precision,

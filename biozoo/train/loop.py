@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from biozoo.errors import TrainingError
+
 
 def distribute(strategy, stream, start_step):
     """`stream(start_step)` split over the strategy's replicas.
@@ -74,6 +76,12 @@ class _StepLog:
                 self.step = step
                 if logs and "loss" in logs and done > 0:
                     mean = float(logs["loss"])
+                    if not math.isfinite(mean):  # the epoch's running mean: finite until a step's loss is not
+                        steps = f"step {step}" if done == 1 else f"steps {step - done + 1}-{step}"
+                        raise TrainingError(
+                            f"{steps} of training: the loss is {mean} (a non-finite loss, or non-finite weights "
+                            "after a non-finite gradient at the step before); training stopped, no model was written "
+                            "(try a lower --learning-rate, --clip-norm, or float32 --precision)")
                     total = mean * (self.count + done)
                     # steps_per_execution > 1 gives one mean per `done` steps: spread it
                     self.losses.extend([(total - self.mean * self.count) / done] * done)
@@ -174,9 +182,22 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
         keras.Model.fit(model, data, initial_epoch=epoch, epochs=epochs, steps_per_epoch=count, verbose=verbose,
                   callbacks=[recorder.callback], shuffle=False)
         step += count
+    check_finite_weights(model, int(model.optimizer.iterations.numpy()))
     if save and manager is not None and int(model.optimizer.iterations.numpy()) % checkpoint_every:
         manager.save(checkpoint_number=int(model.optimizer.iterations.numpy()))
     return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}
+
+
+def check_finite_weights(model, step):
+    """Raise TrainingError naming the first trainable weight that holds NaN or inf after `step`
+    (a non-finite gradient at the last step shows in no loss)."""
+    import keras
+
+    for variable in model.trainable_variables:
+        if not np.all(np.isfinite(keras.ops.convert_to_numpy(variable.value))):
+            raise TrainingError(f"step {step} of training: weight {variable.path} is not finite (a non-finite "
+                                "gradient); training stopped, no model was written (try a lower --learning-rate, "
+                                "--clip-norm, or float32 --precision)")
 
 
 class LossHistoryStep:

@@ -395,7 +395,8 @@ def build_pretrainer(method, tokenizer, preset=None, config=None, sentence_task=
 
 
 def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=None, tokenizer=None, generator=None,
-                 strategy=None, records_dir=None, checkpoint_dir=None, verbose=1, log=print, **hyperparameters):
+                 strategy=None, records_dir=None, checkpoint_dir=None, verbose=1, log=print, overwrite=False,
+                 **hyperparameters):
     """Pretrain with `method` ("mlm" or "electra") on plain-text `corpus_files`; write the
     preset and metrics.json to `output`; return the metrics.
 
@@ -408,7 +409,8 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
     OUTPUT.checkpoints); a rerun resumes from it. Corpora are packed into `records_dir`
     (default OUTPUT.records, removed after a successful run). The metrics hold the loss
     averaged over every `log_every` steps (`losses`, and per part for ELECTRA and sentence
-    tasks) with their first and last values.
+    tasks) with their first and last values. An earlier biozoo output at `output` is replaced
+    only with `overwrite`.
 
     Example:
         >>> run_pretrain("electra", ["pubmed.txt"], "out/electra", config="small.json",
@@ -424,7 +426,8 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
     corpus_files = [os.fspath(f) for f in corpus_files]
     output = os.fspath(output)
     run = TrainingRun(output, strategy, batch_size=hp.batch_size,
-                      checkpoint_dir=checkpoint_dir or (output + ".checkpoints" if hp.checkpoint_every else None))
+                      checkpoint_dir=checkpoint_dir or (output + ".checkpoints" if hp.checkpoint_every else None),
+                      overwrite=overwrite, inputs=[preset, generator, *corpus_files])
     run.seed(hp.seed)
 
     tokenizer_handle = tokenizer if tokenizer is not None else preset
@@ -501,8 +504,13 @@ def _check_arguments(method, hp, preset, config, tokenizer):
                          "from scratch.")
     if config is not None and preset is None and tokenizer is None:
         raise ValueError("--config trains from scratch and needs a tokenizer: give --tokenizer (or --preset).")
-    if hp.steps < 1 or hp.batch_size < 1:
-        raise ValueError("--steps and --batch-size must be positive.")
+    from biozoo.train.run import check_values
+
+    check_values([("--steps", hp.steps, "whole"), ("--batch-size", hp.batch_size, "whole"),
+                  ("--learning-rate", hp.learning_rate, "positive"), ("--max-seq-length", hp.max_seq_length, "whole"),
+                  ("--warmup-ratio", hp.warmup_ratio, "fraction"), ("--weight-decay", hp.weight_decay, "non-negative"),
+                  ("--generator-fraction", hp.generator_fraction, "decay"), ("--rtd-weight", hp.rtd_weight, "positive"),
+                  ("--dupe-factor", hp.dupe_factor, "whole"), ("--checkpoint-every", hp.checkpoint_every, "whole")])
 
 
 def save_pretrained(trainer, method, tokenizer, directory, metrics):

@@ -69,6 +69,37 @@ def resolved_strategy(strategy=None):
     return ResolvedStrategy(tf_strategy, name, tf_strategy.num_replicas_in_sync)
 
 
+def check_values(rules, error=ValueError):
+    """Refuse a bad hyperparameter before anything runs, naming its command-line flag. `rules`:
+    (flag, value, rule) with rule "positive" (a finite number above 0), "whole" (a whole number
+    of at least 1), "fraction" (finite, 0 to 1), "non-negative" (finite, at least 0) or
+    "decay" (finite, above 0 and at most 1); a value of None is not checked.
+
+    Example:
+        >>> check_values([("--learning-rate", float("nan"), "positive")])
+        Traceback (most recent call last):
+        ValueError: --learning-rate nan: give a finite number above 0
+    """
+    import math
+    import numbers
+
+    wants = {"positive": "a finite number above 0", "whole": "a whole number of at least 1",
+             "fraction": "a finite number from 0 to 1", "non-negative": "a finite number of at least 0",
+             "decay": "a finite number above 0 and at most 1"}
+    for flag, value, rule in rules:
+        if value is None:
+            continue
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        finite = number and math.isfinite(value)
+        ok = {"positive": finite and value > 0,
+              "whole": number and finite and float(value).is_integer() and value >= 1,
+              "fraction": finite and 0 <= value <= 1,
+              "non-negative": finite and value >= 0,
+              "decay": finite and 0 < value <= 1}[rule]
+        if not ok:
+            raise error(f"{flag} {value}: give {wants[rule]}")
+
+
 def examples_per_second(steps, batch_size, seconds):
     return round(steps * batch_size / max(seconds, 1e-9), 2)
 
@@ -87,11 +118,18 @@ class TrainingRun:
     `strategy`: a `ResolvedStrategy`, a tf.distribute strategy or None (the current one);
     `batch_size` (global) must split evenly over its replicas (else `error` is raised).
     `checkpoint_dir`: where `train` checkpoints (None: no checkpoints); it and every scratch
-    directory (`scratch`) are removed once OUTPUT is written.
+    directory (`scratch`) are removed once OUTPUT is written. OUTPUT is checked before anything
+    runs (`biozoo._io.check_output`): an earlier biozoo output there is replaced only with
+    `overwrite`, and no path of `inputs` (the preset, the data) may be or lie inside it.
     """
 
-    def __init__(self, output, strategy=None, *, batch_size, checkpoint_dir=None, error=ValueError):
+    def __init__(self, output, strategy=None, *, batch_size, checkpoint_dir=None, error=ValueError, overwrite=False,
+                 inputs=()):
+        from biozoo._io import check_output
+
         self.output = os.fspath(output)
+        self.overwrite, self.inputs = overwrite, [os.fspath(i) for i in inputs if i is not None]
+        check_output(self.output, overwrite, self.inputs)
         self.strategy = resolved_strategy(strategy)
         if batch_size % self.strategy.replicas:
             raise error(f"--batch-size {batch_size} is not a multiple of the {self.strategy.replicas} replicas "
@@ -159,7 +197,7 @@ class TrainingRun:
         directories. Only the chief calls it."""
         from biozoo._io import atomic_directory, atomic_write_json
 
-        with atomic_directory(self.output) as tmp:
+        with atomic_directory(self.output, self.overwrite, self.inputs) as tmp:
             save(tmp)
             for name, record in records.items():
                 atomic_write_json(os.path.join(tmp, name), record)

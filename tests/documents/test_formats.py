@@ -370,9 +370,9 @@ GOOD = "1|t|Aspirin.\n1|a|Mice.\n1\t0\t7\tAspirin\tChemical\tD1\n\n"
 def test_bad_pubtator_lines_name_file_line_and_pmid(tmp_path, line, message):
     path = write(tmp_path, "bad.pubtator", f"2|t|Aspirin.\n2|a|Mice.\n2\t0\t7\tAspirin\tChemical\n{line}\n\n" + GOOD)
     with pytest.raises(DataFormatError, match=message):
-        read(path)
+        read(path, strict=True)  # strict: a mention whose text differs refuses its document (else: dropped, warned)
     reports = []
-    stream = read_documents(path, skip_bad=True, on_skip=reports.append)
+    stream = read_documents(path, skip_bad=True, on_skip=reports.append, strict=True)
     assert [d.id for d in stream] == ["1"]
     assert stream.skipped == 1 and stream.read == 1 and len(reports) == 1 and "bad.pubtator:4" in reports[0]
 
@@ -396,7 +396,7 @@ def test_unparsable_and_unknown_inputs_name_the_file(tmp_path):
                       '"annotations": [{"id": "1", "infons": {"type": "X"}, "text": "Abd", '
                       '"locations": [{"offset": 0, "length": 3}]}]}]}]}\n')
     with pytest.raises(DataFormatError, match=r"bad\.json:1: document 9: annotation 0-3 'Abd' does not match"):
-        read(json_file)
+        read(json_file, strict=True)
 
 
 def test_bioc_xml_bad_document_is_skipped_with_its_line(tmp_path):

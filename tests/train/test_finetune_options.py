@@ -107,7 +107,7 @@ def test_rerun_after_success_trains_anew_and_checkpoints_are_gone(tmp_path, chem
     assert first["train_steps"] >= 4
     assert not Path(checkpoint_directory(output)).exists() and (output / "metrics.json").exists()
     second = run_finetune("re", str(tiny_bert_real_vocab), chemprot, output, hp(checkpoint_every=2), log=quiet,
-                          verbose=0)
+                          verbose=0, overwrite=True)  # a finished model is replaced only when asked (issue 32)
     assert second["resumed_from_step"] == 0 and second["test"] == first["test"]
 
 

@@ -50,20 +50,40 @@ class TaskAdapter:
         return scores["f1"]
 
 
+class Splits(dict):
+    """{split: examples}, and in `missing` {split: why} for each optional split not there."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.missing = {}
+
+
 def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt")):
-    """{split: examples} for train / dev / test (dev and test optional unless asked for).
-    `data_dir` may be gs:// (read through tf.io.gfile)."""
+    """{split: examples} for train / dev / test (dev and test optional unless asked for; an
+    absent or empty one is named in the result's `missing`). A train split, or the split asked
+    for with `only`, without examples raises DataFormatError naming its file. `data_dir` may be
+    gs:// (read through tf.io.gfile)."""
     from biozoo.data.ner import find_split
     from biozoo.data.remote import local_folder
+    from biozoo.errors import DataFormatError
 
-    splits = {}
+    splits = Splits()
     with local_folder(data_dir) as folder:
         for split in (only,) if only else ("train", "dev", "test"):
             try:
                 path = find_split(folder, split, extensions)
-            except FileNotFoundError:
+            except FileNotFoundError as error:
                 if split == "train" or only:
                     raise
+                splits.missing[split] = str(error).replace(str(folder), str(data_dir))
                 continue
-            splits[split] = reader(path)
+            examples = reader(path)
+            shown = str(path).replace(str(folder), str(data_dir).rstrip("/"))
+            if not examples:
+                if split == "train" or only:
+                    raise DataFormatError(f"{shown}: split '{split}' has no examples (the file is empty, or holds "
+                                          "only blank or -DOCSTART- lines)")
+                splits.missing[split] = f"{shown} holds no examples"
+                continue
+            splits[split] = examples
     return splits
