@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from biozoo.testing import bioasq_dev
+
 REPO = Path(__file__).resolve().parents[1]
 COLAB = REPO / "colab"
 NOTEBOOKS = ("01_ner_chemprot_tpu.ipynb", "02_squad2_bioasq_tpu.ipynb", "03_distill_compact_student.ipynb")
@@ -122,7 +124,7 @@ def tiny_data(tmp_path_factory, shared_data, ncbi_disease):
     root = tmp_path_factory.mktemp("nb-data")
     _write_ner(ncbi_disease, root / "ner" / "NCBI-disease", {"train": 48, "devel": 16, "test": 16})
     _write_chemprot(shared_data / "re" / "chemprot", root / "re" / "chemprot", 16)
-    _write_qa(H.bioasq_dev(shared_data), root)
+    _write_qa(bioasq_dev(shared_data), root)
     return root
 
 

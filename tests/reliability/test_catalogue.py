@@ -374,7 +374,7 @@ CASES = [
       r"is an ner model \(a token classifier\), not a qa model"),
     c("evaluate-without-data", "evaluate ner --model {ner_model}", 2, r"evaluate needs --data"),
     c("evaluate-missing-test-split", "evaluate ner --model {ner_model} --data {no_test}", 2,
-      r"no 'test' split in .*NCBI-disease-no-test: looked for test.tsv, test.txt", files=("no_test",)),
+      r"no 'test' split in .*NCBI-disease-no-test: looked for test.tsv, test.tsv.gz, test.txt, test.txt.gz", files=("no_test",)),
     c("evaluate-unknown-split", "evaluate ner --model {ner_model} --data {ner_data} --split final", 2,
       r"unknown split 'final'"),
     c("evaluate-a-backbone", "evaluate ner --model {preset} --data {ner_data}", 2,

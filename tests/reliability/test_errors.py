@@ -113,7 +113,7 @@ def test_a_missing_test_split_and_an_empty_dev_file_are_said_and_recorded(kit, t
     captured = capsys.readouterr()
     metrics = json.loads((tmp_path / "model" / "metrics.json").read_text())
     assert "test" not in metrics and "dev" not in metrics
-    assert metrics["not_scored"]["test"].startswith(f"no 'test' split in {data}: looked for test.tsv, test.txt")
+    assert metrics["not_scored"]["test"].startswith(f"no 'test' split in {data}: looked for test.tsv, test.tsv.gz, test.txt, test.txt.gz")
     assert metrics["not_scored"]["dev"] == f"{data / 'devel.tsv'} holds no examples"
     assert "warning: no 'test' split" in captured.err and "devel.tsv holds no examples" in captured.err
     assert json.loads(captured.out.splitlines()[-1])["not_scored"] == metrics["not_scored"]
