@@ -50,8 +50,8 @@ NO_TF_SITE := $(VENV)/site-without-tensorflow
 test: install-test
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 	$(PY) tools/site_without_tensorflow.py $(NO_TF_SITE) > /dev/null
-	KERAS_BACKEND=jax PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m backends $(BACKEND_TESTS) $(PYTEST_ARGS)
-	KERAS_BACKEND=torch $(PY) -m pytest $(XDIST) -m backends $(BACKEND_TESTS) $(PYTEST_ARGS)
+	KERAS_BACKEND=jax PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
+	KERAS_BACKEND=torch $(PY) -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
 
 # Only the fast tests (no real-data fine-tuning, no subprocess exports).
 test-fast: install-test

@@ -1,4 +1,5 @@
-"""Atomic file and directory writes: readers never see a half-written file or preset."""
+"""Atomic file and directory writes (readers never see a half-written file or preset), and which paths
+are remote."""
 
 from __future__ import annotations
 
@@ -9,6 +10,30 @@ import os
 import re
 import shutil
 import tempfile
+
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def is_remote(path):
+    """True for a remote path (gs://, s3://, ...): any URL but a local file:// and a model handle's
+    hf://. Remote files are read through `remote_files()`."""
+    match = _URL.match(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else None
+    return bool(match) and match[1].lower() not in ("hf", "file")
+
+
+def remote_files(path):
+    """The module that reads remote files (`biozoo.tf_gfile`, TensorFlow's file systems), or one clear
+    error naming `path` where TensorFlow cannot be imported."""
+    from biozoo.errors import BiozooError
+
+    try:
+        from biozoo import tf_gfile
+    except ImportError:
+        raise BiozooError(f"{path}: remote paths are read through TensorFlow's file systems (tf.io.gfile), and "
+                          "TensorFlow cannot be imported here: copy the files to a local folder, or install "
+                          "tensorflow") from None
+    return tf_gfile
 
 
 @functools.lru_cache(maxsize=1)
@@ -96,11 +121,11 @@ def check_output(path, overwrite=False, inputs=(), what="output folder"):
     says; a folder biozoo wrote, unless `overwrite`. An empty folder is fine."""
     from biozoo.errors import OutputError
 
-    if "://" in os.fspath(path):
+    if is_remote(path):
         return  # gs:// and the like: objects, not a folder to replace
     real = os.path.realpath(os.fspath(path))
     for item in inputs:
-        if item is None or "://" in os.fspath(item) or not os.path.exists(item):
+        if item is None or is_remote(item) or not os.path.exists(item):
             continue
         if _is_within(os.path.realpath(os.fspath(item)), real):
             same = os.path.realpath(os.fspath(item)) == real
@@ -256,13 +281,8 @@ def read_json(path, what="file", error_class=None):
 
     error_class = error_class or CheckpointError
     try:
-        if "://" in os.fspath(path):  # gs://, s3://...: through TensorFlow's file systems
-            import tensorflow as tf
-
-            if not tf.io.gfile.exists(path):
-                raise FileNotFoundError(f"{path} does not exist.")
-            with tf.io.gfile.GFile(path) as f:
-                return json.loads(f.read())
+        if is_remote(path):
+            return json.loads(remote_files(path).read_text(path))
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except FileNotFoundError:

@@ -18,15 +18,19 @@ HEADS_FILE = "heads.safetensors"
 HEADS_CONFIG_FILE = "heads.json"
 PROVENANCE_FILE = "biozoo.json"
 CERTIFICATE_FILE = "certificate.json"  # written by `biozoo verify`
+# A task preset's kind and the options of the task adapter that wrote it: {"kind": "ner", "options": {...}}.
+# The name predates "task adapter" and is kept so that task presets already written still load.
+TASK_KIND_FILE = "recipe.json"
 
 
 def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, provenance=None, weights_file=None,
-                 overwrite=False):
+                 overwrite=False, task_kind=None):
     """Write a complete preset to `out_dir` atomically (nothing partial is ever visible); an
     earlier biozoo output there is replaced only with `overwrite` (`biozoo._io.check_output`).
 
     `weights_file`: a `.weights.h5` already written for `backbone` (streamed conversion); it is
-    moved into place instead of saving the backbone's variables."""
+    moved into place instead of saving the backbone's variables. `task_kind`: the task kind the
+    preset records (a task preset that no transformers class describes, AIONER's)."""
     from safetensors.numpy import save_file
 
     with atomic_directory(out_dir, overwrite) as tmp:
@@ -40,6 +44,8 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
             present = sorted({key.split("/")[0] for key in heads})
             config = {name: (heads_config or {}).get(name, {}) for name in present}
             atomic_write_json(os.path.join(tmp, HEADS_CONFIG_FILE), config)
+        if task_kind is not None:
+            atomic_write_json(os.path.join(tmp, TASK_KIND_FILE), task_kind_record(task_kind))
         record = dict(provenance or {})
         record["files_sha256"] = preset_digests(tmp)
         record["files_bytes"] = {name: os.path.getsize(os.path.join(tmp, name)) for name in record["files_sha256"]}
@@ -90,6 +96,20 @@ def read_heads(preset_dir):
 def read_provenance(preset_dir):
     path = os.path.join(preset_dir, PROVENANCE_FILE)
     return read_json(path, "provenance") if os.path.exists(path) else {}
+
+
+def task_kind_record(kind, options=None):
+    """What TASK_KIND_FILE holds for a task preset of `kind` written with adapter `options`."""
+    return {"kind": kind, "options": dict(options or {})}
+
+
+def read_task_kind(preset_dir):
+    """(kind, adapter options) a task preset records, or None where it records none."""
+    path = os.path.join(os.fspath(preset_dir), TASK_KIND_FILE)
+    if not os.path.exists(path):
+        return None
+    record = read_json(path, "task kind record")
+    return record["kind"], record.get("options", {})
 
 
 def read_certificate(preset_dir):

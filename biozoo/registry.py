@@ -18,6 +18,8 @@ import functools
 import json
 from importlib import resources
 
+from biozoo.task_kinds import TASK_KINDS, task_kind
+
 REGISTRY_FILE = "checkpoints_registry.json"
 
 
@@ -34,8 +36,7 @@ def _load_registry():
     return json.loads(text)
 
 
-KINDS = ("backbone", "task")
-TASK_KINDS = ("ner", "classification", "qa")
+ROLES = ("backbone", "task")  # what an entry is: a pretrained encoder, or a published fine-tune with its head
 
 
 def list_presets(pattern=None, kind=None):
@@ -43,15 +44,18 @@ def list_presets(pattern=None, kind=None):
 
     `kind` keeps only backbone checkpoints (`"backbone"`), only task checkpoints (`"task"`:
     entries with a `task` section, i.e. published fine-tunes with a head), or only task
-    checkpoints of one task kind (`"ner"`, `"classification"`, `"qa"`). The default (None)
-    lists every name.
+    checkpoints of one task kind (a name or alias of `biozoo.task_kinds`: `"ner"`, `"re"` or
+    `"classification"`, `"qa"`, `"aioner"`...). The default (None) lists every name.
 
     Example:
         >>> biozoo.list_presets("bioformer_*", kind="backbone")
         ['bioformer_16l', 'bioformer_8l']
     """
-    if kind is not None and kind not in KINDS + TASK_KINDS:
-        raise ValueError(f"Unknown kind '{kind}': expected one of {', '.join(KINDS + TASK_KINDS)}.")
+    if kind is not None and kind not in ROLES:
+        try:
+            kind = task_kind(kind).name
+        except KeyError:
+            raise ValueError(f"Unknown kind '{kind}': expected one of {', '.join(ROLES + tuple(TASK_KINDS))}.") from None
     checkpoints = _load_registry()["checkpoints"]
     names = sorted(checkpoints)
     if pattern:

@@ -31,10 +31,11 @@ class TaskKind:
       fine-tuning and evaluation read, batch and score its data); None where it has none.
     - `hf_suffixes`: the transformers head classes it reads and writes (their name endings), with
       `multi_label` telling apart the kinds that share one (sequence classification).
-    - `metric`: the reference its scores follow; `headline`: the score accuracy certificates compare.
+    - `metric`: the reference its scores follow.
     - `pipeline_tag`: the hub's tag for model cards; `serving`: the raw-strings signature of
       `biozoo export tfhub --model` (None: no such export).
-    - `data_extensions`: the file extensions of its data splits.
+    - `data_extensions`: the file extensions of its data splits; `logits_per`: what its network's
+      logits score ("token", or "sequence" for one row per input).
     """
 
     name: str
@@ -45,10 +46,10 @@ class TaskKind:
     hf_suffixes: tuple = ()
     multi_label: bool | None = None
     metric: str = ""
-    headline: str = "f1"
     pipeline_tag: str | None = None
     serving: str | None = None
     data_extensions: tuple = (".tsv", ".txt")
+    logits_per: str = "token"
     trains: bool = True  # `biozoo finetune KIND` exists
 
     @property
@@ -84,16 +85,16 @@ TASK_KINDS = {kind.name: kind for kind in (
              "biozoo.tasks.adapters.relation:RelationAdapter", aliases=("classification", "text-classification"),
              hf_suffixes=("ForSequenceClassification",), multi_label=False,
              metric="micro P/R/F1 over the classes other than the negative one (ChemProt / DDI), and accuracy",
-             pipeline_tag="text-classification", serving="classification"),
+             pipeline_tag="text-classification", serving="classification", logits_per="sequence"),
     TaskKind("doc", "multi-label sequence classifier", "biozoo.tasks.sequence_classifier:SequenceClassifier",
              "biozoo.tasks.adapters.document:DocumentAdapter", aliases=("multi-label",),
              hf_suffixes=("ForSequenceClassification",), multi_label=True,
-             metric="HoC micro F1 (LinkBERT's) and per-abstract F1 (BLUE's)", headline="micro_f1_linkbert.f1",
-             pipeline_tag="text-classification", serving="classification"),
+             metric="HoC micro F1 (LinkBERT's) and per-abstract F1 (BLUE's)", pipeline_tag="text-classification",
+             serving="classification", logits_per="sequence"),
     TaskKind("qa", "question answerer", "biozoo.tasks.question_answerer:QuestionAnswerer",
              "biozoo.tasks.adapters.qa:QuestionAnsweringAdapter", aliases=("question-answering",),
              hf_suffixes=("ForQuestionAnswering",), metric="the official SQuAD v1.1 / v2.0 EM and F1; BioASQ factoid",
-             headline="squad.f1", pipeline_tag="question-answering", serving="qa", data_extensions=(".json",)),
+             pipeline_tag="question-answering", serving="qa", data_extensions=(".json",)),
     TaskKind("aioner", "AIONER tagger", "biozoo.tasks.aioner:AionerTagger", "biozoo.tasks.adapters.aioner:AionerAdapter",
              metric="entity-level P/R/F1, as conlleval counts them", pipeline_tag="token-classification",
              trains=False),

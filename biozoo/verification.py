@@ -26,6 +26,7 @@ import numpy as np
 
 from biozoo.export.certificate import FIXED_SENTENCES, packed_fixed_inputs
 from biozoo.preset_files import CERTIFICATE_FILE
+from biozoo.task_kinds import task_kind
 
 __all__ = ["verify", "CERTIFICATE_FILE", "sequence_length", "TOLERANCE"]
 
@@ -163,7 +164,7 @@ def verify(handle, sentences=(), write=True):
 
         task = load_task(handle)
         ours["task_logits"] = np.asarray(task.task(inputs))
-        if task.kind in ("re", "doc"):
+        if task_kind(task.kind).logits_per == "sequence":
             per_sequence.add("task_logits")
     diffs, not_compared = {}, {}
     for name, expected in reference.items():

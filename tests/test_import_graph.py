@@ -91,9 +91,10 @@ def test_no_package_level_cycle():
 LAYERS = [
     "biozoo.__main__", "biozoo.cli", "biozoo._commands", "biozoo.testing", "biozoo.benchmark", "biozoo.annotate",
     "biozoo.verification", "biozoo.export", "biozoo.train", "biozoo.linking",
-    "biozoo", "biozoo.metrics", "biozoo.tasks", "biozoo.api", "biozoo.presets", "biozoo.convert", "biozoo.models",
+    "biozoo", "biozoo.tasks", "biozoo.metrics", "biozoo.api", "biozoo.presets", "biozoo.convert", "biozoo.models",
     "biozoo.documents", "biozoo.data", "biozoo.tokenizers", "biozoo.optim", "biozoo._keras_internals", "biozoo.registry",
-    "biozoo.preset_files", "biozoo.mapping", "biozoo.downloads", "biozoo._io", "biozoo._environment", "biozoo.errors",
+    "biozoo.task_kinds", "biozoo.preset_files", "biozoo.mapping", "biozoo.downloads", "biozoo._io", "biozoo.tf_gfile",
+    "biozoo._environment", "biozoo.errors",
 ]
 
 

@@ -26,9 +26,9 @@ SCHEMA_PATH = ROOT / "biozoo" / "registry_schema.json"
 # name -> (kind, HF class, labels in id order or None, base, hub repo)
 TASKS = {
     "bioformer_8l_squad1": ("qa", "BertForQuestionAnswering", None, "bioformer_8l", "bioformers/bioformer-8L-squad1"),
-    "bioformer_8l_qnli": ("classification", "BertForSequenceClassification", ["entailment", "not_entailment"],
+    "bioformer_8l_qnli": ("re", "BertForSequenceClassification", ["entailment", "not_entailment"],
                           "bioformer_8l", "bioformers/bioformer-8L-qnli"),
-    "bioformer_8l_mnli": ("classification", "BertForSequenceClassification", ["entailment", "neutral", "contradiction"],
+    "bioformer_8l_mnli": ("re", "BertForSequenceClassification", ["entailment", "neutral", "contradiction"],
                           "bioformer_8l", "bioformers/bioformer-8L-mnli"),
     "bioformer_8l_bc2gm": ("ner", "BertForTokenClassification", ["B-bio", "I-bio", "O"], "bioformer_8l",
                            "bioformers/bioformer-8L-bc2gm"),
@@ -286,9 +286,11 @@ def test_list_presets_kind_filter():
     backbones = registry.list_presets(kind="backbone")
     assert set(backbones) == set(all_names) - set(TASKS) - set(AIONER) and "bioformer_8l" in backbones
     assert registry.list_presets("bioformer_*", kind="backbone") == ["bioformer_16l", "bioformer_8l"]
-    assert registry.list_presets(kind="ner") == ["aioner_bioformer", "aioner_pubmedbert", "bioformer_8l_bc2gm",
-                                                 "bioformer_8l_ncbi_disease"]
-    assert registry.list_presets(kind="classification") == ["bioformer_8l_mnli", "bioformer_8l_qnli"]
+    assert registry.list_presets(kind="ner") == ["bioformer_8l_bc2gm", "bioformer_8l_ncbi_disease"]
+    assert registry.list_presets(kind="aioner") == ["aioner_bioformer", "aioner_pubmedbert"]
+    # a task kind by its alias (the registry's word before the task-kind table)
+    assert registry.list_presets(kind="classification") == registry.list_presets(kind="re") == [
+        "bioformer_8l_mnli", "bioformer_8l_qnli"]
     assert registry.list_presets("biom_*", kind="qa") == [
         "biom_albert_xxlarge_squad2", "biom_electra_base_squad2", "biom_electra_base_squad2_bioasq8b",
         "biom_electra_large_squad2", "biom_electra_large_squad2_bioasq8b"]
@@ -311,8 +313,8 @@ def test_cli_list_kind_task(capsys):
     assert lines[0].split()[:3] == ["NAME", "TASK", "LABELS"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert sorted(rows) == sorted(TASK_NAMES + AIONER)
-    assert rows["aioner_bioformer"][1:3] == ["ner", "19"]
-    assert rows["bioformer_8l_mnli"][1:3] == ["classification", "3"]
+    assert rows["aioner_bioformer"][1:3] == ["aioner", "19"]
+    assert rows["bioformer_8l_mnli"][1:3] == ["re", "3"]
     assert rows["bioformer_8l_bc2gm"][1:3] == ["ner", "3"]
     assert rows["biom_electra_large_squad2"][1:3] == ["qa", "-"]
 
@@ -331,7 +333,7 @@ def test_cli_list_kind_backbone_and_json(capsys):
 def test_cli_info_shows_the_task_section(capsys):
     status, out, _ = _run(capsys, "info", "bioformer_8l_mnli")
     assert status == 0
-    assert "task          classification (BertForSequenceClassification), fine-tuned from bioformer_8l" in out
+    assert "task          re (BertForSequenceClassification), fine-tuned from bioformer_8l" in out
     assert "labels        3: entailment, neutral, contradiction" in out
     assert "problem type  single_label_classification" in out
     assert "80.3973" in out and "inferred      pooler, tokenizer" in out

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def record_digests(registry, names=None, lookup=None, today=None):
     """Add the hub's LFS digests to `registry` (the parsed JSON) in place; return
     [(name, file, "added" | "kept" | "no LFS pointer")]."""
-    from biozoo.presets import _weight_files, hub_lfs_records
+    from biozoo.presets.digests import hub_lfs_records, weight_files
 
     lookup = lookup or hub_lfs_records
     today = today or datetime.date.today().isoformat()
@@ -36,7 +36,7 @@ def record_digests(registry, names=None, lookup=None, today=None):
         if not re.fullmatch(r"[0-9a-f]{40}", hf.get("revision", "")):
             report.append((name, "*", f"not pinned to a full commit ({hf.get('revision')}): skipped"))
             continue
-        wanted = [f for f in _weight_files(entry) if f in hf.get("files", [])]
+        wanted = [f for f in weight_files(entry) if f in hf.get("files", [])]
         published = lookup(hf["repo"], hf["revision"], wanted) if wanted else {}
         integrity = hf.setdefault("integrity", {})
         for file in wanted:

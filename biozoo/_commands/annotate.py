@@ -154,7 +154,6 @@ def annotate_command(args):
     job = job_from_arguments(args)
     if args.runner == "beam":
         return _annotate_on_beam(args, job)
-    from biozoo.annotate import CascadeAnnotator
     from biozoo.documents import read_documents, write_documents
 
     annotators = job.annotators()
@@ -173,10 +172,7 @@ def annotate_command(args):
     if documents.dropped:
         summary += (f"; {documents.dropped} input annotation(s) dropped (their text differs from the document's at "
                     "their offsets; --strict refuses such documents)")
-    for annotator in annotators:
-        if isinstance(annotator, CascadeAnnotator):
-            fraction = annotator.escalated / annotator.sentences if annotator.sentences else 0.0
-            summary += f"; cascade: {annotator.escalated} of {annotator.sentences} sentences escalated ({fraction:.1%})"
+    summary += "".join(annotator.summary() for annotator in annotators)
     if run.link_mentions:
         summary += f"; {run.linked} of {run.link_mentions} mentions linked"
     print(f"{summary}; {written} written to {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
@@ -209,10 +205,8 @@ def job_from_arguments(args):
 
 def _warn_entity_types(job, annotators):
     if job.entity_types != ("ALL",):
-        from biozoo.annotate import AionerAnnotator
-
         for annotator in annotators:
-            if not isinstance(annotator, AionerAnnotator):
+            if not hasattr(annotator, "entity_types"):
                 print(f"warning: --entity-types applies to AIONER models only; {annotator.name} tags the types "
                       "it was trained for", file=sys.stderr)
 
@@ -245,13 +239,13 @@ def calibrate_command(args):
     import json
     import os
 
-    from biozoo.annotate.annotators import TaggerAnnotator, load_annotator
+    from biozoo.annotate.annotators import load_annotator
     from biozoo.annotate.calibrate import calibrate, plot, table
 
     texts, gold = _calibration_sentences(args.data, args.split)
     models = [load_annotator(m, batch_size=args.batch_size, precision=args.precision) for m in (args.small, args.large)]
     for model in models:
-        if not isinstance(model, TaggerAnnotator):
+        if not hasattr(model, "tag"):
             raise ValueError(f"{model.name}: a cascade needs token-classification models")
     print(f"calibrating on {len(texts)} sentences of {args.data}", file=sys.stderr)
     result = calibrate(*models, texts, args.target, args.escalate_measure, gold)

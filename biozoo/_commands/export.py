@@ -155,9 +155,14 @@ def export_hf_command(args):
     _check_output(args)
     if args.model:
         from biozoo.export.hf import export_hf_task
+        from biozoo.task_kinds import task_kind
         from biozoo.tasks.finetuned import load_task
 
-        export_hf_task(load_task(args.model).task, args.output, overwrite=args.overwrite, inputs=[args.model])
+        loaded = load_task(args.model)
+        if not task_kind(loaded.kind).hf_suffixes:
+            raise ValueError(f"{args.model} is {task_kind(loaded.kind).article()} {loaded.kind} model, which no "
+                             "transformers class holds; export it as ONNX or LiteRT (`biozoo export onnx --model ...`)")
+        export_hf_task(loaded.task, args.output, overwrite=args.overwrite, inputs=[args.model])
     else:
         from biozoo.export.hf import export_hf
 

@@ -3,19 +3,23 @@
 import json
 import sys
 
+from biozoo import registry
+from biozoo.task_kinds import TASK_KINDS
+
 
 def register(subparsers):
     parser = subparsers.add_parser(
         "list",
         help="list the registry's checkpoints",
         description="List the registry's checkpoints: name, family, size, licence, HF source. "
-        "With --kind task (or ner, classification, qa) only task checkpoints (published fine-tunes) are "
+        "With --kind task (or a task kind: ner, re (alias classification), qa, aioner...) only task checkpoints "
+        "(published fine-tunes) are "
         "listed, with their task kind, label count and base checkpoint.",
     )
     parser.add_argument("pattern", nargs="?", help="shell-style wildcard, e.g. 'biom_*' or '*bert*'")
     parser.add_argument(
         "--kind",
-        choices=("backbone", "task", "ner", "classification", "qa"),
+        choices=registry.ROLES + tuple(name for kind in TASK_KINDS.values() for name in (kind.name, *kind.aliases)),
         help="only backbones, only task checkpoints, or only task checkpoints of one task kind",
     )
     parser.add_argument("--json", action="store_true", help="print the entries as JSON")
@@ -59,8 +63,6 @@ def _labels_count(task):
 
 
 def list_command(args):
-    from biozoo import registry
-
     kind = getattr(args, "kind", None)
     names = registry.list_presets(args.pattern, kind=kind)
     entries = [registry.get_entry(n) for n in names]
@@ -71,7 +73,7 @@ def list_command(args):
         what = f"'{args.pattern}'" if args.pattern else "any name"
         print(f"no registry name matches {what}" + (f" with --kind {kind}" if kind else ""), file=sys.stderr)
         return 1
-    if kind in ("task", *registry.TASK_KINDS):
+    if kind is not None and kind != "backbone":
         rows = [("NAME", "TASK", "LABELS", "FAMILY", "PARAMS", "BASE", "LICENSE", "HF SOURCE")]
         for e in entries:
             task = e["task"]
@@ -116,8 +118,6 @@ def _task_lines(task):
 
 
 def info_command(args):
-    from biozoo import registry
-
     entry = registry.get_entry(args.name)
     if args.json:
         print(json.dumps(entry, indent=2, ensure_ascii=False))

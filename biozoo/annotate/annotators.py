@@ -15,9 +15,10 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from biozoo.documents.sentences import split_sentences
+from biozoo.task_kinds import task_kind
+from biozoo.tasks.finetuned import load_task
 
 
 def _units(document, whole_pubtator_text, skip_types=()):
@@ -72,6 +73,10 @@ class TaggerAnnotator:
         entities, _ = self.tag(sentences.texts)
         return sentences.place(entities, len(documents), [self.name] * len(sentences.texts))
 
+    def summary(self):
+        """What the run summary says of this annotator after a run ("" for nothing)."""
+        return ""
+
     def tag(self, texts, measure=None):
         """Per text, its entities (and, with a confidence `measure`, the model's confidence in it
         as `TokenClassifier.confidence` gives it; else None)."""
@@ -121,6 +126,10 @@ class CascadeAnnotator:
     def annotate(self, documents):
         return self.second_pass(self.first_pass(documents))
 
+    def summary(self):
+        fraction = self.escalated / self.sentences if self.sentences else 0.0
+        return f"; cascade: {self.escalated} of {self.sentences} sentences escalated ({fraction:.1%})"
+
     def first_pass(self, documents):
         sentences = Sentences.of(documents)
         entities, confidence = self.small.tag(sentences.texts, self.measure)
@@ -146,6 +155,9 @@ class AionerAnnotator:
     entity_types: tuple = ("ALL",)
     batch_size: int = 64
 
+    def summary(self):
+        return ""
+
     def annotate(self, documents):
         units, owners = [], []
         for d, document in enumerate(documents):
@@ -159,22 +171,25 @@ class AionerAnnotator:
         return found
 
 
+# task kind -> how its models annotate documents
+ANNOTATORS = {
+    "ner": lambda task, name, options: TaggerAnnotator(task, name, options["aggregation"], options["batch_size"]),
+    "aioner": lambda task, name, options: AionerAnnotator(task, name, tuple(options["entity_types"]),
+                                                          options["batch_size"]),
+}
+
+
 def load_annotator(handle, aggregation="first", batch_size=64, entity_types=("ALL",), precision="float32"):
-    """The annotator of a model handle: an AIONER preset, a `biozoo finetune ner` output, or a
-    token-classification checkpoint (registry task name, hf://..., local HF directory), running
-    at inference `precision` (float32, bfloat16, int8)."""
-    from biozoo import presets
-    from biozoo.tasks.finetuned import KIND_FILE, load_task
-
-    if not os.path.exists(os.path.join(os.fspath(handle), KIND_FILE)) and presets.is_aioner(handle):
-        from biozoo.tasks.aioner import AionerTagger
-
-        return AionerAnnotator(AionerTagger.from_preset(handle, precision), str(handle), tuple(entity_types),
-                               batch_size)
+    """The annotator of a model handle: a task preset of a kind that tags entities (`ANNOTATORS`): an
+    AIONER model, a `biozoo finetune ner` output, or a token-classification checkpoint (registry task
+    name, hf://..., local HF directory), running at inference `precision` (float32, bfloat16, int8)."""
     kind, _, task = load_task(handle, precision)
-    if kind != "ner":
-        raise ValueError(f"{handle} is a {kind} model; annotate needs a NER model.")
-    return TaggerAnnotator(task, str(handle), aggregation, batch_size)
+    if kind not in ANNOTATORS:
+        found = task_kind(kind)
+        raise ValueError(f"{handle} is {found.article()} {kind} model (a {found.model}); annotate needs a model that "
+                         f"tags entities ({', '.join(ANNOTATORS)})")
+    options = {"aggregation": aggregation, "batch_size": batch_size, "entity_types": entity_types}
+    return ANNOTATORS[kind](task, str(handle), options)
 
 
 def load_cascade(small, large, threshold, measure="probability", **options):
@@ -188,7 +203,7 @@ def load_cascade(small, large, threshold, measure="probability", **options):
         raise ValueError(f"the escalation threshold must be 0 or more, got {threshold}")
     taggers = [load_annotator(handle, **options) for handle in (small, large)]
     for tagger in taggers:
-        if not isinstance(tagger, TaggerAnnotator):
+        if not hasattr(tagger, "tag"):
             raise ValueError(f"{tagger.name}: a cascade needs token-classification models; AIONER models give no "
                              "per-word confidence")
     return CascadeAnnotator(taggers[0], taggers[1], float(threshold), measure)

@@ -166,7 +166,7 @@ def convert_aioner(h5_path, base_dir, out_dir, label_names, decoder, lowercase, 
     names = sorted(tensors)
     stream = ((n, tensors[n]) for n in names)
     return convert_tensors(family, config, aioner_table(), names, stream, tokenizer, out_dir, h5_path, record, progress,
-                           task_heads={"aioner": (entry, [f"aioner/{n}" for n in needed])})
+                           task_heads={"aioner": (entry, [f"aioner/{n}" for n in needed])}, task_kind="aioner")
 
 
 def convert_aioner_archive(archive, out_dir, task, name, provenance=None, progress=True):

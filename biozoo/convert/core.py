@@ -12,13 +12,14 @@ from biozoo.errors import CheckpointError
 
 
 def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, source, provenance=None, progress=True,
-                    task_heads=None, overwrite=False):
+                    task_heads=None, overwrite=False, task_kind=None):
     """`tensors` (an iterator of (name, array)) -> a preset at `out_dir`, atomically.
 
     `config` is an HF-style config (the family's config.json keys); it is kept in the
     preset's biozoo.json so that the preset can be exported back to HF later. `task_heads`
     (`{head: (its heads.json entry, the tensor names it needs)}`) records a head that no HF
-    config describes (AIONER's); a needed tensor that is missing fails the conversion. An earlier
+    config describes (AIONER's, whose preset records `task_kind`); a needed tensor that is missing fails the
+    conversion. An earlier
     biozoo output at `out_dir` is replaced only with `overwrite`; any other folder there is
     refused before anything is converted (`biozoo._io.check_output`).
     """
@@ -57,7 +58,7 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
                 raise CheckpointError(f"{source}: no {', '.join(missing)} for the {head} head.")
             heads_config[head] = entry
         write_preset(out_dir, backbone, tokenizer, heads, heads_config, record, weights_file=sink.path,
-                     overwrite=overwrite)
+                     overwrite=overwrite, task_kind=task_kind)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return out_dir

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 
+from biozoo.task_kinds import task_kind
+
 __all__ = ["model_card", "write_card", "plot_parameters_f1"]
 
 # The hub's licence ids are lower-case SPDX ids.
-_PIPELINE_TAGS = {"ner": "token-classification", "classification": "text-classification",
-                  "qa": "question-answering"}
 
 
 def _front_matter(entry):
@@ -34,7 +34,7 @@ def _front_matter(entry):
     if entry.get("task"):
         from biozoo import registry
 
-        meta["pipeline_tag"] = _PIPELINE_TAGS.get(entry["task"]["kind"], "feature-extraction")
+        meta["pipeline_tag"] = task_kind(entry["task"]["kind"]).pipeline_tag or "feature-extraction"
         meta["base_model"] = registry.get_entry(entry["task"]["base"])["sources"]["hf"]["repo"]
     else:
         meta["pipeline_tag"] = "fill-mask" if "mlm" in entry["heads"] else "feature-extraction"

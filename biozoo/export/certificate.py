@@ -72,8 +72,8 @@ def _rate(predict, x, rows):
 def make_certificate(model, tokenizer, runner, what, evaluation=None):
     """The certificate of `runner` (x -> outputs by name) against `model`'s float32 outputs.
 
-    what: {"format", "quantize", "source", "task"}; evaluation: None, or (adapter, examples,
-    data description) to score both on a dev split.
+    what: {"format", "quantize", "source", "task"}; evaluation: None, or (adapter, task, examples,
+    data description) to score both on a dev split (`model` is the task's network).
     """
     import tensorflow as tf
 
@@ -102,13 +102,13 @@ def make_certificate(model, tokenizer, runner, what, evaluation=None):
         "float32": round(reference_rate, 2), "export": round(export_rate, 2),
         "ratio": round(export_rate / reference_rate, 3),
     }
-    certificate["dev"] = None if evaluation is None else dev_scores(model, runner, *evaluation)
+    certificate["dev"] = None if evaluation is None else dev_scores(runner, *evaluation)
     certificate["versions"] = versions(what["format"])
     certificate["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return certificate
 
 
-def dev_scores(task, runner, adapter, examples, data):
+def dev_scores(runner, adapter, task, examples, data):
     """The task metric of the float32 task and of `runner` on `examples`."""
     from biozoo.tasks.inference import predicting_with
 

@@ -25,17 +25,18 @@ QUANTIZATIONS = {"onnx": (None, "int8"), "litert": (None, "int8", "float16")}
 
 
 def _source(model, preset):
-    """(what is exported, its tokenizer, its kind, its adapter or None, label names)"""
+    """(the task (None for a backbone), the network exported, its tokenizer, its kind, its adapter or None,
+    label names)"""
     if (model is None) == (preset is None):
         raise ValueError("give one of model (a fine-tuned model / task checkpoint) or preset (a backbone)")
     if model is not None:
         from biozoo.train.finetune import load_task_preset
 
         kind, adapter, task = load_task_preset(model)
-        return task, task.preprocessor.tokenizer, kind, adapter, list(getattr(task, "label_names", []))
+        return task, task.ids_model(), task.preprocessor.tokenizer, kind, adapter, list(getattr(task, "label_names", []))
     from biozoo import Tokenizer, from_preset
 
-    return from_preset(preset), Tokenizer.from_preset(preset), "backbone", None, []
+    return None, from_preset(preset), Tokenizer.from_preset(preset), "backbone", None, []
 
 
 def _convert(fmt, target, quantize, opset):
@@ -72,7 +73,7 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     opset = opset or OPSET
     inputs = [model, preset, data]
     check_output(output, overwrite, inputs)
-    target, tokenizer, kind, adapter, labels = _source(model, preset)
+    task, target, tokenizer, kind, adapter, labels = _source(model, preset)
     if data is not None and adapter is None:
         raise ValueError("dev data scores task models; a backbone preset has no task metric")
     evaluation = None
@@ -80,7 +81,7 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
         examples = adapter.load(data, only=split)[split]
         if not examples:
             raise ValueError(f"{data}: split {split!r} has no examples to score the export on")
-        evaluation = (adapter, examples, {"data": str(data), "split": split, "examples": len(examples)})
+        evaluation = (adapter, task, examples, {"data": str(data), "split": split, "examples": len(examples)})
     blob, runner = _convert(fmt, target, quantize, opset)
     what = {"format": fmt, "quantize": quantize, "source": str(model or preset), "task": kind,
             **({"opset": opset} if fmt == "onnx" else {})}

@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from biozoo.errors import BiozooError
 from biozoo.export import tfhub as H
+from biozoo.task_kinds import task_kind
 
 NEG = -1e9
 
@@ -282,6 +283,10 @@ def export_task_dir(model_dir, out_dir, seq_length=None, overwrite=False):
     from biozoo.tasks import load_task
 
     check_output(out_dir, overwrite, [model_dir])
-    task = load_task(model_dir).task
+    kind, _, task = load_task(model_dir)
+    if task_kind(kind).serving is None:
+        raise ValueError(f"{model_dir} is {task_kind(kind).article()} {kind} model, which has no raw-strings serving "
+                         "signature (its text splitting runs outside the graph); export it as ONNX or LiteRT "
+                         "(`biozoo export onnx --model ...`)")
     info = export_task_hub(task, out_dir, seq_length, overwrite, [model_dir])
     return dict(info, output=os.path.abspath(out_dir))

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import re
@@ -34,6 +35,7 @@ import re
 import numpy as np
 
 from biozoo.convert.aioner import MARKER_TOKENS
+from biozoo.tasks.inference import compiled_predict
 from biozoo.tokenizers.base import text_list
 
 ENTITY_TYPES = ("Gene", "Chemical", "Disease", "Species", "Variant", "CellLine")
@@ -202,7 +204,11 @@ class AionerTagger:
         vocabulary = tokenizer.get_vocabulary()
         self.marker_ids = {token: vocabulary.index(token) for token in MARKER_TOKENS}
         self.precision = check_precision(precision)
-        self._predict = None
+        self.preprocessor = AionerInputs(tokenizer)
+
+    def ids_model(self):
+        """The Keras model from token ids to the label scores (before the CRF) that exports write."""
+        return self.model
 
     @classmethod
     def from_preset(cls, handle, precision="float32"):
@@ -245,11 +251,8 @@ class AionerTagger:
 
     def _label_ids(self, encoded, batch_size):
         """Per block, the label id at every position (first pieces are what is read)."""
-        from biozoo.tasks.inference import predict_function
-
-        if self._predict is None:
-            self._predict = predict_function(self.model, self.precision)
         out = [None] * len(encoded)
+        predict = compiled_predict(self)
         # softmax rows do not see padding: sort by length so batches pad little; the CRF decodes
         # over all 256 positions (its energies at padding count), so it runs at full length
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
@@ -261,7 +264,7 @@ class AionerTagger:
             for r, i in enumerate(rows):
                 token_ids[r, :len(encoded[i])] = encoded[i]
                 mask[r, :len(encoded[i])] = 1
-            logits = np.array(self._predict({"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
+            logits = np.array(predict({"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
                                                "padding_mask": mask}), np.float32)
             if self.decoder == "crf":
                 logits[:, 0] += self.left_boundary
@@ -325,6 +328,15 @@ class AionerTagger:
             entities.sort(key=lambda e: (e["start"], e["end"], e["type"]))
             results.append({"text": text, "entities": entities})
         return results
+
+
+@dataclasses.dataclass
+class AionerInputs:
+    """What AIONER's model reads: its tokenizer's ids, `MAX_LENGTH` pieces at most (as a task's
+    preprocessor tells its tokenizer and length)."""
+
+    tokenizer: object
+    sequence_length: int = MAX_LENGTH
 
 
 def _check_entity_type(kind):

@@ -35,6 +35,11 @@ class PresetTaskMixin:
 
         self._precision = check_precision(value)
 
+    def ids_model(self):
+        """The Keras model from the backbone's token ids to logits that exports write (the task itself; a
+        method, not a property: Keras' saving walks attributes, and one pointing back would loop)."""
+        return self
+
     @classmethod
     def from_preset(cls, preset, load_weights=True, precision="float32", **kwargs):
         from keras_hub.src.utils.preset_utils import check_file_exists, get_preset_loader

@@ -17,7 +17,6 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import keras
-import numpy as np
 
 PRECISIONS = ("float32", "bfloat16", "int8")
 
@@ -119,14 +118,9 @@ def compiled_predict(task):
     set), built once per precision (float32 reads the current weights at each call)."""
     precision = getattr(task, "precision", "float32")
     if getattr(task, "_compiled_predict", None) is None or getattr(task, "_compiled_precision", None) != precision:
-        task._compiled_predict = predict_function(task, precision)
+        task._compiled_predict = predict_function(task.ids_model() if hasattr(task, "ids_model") else task, precision)
         task._compiled_precision = precision
     return task._compiled_predict
-
-
-def predict_numpy(predict, x):
-    """`predict(x)` as a float32 numpy array."""
-    return np.asarray(keras.ops.convert_to_numpy(predict(x)), np.float32)
 
 
 @contextmanager

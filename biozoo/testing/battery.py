@@ -167,7 +167,7 @@ def _task_head_modules(model, kind):
     """The HF head's (dense before the output or None, output Linear, dropout or None)."""
     head = getattr(model, "classifier", None)
     dropout = getattr(model, "dropout", None)
-    if kind == "classification" and hasattr(head, "out_proj"):  # ElectraClassificationHead
+    if kind == "re" and hasattr(head, "out_proj"):  # ElectraClassificationHead
         return head.dense, head.out_proj, dropout or head.dropout
     return getattr(model, "pre_classifier", None), head, dropout
 
@@ -180,7 +180,7 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     """A biozoo task's logits equal the transformers head of the same weights (<= 1e-4).
 
     "mlm", "rtd" and "qa": the task is built with `from_preset` on the saved HF model, so its
-    head comes from the converter. "ner" and "classification": the encoder of the HF model is
+    head comes from the converter. "ner" and "re" (sequence classification): the encoder of the HF model is
     converted, the task built on it, and the HF head's weights copied into the task's layers
     (torch Linear [out, in] -> Keras kernel [in, out]); the head structure (pooler or token 0
     through a dense layer) and the head's dropout rate must be HF's. Then the task's
@@ -194,7 +194,7 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     task_cls = getattr(biozoo, TASKS[kind])
     what = f"{case.name} {hf_class} ({TASKS[kind]})"
     labels = ["a", "b", "c"]
-    overrides = {"num_labels": len(labels)} if kind in ("ner", "classification") else {}
+    overrides = {"num_labels": len(labels)} if kind in ("ner", "re") else {}
     converted = kind in CONVERTED_HEADS
     model, hf_dir = save_case(case, hf_class, directory, "safetensors", spiece_model,
                               base_only=not converted, **overrides)
@@ -230,7 +230,7 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
         diff = max(max_diff(ours[..., 0], out.start_logits.numpy(), mask),
                    max_diff(ours[..., 1], out.end_logits.numpy(), mask))
         bound = TOLERANCE
-    elif kind == "classification":
+    elif kind == "re":
         diff, bound = float(np.abs(ours - out.logits.numpy()).max()), TOLERANCE
     else:  # ner, rtd: one score (vector) per real token
         diff, bound = max_diff(ours, out.logits.numpy(), mask), TOLERANCE

@@ -19,8 +19,8 @@ FORMATS = ("safetensors", "bin")
 
 
 # biozoo task class per task kind; "mlm", "rtd" and "qa" heads come from the converter,
-# "ner" and "classification" heads are copied from the HF model by `run_task_test`.
-TASKS = {"ner": "TokenClassifier", "classification": "SequenceClassifier", "qa": "QuestionAnswerer",
+# "ner" and "re" (sequence classification) heads are copied from the HF model by `run_task_test`.
+TASKS = {"ner": "TokenClassifier", "re": "SequenceClassifier", "qa": "QuestionAnswerer",
          "mlm": "MaskedLM", "rtd": "ReplacedTokenDetector"}
 
 
@@ -81,7 +81,7 @@ def _bert_like(prefix):
     """The published classes (-> heads kept) and task heads of a BERT-style family's HF classes."""
     published = {f"{prefix}Model": (), f"{prefix}ForMaskedLM": ("mlm",),
                  f"{prefix}ForPreTraining": ("mlm", "nsp"), f"{prefix}ForQuestionAnswering": ("qa",)}
-    heads = {"ner": f"{prefix}ForTokenClassification", "classification": f"{prefix}ForSequenceClassification"}
+    heads = {"ner": f"{prefix}ForTokenClassification", "re": f"{prefix}ForSequenceClassification"}
     return published, heads
 
 

@@ -1,6 +1,6 @@
 """Fine-tuning and evaluation drivers behind `biozoo finetune` and `biozoo evaluate`.
 
-A task adapter per task kind (`biozoo.train.adapters`) reads its data, builds the task model,
+A task adapter per task kind (`biozoo.tasks.adapters`, named by its row of `biozoo.task_kinds`) reads its data, builds the task model,
 turns examples into batches and scores predictions with the reference metric. The driver is
 shared: AdamW with linear warmup and decay, a Keras progress bar, evaluation on dev and test,
 and an atomic write of the task preset plus metrics.json (the run scaffold of
@@ -16,11 +16,14 @@ import warnings
 
 import numpy as np
 
-from biozoo.train.adapters import ADAPTERS
+from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
+from biozoo.task_kinds import task_kind
+from biozoo.tasks.adapters import adapter_for
+from biozoo.tasks.finetuned import load_task
 from biozoo.train.run import check_values, precision_policy, set_seed
 
 __all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate", "load_task_preset",
-           "micro_batches", "checkpoint_directory", "precision_policy", "set_seed", "ADAPTERS"]
+           "micro_batches", "checkpoint_directory", "precision_policy", "set_seed"]
 
 
 @dataclasses.dataclass
@@ -79,7 +82,6 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
 
     from biozoo import presets
     from biozoo.optim import make_optimizer
-    from biozoo.tasks.finetuned import KIND_FILE, kind_record
     from biozoo.train.run import TrainingRun, examples_per_second
 
     check_hyperparameters(hp)
@@ -97,7 +99,7 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     # new layers must start the same whether or not this run converted the checkpoint.
     source = presets.resolve_preset(preset)
     run.seed(hp.seed)
-    adapter = ADAPTERS[kind](**(task_options or {}))
+    adapter = adapter_for(kind, **(task_options or {}))
     splits = adapter.load(data_dir)
     not_scored = dict(getattr(splits, "missing", {}))
     for split, why in not_scored.items():
@@ -159,7 +161,7 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     if not run.chief:
         return metrics
     run.write(task.save_to_preset, {"metrics.json": metrics, "train_losses.json": losses,
-                                    KIND_FILE: kind_record(kind, adapter.options())})
+                                    TASK_KIND_FILE: task_kind_record(kind, adapter.options())})
     return metrics
 
 
@@ -215,18 +217,8 @@ def load_task_preset(model_dir, precision="float32"):
     """A fine-tuned model written by `run_finetune` (or a task checkpoint handle, with the
     adapter's default options) -> (kind, task adapter, task). Loading the task alone needs no
     adapter: `biozoo.tasks.load_task`."""
-    from biozoo.tasks.finetuned import load_task
-
     kind, options, task = load_task(model_dir, precision)
-    return kind, ADAPTERS[kind](**options), task
-
-
-KIND_NAMES = {"ner": "token classifier", "re": "sequence classifier", "doc": "multi-label sequence classifier",
-              "qa": "question answerer"}
-
-
-def _a(kind):
-    return "an" if kind in ("ner", "re") else "a"  # "an ner model", "a qa model"
+    return kind, adapter_for(kind, **options), task
 
 
 def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=None):
@@ -234,9 +226,10 @@ def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=No
     inference `precision`. `kind`: the task kind the caller expects; a model of another kind is
     refused before the data is read."""
     found, adapter, task = load_task_preset(model_dir, precision)
-    if kind is not None and found != kind:
-        raise ValueError(f"{model_dir} is {_a(found)} {found} model (a {KIND_NAMES[found]}), not {_a(kind)} {kind} "
-                         f"model (a {KIND_NAMES.get(kind, kind)}): evaluate it with `biozoo evaluate {found} --model "
+    if kind is not None and found != task_kind(kind).name:
+        have, want = task_kind(found), task_kind(kind)
+        raise ValueError(f"{model_dir} is {have.article()} {found} model (a {have.model}), not {want.article()} "
+                         f"{want.name} model (a {want.model}): evaluate it with `biozoo evaluate {found} --model "
                          f"{model_dir} ...` on {found} data")
     kind = found
     splits = adapter.load(data_dir, only=split)

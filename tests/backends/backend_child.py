@@ -14,7 +14,7 @@ import numpy as np
 import biozoo
 from biozoo.testing import to_numpy
 
-LOADERS = {"backbone": "from_preset", "ner": "TokenClassifier", "classification": "SequenceClassifier",
+LOADERS = {"backbone": "from_preset", "ner": "TokenClassifier", "re": "SequenceClassifier",
            "qa": "QuestionAnswerer", "mlm": "MaskedLM", "rtd": "ReplacedTokenDetector"}
 
 
@@ -38,7 +38,7 @@ def outputs(kind, model, inputs):
 def annotations(kind, model, texts):
     if kind == "ner":
         return model.annotate(texts, aggregation="simple")
-    if kind == "classification":
+    if kind == "re":
         return model.classify(texts)
     if kind == "qa":
         return model.answer(texts[:3], texts[3:6])

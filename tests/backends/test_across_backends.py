@@ -39,7 +39,7 @@ def _items(directory, tiny_spiece):
         _, hf_dir = H.save_case(case, case.model_class, directory / "hf", "safetensors", tiny_spiece)
         items.append((f"{name}/backbone", "backbone", hf_dir))
     for name, kind, hf_class in H.cases(kind="task"):
-        config = {"ner": NER_LABELS, "classification": CLS_LABELS}.get(kind, {})
+        config = {"ner": NER_LABELS, "re": CLS_LABELS}.get(kind, {})
         _, hf_dir = H.save_case(H.get_case(name), hf_class, directory / "hf" / kind, "safetensors", tiny_spiece,
                                 max_position_embeddings=64, architectures=[hf_class], **config)
         items.append((f"{name}/{kind}/{hf_class}", kind, hf_dir))

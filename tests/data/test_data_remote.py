@@ -3,7 +3,7 @@ in-memory ram:// filesystem stands in for gs:// here."""
 
 import pytest
 
-from biozoo.train.adapters import ADAPTERS
+from biozoo.tasks.adapters import adapter_for
 
 
 def test_a_gfile_folder_reads_like_the_local_one(shared_data, tmp_path):
@@ -17,7 +17,7 @@ def test_a_gfile_folder_reads_like_the_local_one(shared_data, tmp_path):
         with tf.io.gfile.GFile(f"{remote}/{split}.tsv", "wb") as f:
             f.write(b"".join(lines))
         (tmp_path / f"{split}.tsv").write_bytes(b"".join(lines))
-    recipe = ADAPTERS["re"]()
+    recipe = adapter_for("re")
     from_remote = recipe.load(remote)
     assert set(from_remote) == {"train", "dev", "test"}
     from_local = recipe.load(tmp_path)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import biozoo
-from biozoo.tasks.finetuned import KIND_FILE, kind_record
+from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
 
 LABELS = ["O", "B-Disease", "I-Disease"]
 
@@ -32,7 +32,7 @@ def model_dir(tiny_bert_real_vocab, tmp_path_factory):
     sharpen_head(task.output_dense)
     out = tmp_path_factory.mktemp("ner") / "model"
     task.save_to_preset(str(out))
-    (out / KIND_FILE).write_text(json.dumps(kind_record("ner", {"entity_type": None})))
+    (out / TASK_KIND_FILE).write_text(json.dumps(task_kind_record("ner", {"entity_type": None})))
     return out
 
 
@@ -279,7 +279,7 @@ def test_document_models_have_a_headline_f1():
     from sklearn.metrics import f1_score
 
     from biozoo.metrics.hoc import document_scores
-    from biozoo.train.adapters.document import DocumentAdapter
+    from biozoo.tasks.adapters.document import DocumentAdapter
 
     gold, pred = [[1, 0, 1], [0, 1, 0]], [[1, 1, 0], [0, 1, 0]]
     assert DocumentAdapter().headline_f1(document_scores(gold, pred)) == pytest.approx(

@@ -68,7 +68,7 @@ def hub(tmp_path_factory, example_pubtator):
     models = []
     for name in FAMILY_CASES:
         case = H.get_case(name)
-        ner, cls = case.tasks["ner"], case.tasks["classification"]
+        ner, cls = case.tasks["ner"], case.tasks["re"]
         models.append(dict(case=name, kind="ner", fmt="safetensors", strategies=STRATEGIES,
                            dir=_save(name, ner, directory, "safetensors", **_labels(NER_LABELS))))
         models.append(dict(case=name, kind="ner", fmt="bin", strategies=("first",),

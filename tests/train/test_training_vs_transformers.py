@@ -46,7 +46,7 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
     from biozoo import presets
-    from biozoo.train.adapters import RelationAdapter
+    from biozoo.tasks.adapters.relation import RelationAdapter
     from biozoo.train.finetune import Hyperparameters
     from biozoo.train.run import set_seed
     from biozoo.optim import make_optimizer

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from biozoo.data import IGNORE_LABEL
-from biozoo.train.adapters.base import TaskAdapter, load_splits
+from biozoo.tasks.adapters.base import TaskAdapter, load_splits
 
 
 class RelationAdapter(TaskAdapter):
@@ -26,19 +26,19 @@ class RelationAdapter(TaskAdapter):
         return load_splits(data_dir, read_relation, only)
 
     def build_task(self, preset, splits, hp):
-        import biozoo
+        from biozoo.api import Tokenizer, from_preset
         from biozoo.metrics.relation import infer_negative_label
         from biozoo.tasks.base import resize_token_embedding
         from biozoo.tasks.sequence_classifier import SequenceClassifierPreprocessor, markers_to_add
 
         labels = sorted({e.label for examples in splits.values() for e in examples})
         self.negative_label = self.negative_label or infer_negative_label(labels)
-        tokenizer = biozoo.Tokenizer.from_preset(preset)
+        tokenizer = Tokenizer.from_preset(preset)
         texts = [e.text for e in splits["train"]]
         self.added_tokens = markers_to_add(tokenizer, texts)
         if self.added_tokens:
             tokenizer = tokenizer.with_added_tokens(self.added_tokens)
-        backbone = biozoo.from_preset(preset)
+        backbone = from_preset(preset)
         if tokenizer.vocabulary_size() > backbone.vocabulary_size:
             backbone = resize_token_embedding(backbone, tokenizer.vocabulary_size())
         preprocessor = SequenceClassifierPreprocessor(tokenizer=tokenizer, sequence_length=hp.max_seq_length)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from biozoo.data import IGNORE_LABEL
-from biozoo.train.adapters.base import TaskAdapter, load_splits
+from biozoo.tasks.adapters.base import TaskAdapter, load_splits
 
 
 class NerAdapter(TaskAdapter):

@@ -1,6 +1,8 @@
-"""What a task adapter is: how `biozoo finetune` handles one task kind."""
+"""What a task adapter is: how fine-tuning and evaluation handle one task kind."""
 
 from __future__ import annotations
+
+from biozoo.task_kinds import task_kind
 
 
 class TaskAdapter:
@@ -14,14 +16,12 @@ class TaskAdapter:
     adapter.
     """
 
-    kind = None  # "ner", "re", "doc" or "qa"
+    kind = None  # its name in biozoo.task_kinds
     headline_metric = "f1"  # what accuracy certificates compare (a percentage)
 
     @property
     def task_cls(self):
-        from biozoo.tasks.finetuned import task_class
-
-        return task_class(self.kind)
+        return task_kind(self.kind).load_task_class()
 
     def options(self):
         return {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from biozoo.train.adapters.base import TaskAdapter, load_splits
+from biozoo.tasks.adapters.base import TaskAdapter, load_splits
 
 
 class DocumentAdapter(TaskAdapter):

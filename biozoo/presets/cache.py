@@ -1,0 +1,150 @@
+"""biozoo's cache: where converted presets (and tokenizer-only presets, linking indexes...) live, each
+written once, atomically, under a file lock, and checked against what was recorded when it was written.
+
+`$BIOZOO_CACHE` (default `~/.cache/biozoo`); `HF_HUB_OFFLINE=1` or `BIOZOO_OFFLINE=1` forbids
+network access.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import warnings
+
+from filelock import FileLock
+
+from biozoo import registry
+from biozoo._io import sha256_file
+from biozoo.errors import CacheError, CheckpointError
+from biozoo.preset_files import PROVENANCE_FILE, read_provenance
+from biozoo.presets.handles import safe_key
+
+
+def cache_root():
+    root = os.environ.get("BIOZOO_CACHE")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "biozoo")
+    return root
+
+
+def offline():
+    truthy = {"1", "true", "yes", "on"}
+    return any(os.environ.get(v, "").strip().lower() in truthy for v in ("BIOZOO_OFFLINE", "HF_HUB_OFFLINE"))
+
+
+def is_complete(preset_dir):
+    return os.path.exists(os.path.join(preset_dir, PROVENANCE_FILE)) and os.path.exists(
+        os.path.join(preset_dir, "config.json")
+    )
+
+
+def cached(key, build, section="presets"):
+    """The cache directory for `key`, created by `build(target)` under a lock if missing. An
+    entry whose files no longer have the sizes and digests recorded when it was written (a
+    truncated model.weights.h5) is removed, with a warning, and built again."""
+    target = os.path.join(cache_root(), section, key)
+    if is_complete(target) and not _resized_files(target):
+        return target
+    with _writable_cache():
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with FileLock(target + ".lock"):
+            if is_complete(target) and _damaged_files(target):
+                warnings.warn(f"the cached preset {target} is damaged ({', '.join(_damaged_files(target))} differ "
+                              "from what was written): converting it again", stacklevel=3)
+                shutil.rmtree(target)
+            if not is_complete(target):  # another process may have finished it meanwhile
+                build(target)
+    return target
+
+
+@contextlib.contextmanager
+def _writable_cache():
+    """An unwritable cache (read-only file system, no permission) named with the variable that moves it."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not _within(
+                os.fspath(error.filename or ""), cache_root()):
+            raise
+        where = ("BIOZOO_CACHE=" + os.environ["BIOZOO_CACHE"]) if os.environ.get("BIOZOO_CACHE") else \
+            f"{cache_root()} (the default; BIOZOO_CACHE moves it)"
+        raise CacheError(f"biozoo's cache {where} cannot be written ({error.strerror}: {error.filename}): point "
+                         "BIOZOO_CACHE at a writable folder, e.g. BIOZOO_CACHE=$HOME/biozoo-cache") from None
+
+
+def _within(path, root):
+    path, root = os.path.abspath(path), os.path.abspath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _resized_files(preset_dir):
+    """Files of a cached preset whose size differs from the one recorded when it was written
+    (cheap: no digest is computed)."""
+    try:
+        recorded = read_provenance(preset_dir).get("files_bytes") or {}
+    except CheckpointError:
+        return ["biozoo.json"]
+    paths = {name: os.path.join(preset_dir, name) for name in recorded}
+    return [name for name, size in recorded.items()
+            if not os.path.exists(paths[name]) or os.path.getsize(paths[name]) != size]
+
+
+def _damaged_files(preset_dir):
+    """Files of a cached preset that differ from the digests recorded when it was written."""
+    try:
+        recorded = read_provenance(preset_dir).get("files_sha256") or {}
+    except CheckpointError:
+        return ["biozoo.json"]
+    return [name for name, digest in recorded.items() if not os.path.exists(os.path.join(preset_dir, name))
+            or sha256_file(os.path.join(preset_dir, name)) != digest]
+
+
+@contextlib.contextmanager
+def loading(preset_dir):
+    """Loading a preset: when one in biozoo's cache fails to load because a file of it differs
+    from what was written (damaged on disk), the error names the files and the remedy."""
+    try:
+        yield
+    except (OSError, ValueError, KeyError) as error:
+        if isinstance(error, CacheError) or not _within(os.fspath(preset_dir), cache_root()):
+            raise
+        damaged = _damaged_files(preset_dir)
+        if not damaged:
+            raise
+        reason = " ".join(str(error).split())[:300]
+        raise CacheError(f"{', '.join(os.path.join(preset_dir, name) for name in damaged)}: the cached preset cannot "
+                         f"be loaded ({reason}); it differs from what was written (damaged on disk): run `biozoo "
+                         "verify-cache --remove`, then load it again to convert it anew") from None
+
+
+def verify_cache(root=None):
+    """Re-check every cached preset's files against the digests recorded when it was written:
+    [{"preset", "status": "ok" | "changed" | "missing" | "unrecorded", "files": [...]}]."""
+    results = []
+    base = os.path.join(root or cache_root(), "presets")
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))  # .partial-* / .old-*: being written
+        if PROVENANCE_FILE not in filenames or "config.json" not in filenames:
+            continue
+        dirnames[:] = []  # a preset's own subfolders (assets) are its files, not presets
+        recorded = read_provenance(dirpath).get("files_sha256")
+        name = os.path.relpath(dirpath, base)
+        if not recorded:
+            results.append({"preset": name, "path": dirpath, "status": "unrecorded", "files": []})
+            continue
+        changed = [f for f, digest in recorded.items()
+                   if os.path.exists(os.path.join(dirpath, f)) and sha256_file(os.path.join(dirpath, f)) != digest]
+        missing = [f for f in recorded if not os.path.exists(os.path.join(dirpath, f))]
+        status = "changed" if changed else "missing" if missing else "ok"
+        results.append({"preset": name, "path": dirpath, "status": status, "files": changed + missing})
+    return sorted(results, key=lambda r: r["preset"])
+
+
+def cached_registry_preset(name):
+    """The cache directory of registry checkpoint `name` if it has been converted, else None."""
+    entry = registry.get_entry(name)
+    target = os.path.join(cache_root(), "presets", safe_key(f"{entry['name']}@{entry['sources']['hf']['revision']}"))
+    return target if is_complete(target) else None

@@ -1,0 +1,130 @@
+"""A handle resolved once: the local preset directory (downloaded, verified and converted once, cached)
+and the facts every later step reads of it (registry entry, provenance, task kind).
+
+Example:
+    >>> preset = resolve("bioformer_8l_ncbi_disease")
+    >>> preset.directory, preset.task_kind, preset.entry["name"]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from biozoo import registry
+from biozoo._io import read_json
+from biozoo.preset_files import HEADS_CONFIG_FILE, read_provenance, read_task_kind
+from biozoo.presets.cache import cached
+from biozoo.presets.digests import verify_source_files
+from biozoo.presets.handles import local_key, parse_handle, safe_key
+from biozoo.presets.hub import hf_download, hf_snapshot, registry_snapshot, registry_source
+from biozoo.task_kinds import kind_of_hf_class
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """What a handle resolves to: `directory` (a local Keras preset), the registry `entry` it comes
+    from (None outside the registry), its `provenance` (biozoo.json), and, for a task preset, its
+    `task_kind` (a name of `biozoo.task_kinds`; None for a backbone) with the `task_options` its
+    task adapter was written with."""
+
+    handle: str
+    directory: str
+    entry: dict | None = None
+    provenance: dict = dataclasses.field(default_factory=dict)
+    task_kind: str | None = None
+    task_options: dict = dataclasses.field(default_factory=dict)
+
+
+def resolve(handle, accept=None):
+    """The `Preset` of `handle`, converting (once) when needed.
+
+    `accept(hf_config, source)` may refuse an HF checkpoint by raising (e.g. a question-answering
+    checkpoint asked for as a token classifier); it runs before a conversion writes anything,
+    and on the recorded config of a preset converted earlier.
+    """
+    form, info = parse_handle(handle)
+    entry = _entry(form, info)
+    directory = _directory(form, info, entry, accept)
+    provenance = read_provenance(directory)
+    if accept is not None and provenance.get("hf_config") is not None:
+        accept(provenance["hf_config"], os.fspath(handle))
+    kind, options = _task_kind(directory, provenance)
+    return Preset(os.fspath(handle), directory, entry, provenance, kind, options)
+
+
+def resolve_preset(handle, accept=None):
+    """The local preset directory of `handle` (`resolve(handle, accept).directory`)."""
+    return resolve(handle, accept).directory
+
+
+def _entry(form, info):
+    if form == "registry":
+        return registry.get_entry(info["name"])
+    if form == "hf":
+        name = registry.find_by_hf_repo(info["repo"])
+        return registry.get_entry(name) if name else None
+    return None
+
+
+def _task_kind(directory, provenance):
+    """(task kind, adapter options) of a preset: what it records (written by biozoo), else an AIONER
+    head (presets converted before AIONER presets recorded their kind), else the kind of the
+    transformers head class it was converted from; (None, {}) for a backbone."""
+    recorded = read_task_kind(directory)
+    if recorded is not None:
+        return recorded
+    heads_path = os.path.join(directory, HEADS_CONFIG_FILE)
+    heads = read_json(heads_path, "heads config") if os.path.exists(heads_path) else {}
+    if "aioner" in heads:
+        return "aioner", {}
+    hf_class = ((provenance.get("hf_config") or {}).get("architectures") or [""])[0]
+    classifier = heads.get("classifier") or {}
+    kind = kind_of_hf_class(hf_class, classifier.get("problem_type") == "multi_label_classification")
+    if kind is None:
+        return None, {}
+    types = {name.split("-", 1)[-1] for name in classifier.get("label_names", []) if name != "O"}
+    # a one-type tagger (B-bio, I-bio) reads bare B/I gold tags as its own type
+    return kind.name, ({"entity_type": types.pop()} if kind.name == "ner" and len(types) == 1 else {})
+
+
+def _convert(source_dir, casing=None, provenance=None, accept=None, registry_config=None):
+    from biozoo.convert.hf import convert_hf_directory
+
+    return lambda target: convert_hf_directory(source_dir, target, casing=casing, provenance=provenance,
+                                               accept=accept, registry_config=registry_config)
+
+
+def _directory(form, info, entry, accept):
+    if form == "keras_dir":
+        return info["path"]
+    if form == "registry":
+        repo, revision, weights = registry_source(entry)
+        if "aioner" in entry.get("task", {}):
+            from biozoo.presets.aioner import aioner_build
+
+            return cached(safe_key(f"{entry['name']}@{revision}"), aioner_build(entry, repo, revision, weights))
+
+        def build(target):
+            source = registry_snapshot(entry)
+            provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
+                          "source_files_verified": verify_source_files(source, entry, f"Preset '{entry['name']}'")}
+            _convert(source, entry["tokenizer"], provenance, accept, entry["config"])(target)
+
+        return cached(safe_key(f"{entry['name']}@{revision}"), build)
+    if form == "hf":
+        repo, revision = info["repo"], info["revision"]
+        casing = entry["tokenizer"] if entry else None
+
+        def build(target):
+            source = hf_snapshot(repo, revision)
+            _convert(source, casing, {"hf_repo": repo, "revision": revision}, accept)(target)
+
+        return cached(safe_key(f"hf/{repo}@{revision}"), build)
+    if form == "hf_dir":
+        return cached(local_key(info["path"]), _convert(info["path"], None, {}, accept))
+    if form == "remote":
+        from biozoo.presets.remote import resolve_remote
+
+        return resolve_remote(info["url"], lambda source, provenance: _convert(source, None, provenance, accept))
+    raise AssertionError(form)
