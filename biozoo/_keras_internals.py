@@ -146,7 +146,7 @@ def merge_call(optimizer, function, *args):
     return tf.__internal__.distribute.interim.maybe_merge_call(function, optimizer._distribution_strategy, *args)
 
 
-# ---- multi-worker logs (biozoo.train.loop) -------------------------------------------------
+# ---- multi-worker logs (biozoo.train.tf_loop) -------------------------------------------------
 
 
 def patch_reduce_per_replica(make_replacement):

@@ -34,32 +34,6 @@ class LinearWarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         return {"peak": self.peak, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps}
 
 
-def clip_by_global_norm_like_torch(gradients, max_norm):
-    """`gradients` (dense tensors or None) scaled as torch.nn.utils.clip_grad_norm_ scales them:
-    by min(max_norm / (norm + 1e-6), 1), norm the L2 norm of all of them together.
-
-    One fused pass per tensor for the norm (`l2_loss`, no squared copy), and no multiplication
-    on the steps where the factor is 1 (torch multiplies by 1.0, which changes nothing). A
-    non-finite norm makes every gradient NaN, as in torch.
-    """
-    import tensorflow as tf
-
-    present = [g for g in gradients if g is not None]
-    if not present:
-        return list(gradients)
-    squared = tf.add_n([2.0 * tf.cast(tf.nn.l2_loss(g), tf.float32) for g in present])
-    factor = tf.minimum(tf.cast(max_norm, tf.float32) / (tf.sqrt(squared) + 1e-6), 1.0)
-
-    def scaled():
-        return [g * tf.cast(factor, g.dtype) for g in present]
-
-    def unchanged():
-        return [tf.identity(g) for g in present]
-
-    clipped = iter(tf.cond(factor >= 1.0, unchanged, scaled))  # NaN >= 1 is False: NaN, as torch
-    return [None if g is None else next(clipped) for g in gradients]
-
-
 class _TorchGradients:
     """Optimizer mixin: gradients enter the update as they do in torch.
 
@@ -76,9 +50,10 @@ class _TorchGradients:
     """
 
     def apply(self, grads, trainable_variables=None):
-        import tensorflow as tf
+        if keras.backend.backend() == "tensorflow":  # only TensorFlow gives sparse gradients
+            from biozoo.tf_optim import dense_gradients
 
-        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+            grads = dense_gradients(grads)
         return super().apply(grads, trainable_variables)
 
     def _clips_after_sum(self):
@@ -93,6 +68,8 @@ class _TorchGradients:
         # Keras' TFOptimizer._backend_update_step, with the clipping between its two halves.
         if not self._clips_after_sum():
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
+        from biozoo.tf_optim import clip_by_global_norm_like_torch
+
         variables = [v.value if isinstance(v, keras.Variable) else v for v in trainable_variables]
         _keras_internals.all_reduce_then_update(
             self, grads, variables, learning_rate,
@@ -112,28 +89,25 @@ class AdamW(_TorchGradients, keras.optimizers.AdamW):
     """
 
     def update_step(self, gradient, variable, learning_rate):
-        # One fused kernel (TensorFlow's Adam: one pass over the variable and its moments, where
-        # Keras' ops make a temporary per operation). It adds its epsilon to the uncorrected
-        # sqrt(v); epsilon * sqrt(1 - beta_2^t) there is torch's epsilon after the correction.
-        import tensorflow as tf
+        if keras.backend.backend() == "tensorflow":
+            # One fused kernel (TensorFlow's Adam: one pass over the variable and its moments, where
+            # Keras' ops make a temporary per operation), epsilon scaled to torch's.
+            from biozoo.tf_optim import fused_adamw_update
 
-        dtype = variable.dtype
-        step = tf.cast(self.iterations + 1, dtype)
-        beta_1_power = tf.pow(tf.cast(self.beta_1, dtype), step)
-        beta_2_power = tf.pow(tf.cast(self.beta_2, dtype), step)
+            fused_adamw_update(self, gradient, variable, learning_rate)
+            return
+        ops, dtype = keras.ops, variable.dtype
+        gradient, learning_rate = ops.cast(gradient, dtype), ops.cast(learning_rate, dtype)
+        step = ops.cast(self.iterations + 1, dtype)
+        bias_1 = 1 - ops.power(ops.cast(self.beta_1, dtype), step)
+        bias_2 = 1 - ops.power(ops.cast(self.beta_2, dtype), step)
         index = self._get_variable_index(variable)
-        tf.raw_ops.ResourceApplyAdam(
-            var=_resource(variable), m=_resource(self._momentums[index]), v=_resource(self._velocities[index]),
-            beta1_power=beta_1_power, beta2_power=beta_2_power, lr=tf.cast(learning_rate, dtype),
-            beta1=tf.cast(self.beta_1, dtype), beta2=tf.cast(self.beta_2, dtype),
-            epsilon=tf.cast(self.epsilon, dtype) * tf.sqrt(1 - beta_2_power), grad=tf.cast(gradient, dtype))
-
-
-def _resource(variable):
-    """The resource handle of a Keras or TensorFlow variable (a replica's own under a strategy)."""
-    if isinstance(variable, keras.Variable):
-        variable = variable.value
-    return variable.handle
+        m, v = self._momentums[index], self._velocities[index]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        # torch.optim.AdamW: lr / (1 - beta_1^t) * m / (sqrt(v) / sqrt(1 - beta_2^t) + epsilon)
+        denominator = ops.add(ops.divide(ops.sqrt(v), ops.sqrt(bias_2)), ops.cast(self.epsilon, dtype))
+        self.assign_sub(variable, ops.divide(ops.multiply(m, ops.divide(learning_rate, bias_1)), denominator))
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
@@ -190,7 +164,6 @@ def layerwise_multipliers(model, decay, num_layers):
 def _with_layerwise_rates(optimizer_cls):
     """`optimizer_cls` whose update and weight decay of each variable use the learning rate
     times that variable's multiplier (1 for variables not listed)."""
-    import tensorflow as tf
 
     class LayerwiseRates(optimizer_cls):
         def __init__(self, *args, multipliers=None, **kwargs):
@@ -209,25 +182,15 @@ def _with_layerwise_rates(optimizer_cls):
         def update_step(self, gradient, variable, learning_rate):
             rate = self._multiplier(variable)
             if rate != 1.0:
-                learning_rate = learning_rate * tf.cast(rate, learning_rate.dtype)
+                learning_rate = learning_rate * keras.ops.cast(rate, learning_rate.dtype)
             return super().update_step(gradient, variable, learning_rate)
 
         def _apply_weight_decay(self, variables):
             if self.weight_decay is None:
                 return
+            from biozoo.tf_optim import apply_weight_decay
 
-            def apply(distribution, variables):
-                for variable in variables:
-                    rate = self._multiplier(variable)
-
-                    def decay(v, rate=rate):
-                        if self._use_weight_decay(v):
-                            lr = tf.cast(self.learning_rate, v.dtype) * tf.cast(rate, v.dtype)
-                            v.assign_sub(v * tf.cast(self.weight_decay, v.dtype) * lr)
-
-                    distribution.extended.update(getattr(variable, "value", variable), decay, group=False)
-
-            _keras_internals.merge_call(self, apply, variables)
+            apply_weight_decay(self, variables, self._multiplier)
 
     LayerwiseRates.__name__ = f"Layerwise{optimizer_cls.__name__}"
     return LayerwiseRates

@@ -26,7 +26,7 @@ class TaskKind:
 
     - `name`: what the command line, `recipe.json`, the registry and metrics.json call it;
       `aliases` are older or alternative spellings that still resolve to it.
-    - `model`: what its models are called in messages ("a token classifier").
+    - `model`: what one of its models is called in messages ("a token classifier").
     - `task_class`, `adapter`: "module:Class" of its task model and of its task adapter (how
       fine-tuning and evaluation read, batch and score its data); None where it has none.
     - `hf_suffixes`: the transformers head classes it reads and writes (their name endings), with
@@ -35,7 +35,8 @@ class TaskKind:
     - `pipeline_tag`: the hub's tag for model cards; `serving`: the raw-strings signature of
       `biozoo export tfhub --model` (None: no such export).
     - `data_extensions`: the file extensions of its data splits; `logits_per`: what its network's
-      logits score ("token", or "sequence" for one row per input).
+      logits score ("token", or "sequence" for one row per input); `sequence_length`: the default
+      length its models are fine-tuned at.
     """
 
     name: str
@@ -50,6 +51,7 @@ class TaskKind:
     serving: str | None = None
     data_extensions: tuple = (".tsv", ".txt")
     logits_per: str = "token"
+    sequence_length: int = 128
     trains: bool = True  # `biozoo finetune KIND` exists
 
     @property
@@ -77,29 +79,30 @@ def _load(path, kind):
 
 
 TASK_KINDS = {kind.name: kind for kind in (
-    TaskKind("ner", "token classifier", "biozoo.tasks.token_classifier:TokenClassifier",
+    TaskKind("ner", "a token classifier", "biozoo.tasks.token_classifier:TokenClassifier",
              "biozoo.tasks.adapters.ner:NerAdapter", aliases=("token-classification",),
              hf_suffixes=("ForTokenClassification",), metric="entity-level P/R/F1, as conlleval counts them",
              pipeline_tag="token-classification", serving="ner"),
-    TaskKind("re", "sequence classifier", "biozoo.tasks.sequence_classifier:SequenceClassifier",
+    TaskKind("re", "a sequence classifier", "biozoo.tasks.sequence_classifier:SequenceClassifier",
              "biozoo.tasks.adapters.relation:RelationAdapter", aliases=("classification", "text-classification"),
              hf_suffixes=("ForSequenceClassification",), multi_label=False,
              metric="micro P/R/F1 over the classes other than the negative one (ChemProt / DDI), and accuracy",
              pipeline_tag="text-classification", serving="classification", logits_per="sequence"),
-    TaskKind("doc", "multi-label sequence classifier", "biozoo.tasks.sequence_classifier:SequenceClassifier",
+    TaskKind("doc", "a multi-label sequence classifier", "biozoo.tasks.sequence_classifier:SequenceClassifier",
              "biozoo.tasks.adapters.document:DocumentAdapter", aliases=("multi-label",),
              hf_suffixes=("ForSequenceClassification",), multi_label=True,
              metric="HoC micro F1 (LinkBERT's) and per-abstract F1 (BLUE's)", pipeline_tag="text-classification",
              serving="classification", logits_per="sequence"),
-    TaskKind("qa", "question answerer", "biozoo.tasks.question_answerer:QuestionAnswerer",
+    TaskKind("qa", "a question answerer", "biozoo.tasks.question_answerer:QuestionAnswerer",
              "biozoo.tasks.adapters.qa:QuestionAnsweringAdapter", aliases=("question-answering",),
              hf_suffixes=("ForQuestionAnswering",), metric="the official SQuAD v1.1 / v2.0 EM and F1; BioASQ factoid",
-             pipeline_tag="question-answering", serving="qa", data_extensions=(".json",)),
-    TaskKind("aioner", "AIONER tagger", "biozoo.tasks.aioner:AionerTagger", "biozoo.tasks.adapters.aioner:AionerAdapter",
+             pipeline_tag="question-answering", serving="qa", data_extensions=(".json",), sequence_length=384),
+    TaskKind("aioner", "an AIONER tagger", "biozoo.tasks.aioner:AionerTagger", "biozoo.tasks.adapters.aioner:AionerAdapter",
              metric="entity-level P/R/F1, as conlleval counts them", pipeline_tag="token-classification",
              trains=False),
-    TaskKind("link", "name encoder for entity linking", None, None,
-             metric="accuracy@1 of gold mentions; end-to-end NER + concept id F1", pipeline_tag="feature-extraction"),
+    TaskKind("link", "a name encoder for entity linking", None, None,
+             metric="accuracy@1 of gold mentions; end-to-end NER + concept id F1", pipeline_tag="feature-extraction",
+             sequence_length=25),
 )}
 
 
@@ -124,3 +127,11 @@ def kind_of_hf_class(hf_class, multi_label=False):
 def trained_kinds():
     """The names `biozoo finetune` takes, in table order."""
     return tuple(kind.name for kind in TASK_KINDS.values() if kind.trains)
+
+
+def kind_name(text):
+    """The name of the task kind `text` names (its name or an alias): an argparse `type`."""
+    try:
+        return task_kind(text).name
+    except KeyError:
+        return text  # argparse's choices then say what is allowed

@@ -11,6 +11,8 @@ import os
 
 import tensorflow as tf
 
+gfile = tf.io.gfile  # GFile, glob, walk, remove... as TensorFlow has them
+
 
 def exists(path):
     return tf.io.gfile.exists(path)

@@ -124,7 +124,6 @@ def verify(handle, sentences=(), write=True):
     """Compare `handle` under biozoo and under transformers; return the certificate (and write
     it into the converted preset as certificate.json unless `write` is False)."""
     import keras
-    import tensorflow as tf
 
     import biozoo
     from biozoo import presets
@@ -181,7 +180,8 @@ def verify(handle, sentences=(), write=True):
     certificate = {
         "handle": str(handle), "registry_name": entry["name"] if entry else None, "source": str(hf_dir),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "versions": {"biozoo": biozoo.__version__, "keras": keras.__version__, "tensorflow": tf.__version__,
+        "versions": {"biozoo": biozoo.__version__, "keras": keras.__version__, "backend": keras.backend.backend(),
+                     "tensorflow": _version("tensorflow"),
                      "transformers": child["transformers"], "torch": child["torch"]},
         "sentences": len(FIXED_SENTENCES), "max_abs_diff": diffs, "tolerance": TOLERANCE,
         "outputs_not_compared": not_compared, "heads_compared": compared, "heads_not_compared": heads_not_compared,
@@ -206,3 +206,13 @@ def sequence_length(preset_dir, longest=128):
     with open(os.path.join(preset_dir, "config.json"), encoding="utf-8") as f:
         positions = json.load(f).get("config", {}).get("max_sequence_length") or longest
     return min(longest, positions)
+
+
+def _version(package):
+    """The installed version of `package` (None where it is not installed), without importing it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None

@@ -135,12 +135,12 @@ HELPERS = code('''
 
 DETECT = code('''
     # Which accelerator is there? The probe runs in a child process (biozoo's Python API:
-    # biozoo.train.strategy.resolve_strategy, what `--strategy auto` uses), so the TPU is free
+    # biozoo.train.tf_strategy.resolve_strategy, what `--strategy auto` uses), so the TPU is free
     # again for the training commands below.
     PROBE = """
     import json, sys
     import tensorflow as tf
-    from biozoo.train.strategy import resolve_strategy
+    from biozoo.train.tf_strategy import resolve_strategy
     resolved = resolve_strategy(sys.argv[1], sys.argv[2] or None)
     print(json.dumps({"strategy": resolved.name, "replicas": resolved.replicas, "detail": resolved.detail,
                       "devices": [d.device_type + ":" + d.name for d in tf.config.list_logical_devices()]}))

@@ -4,8 +4,8 @@ import json
 import sys
 
 from biozoo._commands import DATA_HELP, PRECISION_CHOICES, PRECISION_HELP, data_argument
+from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
 
-KINDS = ("ner", "re", "qa", "doc")
 LINK = "link"  # entity linking (biozoo.linking): its own options below
 
 
@@ -17,7 +17,8 @@ def register(subparsers):
         "dev and test splits, and write OUTPUT as a task preset with OUTPUT/metrics.json. "
         "The metrics JSON is printed last on stdout.",
     )
-    parser.add_argument("kind", choices=KINDS + (LINK,), help="ner: entity tagging; re: relation classification; "
+    parser.add_argument("kind", choices=trained_kinds(), type=kind_name,
+                        help="ner: entity tagging; re (alias classification): relation or sentence classification; "
                         "qa: extractive question answering; doc: document (multi-label) classification; link: "
                         "an encoder for entity linking, trained on a dictionary's synonyms (--dictionary)")
     parser.add_argument("--preset", required=True, help="registry name, hf://org/repo, or a local directory")
@@ -62,7 +63,8 @@ def register(subparsers):
         help="evaluate a fine-tuned model on a data split",
         description="Evaluate a model written by `biozoo finetune` on DATA's split; print the metrics JSON.",
     )
-    parser.add_argument("kind", choices=KINDS + (LINK,))
+    parser.add_argument("kind", choices=tuple(TASK_KINDS), type=kind_name,
+                        help="the task kind of the model: " + ", ".join(f"{k.name} ({k.model})" for k in TASK_KINDS.values()))
     parser.add_argument("--model", required=True, help="the OUTPUT directory of `biozoo finetune`, or a task "
                         "checkpoint: a registry task name, hf://org/repo[@rev] or a local HF directory; link: the "
                         "name encoder (any handle, or 'none' for string and char 3-gram matching)")
@@ -170,7 +172,7 @@ def finetune_command(args):
     hp = Hyperparameters(
         epochs=values["epochs"], batch_size=values["batch_size"], learning_rate=values["learning_rate"],
         max_seq_length=args.max_seq_length if args.max_seq_length is not None
-        else extra.get("max_seq_length") or (384 if args.kind == "qa" else 128),
+        else extra.get("max_seq_length") or task_kind(args.kind).sequence_length,
         seed=args.seed, warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
         jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
         optimizer=args.optimizer if args.optimizer != "adamw" else extra.get("optimizer", "adamw"),
@@ -248,8 +250,10 @@ def _evaluate_documents(args):
     """Annotate gold documents (their annotations kept apart) and score by offsets."""
     from biozoo.annotate.evaluation import score_documents
 
-    if args.kind != "ner":
-        raise ValueError("--documents evaluates NER models only")
+    from biozoo.annotate.annotators import ANNOTATORS
+
+    if args.kind not in ANNOTATORS:
+        raise ValueError(f"--documents evaluates models that tag entities ({', '.join(ANNOTATORS)}), not {args.kind}")
     pairs = [pair.strip() for pair in args.type_map.split(",") if pair.strip()]
     bad = [pair for pair in pairs if pair.count("=") != 1 or not all(pair.split("="))]
     if bad:

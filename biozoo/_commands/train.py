@@ -1,5 +1,5 @@
 """`biozoo pretrain mlm|electra` and `biozoo distill`: the command lines of
-biozoo.train.pretrain and biozoo.train.distill (imported only when a command runs): parsed
+biozoo.train.tf_pretrain and biozoo.train.tf_distill (imported only when a command runs): parsed
 options -> their hyperparameter dataclasses -> `run_pretrain` / `run_distill`."""
 
 import json
@@ -31,7 +31,7 @@ def register(subparsers):
 
 def add_strategy_arguments(parser):
     """--strategy and --tpu (finetune, pretrain, distill); returns their argument group."""
-    from biozoo.train.strategy import STRATEGIES
+    from biozoo.train.tf_strategy import STRATEGIES
 
     group = parser.add_argument_group("distribution")
     group.add_argument("--strategy", choices=STRATEGIES, default="auto",
@@ -42,7 +42,7 @@ def add_strategy_arguments(parser):
 
 
 def resolve_strategy_from(args, log):
-    from biozoo.train.strategy import resolve_strategy
+    from biozoo.train.tf_strategy import resolve_strategy
 
     resolved = resolve_strategy(args.strategy, args.tpu)
     log(resolved.describe())
@@ -140,7 +140,7 @@ def _run(args, command):
 
 def pretrain_hyperparameters(args):
     """`biozoo pretrain`'s options -> `PretrainHyperparameters`."""
-    from biozoo.train.pretrain import PretrainHyperparameters
+    from biozoo.train.tf_pretrain import PretrainHyperparameters
 
     return PretrainHyperparameters(
         max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
@@ -153,7 +153,7 @@ def pretrain_hyperparameters(args):
 
 def pretrain_from_args(args, strategy=None):
     """Run `biozoo pretrain` from parsed `args`; return the metrics."""
-    from biozoo.train.pretrain import run_pretrain
+    from biozoo.train.tf_pretrain import run_pretrain
 
     return run_pretrain(args.method, args.corpus, args.output, pretrain_hyperparameters(args), preset=args.preset,
                         config=args.config, tokenizer=args.tokenizer, generator=args.generator, strategy=strategy,
@@ -162,7 +162,7 @@ def pretrain_from_args(args, strategy=None):
 
 def distill_hyperparameters(args):
     """`biozoo distill`'s options -> `DistillHyperparameters`."""
-    from biozoo.train.distill import DistillHyperparameters
+    from biozoo.train.tf_distill import DistillHyperparameters
 
     return DistillHyperparameters(
         layer_map=args.layer_map, max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
@@ -173,7 +173,7 @@ def distill_hyperparameters(args):
 
 def distill_from_args(args, strategy=None):
     """Run `biozoo distill` from parsed `args`; return the metrics."""
-    from biozoo.train.distill import run_distill
+    from biozoo.train.tf_distill import run_distill
 
     return run_distill(args.method, args.teacher, args.student_config, args.corpus, args.output,
                        distill_hyperparameters(args), eval_corpus=args.eval_corpus, records_dir=args.records,

@@ -186,7 +186,7 @@ def load_annotator(handle, aggregation="first", batch_size=64, entity_types=("AL
     kind, _, task = load_task(handle, precision)
     if kind not in ANNOTATORS:
         found = task_kind(kind)
-        raise ValueError(f"{handle} is {found.article()} {kind} model (a {found.model}); annotate needs a model that "
+        raise ValueError(f"{handle} is {found.article()} {kind} model ({found.model}); annotate needs a model that "
                          f"tags entities ({', '.join(ANNOTATORS)})")
     options = {"aggregation": aggregation, "batch_size": batch_size, "entity_types": entity_types}
     return ANNOTATORS[kind](task, str(handle), options)

@@ -22,6 +22,7 @@ import os
 import re
 import sys
 
+from biozoo._io import is_remote, remote_files
 from biozoo.documents import encode_documents, read_documents
 
 JOB_FILE = "job.json"
@@ -104,12 +105,10 @@ class ShardStore:
         return "/".join([self.root, *parts])
 
     def _remote(self):
-        return "://" in self.root
+        return is_remote(self.root)
 
     def _gfile(self):
-        import tensorflow as tf
-
-        return tf.io.gfile
+        return remote_files(self.root).gfile
 
     def _put(self, path, data: bytes):
         if self._remote():

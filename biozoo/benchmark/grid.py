@@ -21,7 +21,9 @@ import sys
 import time
 import traceback
 
+from biozoo.benchmark.report import cross_corpus_path, write_report
 from biozoo.benchmark.suites import load_suite, model_size
+from biozoo.task_kinds import task_kind
 
 __all__ = ["BenchmarkPlan", "Cell", "plan_cells", "run_benchmark"]
 
@@ -81,7 +83,7 @@ def _available(task, data_root):
     folder = os.path.join(data_root, task.data)
     if not os.path.isdir(folder):
         return f"no data: {folder} does not exist (`biozoo data download {task.name}` says how to get it)"
-    extensions = (".json",) if task.kind == "qa" else (".tsv", ".txt")
+    extensions = task_kind(task.kind).data_extensions
     missing = []
     for split in ("train", "test"):
         try:
@@ -167,12 +169,11 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
     strategy), else the plan's `--strategy` / `--tpu` resolved as `biozoo finetune` does."""
     from biozoo import presets
     from biozoo._io import atomic_write_json
-    from biozoo.benchmark.report import write_report
-    from biozoo.train.recipes import registry_name_of
+    from biozoo.presets import registry_name_of
 
     log = log or (lambda message: print(message, file=sys.stderr))
     if strategy is None:
-        from biozoo.train.strategy import resolve_strategy
+        from biozoo.train.tf_strategy import resolve_strategy
 
         strategy = resolve_strategy(plan.strategy, plan.tpu)
     suite = load_suite(plan.suite)
@@ -247,11 +248,6 @@ def _run_cell(plan, cell, log, verbose, strategy):
     if os.path.exists(error_path):
         os.unlink(error_path)
     return True
-
-
-def cross_corpus_path(output, task, seed, title):
-    slug = "".join(c if c.isalnum() else "_" for c in title).strip("_")
-    return os.path.join(output, "cross_corpus", task, f"seed-{seed}", f"{slug}.json")
 
 
 def _cross_corpus(plan, suite, cell, log):

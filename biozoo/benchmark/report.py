@@ -21,6 +21,12 @@ from biozoo.benchmark.suites import load_suite, score_value
 __all__ = ["build_report", "write_report", "mean_sd"]
 
 
+
+def cross_corpus_path(output, task, seed, title):
+    """Where a cell's cross-corpus score on the corpus `title` is written under OUTPUT."""
+    slug = "".join(c if c.isalnum() else "_" for c in title).strip("_")
+    return os.path.join(output, "cross_corpus", task, f"seed-{seed}", f"{slug}.json")
+
 def mean_sd(values):
     """(mean, sample SD with n - 1) as the papers report them; the SD is None for one value."""
     values = np.asarray(values, dtype=np.float64)
@@ -34,7 +40,6 @@ def _read(path):
 
 def build_report(output):
     """The report of the benchmark run in `output` (a dict, as report.json holds it)."""
-    from biozoo.benchmark.grid import cross_corpus_path
 
     record = _read(os.path.join(output, "benchmark.json"))
     suite = load_suite(record["suite"])

@@ -21,6 +21,8 @@ import json
 import os
 import re
 
+from biozoo.task_kinds import task_kind
+
 __all__ = ["Suite", "SuiteTask", "CrossCorpusTarget", "load_suite", "suite_names", "model_size", "score_value",
            "published_results", "SIZES", "RECIPE_DEFAULTS"]
 
@@ -95,7 +97,7 @@ class Suite:
         for key in defaults:
             recipe[key] = RECIPE_DEFAULTS[key]
         if recipe["max_seq_length"] is None:
-            recipe["max_seq_length"] = 384 if task.kind == "qa" else 128
+            recipe["max_seq_length"] = task_kind(task.kind).sequence_length
             defaults.append("max_seq_length")
         recipe["from"] = where
         recipe["defaults"] = defaults

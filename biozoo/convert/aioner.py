@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import os
 import re
-import stat
-import zipfile
 
-from biozoo.convert.megatron import check_member_path
+from biozoo.convert.archives import extract_archive
 from biozoo.errors import CheckpointError
 from biozoo.mapping import Rule, Table
 
@@ -100,25 +98,6 @@ def _text(value):
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-def safe_extract_zip(archive, target):
-    """Extract a zip archive into `target`, refusing (before writing anything) absolute paths,
-    `..` components and symbolic links."""
-    target = os.path.realpath(target)
-    try:
-        handle = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise CheckpointError(f"{archive}: not a readable zip archive ({error}).") from None
-    with handle:
-        members = handle.infolist()
-        for member in members:
-            name = member.filename
-            check_member_path(archive, target, name)
-            if stat.S_ISLNK(member.external_attr >> 16):
-                raise CheckpointError(f"{archive}: refused: member '{name}' is a symbolic link.")
-        handle.extractall(target, members=members)
-    return target
-
-
 def find_in_archive(root, relative):
     """`relative` (e.g. "AIONER/Bioformer-softmax-AIONER.h5") under `root`, at any depth (the
     archive has a top folder)."""
@@ -175,7 +154,7 @@ def convert_aioner_archive(archive, out_dir, task, name, provenance=None, progre
 
     spec = task["aioner"]
     with tempfile.TemporaryDirectory(prefix="biozoo-aioner-") as scratch:
-        root = safe_extract_zip(archive, scratch)
+        root = extract_archive(archive, scratch)
         return convert_aioner(find_in_archive(root, spec["model_file"]), find_in_archive(root, spec["base_dir"]),
                               out_dir, task["label_names"], spec["decoder"], spec["lowercase"], spec["max_length"],
                               name, provenance, progress)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 import tarfile
 import zipfile
 
 from biozoo.errors import CheckpointError, OfflineError
 
-__all__ = ["fetch_archive", "extract_archive", "google_drive_id"]
+__all__ = ["fetch_archive", "extract_archive", "member_destination", "google_drive_id"]
 
 _DRIVE = re.compile(r"https://drive\.google\.com/(?:file/d/|open\?id=|uc\?(?:export=download&)?id=)([\w-]+)")
 
@@ -71,33 +72,53 @@ def _download(url, path):
         stream_url(url, out, desc=os.path.basename(url) or "archive")
 
 
-def _safe_member(name, root):
-    target = os.path.realpath(os.path.join(root, name))
-    return os.path.isabs(name) is False and (target == root or target.startswith(root + os.sep))
+def member_destination(archive, root, name):
+    """Where archive member `name` lands under `root` (a real path); refused (CheckpointError naming it)
+    when it is absolute, has a drive letter or `..` component, or would land outside `root`."""
+    destination = os.path.realpath(os.path.join(root, name))
+    inside = destination == root or destination.startswith(root + os.sep)
+    parts = name.replace("\\", "/").split("/")
+    if os.path.isabs(name) or re.match(r"^[A-Za-z]:", name) or ".." in parts or not inside:
+        raise CheckpointError(f"{archive}: refused member {name!r}: it would be written outside the archive's folder")
+    return destination
 
 
 def extract_archive(path, destination):
-    """Unpack a .tar(.gz/.bz2/.xz) or .zip archive into `destination`; return it. A member that
-    would land outside it, or a link or device, raises CheckpointError naming it."""
+    """Unpack a .tar(.gz/.bz2/.xz) (a .nemo is one) or .zip archive into `destination`; return it (a real
+    path). Every member is checked before anything is written: one that would land outside
+    `destination`, a symbolic or hard link, or a device is refused (CheckpointError naming it), and
+    nothing is extracted. The one extractor of biozoo's archives (original checkpoints, NeMo, AIONER)."""
     root = os.path.realpath(destination)
-    os.makedirs(root, exist_ok=True)
-    if tarfile.is_tarfile(path):
-        with tarfile.open(path) as tar:
-            for member in tar.getmembers():
-                if not (member.isfile() or member.isdir()) or not _safe_member(member.name, root):
-                    raise CheckpointError(f"{path}: refused member {member.name!r} (outside the archive's folder, "
-                                          "a link or a device)")
-            if hasattr(tarfile, "data_filter"):  # Python 3.10.12+ / 3.11.4+: a second line of defence
-                tar.extractall(root, filter="data")
-            else:
-                tar.extractall(root)
+    try:
+        is_tar = tarfile.is_tarfile(path)
+    except OSError as error:
+        raise CheckpointError(f"{path}: unreadable archive ({error}).") from None
+    if is_tar:
+        try:
+            tar = tarfile.open(path)
+            members = tar.getmembers()
+        except (tarfile.TarError, OSError, EOFError) as error:
+            raise CheckpointError(f"{path}: not a readable tar archive ({error}).") from None
+        with tar:
+            for member in members:
+                member_destination(path, root, member.name)
+                if member.issym() or member.islnk():
+                    raise CheckpointError(f"{path}: refused member {member.name!r}: a link (-> {member.linkname!r})")
+                if not (member.isfile() or member.isdir()):
+                    raise CheckpointError(f"{path}: refused member {member.name!r}: not a regular file or folder")
+            os.makedirs(root, exist_ok=True)
+            tar.extractall(root, members=members, filter="data")
     elif zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
+        try:
+            archive = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as error:
+            raise CheckpointError(f"{path}: not a readable zip archive ({error}).") from None
+        with archive:
             for info in archive.infolist():
-                name = info.filename
-                is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
-                if is_link or re.match(r"^[A-Za-z]:", name) or not _safe_member(name, root):
-                    raise CheckpointError(f"{path}: refused member {name!r} (outside the archive's folder)")
+                member_destination(path, root, info.filename)
+                if stat.S_ISLNK(info.external_attr >> 16):
+                    raise CheckpointError(f"{path}: refused member {info.filename!r}: a symbolic link")
+            os.makedirs(root, exist_ok=True)
             archive.extractall(root)
     else:
         raise CheckpointError(f"{path}: neither a tar nor a zip archive.")

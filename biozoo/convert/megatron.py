@@ -8,41 +8,8 @@ import re
 import tarfile
 import tempfile
 
+from biozoo.convert.archives import extract_archive
 from biozoo.errors import CheckpointError
-
-
-def check_member_path(archive, target, name):
-    """Where archive member `name` lands under `target` (a real path); raises CheckpointError for
-    absolute paths, `..` components or a destination outside `target`."""
-    destination = os.path.realpath(os.path.join(target, name))
-    inside = destination == target or destination.startswith(target + os.sep)
-    if os.path.isabs(name) or ".." in name.replace("\\", "/").split("/") or not inside:
-        raise CheckpointError(f"{archive}: refused: member '{name}' would be written outside the extraction folder.")
-    return destination
-
-
-def safe_extract(archive, target):
-    """Extract a tar archive, refusing members that would land outside `target`: absolute
-    paths, `..` components, and links pointing out of it. Nothing is extracted when any
-    member is refused."""
-    target = os.path.realpath(target)
-    try:
-        tar = tarfile.open(archive)
-    except (tarfile.TarError, OSError) as error:
-        raise CheckpointError(f"{archive}: not a readable .nemo (tar) archive ({error}).") from None
-    with tar:
-        members = tar.getmembers()
-        for member in members:
-            destination = check_member_path(archive, target, member.name)
-            if member.issym() or member.islnk():
-                link = os.path.realpath(os.path.join(os.path.dirname(destination), member.linkname)
-                                        if member.issym() else os.path.join(target, member.linkname))
-                if not (link == target or link.startswith(target + os.sep)):
-                    raise CheckpointError(f"{archive}: refused: link '{member.name}' -> '{member.linkname}' points outside the archive.")
-            if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-                raise CheckpointError(f"{archive}: refused: member '{member.name}' is not a regular file or folder.")
-        tar.extractall(target, members=members, filter="data")
-    return target
 
 
 def _flatten(tree, prefix=""):
@@ -153,7 +120,7 @@ def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, low
                                  provenance, progress, overwrite)
     # a .nemo archive: unpacked into a scratch folder that goes whatever happens (a refused archive included)
     with tempfile.TemporaryDirectory(prefix="biozoo-nemo-") as workdir:
-        safe_extract(path, workdir)
+        extract_archive(path, workdir)
         return _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercase, checkpoint_version,
                                  provenance, progress, overwrite)
 

@@ -3,27 +3,35 @@ given when a converter expected something else."""
 
 from __future__ import annotations
 
+import os
 import struct
 import zipfile
+
+from biozoo._io import is_remote, remote_files
 
 MAX_SENTENCEPIECE_BYTES = 64 << 20  # larger files are not parsed as SentencePiece models
 
 
-def _head(path, size=64):
-    import tensorflow as tf
+def _open(path):
+    return remote_files(path).gfile.GFile(path, "rb") if is_remote(path) else open(path, "rb")
 
-    with tf.io.gfile.GFile(path, "rb") as f:
+
+def _head(path, size=64):
+    with _open(path) as f:
         return f.read(size)
+
+
+def _size(path):
+    return remote_files(path).gfile.stat(path).length if is_remote(path) else os.path.getsize(path)
 
 
 def describe(path) -> str:
     """A short phrase naming the kind of file at `path` ('a GluonNLP/MXNet .params file', ...)."""
-    import tensorflow as tf
-
     path = str(path)
-    if tf.io.gfile.isdir(path):
+    files = remote_files(path).gfile if is_remote(path) else None
+    if files.isdir(path) if files else os.path.isdir(path):
         return "a directory"
-    if not tf.io.gfile.exists(path):
+    if not (files.exists(path) if files else os.path.exists(path)):
         return "nothing (no such file)"
     head = _head(path)
     if len(head) >= 8 and struct.unpack("<Q", head[:8])[0] == 0x112:
@@ -45,7 +53,7 @@ def describe(path) -> str:
         return "a safetensors file"
     if path.endswith(".index") or path.endswith(".meta") or ".data-" in path.rsplit("/", 1)[-1]:
         return "a file of a TF1 checkpoint"
-    if tf.io.gfile.stat(path).length <= MAX_SENTENCEPIECE_BYTES and is_sentencepiece(path):
+    if _size(path) <= MAX_SENTENCEPIECE_BYTES and is_sentencepiece(path):
         return "a SentencePiece model"
     try:
         text = head.decode("utf-8")
@@ -58,9 +66,8 @@ def describe(path) -> str:
 
 def is_sentencepiece(path) -> bool:
     import sentencepiece
-    import tensorflow as tf
 
-    with tf.io.gfile.GFile(str(path), "rb") as f:
+    with _open(str(path)) as f:
         proto = f.read()
     try:
         sentencepiece.SentencePieceProcessor(model_proto=proto)

@@ -1,5 +1,6 @@
-"""tf.data pipelines over tokenized features: dynamic padding on CPU/GPU, or static shapes
-(pad to the maximum length, drop the remainder) for TPUs.
+"""Batches of tokenized features, planned in NumPy: dynamic padding on CPU/GPU, or static shapes
+(pad to the maximum length, drop the remainder) for TPUs; as tf.data pipelines through
+`biozoo.data.tf_pipeline`.
 
 Prediction batches group examples of similar length (length buckets), so little padding is
 computed. Training batches are random samples, as HF's are: length-bucketed training batches
@@ -175,38 +176,18 @@ class FeatureBatches:
                 yield self.batch(indices)
             epoch, offset = epoch + 1, 0
 
-    def signature(self):
-        import tensorflow as tf
-
-        if not self.plan:
-            raise ValueError("no examples to batch")
-        first = self.batch(self.plan[0])
-
-        def spec(value):
-            shape = tuple(value.shape) if self.static else (None,) * value.ndim
-            return tf.TensorSpec(shape=shape, dtype=tf.as_dtype(value.dtype))
-
-        return tf.nest.map_structure(spec, first)
-
     def dataset_from(self, step=0):
-        """A tf.data.Dataset of the batches from global step `step` on (endless): what the
-        resumable training loop (biozoo.train.loop) streams."""
-        import tensorflow as tf
+        """A tf.data.Dataset of the batches from global step `step` on (endless): what the resumable
+        training loop streams (`biozoo.data.tf_pipeline`)."""
+        from biozoo.data.tf_pipeline import dataset_from
 
-        signature = self.signature()
-        dataset = tf.data.Dataset.from_generator(lambda: self.batches_from(step), output_signature=signature)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return dataset_from(self, step)
 
     def dataset(self, repeat=False):
-        """A tf.data.Dataset of these batches with a known number of steps per epoch."""
-        import tensorflow as tf
+        """A tf.data.Dataset of these batches with a known number of steps per epoch (`biozoo.data.tf_pipeline`)."""
+        from biozoo.data.tf_pipeline import dataset
 
-        signature = self.signature()
-        dataset = tf.data.Dataset.from_generator(lambda: iter(self), output_signature=signature)
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(self)))
-        if repeat:
-            dataset = dataset.repeat()
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return dataset(self, repeat)
 
 
 def steps(count, batch_size):

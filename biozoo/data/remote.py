@@ -1,4 +1,4 @@
-"""Data folders on gs:// (or any tf.io.gfile filesystem): copied to a local temporary folder
+"""Data folders on gs:// (or any file system TensorFlow reads): copied to a local temporary folder
 so the readers, which open local files, see them unchanged."""
 
 from __future__ import annotations
@@ -8,9 +8,7 @@ import os
 import shutil
 import tempfile
 
-
-def is_remote(path):
-    return "://" in str(path)
+from biozoo._io import is_remote, remote_files
 
 
 @contextlib.contextmanager
@@ -19,17 +17,16 @@ def local_folder(path):
     if not is_remote(path):
         yield path
         return
-    import tensorflow as tf
-
+    files = remote_files(path)
     path = str(path).rstrip("/")
-    if not tf.io.gfile.isdir(path):
+    if not files.isdir(path):
         raise FileNotFoundError(f"no data folder at {path}")
     target = tempfile.mkdtemp(prefix="biozoo-data-")
     try:
-        for name in tf.io.gfile.listdir(path):
-            source = f"{path}/{name.rstrip('/')}"
-            if not tf.io.gfile.isdir(source):
-                tf.io.gfile.copy(source, os.path.join(target, name.rstrip("/")), overwrite=True)
+        for name in files.listdir(path):
+            source = f"{path}/{name}"
+            if not files.isdir(source):
+                files.copy(source, os.path.join(target, name))
         yield target
     finally:
         shutil.rmtree(target, ignore_errors=True)

@@ -1,5 +1,5 @@
 """Opening inputs and outputs: local files, folders, `.gz` (found by its magic bytes), `gs://`
-paths (through TensorFlow's `tf.io.gfile`, imported only when one is given) and "-" for stdin
+paths (through TensorFlow's `tf.io.gfile`, `biozoo._io.remote_files`, only when one is given) and "-" for stdin
 and stdout. Inputs are read as bytes; the first bytes are kept for format detection without
 seeking, so stdin and gzip streams work."""
 
@@ -12,7 +12,7 @@ import os
 import sys
 import zlib
 
-from biozoo._io import atomic_binary_file
+from biozoo._io import atomic_binary_file, is_remote, remote_files
 from biozoo.errors import DataFormatError
 
 HEAD_BYTES = 64 * 1024
@@ -23,14 +23,12 @@ def display_name(path) -> str:
     return "<stdin>" if str(path) == "-" else str(path)
 
 
-def _gfile():
-    import tensorflow as tf  # lazily: only gs:// paths need it
-
-    return tf.io.gfile
+def _gfile(path=""):
+    return remote_files(path).gfile  # TensorFlow's file systems: only remote paths need them
 
 
 def _is_remote(path) -> bool:
-    return str(path).startswith("gs://")
+    return is_remote(path)
 
 
 def iter_input_files(inputs):

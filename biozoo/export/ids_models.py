@@ -30,9 +30,9 @@ def _source(model, preset):
     if (model is None) == (preset is None):
         raise ValueError("give one of model (a fine-tuned model / task checkpoint) or preset (a backbone)")
     if model is not None:
-        from biozoo.train.finetune import load_task_preset
+        from biozoo.tasks.adapters import load_with_adapter
 
-        kind, adapter, task = load_task_preset(model)
+        kind, adapter, task = load_with_adapter(model)
         return task, task.ids_model(), task.preprocessor.tokenizer, kind, adapter, list(getattr(task, "label_names", []))
     from biozoo import Tokenizer, from_preset
 

@@ -15,7 +15,7 @@ Example:
 from biozoo.presets.archives import ARCHIVE_SOURCES, resolve_archive_preset
 from biozoo.presets.cache import cache_root, cached, cached_registry_preset, loading, offline, verify_cache
 from biozoo.presets.digests import hub_lfs_records, verify_source_files
-from biozoo.presets.handles import hf_repo, parse_handle
+from biozoo.presets.handles import hf_repo, parse_handle, registry_name_of
 from biozoo.presets.hub import TOKENIZER_FILES, hf_source_directory, hub_error, hub_timeout
 from biozoo.presets.resolve import Preset, resolve, resolve_preset
 from biozoo.presets.tokenizer_presets import backbone_config, resolve_tokenizer_preset
@@ -23,6 +23,6 @@ from biozoo.presets.tokenizer_presets import backbone_config, resolve_tokenizer_
 __all__ = [
     "ARCHIVE_SOURCES", "TOKENIZER_FILES", "Preset", "backbone_config", "cache_root", "cached", "cached_registry_preset",
     "hf_repo", "hf_source_directory", "hub_error", "hub_lfs_records", "hub_timeout", "loading", "offline",
-    "parse_handle", "resolve", "resolve_archive_preset", "resolve_preset", "resolve_tokenizer_preset", "verify_cache",
-    "verify_source_files",
+    "parse_handle", "registry_name_of", "resolve", "resolve_archive_preset", "resolve_preset",
+    "resolve_tokenizer_preset", "verify_cache", "verify_source_files",
 ]

@@ -15,7 +15,7 @@ import os
 import re
 
 from biozoo import registry
-from biozoo._io import is_remote
+from biozoo._io import is_remote, read_json
 from biozoo.errors import CheckpointError
 from biozoo.preset_files import is_keras_preset
 
@@ -71,3 +71,54 @@ def local_key(path):
             stat = os.stat(full)
             digest.update(f"{name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
     return f"local/{safe_key(os.path.basename(os.path.abspath(path)))}-{digest.hexdigest()[:16]}"
+
+
+def registry_name_of(preset):
+    """The registry name that `preset` (name, hub id, hf:// handle, local directory) denotes, or None."""
+    handle = os.fspath(preset)
+    if registry.is_registered(handle):
+        return handle
+    if os.path.isdir(handle):
+        return _local_registry_name(handle)
+    repo = hf_repo(handle)
+    if repo:
+        name = registry.find_by_hf_repo(repo)
+        if name is None:  # hub ids are case-insensitive
+            for candidate in registry.list_presets():
+                hf = registry.get_entry(candidate)["sources"]["hf"]
+                if repo.lower() in [r.lower() for r in [hf["repo"], *hf.get("aliases", [])]]:
+                    return candidate
+        return name
+    return None
+
+
+def _local_registry_name(path, depth=0):
+    """Registry name a local directory records: a converted preset's `biozoo.json` provenance,
+    an HF directory's `_name_or_path`, or the `preset` a `biozoo finetune` output (its
+    `metrics.json`) started from, followed through chains of fine-tuning runs."""
+    for file_name, keys in (("biozoo.json", ("registry_name", "hf_repo", "source")),
+                            ("metrics.json", ("preset",)),
+                            ("config.json", ("_name_or_path",))):
+        full = os.path.join(path, file_name)
+        if not os.path.isfile(full):
+            continue
+        try:
+            info = read_json(full, file_name)
+        except (OSError, ValueError):  # missing, unreadable or not JSON: look at the next file
+            continue
+        for key in keys:
+            value = info.get(key) if isinstance(info, dict) else None
+            if not isinstance(value, str) or not value:
+                continue
+            if registry.is_registered(value):
+                return value
+            if os.path.isdir(value):
+                if depth < 8 and os.path.abspath(value) != os.path.abspath(path):
+                    name = _local_registry_name(value, depth + 1)
+                    if name:
+                        return name
+            elif hf_repo(value):
+                name = registry_name_of(value)
+                if name:
+                    return name
+    return None

@@ -53,9 +53,9 @@ def pipeline_tokens(tokenizer, contexts):
 
 
 def _char_class(parts):
-    from biozoo.tokenizers.words import _python_class
+    from biozoo.tokenizers.words import python_class
 
-    return re.compile(_python_class(parts))
+    return re.compile(python_class(parts))
 
 
 def _lower(text):
@@ -78,7 +78,7 @@ def _aligned(word, normalize):
 def _removed_spaces():
     """Control characters that are also whitespace (\v, \f, NEL): HF's BertNormalizer removes
     them before splitting words, `split_words` splits there (as a pattern, or None)."""
-    from biozoo.tokenizers import _hf_unicode as U
+    from biozoo.tokenizers import hf_unicode as U
 
     control, spaces = _char_class(U.CONTROL), [_char_class(U.SPLIT_WHITESPACE), _char_class(U.WHITESPACE)]
     both = [chr(c) for c in range(0x3001) if control.fullmatch(chr(c)) and any(p.fullmatch(chr(c)) for p in spaces)]
@@ -91,7 +91,7 @@ class _WordPieceOffsets:
     [UNK] its whole word; a word the normalizer empties (a lone soft hyphen) has no tokens."""
 
     def __init__(self, tokenizer):
-        from biozoo.tokenizers import _hf_unicode as U
+        from biozoo.tokenizers import hf_unicode as U
 
         self.tokenizer, self.vocab = tokenizer, tokenizer.get_vocabulary()
         self.control, self.marks = _char_class(U.CONTROL), _char_class(U.NONSPACING_MARKS)
@@ -137,7 +137,7 @@ class _SentencePieceOffsets:
     def __init__(self, tokenizer):
         import sentencepiece
 
-        from biozoo.tokenizers import _hf_unicode as U
+        from biozoo.tokenizers import hf_unicode as U
 
         self.tokenizer, self.vocab = tokenizer, tokenizer.get_vocabulary()
         self.marks = _char_class(U.COMBINING_MARKS)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
+import keras
 import numpy as np
-
-from biozoo import _keras_internals
-from biozoo.data import IGNORE_LABEL
 
 
 class PresetTaskMixin:
@@ -206,89 +204,21 @@ class GlobalBatchLossMixin:
     padding_invariant_loss = False  # the loss of a batch is unchanged by trailing padding
     token_level_labels = False  # labels are [batch, length], cut with the tokens
 
-    def _valid_count(self, y, sample_weight, dtype):
-        import tensorflow as tf
-
-        if sample_weight is not None:
-            return tf.reduce_sum(tf.cast(sample_weight > 0, dtype))
-        return tf.reduce_sum(tf.cast(tf.not_equal(tf.cast(y, tf.int32), IGNORE_LABEL), dtype))
-
-    def _share_of_global_batch(self, loss, valid, total):
-        """`loss` (this replica's mean over `valid` examples, divided by the number of
-        replicas, as Keras' losses are) as this replica's part of the mean over `total`."""
-        import tensorflow as tf
-
-        replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        return loss * tf.math.divide_no_nan(valid * replicas, total)
-
-    def _global_count(self, valid):
-        import tensorflow as tf
-
-        if tf.distribute.get_strategy().num_replicas_in_sync == 1 or tf.distribute.get_replica_context() is None:
-            return valid
-        return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, valid)
+    def _base_compute_loss(self, *args, **kwargs):
+        """Keras' own `compute_loss` (the one this mixin refines)."""
+        return super().compute_loss(*args, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        import tensorflow as tf
-
         loss = super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        if replicas == 1 or loss is None or y is None or tf.distribute.get_replica_context() is None:
-            return loss
-        valid = self._valid_count(y, sample_weight, loss.dtype)
-        return self._share_of_global_batch(loss, valid, self._global_count(valid))
+        if keras.backend.backend() != "tensorflow" or loss is None or y is None:
+            return loss  # JAX and PyTorch see the global batch whole: its mean is the loss already
+        from biozoo.tasks.tf_graph import global_batch_loss
 
-    def _length_sorted_micro_batches(self, x, y, sample_weight):
-        """k (x, y, sample_weight) parts of this replica's batch: rows sorted by length, longest
-        first (filler rows last), each part cut to its longest row."""
-        import tensorflow as tf
-
-        lengths = tf.reduce_sum(tf.cast(x["padding_mask"], tf.int32), axis=1)
-        order = tf.argsort(lengths, direction="DESCENDING", stable=True)
-        rows, k = tf.shape(lengths)[0], self.micro_batches
-        parts = []
-        for i in range(k):
-            index = order[i * rows // k:(i + 1) * rows // k]  # every row, whether or not k divides the batch
-            width = tf.maximum(tf.reduce_max(tf.gather(lengths, index)), 1)
-            part_x = {key: tf.gather(value, index)[:, :width] for key, value in x.items()}
-            part_y = None if y is None else tf.gather(y, index)
-            if part_y is not None and self.token_level_labels:
-                part_y = part_y[:, :width]
-            part_w = None if sample_weight is None else tf.gather(sample_weight, index)
-            parts.append((part_x, part_y, part_w))
-        return parts
+        return global_batch_loss(loss, y, sample_weight)
 
     def train_step(self, data):
-        if self.micro_batches <= 1:
+        if self.micro_batches <= 1 or keras.backend.backend() != "tensorflow":
             return super().train_step(data)
-        import tensorflow as tf
+        from biozoo.tasks.tf_graph import micro_batch_train_step
 
-        x, y, sample_weight = _keras_internals.unpack_x_y_sample_weight(data)
-        parts = self._length_sorted_micro_batches(x, y, sample_weight)
-        valid = [self._valid_count(part_y, part_w, tf.float32) for _, part_y, part_w in parts]
-        total = self._global_count(tf.add_n(valid))
-        weights = self.trainable_weights
-        dense, sparse = [[] for _ in weights], [[] for _ in weights]
-        losses = []
-        for (part_x, part_y, part_w), part_valid in zip(parts, valid):
-            with tf.GradientTape() as tape:
-                y_pred = self(part_x, training=True)
-                loss = super().compute_loss(part_x, part_y, y_pred, part_w, training=True)
-                loss = self._share_of_global_batch(loss, tf.cast(part_valid, loss.dtype), tf.cast(total, loss.dtype))
-                scaled = self.optimizer.scale_loss(loss)
-            for i, gradient in enumerate(tape.gradient(scaled, weights)):
-                if isinstance(gradient, tf.IndexedSlices):  # embeddings: slices, summed by the optimizer
-                    sparse[i].append(gradient)
-                elif gradient is not None:
-                    dense[i].append(gradient)
-            losses.append(loss)
-            self.compute_metrics(part_x, part_y, y_pred, sample_weight=part_w)
-        gradients = [
-            tf.IndexedSlices(tf.concat([g.values for g in sparse[i]], 0), tf.concat([g.indices for g in sparse[i]], 0),
-                             sparse[i][0].dense_shape) if sparse[i] else tf.add_n(dense[i]) if dense[i] else None
-            for i in range(len(weights))
-        ]
-        _keras_internals.loss_tracker(self).update_state(_keras_internals.unscale_loss_for_distribution(tf.add_n(losses)),
-                                        sample_weight=tf.shape(x["token_ids"])[0])
-        self.optimizer.apply_gradients(zip(gradients, weights))
-        return self.get_metrics_result()
+        return micro_batch_train_step(self, data)

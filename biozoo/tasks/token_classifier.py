@@ -126,24 +126,11 @@ class TokenClassifierPreprocessor(Preprocessor):
     def call(self, x, y=None, sample_weight=None):
         """In-graph: ragged words `[batch, (words)]` -> model inputs for one window each
         (truncated to `sequence_length`; use `windows` to keep every word)."""
-        import tensorflow as tf
-        from keras_hub.src.layers.preprocessing.multi_segment_packer import MultiSegmentPacker
-
         if isinstance(x, dict) and "token_ids" in x:  # already model inputs (windows)
             return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
-        words = x if isinstance(x, tf.RaggedTensor) else tf.ragged.constant(x)
-        pieces = self.tokenizer(words.flat_values)
-        unk = tf.fill([tf.shape(pieces.row_lengths())[0], 1], tf.cast(self.tokenizer.unk_token_id, pieces.dtype))
-        pieces = tf.where(tf.expand_dims(pieces.row_lengths() > 0, 1), pieces, tf.RaggedTensor.from_tensor(unk))
-        tokens = words.with_flat_values(pieces).merge_dims(1, 2)
-        packer = MultiSegmentPacker(
-            start_value=self.tokenizer.cls_token_id, end_value=self.tokenizer.sep_token_id,
-            pad_value=self.tokenizer.pad_token_id, sequence_length=self.sequence_length,
-        )
-        token_ids, segment_ids = packer(tokens)
-        x = {"token_ids": token_ids, "segment_ids": segment_ids,
-             "padding_mask": tf.cast(token_ids != self.tokenizer.pad_token_id, "int32")}
-        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+        from biozoo.tasks.tf_graph import words_to_model_inputs
+
+        return words_to_model_inputs(self, x, y, sample_weight)
 
     def get_config(self):
         config = super().get_config()

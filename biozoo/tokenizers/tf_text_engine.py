@@ -4,7 +4,7 @@ tokenizers' normalizers, pre-tokenizers and models.
 This is the only module of `biozoo.tokenizers` that imports TensorFlow. It runs where a graph
 needs the tokenizer (tf.data, tf.function, exported SavedModels and TF Hub preprocessors); eager
 calls use `biozoo.tokenizers.eager`, and the tests hold the two equal. The character classes come
-from `_hf_unicode`, generated from the HF `tokenizers` library itself, because RE2's `\\p{P}` /
+from `hf_unicode`, generated from the HF `tokenizers` library itself, because RE2's `\\p{P}` /
 `\\s` and tensorflow-text's `case_fold_utf8` (NFKC case folding: µ->μ, ²->2, ß->ss) differ from
 what HF's BERT tokenizer does.
 """
@@ -16,7 +16,7 @@ import weakref
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from biozoo.tokenizers import _hf_unicode as U
+from biozoo.tokenizers import hf_unicode as U
 from biozoo.tokenizers.words import special_tokens_pattern
 
 

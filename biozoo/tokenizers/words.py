@@ -7,10 +7,10 @@ from __future__ import annotations
 import functools
 import re
 
-from biozoo.tokenizers import _hf_unicode as U
+from biozoo.tokenizers import hf_unicode as U
 
 
-def _python_class(parts):
+def python_class(parts):
     """RE2 `[\\x{..}-\\x{..}]` classes -> a Python `re` character class."""
     body = "".join(parts)[1:-1]
     return "[" + re.sub(r"\\x\{([0-9A-F]+)\}", lambda m: re.escape(chr(int(m[1], 16))), body) + "]"
@@ -18,8 +18,8 @@ def _python_class(parts):
 
 @functools.lru_cache(maxsize=1)
 def _patterns():
-    space = f"{_python_class(U.SPLIT_WHITESPACE)}|{_python_class(U.WHITESPACE)}"
-    single = f"{_python_class(U.PUNCTUATION)}|{_python_class(U.CJK)}"
+    space = f"{python_class(U.SPLIT_WHITESPACE)}|{python_class(U.WHITESPACE)}"
+    single = f"{python_class(U.PUNCTUATION)}|{python_class(U.CJK)}"
     return re.compile(f"(?:{single})|(?:(?!{space}|{single}).)+", re.DOTALL)
 
 

@@ -18,11 +18,10 @@ import numpy as np
 
 from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
 from biozoo.task_kinds import task_kind
-from biozoo.tasks.adapters import adapter_for
-from biozoo.tasks.finetuned import load_task
+from biozoo.tasks.adapters import adapter_for, load_with_adapter
 from biozoo.train.run import check_values, precision_policy, set_seed
 
-__all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate", "load_task_preset",
+__all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate",
            "micro_batches", "checkpoint_directory", "precision_policy", "set_seed"]
 
 
@@ -78,8 +77,6 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     metrics. `task_options` go to the kind's task adapter. With `hp.checkpoint_every`, a killed
     run re-run with the same output resumes. An earlier biozoo output at `output` is replaced
     only with `overwrite`; the hyperparameters are checked first (`check_hyperparameters`)."""
-    import tensorflow as tf
-
     from biozoo import presets
     from biozoo.optim import make_optimizer
     from biozoo.train.run import TrainingRun, examples_per_second
@@ -90,7 +87,9 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
                       overwrite=overwrite, inputs=[preset, data_dir])
     strategy = run.strategy
     if hp.deterministic:
-        tf.config.experimental.enable_op_determinism()
+        from biozoo.train.tf_strategy import enable_determinism
+
+        enable_determinism()
     policy = precision_policy(hp.precision, strategy.name)
     static = strategy.name == "tpu" if hp.static_shapes == "auto" else hp.static_shapes in (True, "on", "true")
     jit = run.jit(hp.jit_compile)
@@ -213,23 +212,15 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
     return summary
 
 
-def load_task_preset(model_dir, precision="float32"):
-    """A fine-tuned model written by `run_finetune` (or a task checkpoint handle, with the
-    adapter's default options) -> (kind, task adapter, task). Loading the task alone needs no
-    adapter: `biozoo.tasks.load_task`."""
-    kind, options, task = load_task(model_dir, precision)
-    return kind, adapter_for(kind, **options), task
-
-
 def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=None):
     """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric, at
     inference `precision`. `kind`: the task kind the caller expects; a model of another kind is
     refused before the data is read."""
-    found, adapter, task = load_task_preset(model_dir, precision)
+    found, adapter, task = load_with_adapter(model_dir, precision)
     if kind is not None and found != task_kind(kind).name:
         have, want = task_kind(found), task_kind(kind)
-        raise ValueError(f"{model_dir} is {have.article()} {found} model (a {have.model}), not {want.article()} "
-                         f"{want.name} model (a {want.model}): evaluate it with `biozoo evaluate {found} --model "
+        raise ValueError(f"{model_dir} is {have.article()} {found} model ({have.model}), not {want.article()} "
+                         f"{want.name} model ({want.model}): evaluate it with `biozoo evaluate {found} --model "
                          f"{model_dir} ...` on {found} data")
     kind = found
     splits = adapter.load(data_dir, only=split)

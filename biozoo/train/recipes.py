@@ -28,9 +28,10 @@ import os
 import re
 from importlib import resources
 
+from biozoo.presets import registry_name_of
+
 RECIPES_FILE = "biom_recipes.json"
 HYPERPARAMETERS = ("epochs", "learning_rate", "batch_size")
-_HF_HANDLE = re.compile(r"^(?:hf://)?(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@[\w./-]+)?$")
 
 
 class RecipeError(KeyError):
@@ -70,68 +71,6 @@ def _covered_text():
         if names:
             parts.append(f"{model} ({', '.join(names)})")
     return "; ".join(parts)
-
-
-def registry_name_of(preset):
-    """The registry name that `preset` (name, hub id, hf:// handle, local directory) denotes, or None."""
-    return _registry_name(preset)
-
-
-def _registry_name(preset):
-    """The registry name that `preset` (name, hub id, hf:// handle, local directory) denotes, or None."""
-    from biozoo import registry
-
-    handle = os.fspath(preset)
-    if registry.is_registered(handle):
-        return handle
-    if os.path.isdir(handle):
-        return _local_registry_name(handle)
-    match = _HF_HANDLE.match(handle)
-    if match:
-        repo = match["repo"]
-        name = registry.find_by_hf_repo(repo)
-        if name is None:  # hub ids are case-insensitive
-            for candidate in registry.list_presets():
-                hf = registry.get_entry(candidate)["sources"]["hf"]
-                if repo.lower() in [r.lower() for r in [hf["repo"], *hf.get("aliases", [])]]:
-                    return candidate
-        return name
-    return None
-
-
-def _local_registry_name(path, depth=0):
-    """Registry name a local directory records: a converted preset's `biozoo.json` provenance,
-    an HF directory's `_name_or_path`, or the `preset` a `biozoo finetune` output (its
-    `metrics.json`) started from, followed through chains of fine-tuning runs."""
-    from biozoo import registry
-    from biozoo._io import read_json
-
-    for file_name, keys in (("biozoo.json", ("registry_name", "hf_repo", "source")),
-                            ("metrics.json", ("preset",)),
-                            ("config.json", ("_name_or_path",))):
-        full = os.path.join(path, file_name)
-        if not os.path.isfile(full):
-            continue
-        try:
-            info = read_json(full, file_name)
-        except (OSError, ValueError):  # missing, unreadable or not JSON: look at the next file
-            continue
-        for key in keys:
-            value = info.get(key) if isinstance(info, dict) else None
-            if not isinstance(value, str) or not value:
-                continue
-            if registry.is_registered(value):
-                return value
-            if os.path.isdir(value):
-                if depth < 8 and os.path.abspath(value) != os.path.abspath(path):
-                    name = _local_registry_name(value, depth + 1)
-                    if name:
-                        return name
-            elif _HF_HANDLE.match(value):
-                name = _registry_name(value)
-                if name:
-                    return name
-    return None
 
 
 def _normalise_dataset(dataset):
@@ -176,7 +115,7 @@ def biom_recipe(preset, kind, dataset=None):
             or the table has no row for this kind/dataset (the message lists what it has).
     """
     doc = _document()
-    name = _registry_name(preset)
+    name = registry_name_of(preset)
     covered = biom_presets()
     if name not in covered:
         what = f"'{preset}'" + (f" (registry name '{name}')" if name and name != preset else "")

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 
 import numpy as np
+
+from biozoo._io import is_remote, remote_files
 
 PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -41,32 +44,18 @@ def set_seed(seed):
 
 def precision_policy(precision, strategy_name):
     """The Keras dtype policy for `--precision` (auto: bfloat16 on TPU, float16 on GPU)."""
-    import tensorflow as tf
-
     if precision == "auto":
+        from biozoo.train.tf_strategy import has_gpu
+
         if strategy_name == "tpu":
             precision = "bfloat16"
-        elif tf.config.list_logical_devices("GPU") and strategy_name != "cpu":
+        elif strategy_name != "cpu" and has_gpu():
             precision = "float16"
         else:
             precision = "float32"
     if precision not in PRECISION_POLICIES:
         raise ValueError(f"--precision {precision}: choose one of auto, {', '.join(PRECISION_POLICIES)}")
     return PRECISION_POLICIES[precision]
-
-
-def resolved_strategy(strategy=None):
-    """`strategy` as a `ResolvedStrategy`: one already resolved as it is, a tf.distribute
-    strategy named after its class, None the current strategy (named "default")."""
-    import tensorflow as tf
-
-    from biozoo.train.strategy import ResolvedStrategy
-
-    if isinstance(strategy, ResolvedStrategy):
-        return strategy
-    tf_strategy = strategy or tf.distribute.get_strategy()
-    name = "default" if strategy is None else type(tf_strategy).__name__
-    return ResolvedStrategy(tf_strategy, name, tf_strategy.num_replicas_in_sync)
 
 
 def check_values(rules, error=ValueError):
@@ -106,10 +95,10 @@ def examples_per_second(steps, batch_size, seconds):
 
 def remove_tree(path):
     """Remove a directory (local or gs://) if it exists."""
-    import tensorflow as tf
-
-    if tf.io.gfile.exists(path):
-        tf.io.gfile.rmtree(path)
+    if is_remote(path):
+        remote_files(path).rmtree(path)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class TrainingRun:
@@ -130,6 +119,8 @@ class TrainingRun:
         self.output = os.fspath(output)
         self.overwrite, self.inputs = overwrite, [os.fspath(i) for i in inputs if i is not None]
         check_output(self.output, overwrite, self.inputs)
+        from biozoo.train.tf_strategy import resolved_strategy
+
         self.strategy = resolved_strategy(strategy)
         if batch_size % self.strategy.replicas:
             raise error(f"--batch-size {batch_size} is not a multiple of the {self.strategy.replicas} replicas "
@@ -140,7 +131,7 @@ class TrainingRun:
     @property
     def chief(self):
         """True on the worker that writes OUTPUT and checkpoints."""
-        from biozoo.train.strategy import is_chief
+        from biozoo.train.tf_strategy import is_chief
 
         return is_chief(self.strategy.strategy)
 
@@ -179,10 +170,10 @@ class TrainingRun:
             keras.config.set_dtype_policy(previous)
 
     def train(self, model, stream, total_steps, *, steps_per_epoch=None, checkpoint_every=None, verbose=1, log=print):
-        """`biozoo.train.loop.train` under the run's strategy, checkpointing into
+        """`biozoo.train.tf_loop.train` under the run's strategy, checkpointing into
         `checkpoint_dir` every `checkpoint_every` steps (the chief saves, a rerun resumes);
         its result with the wall-clock `seconds` added."""
-        from biozoo.train.loop import train
+        from biozoo.train.tf_loop import train
 
         start = time.time()
         result = train(model, stream, total_steps, self.checkpoint_dir if checkpoint_every else None,

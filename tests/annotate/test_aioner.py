@@ -151,14 +151,14 @@ def test_registry_name_downloads_the_archive_and_converts_once(tmp_path, monkeyp
 
 
 def test_archive_members_outside_the_folder_are_refused(tmp_path):
-    from biozoo.convert.aioner import safe_extract_zip
+    from biozoo.convert.archives import extract_archive
 
     bad = tmp_path / "bad.zip"
     with zipfile.ZipFile(bad, "w") as archive:
         archive.writestr("pretrained_models/ok.txt", "x")
         archive.writestr("../escape.txt", "x")
     with pytest.raises(CheckpointError, match="escape.txt"):
-        safe_extract_zip(bad, tmp_path / "out")
+        extract_archive(bad, tmp_path / "out")
     assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "out" / "pretrained_models").exists()
     link = tmp_path / "link.zip"
     with zipfile.ZipFile(link, "w") as archive:
@@ -166,7 +166,7 @@ def test_archive_members_outside_the_folder_are_refused(tmp_path):
         info.external_attr = (0o120777 << 16)
         archive.writestr(info, "/etc/passwd")
     with pytest.raises(CheckpointError, match="symbolic link"):
-        safe_extract_zip(link, tmp_path / "out2")
+        extract_archive(link, tmp_path / "out2")
 
 
 def test_a_wrong_label_vocabulary_is_refused(tmp_path):
@@ -225,3 +225,70 @@ def test_aioner_model_takes_a_precision(taggers):
     bf16 = np.abs(np.asarray(predict_function(tagger.model, "bfloat16")(x), np.float32) - reference).max() / scale
     int8 = np.abs(np.asarray(predict_function(tagger.model, "int8")(x), np.float32) - reference).max() / scale
     assert bf16 <= MIXED_TOLERANCE["mixed_bfloat16"] and 0 < int8 <= 0.1, (bf16, int8)
+
+
+@pytest.fixture(scope="module")
+def softmax_preset(tmp_path_factory):
+    """The softmax fixture converted into a task preset (which records its kind, aioner)."""
+    from biozoo.convert.aioner import convert_aioner
+
+    model_file, base_dir, lowercase = MODELS["softmax"]
+    target = tmp_path_factory.mktemp("aioner-preset") / "softmax"
+    root = FIXTURES / "pretrained_models"
+    convert_aioner(root / model_file, root / base_dir, target, LABELS, "softmax", lowercase, progress=False)
+    return target
+
+
+def test_evaluate_scores_an_aioner_preset_like_any_task_preset(softmax_preset, ncbi_disease, tmp_path, capsys):
+    """`biozoo evaluate aioner --data`: AIONER reads each gold sentence (its words joined by spaces), asked
+    for the gold's types only; the words inside its entities become tags, scored as conlleval counts."""
+    from seqeval.metrics import f1_score
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    from biozoo.cli import main
+    from biozoo.data import read_ner
+    from biozoo.tasks.aioner import AionerTagger
+
+    data = tmp_path / "NCBI-disease"
+    data.mkdir()
+    blocks = (ncbi_disease / "test.tsv").read_text(encoding="utf-8").split("\n\n")[:40]
+    (data / "test.tsv").write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+    assert main(["evaluate", "aioner", "--model", str(softmax_preset), "--data", str(data)]) == 0
+    metrics = json.loads(capsys.readouterr().out.splitlines()[-1])
+    sentences = read_ner(data / "test.tsv")
+    texts = [" ".join(s.words) for s in sentences]
+    found = AionerTagger.from_preset(softmax_preset).annotate(texts, entity_types=["Disease"])
+    predicted = []
+    for sentence, text, result in zip(sentences, texts, found):
+        starts = np.cumsum([0] + [len(w) + 1 for w in sentence.words[:-1]])
+        tags = ["O"] * len(sentence.words)
+        for entity in result["entities"]:
+            covered = [i for i, s in enumerate(starts) if s < entity["end"] and s + len(sentence.words[i]) > entity["start"]]
+            for k, i in enumerate(covered):
+                tags[i] = ("B-" if k == 0 else "I-") + entity["type"]
+        predicted.append(tags)
+    gold = [s.tags for s in sentences]
+    assert metrics["task"] == "aioner" and metrics["entity_types"] == ["Disease"]
+    assert metrics["counts"]["gold"] == sum(len(get_entities(g)) for g in gold) > 0
+    assert metrics["counts"]["pred"] == sum(len(get_entities(p)) for p in predicted) > 0
+    assert abs(metrics["f1"] - 100 * f1_score(gold, predicted)) < 1e-9
+    assert main(["evaluate", "ner", "--model", str(softmax_preset), "--data", str(data)]) == 2
+    assert "is an aioner model (an AIONER tagger)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_an_aioner_preset_exports_as_onnx_and_litert(softmax_preset, tmp_path, capsys):
+    """`biozoo export onnx|litert --model AIONER`: the network AIONER scores with (before its decoder), with
+    its certificate; formats that need a transformers class or in-graph text splitting are refused, saying so."""
+    from biozoo.cli import main
+
+    for fmt in ("onnx", "litert"):
+        assert main(["export", fmt, "--model", str(softmax_preset), "--output", str(tmp_path / fmt)]) == 0
+        certificate = json.loads(capsys.readouterr().out)["certificate"]
+        assert certificate["task"] == "aioner"
+        assert certificate["fixed_inputs"]["max_abs_diff"]["logits"] <= 1e-4
+    assert main(["export", "hf", "--model", str(softmax_preset), "--output", str(tmp_path / "hf")]) == 2
+    assert "which no transformers class holds" in capsys.readouterr().err
+    assert main(["export", "hub", "--model", str(softmax_preset), "--output", str(tmp_path / "hub")]) == 2
+    assert "no raw-strings serving signature" in capsys.readouterr().err
+    assert not (tmp_path / "hf").exists() and not (tmp_path / "hub").exists()

@@ -135,7 +135,7 @@ def test_non_finite_weights_after_the_last_step_are_caught():
     import numpy as np
 
     from biozoo.errors import TrainingError
-    from biozoo.train.loop import check_finite_weights
+    from biozoo.train.tf_loop import check_finite_weights
 
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="head")])
     check_finite_weights(model, 3)

@@ -9,7 +9,8 @@ import pytest
 import biozoo
 from biozoo.data.hoc import LABELS
 from biozoo.data.relation import read_relation
-from biozoo.train.finetune import Hyperparameters, load_task_preset, run_evaluate, run_finetune
+from biozoo.tasks.adapters import load_with_adapter
+from biozoo.train.finetune import Hyperparameters, run_evaluate, run_finetune
 
 
 def head(source, target, n):
@@ -35,7 +36,7 @@ def re_model(tmp_path_factory, chemprot_small, tiny_bert_real_vocab):
 
 def test_entity_markers_become_single_tokens(re_model, tiny_bert_real_vocab):
     output, _ = re_model
-    _, _, task = load_task_preset(str(output))
+    _, _, task = load_with_adapter(str(output))
     tokenizer = task.preprocessor.tokenizer
     assert set(tokenizer.added_tokens) == {"BC6ENTC", "BC6ENTG", "BC6OTHER"}
     base = biozoo.Tokenizer.from_preset(str(tiny_bert_real_vocab))
@@ -50,7 +51,7 @@ def test_relation_metrics_equal_sklearn(re_model, chemprot_small):
     from sklearn.metrics import precision_recall_fscore_support
 
     output, metrics = re_model
-    _, _, task = load_task_preset(str(output))
+    _, _, task = load_with_adapter(str(output))
     examples = read_relation(chemprot_small / "test.tsv")
     predicted = task.predict_labels([e.text for e in examples])
     labels = task.label_names
@@ -96,6 +97,6 @@ def test_document_classification_hoc(tmp_path, tiny_bert_real_vocab):
     metrics = run_finetune("doc", str(tiny_bert_real_vocab), tmp_path, tmp_path / "model", hp, log=lambda m: None)
     assert metrics["test"]["abstracts"] == 12
     assert set(metrics["test"]) >= {"micro_f1_linkbert", "f1_blue"}
-    _, _, task = load_task_preset(str(tmp_path / "model"))
+    _, _, task = load_with_adapter(str(tmp_path / "model"))
     assert task.multi_label and len(task.thresholds) == 10
     json.dumps(metrics)

@@ -13,7 +13,7 @@ import biozoo
 from biozoo.errors import BiozooError
 from biozoo.models.bert.backbone import BertBackbone
 from biozoo.tasks.pretraining import MaskedLM
-from biozoo.train import distill as D
+from biozoo.train import tf_distill as D
 
 VOCAB = 60
 
@@ -241,7 +241,7 @@ def trained_teacher(tmp_path_factory, ncbi_disease):
     the unigram plateau in a few hundred steps: its predictions depend on the context."""
     import keras
 
-    from biozoo.data import pretraining as P
+    from biozoo.data import tf_pretraining as P
     from biozoo.tokenizers import SentencePieceTokenizer
     from biozoo.optim import adamw
     from biozoo.testing import read_sentences, train_spiece

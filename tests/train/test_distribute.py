@@ -113,7 +113,7 @@ def test_two_local_workers_follow_the_single_device_loss_curve(tmp_path, single_
 
 def test_strategy_tpu_without_a_tpu_names_what_it_looked_for(monkeypatch):
     from biozoo.errors import BiozooError
-    from biozoo.train import strategy as S
+    from biozoo.train import tf_strategy as S
 
     for name in ("TPU_NAME", "COLAB_TPU_ADDR", "TF_CONFIG"):
         monkeypatch.delenv(name, raising=False)
@@ -138,7 +138,7 @@ def test_cli_strategy_tpu_fails_with_one_clear_line(tmp_path, tiny_bert_real_voc
 
 def test_batch_must_split_evenly_over_replicas(tmp_path, tiny_bert_real_vocab):
     from biozoo.train.finetune import Hyperparameters, run_finetune
-    from biozoo.train.strategy import ResolvedStrategy
+    from biozoo.train.tf_strategy import ResolvedStrategy
 
     fake = ResolvedStrategy(strategy=None, name="mirrored", replicas=3)
     with pytest.raises(ValueError, match="not a multiple of the 3 replicas"):
@@ -189,7 +189,7 @@ def test_train_step_compiles_with_xla_and_static_shapes(kind, tmp_path, request,
 
     from biozoo.tasks.adapters import adapter_for
     from biozoo.train.finetune import Hyperparameters
-    from biozoo.train.loop import train
+    from biozoo.train.tf_loop import train
     from biozoo.optim import make_optimizer
 
     data = task_data(kind, request, tmp_path / kind)

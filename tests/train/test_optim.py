@@ -89,7 +89,7 @@ def test_global_norm_clipping_scales_as_torch_clip_grad_norm(scale):
     torch = pytest.importorskip("torch")
     import tensorflow as tf
 
-    from biozoo.optim import clip_by_global_norm_like_torch
+    from biozoo.tf_optim import clip_by_global_norm_like_torch
 
     rng = np.random.default_rng(3)
     arrays = [rng.normal(size=(3, 4)).astype(np.float32) * scale, rng.normal(size=(5,)).astype(np.float32)]
@@ -219,7 +219,7 @@ def test_clipped_adamw_updates_exactly_as_torch():
 TWO_REPLICAS = """
 import json, sys
 import biozoo
-from biozoo.train.strategy import configure_logical_cpus
+from biozoo.train.tf_strategy import configure_logical_cpus
 configure_logical_cpus()  # BIOZOO_LOGICAL_CPUS=2
 import keras, numpy as np, tensorflow as tf
 from biozoo import optim

@@ -46,7 +46,7 @@ def tiny_albert(tmp_path_factory, corpus_spiece):
 
 
 def test_documents_split_at_blank_lines_and_an_empty_corpus_is_named(tmp_path):
-    from biozoo.data.pretraining import read_documents
+    from biozoo.data.tf_pretraining import read_documents
 
     path = tmp_path / "corpus.txt"
     path.write_bytes(b"BRCA1 mutations.\r\nIn breast cancer.\r\n\r\n\r\nA second document.\n   \nThird one.\n")
@@ -67,7 +67,7 @@ def synthetic_documents(count=40, seed=0):
 
 @pytest.mark.parametrize("task", [None, "nsp", "sop"])
 def test_instances_pack_a_document_up_to_the_length_and_pair_segments(task):
-    from biozoo.data.pretraining import create_instances
+    from biozoo.data.tf_pretraining import create_instances
 
     cls, sep, length = 1, 2, 32
     instances = create_instances(synthetic_documents(), cls, sep, length, task, seed=3)
@@ -98,7 +98,7 @@ def test_instances_pack_a_document_up_to_the_length_and_pair_segments(task):
 
 def test_records_are_written_atomically_read_back_and_reused(tmp_path, corpus, tiny_bert_real_vocab):
     import biozoo
-    from biozoo.data.pretraining import count_records, read_records, write_pretraining_records
+    from biozoo.data.tf_pretraining import count_records, read_records, write_pretraining_records
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
     records = tmp_path / "records"
@@ -121,7 +121,7 @@ def test_records_are_written_atomically_read_back_and_reused(tmp_path, corpus, t
 def test_the_stream_from_a_step_is_the_stream_skipped_to_it(tmp_path, corpus, tiny_bert_real_vocab):
     """What a resumed run relies on: batches depend only on the seed and the step."""
     import biozoo
-    from biozoo.data.pretraining import count_records, masked_dataset, write_pretraining_records
+    from biozoo.data.tf_pretraining import count_records, masked_dataset, write_pretraining_records
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
     files = write_pretraining_records([corpus], tokenizer, tmp_path / "records", 48, "sop")
@@ -166,7 +166,7 @@ def word_spans(pieces, continues, specials=("[CLS]", "[SEP]", "[PAD]", "[MASK]")
 
 
 def masked_batches(tmp_path, sentences, tokenizer, whole_words, batches=25):
-    from biozoo.data.pretraining import masked_dataset, write_pretraining_records
+    from biozoo.data.tf_pretraining import masked_dataset, write_pretraining_records
 
     corpus = write_corpus(tmp_path / "corpus.txt", sentences, per_document=4)
     files = write_pretraining_records([corpus], tokenizer, tmp_path / f"records-{whole_words}", 64)
@@ -238,7 +238,7 @@ def test_whole_word_masking_of_sentencepiece_words(tiny_albert):
     import tensorflow as tf
 
     import biozoo
-    from biozoo.data.pretraining import WholeWordMasker
+    from biozoo.data.tf_pretraining import WholeWordMasker
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_albert)
     text = ("germline mutations of the adenomatous polyposis coli gene cause familial adenomatous polyposis "
@@ -269,7 +269,7 @@ def test_whole_word_masking_of_sentencepiece_words(tiny_albert):
 @pytest.mark.slow
 def test_mlm_loss_falls_with_nsp_and_the_output_loads(tmp_path, corpus, tiny_bert_real_vocab):
     import biozoo
-    from biozoo.train.pretrain import run_pretrain
+    from biozoo.train.tf_pretrain import run_pretrain
 
     output = tmp_path / "out"
     metrics = run_pretrain("mlm", [corpus], output, preset=tiny_bert_real_vocab, sentence_task="nsp",
@@ -294,7 +294,7 @@ def test_mlm_loss_falls_with_nsp_and_the_output_loads(tmp_path, corpus, tiny_ber
 @pytest.mark.slow
 def test_electra_discriminator_loss_falls_from_a_config(tmp_path, corpus, tiny_bert_real_vocab):
     import biozoo
-    from biozoo.train.pretrain import run_pretrain
+    from biozoo.train.tf_pretrain import run_pretrain
 
     config = tmp_path / "electra.json"
     config.write_text(json.dumps(ELECTRA_CONFIG))
@@ -325,7 +325,7 @@ def test_continued_albert_pretraining_with_sop(tmp_path, corpus, tiny_albert):
     import biozoo
     from biozoo.preset_files import read_heads
     from biozoo.presets import resolve_preset
-    from biozoo.train.pretrain import build_pretrainer, run_pretrain
+    from biozoo.train.tf_pretrain import build_pretrainer, run_pretrain
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_albert)
     trainer = build_pretrainer("mlm", tokenizer, preset=tiny_albert, sentence_task="sop")
@@ -348,7 +348,7 @@ def test_electra_generator_shares_the_discriminator_embeddings(tiny_bert_real_vo
     import tensorflow as tf
 
     import biozoo
-    from biozoo.train.pretrain import build_pretrainer
+    from biozoo.train.tf_pretrain import build_pretrainer
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
     trainer = build_pretrainer("electra", tokenizer, config=ELECTRA_CONFIG, generator_fraction=0.5)
@@ -371,7 +371,7 @@ def test_electra_generator_shares_the_discriminator_embeddings(tiny_bert_real_vo
 
 def test_clear_errors(tmp_path, corpus, tiny_bert_real_vocab):
     import biozoo
-    from biozoo.train.pretrain import build_pretrainer, run_pretrain
+    from biozoo.train.tf_pretrain import build_pretrainer, run_pretrain
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
     with pytest.raises(ValueError, match="needs a tokenizer"):
@@ -413,7 +413,7 @@ def test_command_line_arguments():
 
 def test_command_line_defaults_are_the_hyperparameters_defaults():
     from biozoo._commands.train import add_pretrain_arguments, pretrain_hyperparameters
-    from biozoo.train.pretrain import PretrainHyperparameters
+    from biozoo.train.tf_pretrain import PretrainHyperparameters
 
     parser = argparse.ArgumentParser()
     parser.add_argument("method")

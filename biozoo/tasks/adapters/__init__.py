@@ -17,4 +17,13 @@ def adapter_for(kind, **options):
     return task_kind(kind).load_adapter()(**options)
 
 
-__all__ = ["adapter_for", "TaskAdapter", "load_splits"]
+def load_with_adapter(model, precision="float32"):
+    """A task preset -> (kind, its task adapter with the options it was written with, the task at
+    inference `precision`)."""
+    from biozoo.tasks.finetuned import load_task
+
+    kind, options, task = load_task(model, precision)
+    return kind, adapter_for(kind, **options), task
+
+
+__all__ = ["adapter_for", "load_with_adapter", "TaskAdapter", "load_splits"]

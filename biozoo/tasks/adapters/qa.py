@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from biozoo.tasks.adapters.base import TaskAdapter, load_splits
+from biozoo.task_kinds import task_kind
 
 
 class QuestionAnsweringAdapter(TaskAdapter):
@@ -23,7 +24,7 @@ class QuestionAnsweringAdapter(TaskAdapter):
     def load(self, data_dir, only=None):
         from biozoo.data.qa import read_squad
 
-        return load_splits(data_dir, read_squad, only, extensions=(".json",))
+        return load_splits(data_dir, read_squad, only, extensions=task_kind(self.kind).data_extensions)
 
     def build_task(self, preset, splits, hp):
         task = self.task_cls.from_preset(preset)

@@ -13,6 +13,8 @@ import glob
 import json
 import os
 
+import tensorflow as tf
+
 from biozoo.errors import BiozooError
 
 STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu")
@@ -41,8 +43,6 @@ def configure_logical_cpus():
         count = int(count)
     except ValueError:
         raise BiozooError(f"BIOZOO_LOGICAL_CPUS must be a whole number, got {count!r}") from None
-    import tensorflow as tf
-
     cpu = tf.config.list_physical_devices("CPU")[0]
     wanted = [tf.config.LogicalDeviceConfiguration() for _ in range(count)]
     current = tf.config.get_logical_device_configuration(cpu)
@@ -78,8 +78,6 @@ TPU_LOOKED_FOR = "--tpu NAME|grpc://ADDR|local, TPU_NAME, COLAB_TPU_ADDR, a loca
 
 
 def _connect_tpu(tpu):
-    import tensorflow as tf
-
     errors = []
     for what, argument in _tpu_candidates(tpu):
         try:
@@ -95,8 +93,6 @@ def _connect_tpu(tpu):
 
 def resolve_strategy(name="auto", tpu=None):
     """Build the strategy `name` names (see the module docstring) -> ResolvedStrategy."""
-    import tensorflow as tf
-
     if name not in STRATEGIES:
         raise BiozooError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
     configure_logical_cpus()
@@ -143,3 +139,23 @@ def is_chief(strategy):
     if resolver is None or not getattr(resolver, "task_type", None):
         return True
     return resolver.task_type in ("chief", None) or (resolver.task_type == "worker" and resolver.task_id == 0)
+
+
+def resolved_strategy(strategy=None):
+    """`strategy` as a `ResolvedStrategy`: one already resolved as it is, a tf.distribute
+    strategy named after its class, None the current strategy (named "default")."""
+    if isinstance(strategy, ResolvedStrategy):
+        return strategy
+    tf_strategy = strategy or tf.distribute.get_strategy()
+    name = "default" if strategy is None else type(tf_strategy).__name__
+    return ResolvedStrategy(tf_strategy, name, tf_strategy.num_replicas_in_sync)
+
+
+def has_gpu():
+    """Whether TensorFlow sees a GPU."""
+    return bool(tf.config.list_logical_devices("GPU"))
+
+
+def enable_determinism():
+    """TensorFlow's deterministic ops (`--deterministic`: a resumed run ends with the uninterrupted weights)."""
+    tf.config.experimental.enable_op_determinism()

@@ -35,7 +35,7 @@ import numpy as np
 
 from biozoo.data import IGNORE_LABEL
 from biozoo.errors import BiozooError
-from biozoo.train.loop import LossHistoryStep
+from biozoo.train.tf_loop import LossHistoryStep
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -221,11 +221,11 @@ class Distiller(LossHistoryStep, keras.Model):
 
     `method` is "distilbert", "tinybert" or "compact" (see the module docstring); `layer_map`
     gives the 1-based teacher layer g(l) for each student layer. Batches are
-    `(x, {"mask_labels"})` as `biozoo.data.pretraining.masked_dataset` makes them (IGNORE_LABEL where no
+    `(x, {"mask_labels"})` as `biozoo.data.tf_pretraining.masked_dataset` makes them (IGNORE_LABEL where no
     token is masked), or `(x, mask_ids, mask_weights)`. Calling the distiller runs the student.
     With `total_steps`, every loss term is averaged over each `log_every` steps in the graph (a
     model variable, so checkpoints keep it): `loss_curves()`. The distributed train step is
-    `biozoo.train.loop.LossHistoryStep`'s.
+    `biozoo.train.tf_loop.LossHistoryStep`'s.
 
     Example:
         >>> distiller = Distiller(teacher, student, "compact", layer_map=[2, 4])
@@ -365,7 +365,7 @@ def masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed
     instances), all [batch_size, max_seq_length]."""
     import tensorflow as tf
 
-    from biozoo.data.pretraining import WholeWordMasker, max_predictions_for
+    from biozoo.data.tf_pretraining import WholeWordMasker, max_predictions_for
 
     masker = WholeWordMasker(tokenizer, max_predictions_for(max_seq_length), whole_words=whole_words)
     pad_id = int(tokenizer.pad_token_id)
@@ -394,11 +394,11 @@ def masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed
 
 def pretraining_data(tokenizer, corpus_files, *, max_seq_length, batch_size, seed, records_dir, eval_corpus=None,
                      whole_words=True, max_eval=2000, log=None):
-    """Masked batches of `corpus_files` through `biozoo.data.pretraining` (TFRecords in
+    """Masked batches of `corpus_files` through `biozoo.data.tf_pretraining` (TFRecords in
     `records_dir`, reused by a later run; whole-word or single-piece masking). Agreement is
     measured on `eval_corpus` files when given, else on the first `max_eval` training
     instances."""
-    from biozoo.data import pretraining as P
+    from biozoo.data import tf_pretraining as P
 
     files = P.write_pretraining_records(list(corpus_files), tokenizer, records_dir, max_seq_length, None,
                                         seed=seed, log=log)

@@ -11,7 +11,7 @@ Where the model starts:
   constructor arguments; `vocabulary_size` defaults to the tokenizer's): fresh weights, with
   the tokenizer of `tokenizer=T`, or of `preset` when no `tokenizer` is given.
 
-Corpora are packed into TFRecords (see `biozoo.data.pretraining`) in `records_dir` (default
+Corpora are packed into TFRecords (see `biozoo.data.tf_pretraining`) in `records_dir` (default
 `OUTPUT.records`, removed after a successful run) and masked dynamically as they are read.
 OUTPUT is written atomically as a Keras preset: for MLM the `biozoo.MaskedLM` task (so
 `biozoo.from_preset(OUTPUT)` gives the backbone, `biozoo.MaskedLM.from_preset(OUTPUT)` the
@@ -37,7 +37,7 @@ import numpy as np
 
 from biozoo.data import IGNORE_LABEL
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
-from biozoo.train.loop import LossHistoryStep
+from biozoo.train.tf_loop import LossHistoryStep
 
 METHODS = ("mlm", "electra")
 
@@ -96,7 +96,7 @@ def _masked_cross_entropy(labels, logits):
 
 class _Pretrainer(LossHistoryStep, keras.Model):
     """Shared by both objectives: loss trackers, the distributed gradient step and the loss
-    history of `biozoo.train.loop.LossHistoryStep`; a subclass computes the losses of a batch
+    history of `biozoo.train.tf_loop.LossHistoryStep`; a subclass computes the losses of a batch
     `(x, y)` in `_pretraining_losses`."""
 
     def step_losses(self, data, training):
@@ -107,7 +107,7 @@ class _Pretrainer(LossHistoryStep, keras.Model):
 class MaskedLMPretrainer(_Pretrainer):
     """MLM (+ NSP or SOP) training of a `biozoo.MaskedLM` task.
 
-    Batches are `biozoo.data.pretraining.masked_dataset` batches. The sentence head is a
+    Batches are `biozoo.data.tf_pretraining.masked_dataset` batches. The sentence head is a
     Dense(2) on the backbone's pooled output.
 
     Example:
@@ -235,7 +235,7 @@ class ElectraPretrainer(_Pretrainer):
 
     def generator_logits(self, x, training=False):
         """Generator MLM logits [batch, masks, vocabulary] at `x["mask_positions"]`."""
-        from biozoo.models._common import run_layers
+        from biozoo.models import run_layers
 
         shared, g = self.discriminator.backbone, self.generator
         tokens = shared.token_embedding(x["token_ids"])
@@ -417,7 +417,7 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
         ...              tokenizer="biom_electra_base_discriminator", steps=10000)
     """
     from biozoo.api import Tokenizer
-    from biozoo.data.pretraining import count_records, masked_dataset, write_pretraining_records
+    from biozoo.data.tf_pretraining import count_records, masked_dataset, write_pretraining_records
     from biozoo.optim import adamw
     from biozoo.train.run import TrainingRun, examples_per_second
 
