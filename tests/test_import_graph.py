@@ -92,7 +92,8 @@ LAYERS = [
     "biozoo.__main__", "biozoo.cli", "biozoo._commands", "biozoo.testing", "biozoo.benchmark", "biozoo.annotate",
     "biozoo.verification", "biozoo.export", "biozoo.train", "biozoo.linking",
     "biozoo", "biozoo.tasks", "biozoo.metrics", "biozoo.api", "biozoo.presets", "biozoo.convert", "biozoo.models",
-    "biozoo.documents", "biozoo.data", "biozoo.tokenizers", "biozoo.optim", "biozoo._keras_internals", "biozoo.registry",
+    "biozoo.documents", "biozoo.data", "biozoo.tokenizers", "biozoo.optim", "biozoo.tf_optim", "biozoo._keras_internals",
+    "biozoo.registry",
     "biozoo.task_kinds", "biozoo.preset_files", "biozoo.mapping", "biozoo.downloads", "biozoo._io", "biozoo.tf_gfile",
     "biozoo._environment", "biozoo.errors",
 ]
@@ -123,6 +124,98 @@ def test_a_planted_cycle_is_found(tmp_path):
     graph = unit_graph(copy)
     cycle = find_cycle({a: {b: w for b, w in e.items() if b != "biozoo"} for a, e in graph.items() if a != "biozoo"})
     assert cycle is not None and any("biozoo.mapping imports biozoo.models" in w for w in cycle)
+
+
+# ---- modules, private modules, TensorFlow ------------------------------------------------------------------
+
+
+def module_graph(root=PACKAGE):
+    """{module: {module it imports: why}} over every module (the root package's lazy `__init__` aside)."""
+    modules = module_names(root)
+    return {m: {t: f"{m} imports {t}" for t in imports_of(m, path, modules) if t not in (m, "biozoo")}
+            for m, path in modules.items() if m != "biozoo"}
+
+
+def test_no_module_level_cycle():
+    """Inside packages too: no module imports one that imports it back."""
+    cycle = find_cycle(module_graph())
+    assert cycle is None, "import cycle:\n  " + "\n  ".join(cycle)
+
+
+def private_imports(root=PACKAGE):
+    """Imports of a private module (`_x`) from outside the package that holds it."""
+    modules = module_names(root)
+    found = []
+    for module, path in modules.items():
+        for target in imports_of(module, path, modules):
+            parts = target.split(".")
+            private = next((i for i, part in enumerate(parts) if i and part.startswith("_") and not part.startswith("__")),
+                           None)
+            if private is None:
+                continue
+            owner = ".".join(parts[:private])
+            if not (module == owner or module.startswith(owner + ".")):
+                found.append(f"{module} imports {target}")
+    return sorted(found)
+
+
+def test_private_modules_are_imported_only_inside_their_package():
+    assert private_imports() == []
+
+
+# The modules that import TensorFlow (or tensorflow-text, tf2onnx, Model Garden) themselves: their names start
+# with `tf` (tf_text_engine, tf_inference, tf_graph, tf_pipeline, tf1...), or they are the exports' writers (every
+# export format but HF's is written by TensorFlow) or the test battery; and _keras_internals, where the private
+# code of Keras' TensorFlow optimizer and trainer is reached. Everything else runs under JAX and PyTorch.
+TENSORFLOW_PACKAGES = ("biozoo.export", "biozoo.testing")
+TENSORFLOW_ELSEWHERE = {"biozoo._keras_internals": "Keras' TensorFlow optimizer internals (all-reduce, merge call)"}
+TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow_text", "tf_keras", "tf2onnx", "official")
+
+
+def tensorflow_importers(root=PACKAGE):
+    found = set()
+    for module, path in module_names(root).items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            if any(name.split(".")[0] in TENSORFLOW_DISTRIBUTIONS for name in names):
+                found.add(module)
+    return found
+
+
+def outside_the_seam(importers):
+    return sorted(m for m in importers if not m.rsplit(".", 1)[-1].startswith("tf")
+                  and not m.startswith(TENSORFLOW_PACKAGES) and m not in TENSORFLOW_ELSEWHERE)
+
+
+def test_tensorflow_is_imported_only_where_the_name_says():
+    assert outside_the_seam(tensorflow_importers()) == []
+
+
+def _planted_copy(tmp_path, relative, code):
+    import shutil
+
+    copy = tmp_path / "biozoo"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / relative
+    target.write_text(target.read_text() + "\n\n" + code + "\n")
+    return copy
+
+
+def test_a_planted_module_cycle_is_found(tmp_path):
+    copy = _planted_copy(tmp_path, "tasks/inference.py", "def _planted():\n    from biozoo.tasks import token_classifier")
+    cycle = find_cycle(module_graph(copy))
+    assert cycle is not None and any("biozoo.tasks.inference imports biozoo.tasks.token_classifier" in w for w in cycle)
+
+
+def test_a_planted_private_import_is_found(tmp_path):
+    copy = _planted_copy(tmp_path, "annotate/job.py", "def _planted():\n    from biozoo.tasks import _util")
+    assert private_imports(copy) == ["biozoo.annotate.job imports biozoo.tasks._util"]
+
+
+def test_a_planted_tensorflow_import_is_found(tmp_path):
+    copy = _planted_copy(tmp_path, "models/bert/backbone.py", "def _planted():\n    import tensorflow as tf")
+    assert outside_the_seam(tensorflow_importers(copy)) == ["biozoo.models.bert.backbone"]
 
 
 if __name__ == "__main__":
