@@ -12,11 +12,10 @@ TensorFlow. biozoo's Keras classes are registered as soon as KerasHub is importe
 writes also load with `keras_hub.models.Backbone.from_preset(directory)`.
 """
 
-import importlib
 import os
-import sys
 
 from biozoo import _environment
+from biozoo._lazy import lazy_names
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 _environment.quiet_tensorflow_logs()
@@ -39,17 +38,6 @@ _PUBLIC = {
 
 __all__ = ["__version__", *_PUBLIC]
 
-
-def __getattr__(name):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'biozoo' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
-
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC)
 
 _environment.register_classes_with_keras_hub("biozoo.models")

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import http.client
 import json
 import os
 import re
 import shutil
+import socket
+import sys
 import tempfile
+import urllib.request
 
+from biozoo.errors import BiozooError, CheckpointError, OutputError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -25,8 +31,6 @@ def is_remote(path):
 def remote_files(path):
     """The module that reads remote files (`biozoo.tf_gfile`, TensorFlow's file systems), or one clear
     error naming `path` where TensorFlow cannot be imported."""
-    from biozoo.errors import BiozooError
-
     try:
         from biozoo import tf_gfile
     except ImportError:
@@ -56,8 +60,6 @@ def _scratch_prefix(path, kind):
 
 @functools.lru_cache(maxsize=1)
 def _host_tag():
-    import socket
-
     return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:16] or "host"
 
 
@@ -119,8 +121,6 @@ def check_output(path, overwrite=False, inputs=(), what="output folder"):
     or a folder holding it; a folder that is, or holds, one of `inputs` (local paths); an
     existing non-empty folder without biozoo's marker (`OUTPUT_MARKER`), whatever `overwrite`
     says; a folder biozoo wrote, unless `overwrite`. An empty folder is fine."""
-    from biozoo.errors import OutputError
-
     if is_remote(path):
         return  # gs:// and the like: objects, not a folder to replace
     real = os.path.realpath(os.fspath(path))
@@ -226,8 +226,6 @@ def atomic_binary_file(path):
 
 def sha256_file(path):
     """The sha256 hex digest of a file, read in 1 MiB blocks."""
-    import hashlib
-
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -239,10 +237,6 @@ def stream_url(url, out, desc=None, progress=True):
     """Copy what `url` serves into the binary file object `out`, 1 MiB at a time, with a progress
     bar (bytes) on stderr. A body shorter than the Content-Length the server announced (a
     connection cut midway) raises `http.client.IncompleteRead`."""
-    import http.client
-    import sys
-    import urllib.request
-
     from tqdm.auto import tqdm
 
     with urllib.request.urlopen(url, timeout=60) as response:
@@ -277,8 +271,6 @@ def read_json(path, what="file", error_class=None):
     `error_class`: what a malformed file raises; `CheckpointError` (checkpoints, presets)
     unless a reader of data or predictions passes `DataFormatError`. A missing file raises
     `FileNotFoundError`."""
-    from biozoo.errors import CheckpointError
-
     error_class = error_class or CheckpointError
     try:
         if is_remote(path):

@@ -13,6 +13,16 @@ import hashlib
 import importlib
 import inspect
 
+import keras
+from keras.src import tree
+from keras.src.backend.common import global_state
+from keras.src.export.tf2onnx_lib import patch_tf2onnx as patch
+from keras.src.losses.loss import unscale_loss_for_distribution as unscale
+from keras.src.random import seed_generator
+from keras.src.saving.saving_lib import H5IOStore, _save_state
+from keras.src.trainers.data_adapters.data_adapter_utils import unpack_x_y_sample_weight as unpack
+from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
+
 CHECKED_KERAS_VERSION = "3.15.1"
 
 # private Keras code we call, patch or override -> sha256 of its source in CHECKED_KERAS_VERSION
@@ -63,10 +73,6 @@ def source_digest(dotted):
 def set_keras_seed(seed):
     """Keras' global seed, and a fresh global SeedGenerator, as keras.utils.set_random_seed
     sets them (without its tf.random.set_seed)."""
-    from keras.src.backend.common import global_state
-    from keras.src.random import seed_generator
-    from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
-
     global_state.set_global_attribute(GLOBAL_RANDOM_SEED, seed)
     global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
 
@@ -79,9 +85,6 @@ def unallocated_variables():
     """Layers built in this block get variables with shapes but no memory. They are never
     initialized: Keras would do so when the scope exits, or at the next scope that does, so
     they are kept off its list of variables to initialize."""
-    import keras
-    from keras.src.backend.common import global_state
-
     pending = list(global_state.get_global_attribute("uninitialized_variables", None) or [])
     try:
         with keras.StatelessScope(initialize_variables=False):
@@ -92,15 +95,11 @@ def unallocated_variables():
 
 def h5_store_class():
     """Keras' `.weights.h5` writer class (H5IOStore)."""
-    from keras.src.saving.saving_lib import H5IOStore
-
     return H5IOStore
 
 
 def save_state(layer, weights_store):
     """Walk `layer` as `Model.save_weights` does, writing each variable into `weights_store`."""
-    from keras.src.saving.saving_lib import _save_state
-
     _save_state(layer, weights_store=weights_store, assets_store=None, inner_path="", visited_saveables=set())
 
 
@@ -108,14 +107,10 @@ def save_state(layer, weights_store):
 
 
 def unpack_x_y_sample_weight(data):
-    from keras.src.trainers.data_adapters.data_adapter_utils import unpack_x_y_sample_weight as unpack
-
     return unpack(data)
 
 
 def unscale_loss_for_distribution(loss):
-    from keras.src.losses.loss import unscale_loss_for_distribution as unscale
-
     return unscale(loss)
 
 
@@ -152,8 +147,7 @@ def merge_call(optimizer, function, *args):
 def patch_reduce_per_replica(make_replacement):
     """Replace Keras' TF trainer `reduce_per_replica` by `make_replacement(original,
     is_collective_multi_worker, map_structure)`, once."""
-    from keras.src import tree
-    from keras.src.backend.tensorflow import trainer as keras_trainer
+    from keras.src.backend.tensorflow import trainer as keras_trainer  # imports TensorFlow
 
     original = keras_trainer.reduce_per_replica
     if getattr(original, "biozoo_patched", False):
@@ -170,6 +164,4 @@ def patch_reduce_per_replica(make_replacement):
 def patch_tf2onnx():
     """Keras' own fixes of tf2onnx for numpy >= 2 (idempotent), applied as Keras' ONNX export
     applies them before `tf2onnx.convert.from_function`."""
-    from keras.src.export.tf2onnx_lib import patch_tf2onnx as patch
-
     patch()

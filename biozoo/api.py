@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import os
 
+import keras_hub
+
 import biozoo.models  # noqa: F401  (registers the backbones and tokenizers with Keras)
+from biozoo import presets, registry
+from biozoo.convert.hf import read_hf_config
+from biozoo.convert.readers import open_checkpoint
+from biozoo.models import family_for_model_type, get_family
 from biozoo.tokenizers.base import Tokenizer as TokenizerBase
 
 
@@ -32,8 +38,6 @@ class Tokenizer(metaclass=_AnyBiozooTokenizer):
 
     @classmethod
     def from_preset(cls, preset, config_file="tokenizer.json", **kwargs):
-        from biozoo import presets
-
         preset_dir = presets.resolve_tokenizer_preset(preset)
         with presets.loading(preset_dir):
             return TokenizerBase.from_preset(preset_dir, config_file=config_file, **kwargs)
@@ -58,10 +62,6 @@ def from_preset(handle, load_weights=True, source="hf", trust_unverified=False, 
         >>> backbone = biozoo.from_preset("bioformer_8l")
         >>> out = backbone({"token_ids": ids, "segment_ids": segments, "padding_mask": mask})
     """
-    import keras_hub
-
-    from biozoo import presets
-
     kind, info = presets.parse_handle(handle)
     if source != "hf":
         if kind != "registry":
@@ -80,9 +80,6 @@ def from_preset(handle, load_weights=True, source="hf", trust_unverified=False, 
 
 def build_from_registry(name, **kwargs):
     """The architecture of a registry entry with freshly initialised weights."""
-    from biozoo import registry
-    from biozoo.models import get_family
-
     entry = registry.get_entry(name)
     family = get_family(entry["family"])
     config = family.backbone_arguments(entry["config"], use_pooler=entry["pooler"])
@@ -91,10 +88,6 @@ def build_from_registry(name, **kwargs):
 
 
 def _build_from_hf_config(directory, **kwargs):
-    from biozoo.convert.hf import read_hf_config
-    from biozoo.convert.readers import open_checkpoint
-    from biozoo.models import family_for_model_type
-
     config = read_hf_config(directory)
     family = family_for_model_type(config["model_type"], os.path.join(directory, "config.json"))
     arguments = family.backbone_arguments(config, open_checkpoint(directory).names())

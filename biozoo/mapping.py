@@ -19,6 +19,7 @@ import numpy as np
 
 from biozoo.errors import CheckpointError
 
+
 # Source layouts. PyTorch `nn.Linear` stores weights [out, in]; Keras `Dense` kernels are
 # [in, out], so "linear" transposes. Keras MultiHeadAttention keeps q/k/v kernels as
 # [in, heads, head_dim] and the output kernel as [heads, head_dim, out].

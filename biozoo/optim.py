@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import keras
 
@@ -146,8 +147,6 @@ LAYER_DEPTH_RULES = (
 
 
 def layer_depth(path, num_layers):
-    import re
-
     for pattern, depth in LAYER_DEPTH_RULES:
         match = re.search(pattern, path)
         if match:

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from biozoo._io import atomic_directory, atomic_write_json, read_json
+from biozoo._io import atomic_directory, atomic_write_json, read_json, sha256_file
 from biozoo.errors import CheckpointError
 
 HEADS_FILE = "heads.safetensors"
@@ -56,8 +56,6 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
 def preset_digests(preset_dir):
     """{relative path: sha256} of every file of a preset but its provenance record, which holds
     them (`biozoo verify-cache` compares a cached preset with them)."""
-    from biozoo._io import sha256_file
-
     digests = {}
     for root, _, names in os.walk(preset_dir):
         for name in names:

@@ -21,11 +21,13 @@ import os
 import subprocess
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
+from biozoo._io import atomic_write_json
 from biozoo.export.certificate import FIXED_SENTENCES, packed_fixed_inputs
-from biozoo.preset_files import CERTIFICATE_FILE
+from biozoo.preset_files import CERTIFICATE_FILE, read_heads, read_provenance
 from biozoo.task_kinds import task_kind
 
 __all__ = ["verify", "CERTIFICATE_FILE", "sequence_length", "TOLERANCE"]
@@ -127,8 +129,6 @@ def verify(handle, sentences=(), write=True):
 
     import biozoo
     from biozoo import presets
-    from biozoo._io import atomic_write_json
-    from biozoo.preset_files import read_heads
 
     hf_dir, entry = _hf_source(handle)
     preset_dir = presets.resolve_preset(handle)
@@ -196,8 +196,6 @@ def verify(handle, sentences=(), write=True):
 
 
 def _task_class(preset_dir):
-    from biozoo.preset_files import read_provenance
-
     return ((read_provenance(preset_dir).get("hf_config") or {}).get("architectures") or [None])[0]
 
 
@@ -210,8 +208,6 @@ def sequence_length(preset_dir, longest=128):
 
 def _version(package):
     """The installed version of `package` (None where it is not installed), without importing it."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(package)
     except PackageNotFoundError:

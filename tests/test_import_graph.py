@@ -95,7 +95,7 @@ LAYERS = [
     "biozoo.documents", "biozoo.data", "biozoo.tokenizers", "biozoo.optim", "biozoo.tf_optim", "biozoo._keras_internals",
     "biozoo.registry",
     "biozoo.task_kinds", "biozoo.preset_files", "biozoo.mapping", "biozoo.downloads", "biozoo._io", "biozoo.tf_gfile",
-    "biozoo._environment", "biozoo.errors",
+    "biozoo._environment", "biozoo._lazy", "biozoo.errors",
 ]
 
 
@@ -169,16 +169,41 @@ def test_private_modules_are_imported_only_inside_their_package():
 # code of Keras' TensorFlow optimizer and trainer is reached. Everything else runs under JAX and PyTorch.
 TENSORFLOW_PACKAGES = ("biozoo.export", "biozoo.testing")
 TENSORFLOW_ELSEWHERE = {"biozoo._keras_internals": "Keras' TensorFlow optimizer internals (all-reduce, merge call)"}
-TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow_text", "tf_keras", "tf2onnx", "official")
+TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow_text", "tf_keras", "tf2onnx", "official",
+                            "keras.src.backend.tensorflow")
+
+
+def _imported_names(node):
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    return []
+
+
+def _module_level_nodes(tree):
+    """The nodes run when the module is imported: everything outside function bodies."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def tensorflow_importers(root=PACKAGE):
+    """Modules that import TensorFlow anywhere in their file, or a biozoo `tf*` module when they are
+    imported (which imports TensorFlow in turn)."""
     found = set()
-    for module, path in module_names(root).items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
-            if any(name.split(".")[0] in TENSORFLOW_DISTRIBUTIONS for name in names):
+    modules = module_names(root)
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if any(name == dist or name.startswith(dist + ".") for name in _imported_names(node)
+                   for dist in TENSORFLOW_DISTRIBUTIONS):
+                found.add(module)
+        for node in _module_level_nodes(tree):
+            if any(name in modules and name.rsplit(".", 1)[-1].startswith("tf") for name in _imported_names(node)):
                 found.add(module)
     return found
 
@@ -190,6 +215,26 @@ def outside_the_seam(importers):
 
 def test_tensorflow_is_imported_only_where_the_name_says():
     assert outside_the_seam(tensorflow_importers()) == []
+
+
+def test_every_module_outside_the_seam_imports_where_tensorflow_cannot(tmp_path):
+    """Under JAX, in a Python without TensorFlow (a TPU VM, a JAX GPU machine), every module outside
+    the seam imports, and TensorFlow stays unimported."""
+    import json
+    import subprocess
+
+    from biozoo import testing as H
+
+    modules = [m for m in outside_the_seam(module_names(PACKAGE)) if m != "biozoo.__main__"]
+    command, env = H.without_tensorflow(tmp_path, {"KERAS_BACKEND": "jax"})
+    code = ("import importlib, json, sys\nfailed = {}\nfor name in json.loads(sys.argv[1]):\n"
+            "    try:\n        importlib.import_module(name)\n"
+            "    except ImportError as error:\n        failed[name] = repr(error)\n"
+            "print(json.dumps([failed, 'tensorflow' in sys.modules]))")
+    run = subprocess.run([*command, "-c", code, json.dumps(modules)], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    failed, tensorflow_loaded = json.loads(run.stdout.splitlines()[-1])
+    assert len(modules) > 100 and failed == {} and not tensorflow_loaded
 
 
 def _planted_copy(tmp_path, relative, code):
@@ -216,6 +261,15 @@ def test_a_planted_private_import_is_found(tmp_path):
 def test_a_planted_tensorflow_import_is_found(tmp_path):
     copy = _planted_copy(tmp_path, "models/bert/backbone.py", "def _planted():\n    import tensorflow as tf")
     assert outside_the_seam(tensorflow_importers(copy)) == ["biozoo.models.bert.backbone"]
+
+
+def test_a_planted_module_level_import_of_a_tensorflow_module_is_found(tmp_path):
+    """A module-level import of a `tf_` module imports TensorFlow too; inside a function it does not."""
+    copy = _planted_copy(tmp_path, "tokenizers/wordpiece.py", "from biozoo.tokenizers import tf_text_engine")
+    assert outside_the_seam(tensorflow_importers(copy)) == ["biozoo.tokenizers.wordpiece"]
+    lazy = _planted_copy(tmp_path / "lazy", "tokenizers/wordpiece.py",
+                         "def _planted():\n    from biozoo.tokenizers import tf_text_engine")
+    assert outside_the_seam(tensorflow_importers(lazy)) == []
 
 
 if __name__ == "__main__":

@@ -111,8 +111,8 @@ def _check_output(args):
 
 def card_command(args):
     from biozoo.export.card import write_card
-    from biozoo.presets import cached_registry_preset
     from biozoo.preset_files import read_certificate
+    from biozoo.presets import cached_registry_preset
 
     if os.path.lexists(args.output) and not args.overwrite:
         from biozoo.errors import OutputError

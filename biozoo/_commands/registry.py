@@ -167,8 +167,8 @@ def info_command(args):
 
 
 def _certificate_line(name):
-    from biozoo.presets import cached_registry_preset
     from biozoo.preset_files import read_certificate
+    from biozoo.presets import cached_registry_preset
 
     preset = cached_registry_preset(name)
     certificate = read_certificate(preset) if preset else None

@@ -248,9 +248,8 @@ def evaluate_command(args):
 
 def _evaluate_documents(args):
     """Annotate gold documents (their annotations kept apart) and score by offsets."""
-    from biozoo.annotate.evaluation import score_documents
-
     from biozoo.annotate.annotators import ANNOTATORS
+    from biozoo.annotate.evaluation import score_documents
 
     if args.kind not in ANNOTATORS:
         raise ValueError(f"--documents evaluates models that tag entities ({', '.join(ANNOTATORS)}), not {args.kind}")

@@ -5,6 +5,8 @@ options -> their hyperparameter dataclasses -> `run_pretrain` / `run_distill`.""
 import json
 import sys
 
+from biozoo.train import STRATEGIES
+
 
 def register(subparsers):
     parser = subparsers.add_parser(
@@ -31,8 +33,6 @@ def register(subparsers):
 
 def add_strategy_arguments(parser):
     """--strategy and --tpu (finetune, pretrain, distill); returns their argument group."""
-    from biozoo.train.tf_strategy import STRATEGIES
-
     group = parser.add_argument_group("distribution")
     group.add_argument("--strategy", choices=STRATEGIES, default="auto",
                        help="auto: multi-worker if TF_CONFIG is set, else a TPU if one resolves, else all GPUs "

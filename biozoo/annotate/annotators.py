@@ -19,6 +19,7 @@ import dataclasses
 from biozoo.documents.sentences import split_sentences
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.finetuned import load_task
+from biozoo.tasks.token_classifier import CONFIDENCE_MEASURES
 
 
 def _units(document, whole_pubtator_text, skip_types=()):
@@ -195,8 +196,6 @@ def load_annotator(handle, aggregation="first", batch_size=64, entity_types=("AL
 def load_cascade(small, large, threshold, measure="probability", **options):
     """A `CascadeAnnotator` of two token-classification model handles (`load_annotator`'s
     `options`); AIONER models have no per-word confidence and are refused."""
-    from biozoo.tasks.token_classifier import CONFIDENCE_MEASURES
-
     if measure not in CONFIDENCE_MEASURES:
         raise ValueError(f"measure must be one of {', '.join(CONFIDENCE_MEASURES)}, got {measure!r}")
     if not threshold >= 0.0:  # above every confidence (1 + 1e-6, say) escalates every sentence

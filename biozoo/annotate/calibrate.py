@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+from biozoo._io import atomic_binary_file
+
 GRID = (0.0, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999)
 
 
@@ -113,8 +115,6 @@ def plot(calibration, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from biozoo._io import atomic_binary_file
 
     rows = sorted(calibration.rows, key=lambda row: row["threshold"])
     x = [min(row["threshold"], 1.0) for row in rows]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from biozoo.annotate.annotators import load_annotator
 from biozoo.annotate.runner import AnnotationRun
+from biozoo.documents import read_documents
+from biozoo.metrics.documents import score_mentions
 
 __all__ = ["score_documents"]
 
@@ -27,9 +29,6 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, model_types
     Example:
         >>> score_documents("runs/ncbi", ["BC5CDR_Test.PubTator"], keep_types={"Disease"})["strict"]["f1"]
     """
-    from biozoo.documents import read_documents
-    from biozoo.metrics.documents import score_mentions
-
     type_map = dict(type_map or {})
     annotator = load_annotator(model, entity_types=tuple(entity_types), precision=precision)
     if model_types_only:

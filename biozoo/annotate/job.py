@@ -14,6 +14,7 @@ import dataclasses
 
 from biozoo.annotate.annotators import load_annotator, load_cascade
 from biozoo.annotate.runner import AnnotationRun
+from biozoo.linking import DocumentLinker, load_document_linker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +70,6 @@ class AnnotationJob:
         per process."""
         if not self.link and not self.write_abbreviations:
             return None
-        from biozoo.linking import DocumentLinker, load_document_linker
 
         if not self.link:
             return DocumentLinker([], self.abbreviations or "schwartz-hearst", True, self.taxon_rule)

@@ -13,7 +13,10 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
+
+from tqdm.auto import tqdm
 
 from biozoo.documents.model import Annotation
 
@@ -99,7 +102,6 @@ class AnnotationRun:
     def _bar(self):
         if not self.progress:
             return None
-        from tqdm.auto import tqdm
 
         return tqdm(unit="doc", desc="annotating", dynamic_ncols=True)
 
@@ -200,8 +202,6 @@ class AnnotationRun:
 
 
 def _print_skip(message):
-    import sys
-
     print(f"skipped: {message}", file=sys.stderr)
 
 

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 
-from biozoo._io import is_remote, remote_files
+from biozoo._io import atomic_write_bytes, is_remote, remote_files
 from biozoo.documents import encode_documents, read_documents
 
 JOB_FILE = "job.json"
@@ -115,7 +115,6 @@ class ShardStore:
             with self._gfile().GFile(path, "wb") as out:  # a GCS object appears whole, when closed
                 out.write(data)
             return
-        from biozoo._io import atomic_write_bytes
 
         os.makedirs(os.path.dirname(path), exist_ok=True)
         atomic_write_bytes(path, data)

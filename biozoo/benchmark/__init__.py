@@ -2,8 +2,17 @@
 fine-tuning runs, and reports of measured against published scores (`biozoo benchmark`);
 the data sets' public sources (`biozoo data download`)."""
 
-from biozoo.benchmark.grid import BenchmarkPlan, run_benchmark
-from biozoo.benchmark.report import build_report, write_report
-from biozoo.benchmark.suites import load_suite, suite_names
+from biozoo._lazy import lazy_names
 
-__all__ = ["BenchmarkPlan", "build_report", "load_suite", "run_benchmark", "suite_names", "write_report"]
+# public name -> the module that defines it (imported when first used: the command line stays light)
+_PUBLIC = {
+    "BenchmarkPlan": "biozoo.benchmark.grid",
+    "run_benchmark": "biozoo.benchmark.grid",
+    "build_report": "biozoo.benchmark.report",
+    "write_report": "biozoo.benchmark.report",
+    "load_suite": "biozoo.benchmark.suites",
+    "suite_names": "biozoo.benchmark.suites",
+}
+
+__all__ = sorted(_PUBLIC)
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC)

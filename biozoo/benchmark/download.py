@@ -14,20 +14,20 @@ Example:
 from __future__ import annotations
 
 import functools
-import os
 import http.client
+import os
 import sys
 import urllib.error
 
+from biozoo._io import read_json
 from biozoo.benchmark.suites import load_suite, suite_names
-from biozoo.downloads import DownloadError, check as _check, fetch_file
+from biozoo.downloads import DownloadError, fetch_file
+from biozoo.downloads import check as _check
 
 __all__ = ["download", "data_sources", "datasets_for", "fetch_file", "DownloadError"]
 
 
 def _read_sources(path):
-    from biozoo._io import read_json
-
     document = read_json(path, "data sources file", error_class=ValueError)
     if not isinstance(document, dict) or not isinstance(document.get("datasets"), dict):
         raise ValueError(f"{path}: a data sources file is {{\"datasets\": {{folder: entry}}}}")

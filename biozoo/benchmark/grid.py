@@ -21,9 +21,16 @@ import sys
 import time
 import traceback
 
+from tqdm.auto import tqdm
+
+from biozoo import presets
+from biozoo._io import atomic_write_json
 from biozoo.benchmark.report import cross_corpus_path, write_report
 from biozoo.benchmark.suites import load_suite, model_size
+from biozoo.data.ner import find_split
+from biozoo.presets import registry_name_of
 from biozoo.task_kinds import task_kind
+from biozoo.train.finetune import Hyperparameters, run_evaluate, run_finetune
 
 __all__ = ["BenchmarkPlan", "Cell", "plan_cells", "run_benchmark"]
 
@@ -76,8 +83,6 @@ class Cell:
 
 def _available(task, data_root):
     """None if `task` can run on `data_root`, else why not."""
-    from biozoo.data.ner import find_split
-
     if task.unsupported:
         return f"not supported: {task.unsupported}"
     folder = os.path.join(data_root, task.data)
@@ -167,10 +172,6 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
     report. A cell that fails is recorded (OUTPUT/cells/<task>/seed-<n>.error.json, in the
     report) and the grid goes on; a rerun retries it. Cells train under `strategy` (a resolved
     strategy), else the plan's `--strategy` / `--tpu` resolved as `biozoo finetune` does."""
-    from biozoo import presets
-    from biozoo._io import atomic_write_json
-    from biozoo.presets import registry_name_of
-
     log = log or (lambda message: print(message, file=sys.stderr))
     if strategy is None:
         from biozoo.train.tf_strategy import resolve_strategy
@@ -228,9 +229,6 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
 
 
 def _run_cell(plan, cell, log, verbose, strategy):
-    from biozoo._io import atomic_write_json
-    from biozoo.train.finetune import Hyperparameters, run_finetune
-
     error_path = cell.directory + ".error.json"
     if cell.preset != plan.preset and not os.path.isfile(os.path.join(cell.preset, "metrics.json")):
         atomic_write_json(error_path, {"error": f"the cell it continues ({cell.preset}) did not finish"})
@@ -254,8 +252,6 @@ def _cross_corpus(plan, suite, cell, log):
     """Score the cell's NER model on each other corpus of its entity type: by offsets on gold
     documents where the suite names them and DATA holds them, else on the test sentences. A
     target that fails is recorded beside its result file and the grid goes on."""
-    from biozoo._io import atomic_write_json
-
     for target in suite.tasks[cell.task].cross_corpus:
         path = cross_corpus_path(plan.output, cell.task, cell.seed, target.title)
         if os.path.exists(path):
@@ -275,8 +271,6 @@ def _cross_corpus(plan, suite, cell, log):
 
 
 def _score_target(plan, cell, target):
-    from biozoo.train.finetune import run_evaluate
-
     documents = os.path.join(plan.data, target.documents) if target.documents else None
     sentences = os.path.join(plan.data, target.data)
     if documents and os.path.isfile(documents):
@@ -292,8 +286,6 @@ def _score_target(plan, cell, target):
 
 
 def _bar(total, initial, enabled):
-    from tqdm.auto import tqdm
-
     return tqdm(total=total, initial=initial, unit="cell", desc="benchmark", disable=not enabled,
                 dynamic_ncols=True)
 

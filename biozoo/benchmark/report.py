@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from biozoo._io import atomic_binary_file, atomic_write_json, atomic_write_text
 from biozoo.benchmark.suites import load_suite, score_value
 
 __all__ = ["build_report", "write_report", "mean_sd"]
@@ -257,7 +258,6 @@ def plot(report, path):
     ax.set_title(f"{report['title']}: {os.path.basename(str(report['preset']).rstrip('/'))}")
     ax.legend()
     fig.tight_layout()
-    from biozoo._io import atomic_binary_file
 
     with atomic_binary_file(path) as f:
         fig.savefig(f, format="png", dpi=100)
@@ -266,8 +266,6 @@ def plot(report, path):
 
 def write_report(output):
     """Write report.json, report.md and report.png into `output`; return the report."""
-    from biozoo._io import atomic_write_json, atomic_write_text
-
     report = build_report(output)
     atomic_write_json(os.path.join(output, "report.json"), report)
     atomic_write_text(os.path.join(output, "report.md"), render_markdown(report))

@@ -17,10 +17,18 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 
+import h5py
+import numpy as np
+
+from biozoo._io import read_json
 from biozoo.convert.archives import extract_archive
+from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
 from biozoo.errors import CheckpointError
 from biozoo.mapping import Rule, Table
+from biozoo.models import get_family
+from biozoo.models.bert.convert_tf1 import TF1_TABLE
 
 # transformers' TF BERT names (tf_bert_model/bert/encoder/layer_._0/.../kernel:0) -> TF1's
 TF_TRANSFORMERS_RENAMES = (
@@ -46,17 +54,12 @@ MARKER_TOKENS = ("<Chemical>", "</Chemical>", "<Disease>", "</Disease>", "<CellL
 
 
 def aioner_table():
-    from biozoo.models.bert.convert_tf1 import TF1_TABLE
-
     return Table(rules=[*TF1_TABLE.rules, *HEAD_RULES], ignore=TF1_TABLE.ignore,
                  renames=TF_TRANSFORMERS_RENAMES + HEAD_RENAMES)
 
 
 def read_keras_h5(path):
     """`{name: array}` of a Keras (2) weights file, names as Keras saved them, read with h5py."""
-    import h5py
-    import numpy as np
-
     try:
         handle = h5py.File(path, "r")
     except OSError as error:
@@ -79,8 +82,6 @@ def read_keras_h5(path):
 def _own_dataset(path, group, name):
     """`group[name]`, refusing links and data stored outside the file (external or virtual
     datasets): a weights file must hold its own numbers."""
-    import h5py
-
     node, parts = group, name.split("/")
     for i, part in enumerate(parts):
         link = node.get(part, getlink=True)
@@ -113,10 +114,6 @@ def find_in_archive(root, relative):
 def convert_aioner(h5_path, base_dir, out_dir, label_names, decoder, lowercase, max_length=256, name="aioner",
                    provenance=None, progress=True):
     """An AIONER .h5 (with its base model's config.json and vocab.txt) -> a task preset at `out_dir`."""
-    from biozoo._io import read_json
-    from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
-    from biozoo.models import get_family
-
     family = get_family("bert")
     tensors = read_keras_h5(h5_path)
     embedding = next((a for n, a in tensors.items() if re.search(r"word_embeddings/weight(:\d+)?$", n)), None)
@@ -150,8 +147,6 @@ def convert_aioner(h5_path, base_dir, out_dir, label_names, decoder, lowercase, 
 
 def convert_aioner_archive(archive, out_dir, task, name, provenance=None, progress=True):
     """The model a registry entry's `task` names inside AIONER's `pretrained_models.zip`."""
-    import tempfile
-
     spec = task["aioner"]
     with tempfile.TemporaryDirectory(prefix="biozoo-aioner-") as scratch:
         root = extract_archive(archive, scratch)

@@ -16,6 +16,7 @@ import sys
 import tarfile
 import zipfile
 
+from biozoo._io import sha256_file, stream_url
 from biozoo.errors import CheckpointError, OfflineError
 
 __all__ = ["fetch_archive", "extract_archive", "member_destination", "google_drive_id"]
@@ -31,8 +32,6 @@ def google_drive_id(url):
 def fetch_archive(archive, directory, what, offline=False, trust_unverified=False):
     """Download `archive` ({"url", "sha256"?, "size"?}) into `directory`; return (path, sha256).
     An archive the registry records no sha256 for is refused unless `trust_unverified`."""
-    from biozoo._io import sha256_file
-
     if offline:
         raise OfflineError(f"{what} is not in biozoo's cache and offline mode is on (HF_HUB_OFFLINE / BIOZOO_OFFLINE).")
     url = archive["url"]
@@ -66,8 +65,6 @@ def fetch_archive(archive, directory, what, offline=False, trust_unverified=Fals
 
 
 def _download(url, path):
-    from biozoo._io import stream_url
-
     with open(path, "wb") as out:
         stream_url(url, out, desc=os.path.basename(url) or "archive")
 

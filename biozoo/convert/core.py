@@ -4,11 +4,16 @@ stream the tensors through the format's table, keep the heads, write the preset.
 from __future__ import annotations
 
 import os
+import shutil
+
+from tqdm.auto import tqdm
 
 from biozoo._io import check_output, scratch_directory
+from biozoo._keras_internals import unallocated_variables
+from biozoo.convert.sink import H5WeightsSink
+from biozoo.errors import CheckpointError
 from biozoo.mapping import apply_table, mapped_targets
 from biozoo.preset_files import write_preset
-from biozoo.errors import CheckpointError
 
 
 def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, source, provenance=None, progress=True,
@@ -30,10 +35,6 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
             f"{source}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's embedding "
             f"has {config['vocab_size']} rows; they must agree."
         )
-    import shutil
-
-    from biozoo._keras_internals import unallocated_variables
-    from biozoo.convert.sink import H5WeightsSink
 
     # Built without allocating its variables: the tensors stream into the weights file.
     with unallocated_variables():
@@ -100,7 +101,6 @@ def classifier_head_config(config, heads, source):
 def _progress(total, description, enabled):
     if not enabled:
         return None
-    from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=description, unit="tensor", leave=False)
 

@@ -10,7 +10,13 @@ import os
 import re
 import tempfile
 
+from biozoo._io import check_output
+from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
+from biozoo.convert.mxnet_params import iter_params, param_shapes, read_gluon_config, read_gluon_vocab
+from biozoo.convert.sniff import describe
 from biozoo.errors import CheckpointError
+from biozoo.models import get_family
+from biozoo.models.electra.convert_gluon import ACTIVATIONS, DISCRIMINATOR_TABLE, GENERATOR_TABLE
 
 
 def _find(directory, names):
@@ -24,8 +30,6 @@ def _find(directory, names):
 
 def gluon_config(shapes, model, part, num_heads):
     """An HF-style ELECTRA config from the parameter shapes and model.yml's MODEL section."""
-    from biozoo.models.electra.convert_gluon import ACTIVATIONS
-
     def find(suffix):
         for name, shape in shapes.items():
             if name.endswith(suffix):
@@ -67,12 +71,6 @@ def convert_gluon(path, out_dir, config=None, vocab=None, part="discriminator", 
                   provenance=None, progress=True, overwrite=False):
     """Convert a GluonNLP ELECTRA parameter file to a Keras preset at `out_dir` (an earlier
     biozoo output there is replaced only with `overwrite`)."""
-    from biozoo._io import check_output
-    from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
-    from biozoo.convert.mxnet_params import iter_params, param_shapes, read_gluon_config, read_gluon_vocab
-    from biozoo.models import get_family
-    from biozoo.models.electra.convert_gluon import DISCRIMINATOR_TABLE, GENERATOR_TABLE
-
     check_output(out_dir, overwrite, [path])
     if os.path.isdir(path):
         found = _find(path, ["gen_model.params" if part == "generator" else "disc_model.params", "model.params",
@@ -80,7 +78,6 @@ def convert_gluon(path, out_dir, config=None, vocab=None, part="discriminator", 
         if found is None:
             raise CheckpointError(f"{path}: no .params file.")
         path = found
-    from biozoo.convert.sniff import describe
 
     found_kind = describe(path)
     if "GluonNLP" not in found_kind and "npz" not in found_kind.lower() and "unknown format" not in found_kind:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 
-from biozoo._io import read_json
+from biozoo._io import check_output, read_json
+from biozoo.convert.core import convert_tensors
 from biozoo.convert.readers import open_checkpoint
 from biozoo.errors import CheckpointError
+from biozoo.models import family_for_model_type
+from biozoo.tokenizers import SentencePieceTokenizer, tokenizer_json
 
 SENTENCEPIECE_FILES = ("spiece.model", "sentencepiece.bpe.model")
 
@@ -81,8 +84,6 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
     when it says nothing, as `casing` ({"lowercase": bool, "strip_accents": ...}, from the
     registry). Special tokens named in tokenizer_config.json apply either way.
     """
-    from biozoo.tokenizers import SentencePieceTokenizer
-
     settings = _tokenizer_settings(directory)
     specials = {key: settings[key] for key in SPECIAL_TOKEN_KEYS if key in settings}
     sentencepiece = issubclass(family.tokenizer_cls, SentencePieceTokenizer)
@@ -107,8 +108,6 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
 def _tokenizer_json_arguments(path, specials, sentencepiece):
     """Tokenizer arguments from tokenizer.json; None (with a warning) when it holds something
     biozoo cannot reproduce and a vocabulary file lies beside it."""
-    from biozoo.tokenizers import tokenizer_json
-
     read = tokenizer_json.sentencepiece_arguments if sentencepiece else tokenizer_json.wordpiece_arguments
     try:
         return read(path, specials)
@@ -152,10 +151,6 @@ def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progr
     `registry_config`: the registry entry's config when the handle named one (see read_hf_config).
     An earlier biozoo output at `out_dir` is replaced only with `overwrite`.
     """
-    from biozoo._io import check_output
-    from biozoo.convert.core import convert_tensors
-    from biozoo.models import family_for_model_type
-
     directory = os.fspath(directory)
     check_output(out_dir, overwrite, [directory])
     config = read_hf_config(directory, registry_config, (provenance or {}).get("registry_name"))

@@ -3,13 +3,21 @@ of the megatron_bert family (BioMegatron)."""
 
 from __future__ import annotations
 
+import argparse
 import os
+import pickle
 import re
 import tarfile
 import tempfile
 
+import yaml
+
+from biozoo._io import check_output, read_json
 from biozoo.convert.archives import extract_archive
+from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
 from biozoo.errors import CheckpointError
+from biozoo.models import get_family
+from biozoo.models.megatron_bert.convert_megatron import megatron_table
 
 
 def _flatten(tree, prefix=""):
@@ -28,8 +36,6 @@ def load_state(path):
         import torch
     except ImportError:
         raise CheckpointError(f"{path}: reading Megatron checkpoints needs PyTorch: pip install 'biozoo[torch]'.") from None
-    import argparse
-    import pickle
 
     try:
         # Megatron-LM stores its argparse Namespace beside the weights: plain data, allowed.
@@ -53,8 +59,6 @@ def load_state(path):
 
 
 def _config_from_yaml(path):
-    import yaml
-
     with open(path, encoding="utf-8") as f:
         return _megatron_keys(yaml.safe_load(f) or {})
 
@@ -110,8 +114,6 @@ def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, low
                      provenance=None, progress=True, overwrite=False):
     """Convert a MegatronBERT.pt / .nemo checkpoint into a Keras preset at `out_dir` (an earlier
     biozoo output there is replaced only with `overwrite`)."""
-    from biozoo._io import check_output
-
     check_output(out_dir, overwrite, [path])
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no Megatron checkpoint at {path} (a MegatronBERT.pt state dict or a .nemo archive)")
@@ -127,11 +129,6 @@ def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, low
 
 def _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercase, checkpoint_version, provenance,
                       progress, overwrite):
-    from biozoo._io import read_json
-    from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
-    from biozoo.models import get_family
-    from biozoo.models.megatron_bert.convert_megatron import megatron_table
-
     weights, yaml_config, found_vocab = path, None, None
     if workdir:
         files = [os.path.join(d, f) for d, _, fs in os.walk(workdir) for f in fs]

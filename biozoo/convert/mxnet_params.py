@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
+import yaml
 
 from biozoo._io import read_json
 from biozoo.errors import CheckpointError
@@ -469,8 +470,6 @@ def read_params(path) -> Dict[str, np.ndarray]:
 
 def read_gluon_config(path) -> Dict[str, Any]:
     """The ``MODEL`` section of a GluonNLP ``model.yml`` (yacs YAML) as a dict."""
-    import yaml
-
     try:
         with open(path, "r", encoding="utf-8") as fh:
             cfg = yaml.safe_load(fh)

@@ -8,9 +8,13 @@ safetensors is parsed directly, and `pytorch_model.bin` goes through torch's res
 
 from __future__ import annotations
 
+import ctypes
 import json
+import mmap
 import os
+import pickle
 import struct
+import zipfile
 
 import numpy as np
 
@@ -141,9 +145,6 @@ class TorchBinReader:
                 self._state[name] = tensor
 
     def _load(self, path):
-        import pickle
-        import zipfile
-
         torch = self._torch
         try:
             mmap = zipfile.is_zipfile(path)  # mmap only works for the zip format
@@ -183,9 +184,6 @@ def _drop_mapped_pages(tensor):
     """Let the kernel drop the pages of a memory-mapped tensor once it has been converted, so
     that the mapped checkpoint does not accumulate in RSS. The mapping is private and
     read-only in use: dropped pages are re-read from the file if touched again."""
-    import ctypes
-    import mmap
-
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         page = mmap.PAGESIZE

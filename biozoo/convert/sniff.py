@@ -7,6 +7,8 @@ import os
 import struct
 import zipfile
 
+import sentencepiece
+
 from biozoo._io import is_remote, remote_files
 
 MAX_SENTENCEPIECE_BYTES = 64 << 20  # larger files are not parsed as SentencePiece models
@@ -65,8 +67,6 @@ def describe(path) -> str:
 
 
 def is_sentencepiece(path) -> bool:
-    import sentencepiece
-
     with _open(str(path)) as f:
         proto = f.read()
     try:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 
-from biozoo._io import read_json
+from biozoo._io import check_output, read_json
+from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
 from biozoo.errors import CheckpointError
+from biozoo.models import get_family
+from biozoo.tokenizers import SentencePieceTokenizer
 
 CONFIG_FILES = {"bert": ("bert_config.json", "config.json"), "albert": ("albert_config.json", "config.json"),
                 "electra": ("config.json",)}
@@ -104,9 +107,6 @@ def _read_config(family, path, config_path):
 def _tokenizer(family, path, vocab, config, lowercase):
     import tensorflow as tf
 
-    from biozoo.convert.core import wordpiece_tokenizer
-    from biozoo.tokenizers import SentencePieceTokenizer
-
     directory = _checkpoint_dir(path)
     if issubclass(family.tokenizer_cls, SentencePieceTokenizer):
         if vocab is None:
@@ -137,10 +137,6 @@ def convert_tf1(path, out_dir, family=None, config=None, vocab=None, num_heads=N
                 lowercase=None, provenance=None, progress=True, overwrite=False):
     """Convert a TF1 checkpoint to a Keras preset at `out_dir`; returns `out_dir`. An earlier
     biozoo output there is replaced only with `overwrite`."""
-    from biozoo._io import check_output
-    from biozoo.convert.core import convert_tensors
-    from biozoo.models import get_family
-
     check_output(out_dir, overwrite, [path, os.path.dirname(path) if not os.path.isdir(path) else None])
     shapes, reader = open_tf1(path)
     family_name = family or guess_family(shapes)

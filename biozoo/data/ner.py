@@ -38,12 +38,13 @@ re-typed.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from biozoo.data._files import open_text
 from biozoo.data.embedded import resolve_data_path
-from biozoo.errors import DataFormatError
+from biozoo.errors import DataFormatError, DataWarning
 
 __all__ = ["Sentence", "read_ner", "find_split", "infer_entity_type", "FOLDER_ENTITY_TYPES", "NER_FORMATS"]
 
@@ -224,10 +225,6 @@ def _read_iob1_as_iob2(sentences, path):
     converted to IOB2 (every entity begins with B-), saying so: a file whose entities begin
     with I- and never with B- after O. In an IOB2 file, an entity beginning with I- is read as
     conlleval reads it (an entity start) and kept, with a warning."""
-    import warnings
-
-    from biozoo.errors import DataWarning
-
     starts = [(sentence, _entity_starts(sentence.tags)) for sentence in sentences]
     by_i = [(sentence, i) for sentence, found in starts for i, kind in enumerate(found) if kind == "I"]
     if not by_i:

@@ -44,6 +44,7 @@ import numpy as np
 from biozoo._io import read_json
 from biozoo.data import IGNORE_LABEL
 from biozoo.errors import DataFormatError
+from biozoo.tokenizers.sentencepiece import SentencePieceTokenizer
 
 SENTENCE_TASKS = (None, "nsp", "sop")
 FORMAT_VERSION = 1
@@ -316,8 +317,6 @@ def _parse(record):
 
 def continuation_flags(tokenizer):
     """For every id of the vocabulary: does this piece continue the word before it?"""
-    from biozoo.tokenizers.sentencepiece import SentencePieceTokenizer
-
     vocabulary = tokenizer.get_vocabulary()
     specials = set(_special_ids(tokenizer))
     if isinstance(tokenizer, SentencePieceTokenizer):

@@ -23,6 +23,11 @@ from __future__ import annotations
 import datetime
 import json
 
+import bioc
+from bioc.biocjson import toJSON
+from bioc.biocxml import BioCXMLDocumentWriter
+from lxml import etree
+
 from biozoo.documents._checks import concept_id_from, container, fit_annotations
 from biozoo.documents.model import Annotation, Collection, Document, Passage, Relation
 from biozoo.errors import DataFormatError
@@ -152,8 +157,6 @@ def read_bioc_xml(stream, name, strict=False):
     """Yield each Document of a BioC XML byte stream (a DataFormatError naming file:line in
     place of a bad one, DataWarnings before a document that lost an annotation to a quirk:
     see `document_from_bioc`); raises DataFormatError for XML that does not parse."""
-    from lxml import etree
-
     collection = Collection()
     events = etree.iterparse(stream, events=("end",), huge_tree=True, resolve_entities=False,
                              no_network=True, load_dtd=False, remove_comments=True, remove_pis=True)
@@ -274,8 +277,6 @@ def _strings(infons):
 
 
 def _bioc_annotation(annotation, ident, prediction=False):
-    import bioc
-
     infons = dict(annotation.infons)
     if annotation.type and infons.get("type") != annotation.type:
         infons["type"] = annotation.type
@@ -294,8 +295,6 @@ def _bioc_annotation(annotation, ident, prediction=False):
 
 
 def _bioc_relation(relation, ident):
-    import bioc
-
     result = bioc.BioCRelation()
     result.id, result.infons = str(ident), _strings(relation.infons)
     for refid, role in relation.nodes:
@@ -305,8 +304,6 @@ def _bioc_relation(relation, ident):
 
 def document_to_bioc(document: Document):
     """The document as a `bioc.BioCDocument`, predictions included as annotations."""
-    import bioc
-
     existing = document.existing_annotations()
     relations = document.relations + [r for p in document.passages for r in p.relations]
     used = {a.id for a in existing if a.id is not None} | {r.id for r in relations if r.id is not None}
@@ -357,9 +354,6 @@ def _documents_after(first, documents):
 
 def write_bioc_xml(documents, out, collection: Collection | None = None) -> int:
     """Write documents as one BioC XML collection to a binary stream; the number written."""
-    import bioc
-    from bioc.biocxml import BioCXMLDocumentWriter
-
     documents = iter(documents)
     first, header = collection_header(documents, collection)
     info = bioc.BioCCollection()
@@ -379,8 +373,6 @@ def write_bioc_xml(documents, out, collection: Collection | None = None) -> int:
 
 def write_bioc_json(documents, out, collection: Collection | None = None) -> int:
     """Write documents as one BioC JSON collection to a binary stream; the number written."""
-    from bioc.biocjson import toJSON
-
     documents = iter(documents)
     first, header = collection_header(documents, collection)
     head = {"bioctype": "BioCCollection", "source": header.source, "date": header.date, "key": header.key,

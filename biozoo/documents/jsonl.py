@@ -17,7 +17,6 @@ from biozoo.documents._checks import fit_annotations, place
 from biozoo.documents.model import Annotation, Document, Passage, Relation
 from biozoo.errors import DataFormatError
 
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

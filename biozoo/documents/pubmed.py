@@ -12,6 +12,8 @@ text content; nothing else is changed. `PubmedBookArticle` entries are skipped a
 
 from __future__ import annotations
 
+from lxml import etree
+
 from biozoo.documents.model import Document, Passage
 from biozoo.errors import DataFormatError
 
@@ -57,8 +59,6 @@ def read_pubmed_xml(stream, name, report=None):
     """Yield a Document per PubmedArticle of a PubMed XML byte stream (a DataFormatError in place
     of a bad one); `report(message)` is told how many books and deletions were passed over.
     Raises DataFormatError for XML that does not parse or is not a PubmedArticleSet."""
-    from lxml import etree
-
     events = etree.iterparse(stream, events=("end",), tag=ENTRIES, huge_tree=True, resolve_entities=False,
                              no_network=True, load_dtd=False, remove_comments=True, remove_pis=True)
     books = deletions = 0

@@ -11,7 +11,12 @@ Example:
 from __future__ import annotations
 
 import os
+from collections import Counter
 
+import yaml
+
+from biozoo import registry
+from biozoo._io import atomic_binary_file, atomic_write_text
 from biozoo.task_kinds import task_kind
 
 __all__ = ["model_card", "write_card", "plot_parameters_f1"]
@@ -20,8 +25,6 @@ __all__ = ["model_card", "write_card", "plot_parameters_f1"]
 
 
 def _front_matter(entry):
-    import yaml
-
     licence = entry["license"]
     meta = {"license": licence["spdx"].lower() if licence["spdx"] and licence["from"] == "hf_tag" else "other"}
     if meta["license"] == "other":  # none stated for the weights: name what is known, and where
@@ -73,8 +76,6 @@ def _certificate_lines(certificate):
 
 def model_card(name, certificate=None, plot_name=None):
     """The card of registry checkpoint `name` as Markdown text."""
-    from biozoo import registry
-
     entry = registry.get_entry(name)
     hf = entry["sources"]["hf"]
     licence = entry["license"]
@@ -99,10 +100,6 @@ def model_card(name, certificate=None, plot_name=None):
 
 def _f1_task(names):
     """The NER task most of `names` report an F1 for."""
-    from collections import Counter
-
-    from biozoo import registry
-
     counts = Counter(r["task"] for n in names for r in registry.get_entry(n)["reported_results"]
                      if r["task"].startswith("NER") and "F1" in r["metric"])
     return counts.most_common(1)[0][0] if counts else None
@@ -115,9 +112,6 @@ def plot_parameters_f1(name, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from biozoo import registry
-    from biozoo._io import atomic_binary_file
 
     family = registry.get_entry(name)["family"]
     names = [n for n in registry.list_presets() if registry.get_entry(n)["family"] == family
@@ -144,8 +138,6 @@ def plot_parameters_f1(name, path):
 
 def write_card(name, output, certificate=None, with_plot=True):
     """Write the card of `name` to `output` (README.md), its plot beside it."""
-    from biozoo._io import atomic_write_text
-
     plot_name = None
     if with_plot:
         plot_name = "parameters_f1.png"

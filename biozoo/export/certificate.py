@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import datetime
 import time
+from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
+
+from biozoo.tasks.inference import predicting_with
 
 FIXED_SENTENCES = (
     "BRCA1 and BRCA2 mutations confer a high risk of breast and ovarian cancer.",
@@ -110,8 +113,6 @@ def make_certificate(model, tokenizer, runner, what, evaluation=None):
 
 def dev_scores(runner, adapter, task, examples, data):
     """The task metric of the float32 task and of `runner` on `examples`."""
-    from biozoo.tasks.inference import predicting_with
-
     reference = adapter.evaluate(task, examples)
     with predicting_with(task, lambda x: runner(x)["logits"]):
         exported = adapter.evaluate(task, examples)
@@ -121,8 +122,6 @@ def dev_scores(runner, adapter, task, examples, data):
 
 
 def versions(fmt):
-    from importlib.metadata import PackageNotFoundError, version
-
     packages = ["biozoo", "tensorflow", "keras"] + (["tf2onnx", "onnx", "onnxruntime"] if fmt == "onnx"
                                                     else ["ai-edge-litert"])
     found = {}

@@ -18,7 +18,10 @@ import re
 
 import numpy as np
 
+import biozoo
+from biozoo._io import atomic_directory, atomic_write_json, check_output, read_json
 from biozoo.errors import BiozooError
+from biozoo.models import family_for_backbone
 
 # Model Garden weight name (without the encoder's scope) -> biozoo variable path. `{layer}`
 # is the family's block prefix; alternatives are tried in order.
@@ -119,10 +122,6 @@ def export_garden(preset, out_dir, overwrite=False):
     output at `out_dir` is replaced only with `overwrite`)."""
     import tensorflow as tf
 
-    import biozoo
-    from biozoo._io import atomic_directory, atomic_write_json, check_output
-    from biozoo.models import family_for_backbone
-
     check_output(out_dir, overwrite, [preset])
     backbone = biozoo.from_preset(preset)
     family = family_for_backbone(backbone)
@@ -169,8 +168,6 @@ def export_garden(preset, out_dir, overwrite=False):
 def load_garden_encoder(directory):
     """Rebuild and restore an exported encoder (needs tf-models-official)."""
     import tensorflow as tf
-
-    from biozoo._io import read_json
 
     spec = read_json(os.path.join(directory, "garden_encoder.json"), "Model Garden encoder spec")
     encoder = build_garden_encoder(spec["class"], spec["kwargs"])

@@ -6,15 +6,21 @@ import json
 import os
 
 import numpy as np
+from safetensors.numpy import save_file
 
+import biozoo
+from biozoo import presets
+from biozoo._io import atomic_directory, atomic_write_text, check_output
 from biozoo.errors import CheckpointError
+from biozoo.export.card import model_card, plot_parameters_f1
+from biozoo.mapping import INVERSE, reverse_lookup
+from biozoo.models import family_for_backbone
+from biozoo.preset_files import read_certificate, read_provenance
+from biozoo.tokenizers import SentencePieceTokenizer
 
 
 def hf_state_dict(backbone):
     """{HF base-model name: array} through the family's HF table, read backwards."""
-    from biozoo.mapping import INVERSE, reverse_lookup
-    from biozoo.models import family_for_backbone
-
     family = family_for_backbone(backbone)
     state = {}
     for variable in backbone.weights:
@@ -28,8 +34,6 @@ def hf_state_dict(backbone):
 
 def tokenizer_files(tokenizer, directory):
     """Write the tokenizer the way HF loads it: vocab.txt or spiece.model plus its config."""
-    from biozoo.tokenizers import SentencePieceTokenizer
-
     specials = {key: getattr(tokenizer, key) for key in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")}
     if isinstance(tokenizer, SentencePieceTokenizer):
         with open(os.path.join(directory, "spiece.model"), "wb") as f:
@@ -52,9 +56,6 @@ def tokenizer_files(tokenizer, directory):
 def export_hf(preset, out_dir, overwrite=False):
     """Write `out_dir`: config.json, model.safetensors (the base model) and the tokenizer (an
     earlier biozoo output there is replaced only with `overwrite`)."""
-    import biozoo
-    from biozoo._io import check_output
-
     check_output(out_dir, overwrite, [preset])
     backbone = biozoo.from_preset(preset)
     tokenizer = biozoo.Tokenizer.from_preset(preset)
@@ -67,11 +68,6 @@ def export_hf(preset, out_dir, overwrite=False):
 def registry_card(preset, out_dir, after=""):
     """Write the registry's model card as out_dir/README.md when `preset` is (or was converted
     from) a registry checkpoint; `after` is appended (the export's own notes)."""
-    from biozoo import presets
-    from biozoo._io import atomic_write_text
-    from biozoo.export.card import model_card, plot_parameters_f1
-    from biozoo.preset_files import read_certificate, read_provenance
-
     directory = presets.resolve_preset(preset)
     name = read_provenance(directory).get("registry_name")
     if not name:
@@ -90,9 +86,6 @@ def export_hf_task(task, out_dir, overwrite=False, inputs=()):
     `BertForTokenClassification` with `id2label`: `AutoModelFor...from_pretrained(out_dir)` and
     transformers' pipelines then predict what the task predicts. An earlier biozoo output at
     `out_dir` is replaced only with `overwrite`; `inputs` (the task's folder) are never written."""
-    from biozoo._io import check_output
-    from biozoo.mapping import INVERSE, reverse_lookup
-
     check_output(out_dir, overwrite, inputs)
 
     family, state = hf_state_dict(task.backbone)
@@ -131,10 +124,6 @@ def export_hf_task(task, out_dir, overwrite=False, inputs=()):
 
 
 def _write(out_dir, state, config, tokenizer, overwrite=False, inputs=(), card=None):
-    from safetensors.numpy import save_file
-
-    from biozoo._io import atomic_directory
-
     with atomic_directory(out_dir, overwrite, inputs) as tmp:
         save_file(state, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:

@@ -17,7 +17,13 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
+
+from biozoo import Tokenizer, from_preset
+from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, check_output
 from biozoo.errors import BiozooError
+from biozoo.export.certificate import make_certificate
+from biozoo.export.onnx import OPSET
 from biozoo.tasks.tf_inference import INPUT_NAMES
 
 FORMATS = {"onnx": "model.onnx", "litert": "model.tflite"}
@@ -34,7 +40,6 @@ def _source(model, preset):
 
         kind, adapter, task = load_with_adapter(model)
         return task, task.ids_model(), task.preprocessor.tokenizer, kind, adapter, list(getattr(task, "label_names", []))
-    from biozoo import Tokenizer, from_preset
 
     return None, from_preset(preset), Tokenizer.from_preset(preset), "backbone", None, []
 
@@ -60,10 +65,6 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     `max_f1_drop`: the export fails, writing nothing, when F1 drops by more points).
     An earlier biozoo output at `output` is replaced only with `overwrite`. Returns the certificate.
     """
-    from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, check_output
-    from biozoo.export.certificate import make_certificate
-    from biozoo.export.onnx import OPSET
-
     if fmt not in FORMATS:
         raise ValueError(f"export format {fmt!r}: choose {' or '.join(FORMATS)}")
     if quantize not in QUANTIZATIONS[fmt]:
@@ -108,8 +109,6 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
 
 
 def _one_row(tokenizer):
-    import numpy as np
-
     ids = np.array([[tokenizer.cls_token_id, tokenizer.sep_token_id]], np.int32)
     return {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
 

@@ -17,6 +17,8 @@ import tempfile
 
 import numpy as np
 
+from biozoo import _keras_internals
+
 OPSET = 17
 ONNX_QUANTIZATIONS = (None, "int8")
 
@@ -57,8 +59,6 @@ def onnx_model_bytes(model, quantize=None, opset=OPSET):
     if quantize not in ONNX_QUANTIZATIONS:
         raise ValueError(f"ONNX quantization {quantize!r}: choose int8 (or none for float32)")
     import tf2onnx
-
-    from biozoo import _keras_internals
 
     _keras_internals.patch_tf2onnx()
     _register_erfc()

@@ -20,9 +20,14 @@ import os
 
 import tensorflow as tf
 
+from biozoo._io import check_output
 from biozoo.errors import BiozooError
 from biozoo.export import tfhub as H
 from biozoo.task_kinds import task_kind
+from biozoo.tasks import load_task
+from biozoo.tasks.question_answerer import QuestionAnswerer
+from biozoo.tasks.sequence_classifier import SequenceClassifier
+from biozoo.tasks.token_classifier import TokenClassifier
 
 NEG = -1e9
 
@@ -230,10 +235,6 @@ def _qa_signature(task, tokenization, seq_length, special, max_query_length, max
 
 def build_task_module(task, seq_length=None):
     """(trackable root, signatures, info) for a fine-tuned biozoo task."""
-    from biozoo.tasks.question_answerer import QuestionAnswerer
-    from biozoo.tasks.sequence_classifier import SequenceClassifier
-    from biozoo.tasks.token_classifier import TokenClassifier
-
     tokenizer = task.preprocessor.tokenizer
     seq_length = seq_length or task.preprocessor.sequence_length
     H._check_seq_length(task.backbone, seq_length)
@@ -268,8 +269,6 @@ def build_task_module(task, seq_length=None):
 def export_task_hub(task, out_dir, seq_length=None, overwrite=False, inputs=()):
     """Write a serving SavedModel for `task` (a task object) to `out_dir` (an earlier biozoo
     output there is replaced only with `overwrite`; `inputs` are never written)."""
-    from biozoo._io import check_output
-
     check_output(out_dir, overwrite, inputs)
     root, signatures, info = build_task_module(task, seq_length)
     H.save_module(root, out_dir, signatures=signatures, assets={"biozoo_export.json": json.dumps(info, indent=2)},
@@ -279,9 +278,6 @@ def export_task_hub(task, out_dir, seq_length=None, overwrite=False, inputs=()):
 
 def export_task_dir(model_dir, out_dir, seq_length=None, overwrite=False):
     """`biozoo export hub --model DIR`: a directory written by `biozoo finetune`."""
-    from biozoo._io import check_output
-    from biozoo.tasks import load_task
-
     check_output(out_dir, overwrite, [model_dir])
     kind, _, task = load_task(model_dir)
     if task_kind(kind).serving is None:

@@ -23,8 +23,12 @@ import tempfile
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+import biozoo
+from biozoo._io import atomic_directory, check_output
 from biozoo.errors import BiozooError
-from biozoo.tokenizers import tf_text_engine
+from biozoo.export.hf import registry_card
+from biozoo.tokenizers import SentencePieceTokenizer, WordPieceTokenizer, tf_text_engine
+from biozoo.tokenizers.sentencepiece import UNICODE_WHITESPACE
 
 # No-pooler families: what `pooled_output` holds instead of an (untrained) pooler.
 CLS_STATE = "the final hidden state of the first token ([CLS]); this family has no pooler"
@@ -50,8 +54,6 @@ class _Tokenization:
     """The tokenizer's in-graph ops, bound to the tensorflow-text resources of `root`."""
 
     def __init__(self, tokenizer, root):
-        from biozoo.tokenizers import SentencePieceTokenizer, WordPieceTokenizer
-
         self.tokenizer = tokenizer
         tokenizer._maybe_initialized_tf()
         if isinstance(tokenizer, WordPieceTokenizer):
@@ -86,8 +88,6 @@ def _bert_words_with_offsets(sentences):
 
 
 def _whitespace_words_with_offsets(sentences):
-    from biozoo.tokenizers.sentencepiece import UNICODE_WHITESPACE
-
     space = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in UNICODE_WHITESPACE) + "]"
     return tf_text.regex_split_with_offsets(sentences, space)
 
@@ -224,8 +224,6 @@ def build_encoder(backbone, preset_info):
 def save_module(root, directory, signatures=None, assets=None, overwrite=False, inputs=()):
     """tf.saved_model.save into a temporary sibling, then rename: no half-written export (an
     earlier biozoo output at `directory` is replaced only with `overwrite`)."""
-    from biozoo._io import atomic_directory
-
     with atomic_directory(directory, overwrite, inputs) as tmp:
         if assets:
             with tempfile.TemporaryDirectory() as staging:
@@ -267,10 +265,6 @@ def export_hub(preset, out_dir, seq_length=128, overwrite=False):
     """Write `out_dir/encoder` and `out_dir/preprocessor` for a backbone preset, and README.md
     (the registry's model card first when the preset is a registry checkpoint), in one rename
     (an earlier biozoo output there is replaced only with `overwrite`)."""
-    import biozoo
-    from biozoo._io import atomic_directory, check_output
-    from biozoo.export.hf import registry_card
-
     check_output(out_dir, overwrite, [preset])
     backbone = biozoo.from_preset(preset)
     tokenizer = biozoo.Tokenizer.from_preset(preset)

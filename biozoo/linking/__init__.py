@@ -7,18 +7,31 @@ Example:
     >>> linker = Linker(load_dictionary("ctd-diseases", trust_unverified=True),
     ...                 NameEncoder.from_preset("sapbert_pubmedbert_fulltext"))
     >>> linker.link(["heart attack"])[0]
+
+The names below are imported when first used, so that the command line reads the abbreviation
+engines without importing Keras.
 """
 
-from biozoo.linking.abbreviations import Abbreviation, find_abbreviations
-from biozoo.linking.concepts import Concept, Dictionary
-from biozoo.linking.encoder import NameEncoder
-from biozoo.linking.linker import Link, Linker
-from biozoo.linking.pipeline import DocumentLinker, load_document_linker, parse_link_spec
-from biozoo.linking.sources import dictionary_names, download_dictionary, load_dictionary
-from biozoo.linking.species import assign_taxa
+from biozoo._lazy import lazy_names
 
-__all__ = [
-    "Abbreviation", "Concept", "Dictionary", "DocumentLinker", "Link", "Linker", "NameEncoder",
-    "assign_taxa", "dictionary_names", "download_dictionary", "find_abbreviations", "load_dictionary",
-    "load_document_linker", "parse_link_spec",
-]
+# public name -> the module that defines it
+_PUBLIC = {
+    "Abbreviation": "biozoo.linking.abbreviations",
+    "find_abbreviations": "biozoo.linking.abbreviations",
+    "Concept": "biozoo.linking.concepts",
+    "Dictionary": "biozoo.linking.concepts",
+    "NameEncoder": "biozoo.linking.encoder",
+    "Link": "biozoo.linking.linker",
+    "Linker": "biozoo.linking.linker",
+    "DocumentLinker": "biozoo.linking.pipeline",
+    "load_document_linker": "biozoo.linking.pipeline",
+    "parse_link_spec": "biozoo.linking.pipeline",
+    "dictionary_names": "biozoo.linking.sources",
+    "download_dictionary": "biozoo.linking.sources",
+    "load_dictionary": "biozoo.linking.sources",
+    "assign_taxa": "biozoo.linking.species",
+}
+
+__all__ = sorted(_PUBLIC)
+
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC)

@@ -20,6 +20,7 @@ import json
 
 import numpy as np
 
+from biozoo._io import atomic_binary_file
 from biozoo.errors import DataFormatError
 
 TABLE_COLUMNS = ("id", "type", "taxon", "name", "synonyms")  # synonyms: a JSON list
@@ -123,8 +124,6 @@ class Dictionary:
 
     def write_tsv(self, path):
         """Write the table as a gzipped TSV, atomically (mtime 0: the same table, the same bytes)."""
-        from biozoo._io import atomic_binary_file
-
         with atomic_binary_file(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
             with io.TextIOWrapper(packed, encoding="utf-8", newline="\n") as out:
                 out.writelines(self._lines())

@@ -16,8 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 
+import keras
 import numpy as np
+from tqdm.auto import tqdm
+
+import biozoo
+from biozoo import presets, registry
+from biozoo.preset_files import read_provenance
 
 POOLINGS = ("cls", "mean")
 LINKING_FILE = "linking.json"  # what `biozoo finetune link` writes beside its preset
@@ -25,8 +32,6 @@ LINKING_FILE = "linking.json"  # what `biozoo finetune link` writes beside its p
 
 def pooling_of(handle):
     """The pooling a checkpoint declares (None when it declares none)."""
-    from biozoo import registry
-
     handle = os.fspath(handle)
     if registry.is_registered(handle):
         return (registry.get_entry(handle).get("embedding") or {}).get("pooling")
@@ -62,10 +67,6 @@ class NameEncoder:
     @classmethod
     def from_preset(cls, handle, pooling=None, max_length=25):
         """The encoder of any biozoo handle (registry name, hf://, local HF or Keras directory)."""
-        import biozoo
-        from biozoo import presets
-        from biozoo.preset_files import read_provenance
-
         preset_dir = presets.resolve_preset(handle)
         pooling = pooling or pooling_of(handle) or pooling_of(preset_dir) or "cls"
         weights = read_provenance(preset_dir).get("files_sha256") or {"path": os.path.abspath(preset_dir)}
@@ -127,7 +128,6 @@ def pool(sequence, mask, pooling):
     """[batch, seq, hidden] -> [batch, hidden]: the first token, or the masked mean (NumPy or keras.ops)."""
     if pooling == "cls":
         return sequence[:, 0]
-    import keras
 
     mask = keras.ops.cast(keras.ops.expand_dims(mask, -1), sequence.dtype)
     return keras.ops.sum(sequence * mask, axis=1) / keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)
@@ -142,8 +142,5 @@ def normalize(vectors):
 def _bar(total, progress):
     if not progress:
         return None
-    import sys
-
-    from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="name", desc="embedding", file=sys.stderr, dynamic_ncols=True)

@@ -17,10 +17,13 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter, defaultdict
 
+from biozoo.documents.sentences import split_sentences
 from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
 from biozoo.linking.concepts import Concept, Dictionary, clean_name
+from biozoo.linking.species import TAXON_RULES, assign_taxa
 from biozoo.metrics.linking import accuracy_at_1, ids_of
 
 
@@ -122,11 +125,6 @@ def taxon_rule_accuracy(documents, genes, species_words):
     "9606|10090" (any of them), or None (not counted)]}}; species mentions are the whole-word
     occurrences of `species_words` ({word: taxon}). Returns {"documents", "gene_mentions",
     rule: {"accuracy", "correct", "wrong": [[doc, gene, start, got, expected]]}}."""
-    import re
-
-    from biozoo.documents.sentences import split_sentences
-    from biozoo.linking.species import TAXON_RULES, assign_taxa
-
     pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, species_words)) + r")(?![\w-])")
     mentions = {}
     for doc_id, expected_by_gene in genes.items():

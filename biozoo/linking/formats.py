@@ -25,8 +25,8 @@ import gzip
 import io
 import os
 import tarfile
-import zipfile
 import xml.etree.ElementTree as ElementTree
+import zipfile
 import zlib
 
 from biozoo.errors import DataFormatError

@@ -26,9 +26,12 @@ import unicodedata
 from collections import defaultdict
 
 import numpy as np
+from filelock import FileLock
+from tqdm.auto import tqdm
 
 from biozoo._io import atomic_directory, atomic_write_json, read_json, sha256_file
 from biozoo.errors import DataFormatError
+from biozoo.presets import cache_root as presets_root
 
 INDEX_FORMAT = 1
 # Exact search below, HNSW above (benchmarks/link_speed.py, 2 cores: exact search answers 222 mentions/s at
@@ -263,8 +266,6 @@ def index_key(dictionary, encoder, method):
 
 
 def cache_root():
-    from biozoo.presets import cache_root as presets_root
-
     return os.path.join(presets_root(), "link-index")
 
 
@@ -272,8 +273,6 @@ def embedded_names(dictionary, encoder, method="auto", progress=True, batch_size
     """The `DenseIndex` of `dictionary`'s names embedded by `encoder`: built once (under a file
     lock, written atomically with each file's sha256 in index.json), then read from the cache
     (vectors memory-mapped)."""
-    from filelock import FileLock
-
     names = dictionary.names()
     faiss = faiss_module()
     if method == "auto":
@@ -334,6 +333,5 @@ def verify_index(directory):
 def _bar(total, desc, progress):
     if not progress:
         return None
-    from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="name", desc=desc, file=sys.stderr, dynamic_ncols=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 
-
 from biozoo.linking.index import CharNgramIndex, StringMatcher, embedded_names, normalize_name
 
 DEFAULT_THRESHOLD = 0.6

@@ -24,6 +24,9 @@ import functools
 from biozoo.documents.model import Annotation
 from biozoo.documents.sentences import split_sentences
 from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
+from biozoo.linking.encoder import NameEncoder
+from biozoo.linking.linker import Linker
+from biozoo.linking.sources import dictionary_table, load_dictionary, parse_dictionary_handle
 from biozoo.linking.species import TAXON_RULES, assign_taxa, gene_taxon
 
 SPECIES_TYPES = ("Species", "Organism")
@@ -43,8 +46,6 @@ def parse_link_spec(spec):
 
 
 def _default_types(handle):
-    from biozoo.linking.sources import dictionary_table, parse_dictionary_handle
-
     kind, info = parse_dictionary_handle(handle)
     if kind == "table":
         return tuple(dictionary_table()[info["name"]]["entity_types"])
@@ -168,10 +169,6 @@ def load_document_linker(specs, encoder="sapbert_pubmedbert_fulltext", threshold
     """A `DocumentLinker` of link specs (a tuple of `DICTIONARY` / `TYPE=DICTIONARY`), built once
     per process for the same arguments (Beam workers reuse it). `encoder`: a biozoo handle, or
     None for string and char 3-gram matching only."""
-    from biozoo.linking.encoder import NameEncoder
-    from biozoo.linking.linker import Linker
-    from biozoo.linking.sources import load_dictionary
-
     if not specs:
         raise ValueError("no dictionary to link with")
     name_encoder = NameEncoder.from_preset(encoder) if encoder else None

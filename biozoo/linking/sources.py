@@ -31,10 +31,15 @@ import os
 import re
 import sys
 
+from filelock import FileLock
+
 from biozoo._io import atomic_directory, atomic_write_json, read_json, sha256_file
+from biozoo.downloads import DownloadError, fetch_file
 from biozoo.errors import DataFormatError, OfflineError
 from biozoo.linking.concepts import Dictionary
-from biozoo.linking.formats import READERS, read_concepts
+from biozoo.linking.formats import READERS, open_text, read_concepts
+from biozoo.presets import cache_root as presets_root
+from biozoo.presets import offline
 
 RAW_RECORD = "raw.json"
 TABLE_FILE = "concepts.tsv.gz"
@@ -64,14 +69,10 @@ def dictionary_names(path=None):
 
 
 def cache_root():
-    from biozoo.presets import cache_root as presets_root
-
     return os.path.join(presets_root(), "dictionaries")
 
 
 def _lock(path):
-    from filelock import FileLock
-
     os.makedirs(os.path.dirname(path), exist_ok=True)
     return FileLock(path + ".lock")
 
@@ -81,8 +82,6 @@ def _lock(path):
 def _validator(fmt, counts):
     """`validate(path)` for fetch_file: the file is read through its reader (every concept,
     counted into `counts`); a file that cannot be read, or holds none, is refused."""
-    from biozoo.downloads import DownloadError
-
     def validate(path):
         try:
             count = sum(1 for _ in read_concepts(fmt, [path]))
@@ -106,9 +105,6 @@ def raw_complete(name):
 def download_dictionary(name, trust_unverified=False, progress=True, table_path=None):
     """Fetch the files of dictionary `name` into the cache (once); return raw.json's record:
     {"name", "version", "files": {file: {"url", "sha256", "size", "verified"}}, "concepts": {file: n}}."""
-    from biozoo.downloads import fetch_file
-    from biozoo.presets import offline
-
     entry = _entry(name, table_path)
     directory = raw_directory(name)
     with _lock(directory):
@@ -196,8 +192,6 @@ def _short(digests):
 
 
 def _sniff_user_format(path):
-    from biozoo.linking.formats import open_text
-
     with open_text(path) as f:
         for line in f:
             if line.strip() and not line.startswith("#"):

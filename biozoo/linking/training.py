@@ -31,8 +31,11 @@ import keras
 import numpy as np
 from keras import ops
 
+from biozoo._io import atomic_directory, atomic_write_json
 from biozoo.linking.encoder import LINKING_FILE, NameEncoder, pool
 from biozoo.linking.index import DenseIndex
+from biozoo.optim import LinearWarmupDecay
+from biozoo.preset_files import write_preset
 
 LOSSES = ("multi-similarity", "infonce")
 
@@ -181,10 +184,6 @@ def embedding_model(encoder):
 def finetune_linker(dictionary, preset, output, settings=LinkTraining(), log=print, progress=True):
     """Train `preset`'s encoder on `dictionary`'s synonyms; write OUTPUT (a preset with
     linking.json and metrics.json) in one rename; return the metrics."""
-    from biozoo._io import atomic_directory, atomic_write_json
-    from biozoo.optim import LinearWarmupDecay
-    from biozoo.preset_files import write_preset
-
     keras.utils.set_random_seed(settings.seed)
     rng = random.Random(settings.seed)
     encoder = NameEncoder.from_preset(preset, pooling=settings.pooling, max_length=settings.max_length)

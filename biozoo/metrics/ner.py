@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from seqeval.metrics.sequence_labeling import get_entities
+
 from biozoo.errors import DataFormatError
 
 __all__ = ["entity_scores", "read_conlleval", "prf"]
@@ -74,8 +76,6 @@ def entity_scores(gold, pred) -> dict:
         of that type; types found only in ``pred`` are listed with support 0. Bare ``B``/``I``
         tags get seqeval's type name ``_``.
     """
-    from seqeval.metrics.sequence_labeling import get_entities  # lazy: seqeval pulls in sklearn
-
     gold, pred = _check_sequences(gold, pred)
     true_by_type = defaultdict(set)
     pred_by_type = defaultdict(set)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 from biozoo.metrics.ner import prf
 
 __all__ = ["micro_prf", "infer_negative_label", "accuracy"]
@@ -90,6 +92,4 @@ def micro_prf(gold_labels, pred_labels, negative_label=None) -> dict:
 
 def accuracy(gold_labels, pred_labels) -> float:
     """Percentage of examples whose predicted label is the gold one (rounded to 4 decimals)."""
-    import numpy as np
-
     return round(100.0 * float(np.mean([p == g for g, p in zip(gold_labels, pred_labels)])), 4)

@@ -21,6 +21,8 @@ import re
 import string
 import warnings
 
+import numpy as np
+
 __all__ = [
     "normalize_answer",
     "compute_exact",
@@ -318,8 +320,6 @@ def answer_scores(examples, results, version) -> dict:
             ``null_score_diff`` as no-answer probability; otherwise ``{"squad_v1": ...}`` on the
             best non-empty spans.
     """
-    import numpy as np
-
     dataset = squad_dataset(examples)
     if version == "2.0":
         predictions = {e.qid: r["text"] for e, r in zip(examples, results)}

@@ -2,7 +2,7 @@
 (HF, and TF1 / GluonNLP / Megatron where the family was published so)."""
 
 from biozoo.errors import CheckpointError
-from biozoo.models._common import get_activation, run_layers
+from biozoo.models._common import get_activation, run_layers  # noqa: F401  (public: the pretraining heads use them)
 from biozoo.models.albert import convert_hf as albert_hf
 from biozoo.models.albert import convert_tf1 as albert_tf1
 from biozoo.models.albert.backbone import AlbertBackbone

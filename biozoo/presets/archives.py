@@ -13,7 +13,6 @@ from biozoo.errors import CheckpointError
 from biozoo.presets.cache import cache_root, cached, offline
 from biozoo.presets.handles import safe_key
 
-
 ARCHIVE_SOURCES = ("tf1", "gluonnlp")
 
 

@@ -17,7 +17,7 @@ from biozoo.preset_files import HEADS_CONFIG_FILE, read_provenance, read_task_ki
 from biozoo.presets.cache import cached
 from biozoo.presets.digests import verify_source_files
 from biozoo.presets.handles import local_key, parse_handle, safe_key
-from biozoo.presets.hub import hf_download, hf_snapshot, registry_snapshot, registry_source
+from biozoo.presets.hub import hf_snapshot, registry_snapshot, registry_source
 from biozoo.task_kinds import kind_of_hf_class
 
 

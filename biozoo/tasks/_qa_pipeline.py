@@ -9,11 +9,14 @@ import re
 import unicodedata
 
 import numpy as np
+import sentencepiece
+
+from biozoo.tokenizers import hf_unicode as U
+from biozoo.tokenizers.sentencepiece import UNICODE_WHITESPACE, SentencePieceTokenizer
+from biozoo.tokenizers.words import python_class, special_tokens_pattern
 
 
 def _is_sentencepiece(tokenizer):
-    from biozoo.tokenizers.sentencepiece import SentencePieceTokenizer
-
     return isinstance(tokenizer, SentencePieceTokenizer)
 
 
@@ -24,8 +27,6 @@ def pipeline_tokens(tokenizer, contexts):
     Special tokens written in the text are tokens (and words) of their own, as in HF; the
     text between them is tokenized word by word (`_WordPieceOffsets`, `_SentencePieceOffsets`).
     """
-    from biozoo.tokenizers.words import special_tokens_pattern
-
     special = re.compile(special_tokens_pattern(tokenizer.kept_whole()))
     reader = (_SentencePieceOffsets if _is_sentencepiece(tokenizer) else _WordPieceOffsets)(tokenizer)
     segments = []  # per context: [(start, end, special)]
@@ -53,8 +54,6 @@ def pipeline_tokens(tokenizer, contexts):
 
 
 def _char_class(parts):
-    from biozoo.tokenizers.words import python_class
-
     return re.compile(python_class(parts))
 
 
@@ -78,8 +77,6 @@ def _aligned(word, normalize):
 def _removed_spaces():
     """Control characters that are also whitespace (\v, \f, NEL): HF's BertNormalizer removes
     them before splitting words, `split_words` splits there (as a pattern, or None)."""
-    from biozoo.tokenizers import hf_unicode as U
-
     control, spaces = _char_class(U.CONTROL), [_char_class(U.SPLIT_WHITESPACE), _char_class(U.WHITESPACE)]
     both = [chr(c) for c in range(0x3001) if control.fullmatch(chr(c)) and any(p.fullmatch(chr(c)) for p in spaces)]
     return re.compile("[" + "".join(map(re.escape, both)) + "]") if both else None
@@ -91,8 +88,6 @@ class _WordPieceOffsets:
     [UNK] its whole word; a word the normalizer empties (a lone soft hyphen) has no tokens."""
 
     def __init__(self, tokenizer):
-        from biozoo.tokenizers import hf_unicode as U
-
         self.tokenizer, self.vocab = tokenizer, tokenizer.get_vocabulary()
         self.control, self.marks = _char_class(U.CONTROL), _char_class(U.NONSPACING_MARKS)
         self.removed_spaces = _removed_spaces()
@@ -135,10 +130,6 @@ class _SentencePieceOffsets:
     normalizers remove at their ends; trailing whitespace is a "▁" token of its own."""
 
     def __init__(self, tokenizer):
-        import sentencepiece
-
-        from biozoo.tokenizers import hf_unicode as U
-
         self.tokenizer, self.vocab = tokenizer, tokenizer.get_vocabulary()
         self.marks = _char_class(U.COMBINING_MARKS)
         self.processor = sentencepiece.SentencePieceProcessor(model_proto=tokenizer.proto)
@@ -146,7 +137,6 @@ class _SentencePieceOffsets:
         self.classes = {}
         # Unicode whitespace that SentencePiece's normalizer keeps (\v, \f, NEL): biozoo's
         # tokenizer splits words there as transformers 5 does; 4.x's Metaspace does not
-        from biozoo.tokenizers.sentencepiece import UNICODE_WHITESPACE
 
         spaces = "".join(c for c in UNICODE_WHITESPACE if self.char_class(c) == "space")
         kept = "".join(c for c in UNICODE_WHITESPACE if self.char_class(c) != "space")

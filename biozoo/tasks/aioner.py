@@ -32,11 +32,15 @@ import functools
 import io
 import re
 
+import keras
 import numpy as np
+from keras_hub.src.models.backbone import Backbone
 
+from biozoo import presets
 from biozoo.convert.aioner import MARKER_TOKENS
-from biozoo.tasks.inference import compiled_predict
-from biozoo.tokenizers.base import text_list
+from biozoo.preset_files import read_heads
+from biozoo.tasks.inference import check_precision, compiled_predict
+from biozoo.tokenizers.base import Tokenizer, text_list
 
 ENTITY_TYPES = ("Gene", "Chemical", "Disease", "Species", "Variant", "CellLine")
 MAX_LENGTH = 256  # model_ner.py's maxlen: pieces per input, and words per cut of a sentence
@@ -181,10 +185,6 @@ class AionerTagger:
     """
 
     def __init__(self, backbone, tokenizer, label_names, decoder, head, name="aioner", precision="float32"):
-        import keras
-
-        from biozoo.tasks.inference import check_precision
-
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
         self.backbone, self.tokenizer, self.decoder, self.name = backbone, tokenizer, decoder, name
@@ -214,12 +214,6 @@ class AionerTagger:
     def from_preset(cls, handle, precision="float32"):
         """A converted AIONER preset: a registry name (aioner_bioformer, aioner_pubmedbert) or
         its directory; inference at `precision` (float32, bfloat16, int8)."""
-        from keras_hub.src.models.backbone import Backbone
-
-        from biozoo import presets
-        from biozoo.preset_files import read_heads
-        from biozoo.tokenizers.base import Tokenizer
-
         preset_dir = presets.resolve_preset(handle)
         heads, config = read_heads(preset_dir)
         record = config.get("aioner")

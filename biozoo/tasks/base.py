@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import keras
 import numpy as np
+from keras_hub.src.utils.preset_utils import check_file_exists, get_preset_loader
+
+from biozoo import presets
+from biozoo.errors import CheckpointError
+from biozoo.models import family_for_backbone
+from biozoo.preset_files import read_heads
+from biozoo.tasks.inference import check_precision
 
 
 class PresetTaskMixin:
@@ -29,8 +36,6 @@ class PresetTaskMixin:
 
     @precision.setter
     def precision(self, value):
-        from biozoo.tasks.inference import check_precision
-
         self._precision = check_precision(value)
 
     def ids_model(self):
@@ -40,11 +45,6 @@ class PresetTaskMixin:
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, precision="float32", **kwargs):
-        from keras_hub.src.utils.preset_utils import check_file_exists, get_preset_loader
-
-        from biozoo import presets
-        from biozoo.preset_files import read_heads
-
         new_head = cls._new_head_requested(kwargs)
         preset_dir = presets.resolve_preset(preset, accept=None if new_head else cls._accept_checkpoint)
         loader = get_preset_loader(preset_dir)
@@ -73,7 +73,6 @@ class PresetTaskMixin:
         other = next((task for suffix, task in _TASK_OF_SUFFIX.items() if found.endswith(suffix)), None)
         if other is None:
             return  # a pretraining or bare-encoder class: the task gets a new head
-        from biozoo.errors import CheckpointError
 
         task_class, what = other
         hint = " or pass label_names for a new head on its encoder" if cls._takes_labels() else ""
@@ -170,8 +169,6 @@ def head_dropout(backbone, dropout=None):
     """The task head's dropout: as given, else the backbone's hidden dropout (HF's default when
     `classifier_dropout` is unset), else 0.1. ALBERT's heads use classifier_dropout_prob, 0.1,
     whatever its hidden dropout (0)."""
-    from biozoo.models import family_for_backbone
-
     if dropout is not None:
         return dropout
     family_dropout = family_for_backbone(backbone).head_dropout

@@ -10,8 +10,7 @@ import keras
 from keras_hub.src.models.task import Task
 
 from biozoo.data import IGNORE_LABEL
-from biozoo.models import family_for_backbone
-from biozoo.models import get_activation
+from biozoo.models import family_for_backbone, get_activation
 from biozoo.optim import default_optimizer
 from biozoo.tasks.base import PresetTaskMixin
 

@@ -14,9 +14,11 @@ import numpy as np
 from keras_hub.src.models.preprocessor import Preprocessor
 from keras_hub.src.models.task import Task
 
+from biozoo.data.pipeline import model_input_batches
 from biozoo.optim import default_optimizer
-from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tasks._qa_pipeline import answer_chars, decode_spans, pipeline_tokens, span_probabilities
+from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tasks.inference import compiled_predict
 from biozoo.tokenizers.base import Tokenizer
 
 
@@ -277,9 +279,6 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
     def span_logits(self, features, batch_size=32, max_length=None):
         """Start/end logits per window, `[(start [seq], end [seq]), ...]`; windows are cut to
         `max_length` tokens (default: the preprocessor's `sequence_length`)."""
-        from biozoo.data.pipeline import model_input_batches
-        from biozoo.tasks.inference import compiled_predict
-
         batches = model_input_batches(
             features.token_ids, self.preprocessor.tokenizer.pad_token_id, features.segment_ids,
             batch_size=batch_size, max_length=max_length or self.preprocessor.sequence_length,

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import keras
 import numpy as np
-from keras_hub.src.models.text_classifier_preprocessor import TextClassifierPreprocessor
 from keras_hub.src.models.task import Task
+from keras_hub.src.models.text_classifier_preprocessor import TextClassifierPreprocessor
 
 from biozoo.convert.core import PROBLEM_TYPES
 from biozoo.data import IGNORE_LABEL
+from biozoo.data.pipeline import model_input_batches
+from biozoo.errors import CheckpointError
 from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
 from biozoo.tasks._util import sigmoid, softmax
-from biozoo.tasks.inference import compiled_predict
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tasks.inference import compiled_predict
 from biozoo.tokenizers.base import Tokenizer, text_list
 
 # Entity markers of the biomedical RE corpora; each stays one token.
@@ -147,8 +149,6 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
         return {"problem_type": head.get("problem_type")}
 
     def _init_from_heads(self, heads, config):
-        from biozoo.errors import CheckpointError
-
         heads = self._classifier_weights(heads, config)
         if heads is None:
             return
@@ -184,8 +184,6 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
     def predict_probabilities(self, texts, pairs=None, batch_size=64):
         """Class probabilities per example: softmax (single label), sigmoid (multi-label, or one
         output without a problem type, as transformers' pipeline) or the raw output (regression)."""
-        from biozoo.data.pipeline import model_input_batches
-
         texts = text_list(texts)
         pairs = None if pairs is None else text_list(pairs, "pairs")
         encoded = self.preprocessor.encode(texts, pairs)

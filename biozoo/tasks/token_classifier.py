@@ -10,10 +10,13 @@ from keras_hub.src.models.preprocessor import Preprocessor
 from keras_hub.src.models.task import Task
 
 from biozoo.data import IGNORE_LABEL
+from biozoo.data.pipeline import model_input_batches
+from biozoo.errors import CheckpointError
 from biozoo.optim import default_optimizer
+from biozoo.tasks._aggregation import Piece, aggregate, is_subword
 from biozoo.tasks._util import softmax
-from biozoo.tasks.inference import compiled_predict, compiles_predictions
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tasks.inference import compiled_predict, compiles_predictions
 from biozoo.tokenizers.base import Tokenizer, text_list
 
 CONFIDENCE_MEASURES = ("probability", "margin")
@@ -187,8 +190,6 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         return config
 
     def _init_from_heads(self, heads, config):
-        from biozoo.errors import CheckpointError
-
         heads = self._classifier_weights(heads, config)
         if heads is None:
             return
@@ -213,8 +214,6 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
 
     def _unit_probabilities(self, windows, counts, batch_size):
         """Probabilities of each window's units (words, or single tokens), per sentence."""
-        from biozoo.data.pipeline import model_input_batches
-
         if not windows.token_ids:
             return [np.zeros((count, len(self.label_names)), np.float32) for count in counts]
         batches = model_input_batches(
@@ -272,8 +271,6 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
 
     def group(self, texts, token_probabilities, aggregation="first"):
         """`annotate`'s results from `token_probabilities(texts)`, grouped by `aggregation`."""
-        from biozoo.tasks._aggregation import aggregate
-
         pieces = self._piece_reader()
         results = []
         for text, (row, probs) in zip(texts, token_probabilities):
@@ -304,8 +301,6 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
 
     def _piece_reader(self):
         """`pieces(text, row)`: a text's tokens `[(id, start, end), ...]` as aggregation `Piece`s."""
-        from biozoo.tasks._aggregation import Piece, is_subword
-
         tokenizer = self.preprocessor.tokenizer
         vocabulary = tokenizer.get_vocabulary()
         wordpiece = tokenizer.continuation_prefix is not None

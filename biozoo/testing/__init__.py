@@ -24,21 +24,53 @@ Example:
 """
 
 from biozoo.testing.battery import (
-    annotate_by_sentence, run_backbone_test, run_converted_heads_test, run_ids_export_test, run_parity_test,
-    run_task_test, to_numpy,
+    annotate_by_sentence,
+    run_backbone_test,
+    run_converted_heads_test,
+    run_ids_export_test,
+    run_parity_test,
+    run_task_test,
+    to_numpy,
 )
 from biozoo.testing.cases import (
-    CASES, CONVERTED_HEADS, FORMATS, IDS_EXPORTS, MIXED_POLICIES, MIXED_TOLERANCE, SPECIAL, TASKS, TOLERANCE,
-    VOCAB_SIZE, Case, cases, family_of, get_case,
+    CASES,
+    CONVERTED_HEADS,
+    FORMATS,
+    IDS_EXPORTS,
+    MIXED_POLICIES,
+    MIXED_TOLERANCE,
+    SPECIAL,
+    TASKS,
+    TOLERANCE,
+    VOCAB_SIZE,
+    Case,
+    cases,
+    family_of,
+    get_case,
 )
 from biozoo.testing.checkpoints import (
-    HEAD_TENSORS, case_inputs, hf_outputs, make_config, make_model, max_diff, populate_hf_cache, random_inputs,
-    save_case, save_hf_directory, tiny_sentencepiece, torch_inputs, wordpiece_vocab,
+    HEAD_TENSORS,
+    case_inputs,
+    hf_outputs,
+    make_config,
+    make_model,
+    max_diff,
+    populate_hf_cache,
+    random_inputs,
+    save_case,
+    save_hf_directory,
+    tiny_sentencepiece,
+    torch_inputs,
+    wordpiece_vocab,
 )
 from biozoo.testing.corpora import bioasq_dev, chemprot_subset, read_sentences, train_spiece
 from biozoo.testing.mirrors import offline_registry_mirror, registry_entry_describes
 from biozoo.testing.processes import (
-    TENSORFLOW_DISTRIBUTIONS, run_exported_without_keras, site_without, without_keras_site, without_tensorflow,
+    TENSORFLOW_DISTRIBUTIONS,
+    run_exported_without_keras,
+    site_without,
+    without_keras_site,
+    without_tensorflow,
 )
 
 __all__ = [

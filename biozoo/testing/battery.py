@@ -9,7 +9,14 @@ import numpy as np
 
 from biozoo.testing.cases import CONVERTED_HEADS, MIXED_POLICIES, MIXED_TOLERANCE, TASKS, TOLERANCE, get_case
 from biozoo.testing.checkpoints import (
-    HEAD_TENSORS, case_inputs, hf_outputs, make_model, max_diff, save_case, save_hf_directory, tiny_sentencepiece,
+    HEAD_TENSORS,
+    case_inputs,
+    hf_outputs,
+    make_model,
+    max_diff,
+    save_case,
+    save_hf_directory,
+    tiny_sentencepiece,
     torch_inputs,
 )
 from biozoo.testing.processes import run_exported_without_keras

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-
 VOCAB_SIZE = 99
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 # Run by `run_ids_export_test` in a Python where keras, biozoo and TensorFlow cannot be imported.
 _RUNTIME_CHILD = """
 import importlib.util, sys

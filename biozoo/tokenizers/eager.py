@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+from sentencepiece import sentencepiece_model_pb2
 from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
 
 METASPACE = "\u2581"
@@ -50,8 +51,6 @@ def wordpiece_engine(vocabulary, lowercase, strip_accents, max_input_chars_per_w
 def sentencepiece_engine(proto, lowercase, keep_accents, vocabulary, kept):
     """A `tokenizers.Tokenizer` equal to HF's AlbertTokenizerFast for the SentencePiece model
     `proto` (serialized bytes); `vocabulary` is biozoo's (the model's pieces, then added tokens)."""
-    from sentencepiece import sentencepiece_model_pb2
-
     model_proto = sentencepiece_model_pb2.ModelProto()
     model_proto.ParseFromString(proto)
     pieces = [(piece.piece, piece.score) for piece in model_proto.pieces]

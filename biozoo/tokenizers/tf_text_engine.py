@@ -15,6 +15,7 @@ import weakref
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from sentencepiece import sentencepiece_model_pb2
 
 from biozoo.tokenizers import hf_unicode as U
 from biozoo.tokenizers.words import special_tokens_pattern
@@ -164,8 +165,6 @@ def unigram_proto(proto):
     normalization makes their text (NFKD: "＜pad＞" -> "<pad>"); SentencePiece never produces a
     control piece, and always a user-defined one. Special tokens written as such are kept whole
     before the model either way."""
-    from sentencepiece import sentencepiece_model_pb2
-
     model = sentencepiece_model_pb2.ModelProto()
     model.ParseFromString(proto)
     kinds = sentencepiece_model_pb2.ModelProto.SentencePiece.Type

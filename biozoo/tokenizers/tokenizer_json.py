@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import base64
 
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
 from biozoo._io import read_json
 from biozoo.errors import CheckpointError
 
@@ -93,8 +95,6 @@ def _sentencepiece_proto(pieces, unk_id, special_ids, charsmap):
     The pieces at `special_ids` are user-defined: HF's Unigram model holds its special tokens
     as pieces of score 0, which win wherever normalization makes them (NFKD: "＜pad＞" ->
     "<pad>"); SentencePiece never produces a control piece, and always a user-defined one."""
-    from sentencepiece import sentencepiece_model_pb2 as model_pb2
-
     proto = model_pb2.ModelProto()
     kinds = model_pb2.ModelProto.SentencePiece.Type
     for index, (piece, score) in enumerate(pieces):

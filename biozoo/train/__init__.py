@@ -1,14 +1,18 @@
 """Training drivers and what they share.
 
 * `finetune` — `biozoo finetune` / `biozoo evaluate`: `Hyperparameters`, `run_finetune`,
-  `run_seeds`, `run_evaluate`; one task adapter per task kind in `adapters` (`ADAPTERS`).
-* `pretrain` — `biozoo pretrain`: MLM (+ NSP / SOP) and ELECTRA (`run_pretrain`).
-* `distill` — `biozoo distill`: DistilBERT, TinyBERT and CompactBioBERT distillation (`run_distill`).
-* `run` — the run scaffold of all three: strategy and batch split, seeding, dtype policy,
-  the timed loop, the atomic write of OUTPUT and the clean-up (`TrainingRun`).
-* `loop` — the resumable training loop and the distributed train step with a loss history.
-* `strategy` — choosing the tf.distribute strategy.
+  `run_seeds`, `run_evaluate`; the task adapters are in `biozoo.tasks.adapters`.
+* `run` — the run scaffold: strategy and batch split, seeding, dtype policy, the timed loop,
+  the atomic write of OUTPUT and the clean-up (`TrainingRun`).
 * `recipes` — published fine-tuning recipes (the BioM-Transformers table, `--recipe biom`).
+* `tf_loop` — the resumable TensorFlow training loop and the distributed train step.
+* `tf_pretrain` — `biozoo pretrain`: MLM (+ NSP / SOP) and ELECTRA (`run_pretrain`).
+* `tf_distill` — `biozoo distill`: DistilBERT, TinyBERT and CompactBioBERT distillation.
+* `tf_strategy` — choosing the tf.distribute strategy.
 
 The command lines are in `biozoo._commands`; scoring is in `biozoo.metrics`.
 """
+
+# What `--strategy` accepts (`tf_strategy.resolve_strategy` builds them); here so that the command
+# line is built without importing TensorFlow.
+STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu")

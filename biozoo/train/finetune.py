@@ -16,10 +16,14 @@ import warnings
 
 import numpy as np
 
+from biozoo import presets
+from biozoo._io import atomic_write_json, check_output, write_marker
+from biozoo.metrics.seeds import mean_std
+from biozoo.optim import make_optimizer
 from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
-from biozoo.train.run import check_values, precision_policy, set_seed
+from biozoo.train.run import TrainingRun, check_values, examples_per_second, precision_policy, set_seed
 
 __all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate",
            "micro_batches", "checkpoint_directory", "precision_policy", "set_seed"]
@@ -77,10 +81,6 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     metrics. `task_options` go to the kind's task adapter. With `hp.checkpoint_every`, a killed
     run re-run with the same output resumes. An earlier biozoo output at `output` is replaced
     only with `overwrite`; the hyperparameters are checked first (`check_hyperparameters`)."""
-    from biozoo import presets
-    from biozoo.optim import make_optimizer
-    from biozoo.train.run import TrainingRun, examples_per_second
-
     check_hyperparameters(hp)
     run = TrainingRun(output, strategy, batch_size=hp.batch_size,
                       checkpoint_dir=checkpoint_directory(output) if hp.checkpoint_every else None,
@@ -189,9 +189,6 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
     """`seeds` runs with seeds hp.seed, hp.seed + 1, ... into OUTPUT/seed-<n>; OUTPUT/metrics.json
     holds every run and the mean and standard deviation (n - 1) of each score, as the papers
     report them. An earlier biozoo output at OUTPUT is replaced only with `overwrite`."""
-    from biozoo._io import atomic_write_json, check_output, write_marker
-    from biozoo.metrics.seeds import mean_std
-
     check_hyperparameters(hp)
     check_output(output, overwrite, [preset, data_dir])
     os.makedirs(output, exist_ok=True)

@@ -28,6 +28,7 @@ import os
 import re
 from importlib import resources
 
+from biozoo._io import read_json
 from biozoo.presets import registry_name_of
 
 RECIPES_FILE = "biom_recipes.json"
@@ -43,8 +44,6 @@ class RecipeError(KeyError):
 
 @functools.lru_cache(maxsize=1)
 def _document():
-    from biozoo._io import read_json
-
     with resources.as_file(resources.files("biozoo.train").joinpath(RECIPES_FILE)) as path:
         return read_json(path, "BioM recipe table")
 

@@ -16,13 +16,18 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 import os
+import random
 import shutil
 import time
 
+import keras
 import numpy as np
 
-from biozoo._io import is_remote, remote_files
+from biozoo import _keras_internals
+from biozoo._io import atomic_directory, atomic_write_json, check_output, is_remote, remote_files
 
 PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -33,10 +38,6 @@ def set_seed(seed):
     cache, destroying the resources of tokenizers already built (tf-text's SentencePiece
     op), so a second seeded run in one process (`--seeds`) could not tokenize. biozoo draws no
     TensorFlow-seeded random numbers."""
-    import random
-
-    from biozoo import _keras_internals
-
     _keras_internals.set_keras_seed(seed)
     random.seed(seed)
     np.random.seed(seed)
@@ -69,9 +70,6 @@ def check_values(rules, error=ValueError):
         Traceback (most recent call last):
         ValueError: --learning-rate nan: give a finite number above 0
     """
-    import math
-    import numbers
-
     wants = {"positive": "a finite number above 0", "whole": "a whole number of at least 1",
              "fraction": "a finite number from 0 to 1", "non-negative": "a finite number of at least 0",
              "decay": "a finite number above 0 and at most 1"}
@@ -114,8 +112,6 @@ class TrainingRun:
 
     def __init__(self, output, strategy=None, *, batch_size, checkpoint_dir=None, error=ValueError, overwrite=False,
                  inputs=()):
-        from biozoo._io import check_output
-
         self.output = os.fspath(output)
         self.overwrite, self.inputs = overwrite, [os.fspath(i) for i in inputs if i is not None]
         check_output(self.output, overwrite, self.inputs)
@@ -158,8 +154,6 @@ class TrainingRun:
     def scope(self, policy=None):
         """Build (and compile) models inside: the strategy's scope, under the dtype policy
         `policy` when given (the global policy is restored after)."""
-        import keras
-
         previous = keras.config.dtype_policy()
         if policy is not None:
             keras.config.set_dtype_policy(policy)
@@ -186,8 +180,6 @@ class TrainingRun:
         """Write OUTPUT in one rename: `save(directory)` writes the model files, then each of
         `records` ({file name: JSON object}); then remove the checkpoints and scratch
         directories. Only the chief calls it."""
-        from biozoo._io import atomic_directory, atomic_write_json
-
         with atomic_directory(self.output, self.overwrite, self.inputs) as tmp:
             save(tmp)
             for name, record in records.items():

@@ -33,8 +33,15 @@ import os
 import keras
 import numpy as np
 
+from biozoo import Tokenizer
+from biozoo._io import read_json
 from biozoo.data import IGNORE_LABEL
+from biozoo.data import tf_pretraining as P
 from biozoo.errors import BiozooError
+from biozoo.optim import adamw
+from biozoo.tasks.inference import compiled_predict
+from biozoo.tasks.pretraining import MaskedLM
+from biozoo.train.run import TrainingRun, check_values, examples_per_second
 from biozoo.train.tf_loop import LossHistoryStep
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -111,8 +118,6 @@ def parse_layer_map(layer_map, student_layers, teacher_layers):
 
 def read_student_config(student_config):
     """A dict, a JSON file, or an inline JSON object -> the config changes."""
-    from biozoo._io import read_json
-
     if isinstance(student_config, dict):
         return dict(student_config)
     text = str(student_config)
@@ -398,8 +403,6 @@ def pretraining_data(tokenizer, corpus_files, *, max_seq_length, batch_size, see
     `records_dir`, reused by a later run; whole-word or single-piece masking). Agreement is
     measured on `eval_corpus` files when given, else on the first `max_eval` training
     instances."""
-    from biozoo.data import tf_pretraining as P
-
     files = P.write_pretraining_records(list(corpus_files), tokenizer, records_dir, max_seq_length, None,
                                         seed=seed, log=log)
 
@@ -428,8 +431,6 @@ def pretraining_data(tokenizer, corpus_files, *, max_seq_length, batch_size, see
 def masked_agreement(teacher, student, dataset):
     """Top-1 agreement of `student` with `teacher` on the masked tokens of `dataset` (batches
     `(x, {"mask_labels"})`), and each model's accuracy against the original tokens."""
-    from biozoo.tasks.inference import compiled_predict
-
     agree = total = teacher_right = student_right = 0
     for x, y in dataset.as_numpy_iterator():
         labels = y["mask_labels"] if isinstance(y, dict) else y
@@ -486,9 +487,6 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
         >>> run_distill("compact", "biobert_v1_1", {"num_layers": 6}, ["pubmed.txt"], "compact-biobert",
         ...             steps=100000, batch_size=192)
     """
-    from biozoo import Tokenizer
-    from biozoo.train.run import TrainingRun, check_values, examples_per_second
-
     hp = dataclasses.replace(hp or DistillHyperparameters(), **hyperparameters)
     if method not in METHODS:
         raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(METHODS)}")
@@ -583,9 +581,6 @@ class _Models:
 def _build_models(run, method, teacher, changes, hp, log_every):
     """Teacher, student (initialised from the teacher where shapes agree) and the compiled
     distiller, built in the run's strategy scope."""
-    from biozoo.optim import adamw
-    from biozoo.tasks.pretraining import MaskedLM
-
     with run.scope():
         teacher_task = MaskedLM.from_preset(teacher)
         limit = teacher_task.backbone.get_config().get("max_sequence_length")
@@ -609,8 +604,6 @@ def _build_models(run, method, teacher, changes, hp, log_every):
 def _held_out_metrics(run, models, data, initial, eval_before, log):
     """Agreement with the teacher and accuracy on the held-out masked tokens (distilled, at
     initialisation, a random student) and the loss terms before and after training."""
-    from biozoo.tasks.pretraining import MaskedLM
-
     # no re-seeding here: tf.random.set_seed drops SentencePiece's TF resource (the tokenizer)
     backbone_cls, config = models.student_backbone
     with run.scope():

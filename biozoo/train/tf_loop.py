@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import math
 
+import keras
 import numpy as np
 
+from biozoo import _keras_internals
 from biozoo.errors import TrainingError
 
 
@@ -61,8 +63,6 @@ class _StepLog:
     checkpoint every `every` steps."""
 
     def __init__(self, model, manager, every, first_step, log):
-        import keras
-
         class Callback(keras.callbacks.Callback):
             def on_epoch_begin(cb, epoch, logs=None):
                 self.mean, self.count = 0.0, 0
@@ -114,8 +114,6 @@ def _average_multi_worker_logs():
     them over replicas (axis=None) instead. Other strategies are left to Keras."""
     import tensorflow as tf
 
-    from biozoo import _keras_internals
-
     def replacement(original, is_collective_multi_worker, map_structure):
         def reduce_per_replica(values, strategy, reduction="auto"):
             if reduction in ("auto", "mean") and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) \
@@ -149,7 +147,6 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
     Example:
         >>> result = train(task, batches.dataset_from, 300, "out/checkpoints", checkpoint_every=50)
     """
-    import keras
     import tensorflow as tf
 
     strategy = strategy or tf.distribute.get_strategy()
@@ -191,8 +188,6 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
 def check_finite_weights(model, step):
     """Raise TrainingError naming the first trainable weight that holds NaN or inf after `step`
     (a non-finite gradient at the last step shows in no loss)."""
-    import keras
-
     for variable in model.trainable_variables:
         if not np.all(np.isfinite(keras.ops.convert_to_numpy(variable.value))):
             raise TrainingError(f"step {step} of training: weight {variable.path} is not finite (a non-finite "
@@ -218,8 +213,6 @@ class LossHistoryStep:
     """
 
     def init_loss_history(self, tracked, total_steps, log_every):
-        import keras
-
         self.tracked = tuple(tracked)
         self.trackers = {name: keras.metrics.Mean(name=name) for name in self.tracked}
         self.log_every = max(1, int(log_every))
@@ -270,8 +263,6 @@ class LossHistoryStep:
     def loss_curves(self):
         """{tracked loss: [mean over each `log_every`-step interval]} of the steps run so far
         (resumed runs included)."""
-        import keras
-
         if self.loss_history is None:
             return {}
         done = int(self.optimizer.iterations.numpy())

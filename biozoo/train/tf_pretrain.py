@@ -34,9 +34,19 @@ import os
 
 import keras
 import numpy as np
+from safetensors.numpy import save_file
 
+from biozoo import presets
+from biozoo._io import atomic_write_json, read_json
+from biozoo.api import Tokenizer
 from biozoo.data import IGNORE_LABEL
+from biozoo.errors import CheckpointError
+from biozoo.models import FAMILIES, family_for_backbone, get_family, run_layers
+from biozoo.models.electra.backbone import ElectraBackbone
+from biozoo.optim import adamw
+from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, PROVENANCE_FILE, read_heads
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
+from biozoo.train.run import TrainingRun, check_values, examples_per_second
 from biozoo.train.tf_loop import LossHistoryStep
 
 METHODS = ("mlm", "electra")
@@ -72,9 +82,6 @@ SHARED_EMBEDDINGS = ("token_embedding", "position_embedding", "segment_embedding
 
 
 def _electra_discriminator(backbone):
-    from biozoo.errors import CheckpointError
-    from biozoo.models import family_for_backbone
-
     try:
         return family_for_backbone(backbone).electra_discriminator
     except CheckpointError:  # not a biozoo backbone
@@ -82,8 +89,6 @@ def _electra_discriminator(backbone):
 
 
 def _electra_discriminators():
-    from biozoo.models import FAMILIES
-
     return ", ".join(f.backbone_cls.__name__ for f in FAMILIES.values() if f.electra_discriminator)
 
 
@@ -235,8 +240,6 @@ class ElectraPretrainer(_Pretrainer):
 
     def generator_logits(self, x, training=False):
         """Generator MLM logits [batch, masks, vocabulary] at `x["mask_positions"]`."""
-        from biozoo.models import run_layers
-
         shared, g = self.discriminator.backbone, self.generator
         tokens = shared.token_embedding(x["token_ids"])
         h = tokens + shared.position_embedding(tokens) + shared.segment_embedding(x["segment_ids"])
@@ -299,15 +302,12 @@ def load_config(config):
     """A backbone config: a dict, or the path of a JSON file holding one."""
     if isinstance(config, dict):
         return dict(config)
-    from biozoo._io import read_json
 
     return read_json(os.fspath(config), "backbone config")
 
 
 def backbone_from_config(config, tokenizer):
     """A freshly initialised backbone from {"family": ..., constructor arguments}."""
-    from biozoo.models import get_family
-
     config = load_config(config)
     if "family" not in config:
         raise ValueError('the backbone config needs a "family" (bert, albert, electra, distilbert, mobilebert, '
@@ -321,9 +321,6 @@ def backbone_from_config(config, tokenizer):
 
 
 def _sentence_head_weights(preset, sentence_task):
-    from biozoo import presets
-    from biozoo.preset_files import read_heads
-
     heads, _ = read_heads(presets.resolve_preset(preset))
     key = f"{sentence_task}/dense/"
     if key + "kernel" in heads:
@@ -336,7 +333,6 @@ def _generator_source(preset, generator):
         return generator
     if preset is None:
         return None
-    from biozoo import presets
 
     candidate = os.path.join(presets.resolve_preset(preset), "generator")
     return candidate if os.path.exists(os.path.join(candidate, "config.json")) else None
@@ -346,8 +342,6 @@ def build_pretrainer(method, tokenizer, preset=None, config=None, sentence_task=
                      generator_fraction=0.25, rtd_weight=50.0, seed=42, total_steps=None, log_every=1):
     """The `MaskedLMPretrainer` or `ElectraPretrainer` (build it inside `strategy.scope()`);
     `total_steps` sizes its loss history (none without)."""
-    from biozoo.models.electra.backbone import ElectraBackbone
-
     if method == "mlm":
         if config is not None:
             task = MaskedLM(backbone_from_config(config, tokenizer))
@@ -416,10 +410,7 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
         >>> run_pretrain("electra", ["pubmed.txt"], "out/electra", config="small.json",
         ...              tokenizer="biom_electra_base_discriminator", steps=10000)
     """
-    from biozoo.api import Tokenizer
     from biozoo.data.tf_pretraining import count_records, masked_dataset, write_pretraining_records
-    from biozoo.optim import adamw
-    from biozoo.train.run import TrainingRun, examples_per_second
 
     hp = dataclasses.replace(hp or PretrainHyperparameters(), **hyperparameters)
     _check_arguments(method, hp, preset, config, tokenizer)
@@ -504,7 +495,6 @@ def _check_arguments(method, hp, preset, config, tokenizer):
                          "from scratch.")
     if config is not None and preset is None and tokenizer is None:
         raise ValueError("--config trains from scratch and needs a tokenizer: give --tokenizer (or --preset).")
-    from biozoo.train.run import check_values
 
     check_values([("--steps", hp.steps, "whole"), ("--batch-size", hp.batch_size, "whole"),
                   ("--learning-rate", hp.learning_rate, "positive"), ("--max-seq-length", hp.max_seq_length, "whole"),
@@ -517,11 +507,6 @@ def save_pretrained(trainer, method, tokenizer, directory, metrics):
     """Write the trained model into `directory` as a Keras preset: the MaskedLM task (mlm) or
     the discriminator with its generator in `directory`/generator (electra), the tokenizer,
     the heads (heads.safetensors, heads.json) and the provenance record."""
-    from safetensors.numpy import save_file
-
-    from biozoo._io import atomic_write_json
-    from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, PROVENANCE_FILE
-
     heads = {k: np.asarray(keras.ops.convert_to_numpy(v)) for k, v in trainer.heads().items()}
     if method == "mlm":
         trainer.task.save_to_preset(directory)

@@ -16,8 +16,7 @@ import os
 import tensorflow as tf
 
 from biozoo.errors import BiozooError
-
-STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu")
+from biozoo.train import STRATEGIES
 
 
 @dataclasses.dataclass

@@ -5,11 +5,7 @@ from keras.layers import ReversibleEmbedding
 from keras_hub.src.layers.modeling.position_embedding import PositionEmbedding
 from keras_hub.src.models.backbone import Backbone
 
-from biozoo.models._common import FeaturesMixin
-from biozoo.models._common import backbone_inputs
-from biozoo.models._common import encoder_layers
-from biozoo.models._common import initializer
-from biozoo.models._common import run_layers
+from biozoo.models._common import FeaturesMixin, backbone_inputs, encoder_layers, initializer, run_layers
 
 
 @keras.saving.register_keras_serializable(package="biozoo")

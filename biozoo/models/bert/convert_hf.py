@@ -1,8 +1,8 @@
 """HuggingFace BERT (BertModel, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
 BertForTokenClassification, BertForSequenceClassification)."""
 
-from biozoo.mapping import Table, attention, dense, embedding, layer_norm, param
 from biozoo.errors import CheckpointError
+from biozoo.mapping import Table, attention, dense, embedding, layer_norm, param
 from biozoo.models.family import hf_get
 
 LAYER = "encoder.layer.{i}"

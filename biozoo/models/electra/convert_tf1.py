@@ -4,8 +4,8 @@ sizes are read off the tensors."""
 
 import re
 
-from biozoo.mapping import Rule, Table, tf_attention, tf_dense, tf_layer_norm
 from biozoo.errors import CheckpointError
+from biozoo.mapping import Rule, Table, tf_attention, tf_dense, tf_layer_norm
 from biozoo.models.bert.convert_tf1 import TF1_TRAINING_STATE
 
 

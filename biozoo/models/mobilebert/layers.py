@@ -3,8 +3,7 @@
 import keras
 from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
-from biozoo.models._common import get_activation
-from biozoo.models._common import initializer
+from biozoo.models._common import get_activation, initializer
 
 
 @keras.saving.register_keras_serializable(package="biozoo")

@@ -10,6 +10,7 @@ Example:
 
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters.base import TaskAdapter, load_splits
+from biozoo.tasks.finetuned import load_task
 
 
 def adapter_for(kind, **options):
@@ -20,8 +21,6 @@ def adapter_for(kind, **options):
 def load_with_adapter(model, precision="float32"):
     """A task preset -> (kind, its task adapter with the options it was written with, the task at
     inference `precision`)."""
-    from biozoo.tasks.finetuned import load_task
-
     kind, options, task = load_task(model, precision)
     return kind, adapter_for(kind, **options), task
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from biozoo.data.ner import read_ner
 from biozoo.metrics.ner import entity_scores
 from biozoo.tasks.adapters.base import TaskAdapter, load_splits
+from biozoo.tasks.aioner import ENTITY_TYPES
 
 
 class AionerAdapter(TaskAdapter):
@@ -39,8 +40,6 @@ class AionerAdapter(TaskAdapter):
     batches = build_task
 
     def evaluate(self, task, sentences):
-        from biozoo.tasks.aioner import ENTITY_TYPES
-
         gold_types = sorted({t.split("-", 1)[-1] for s in sentences for t in s.tags if t != "O"})
         asked = [t for t in gold_types if t in ENTITY_TYPES]
         if gold_types and not asked:

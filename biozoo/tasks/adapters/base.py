@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from biozoo.data.ner import find_split
+from biozoo.data.remote import local_folder
+from biozoo.errors import DataFormatError
 from biozoo.task_kinds import task_kind
 
 
@@ -63,10 +66,6 @@ def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt")):
     absent or empty one is named in the result's `missing`). A train split, or the split asked
     for with `only`, without examples raises DataFormatError naming its file. `data_dir` may be
     gs:// (read through tf.io.gfile)."""
-    from biozoo.data.ner import find_split
-    from biozoo.data.remote import local_folder
-    from biozoo.errors import DataFormatError
-
     splits = Splits()
     with local_folder(data_dir) as folder:
         for split in (only,) if only else ("train", "dev", "test"):

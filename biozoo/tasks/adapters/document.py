@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from biozoo.data.hoc import LABELS, group_by_abstract, read_hoc
+from biozoo.data.pipeline import model_input_batches
+from biozoo.metrics.hoc import document_scores, tune_thresholds
 from biozoo.tasks.adapters.base import TaskAdapter, load_splits
 
 
@@ -15,20 +18,14 @@ class DocumentAdapter(TaskAdapter):
     kind = "doc"
 
     def load(self, data_dir, only=None):
-        from biozoo.data.hoc import group_by_abstract, read_hoc
-
         return load_splits(data_dir, lambda path: group_by_abstract(read_hoc(path)), only)
 
     def build_task(self, preset, splits, hp):
-        from biozoo.data.hoc import LABELS
-
         task = self.task_cls.from_preset(preset, label_names=list(LABELS), multi_label=True)
         task.preprocessor.sequence_length = hp.max_seq_length
         return task
 
     def batches(self, task, abstracts, hp, training=False):
-        from biozoo.data.pipeline import model_input_batches
-
         encoded = task.preprocessor.encode([a.text for a in abstracts])
         return model_input_batches(
             [ids for ids, _ in encoded], task.preprocessor.tokenizer.pad_token_id, [s for _, s in encoded],
@@ -39,14 +36,10 @@ class DocumentAdapter(TaskAdapter):
 
     def tune(self, task, dev):
         """Per-label thresholds that maximise each label's F1 on the dev abstracts."""
-        from biozoo.metrics.hoc import tune_thresholds
-
         task.thresholds = tune_thresholds(task.predict_probabilities([a.text for a in dev]),
                                           [a.labels for a in dev])
 
     def evaluate(self, task, abstracts):
-        from biozoo.metrics.hoc import document_scores
-
         predicted = task.predict_labels([a.text for a in abstracts])
         pred = [[int(name in p) for name in task.label_names] for p in predicted]
         return document_scores([list(a.labels) for a in abstracts], pred)

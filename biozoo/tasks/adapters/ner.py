@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from biozoo.data import IGNORE_LABEL
+from biozoo.data.ner import read_ner
+from biozoo.data.pipeline import model_input_batches
+from biozoo.metrics.ner import entity_scores
 from biozoo.tasks.adapters.base import TaskAdapter, load_splits
 
 
@@ -18,8 +21,6 @@ class NerAdapter(TaskAdapter):
         return {"entity_type": self.entity_type}
 
     def load(self, data_dir, only=None):
-        from biozoo.data.ner import read_ner
-
         return load_splits(data_dir, lambda path: read_ner(path, entity_type=self.entity_type), only)
 
     def build_task(self, preset, splits, hp):
@@ -30,8 +31,6 @@ class NerAdapter(TaskAdapter):
         return task
 
     def batches(self, task, sentences, hp, training=False):
-        from biozoo.data.pipeline import model_input_batches
-
         index = {label: i for i, label in enumerate(task.label_names)}
         windows = task.preprocessor.windows([s.words for s in sentences],
                                             [[index[t] for t in s.tags] for s in sentences])
@@ -42,8 +41,6 @@ class NerAdapter(TaskAdapter):
         )
 
     def evaluate(self, task, sentences):
-        from biozoo.metrics.ner import entity_scores
-
         gold_types = {t.split("-", 1)[-1] for s in sentences for t in s.tags if t != "O"}
         model_types = {name.split("-", 1)[-1] for name in task.label_names if name != "O"}
         if gold_types and not gold_types & model_types:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from biozoo.tasks.adapters.base import TaskAdapter, load_splits
+from biozoo.data.pipeline import model_input_batches
+from biozoo.data.qa import read_squad
+from biozoo.metrics.bioasq import snippet_factoid_scores
+from biozoo.metrics.squad import answer_scores
 from biozoo.task_kinds import task_kind
+from biozoo.tasks.adapters.base import TaskAdapter, load_splits
 
 
 class QuestionAnsweringAdapter(TaskAdapter):
@@ -22,8 +26,6 @@ class QuestionAnsweringAdapter(TaskAdapter):
         return {"version": self.version}
 
     def load(self, data_dir, only=None):
-        from biozoo.data.qa import read_squad
-
         return load_splits(data_dir, read_squad, only, extensions=task_kind(self.kind).data_extensions)
 
     def build_task(self, preset, splits, hp):
@@ -35,8 +37,6 @@ class QuestionAnsweringAdapter(TaskAdapter):
         return task
 
     def batches(self, task, examples, hp, training=False):
-        from biozoo.data.pipeline import model_input_batches
-
         answers = [None if e.is_impossible or not e.answers else (e.answers[0]["answer_start"], e.answers[0]["text"])
                    for e in examples]
         f = task.preprocessor.features([e.question for e in examples], [e.context for e in examples], answers)
@@ -49,9 +49,6 @@ class QuestionAnsweringAdapter(TaskAdapter):
         )
 
     def evaluate(self, task, examples):
-        from biozoo.metrics.bioasq import snippet_factoid_scores
-        from biozoo.metrics.squad import answer_scores
-
         results = task.answer([e.question for e in examples], [e.context for e in examples])
         scores = answer_scores(examples, results, self.version)
         bioasq = snippet_factoid_scores([(e.qid, [a["text"] for a in e.answers]) for e in examples],

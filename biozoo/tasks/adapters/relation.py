@@ -3,8 +3,14 @@
 
 from __future__ import annotations
 
+from biozoo.api import Tokenizer, from_preset
 from biozoo.data import IGNORE_LABEL
+from biozoo.data.pipeline import model_input_batches
+from biozoo.data.relation import read_relation
+from biozoo.metrics.relation import accuracy, infer_negative_label, micro_prf
 from biozoo.tasks.adapters.base import TaskAdapter, load_splits
+from biozoo.tasks.base import resize_token_embedding
+from biozoo.tasks.sequence_classifier import SequenceClassifierPreprocessor, markers_to_add
 
 
 class RelationAdapter(TaskAdapter):
@@ -21,16 +27,9 @@ class RelationAdapter(TaskAdapter):
         return {"negative_label": self.negative_label, "added_tokens": self.added_tokens}
 
     def load(self, data_dir, only=None):
-        from biozoo.data.relation import read_relation
-
         return load_splits(data_dir, read_relation, only)
 
     def build_task(self, preset, splits, hp):
-        from biozoo.api import Tokenizer, from_preset
-        from biozoo.metrics.relation import infer_negative_label
-        from biozoo.tasks.base import resize_token_embedding
-        from biozoo.tasks.sequence_classifier import SequenceClassifierPreprocessor, markers_to_add
-
         labels = sorted({e.label for examples in splits.values() for e in examples})
         self.negative_label = self.negative_label or infer_negative_label(labels)
         tokenizer = Tokenizer.from_preset(preset)
@@ -45,8 +44,6 @@ class RelationAdapter(TaskAdapter):
         return self.task_cls(backbone=backbone, preprocessor=preprocessor, label_names=labels)
 
     def batches(self, task, examples, hp, training=False):
-        from biozoo.data.pipeline import model_input_batches
-
         index = {label: i for i, label in enumerate(task.label_names)}
         encoded = task.preprocessor.encode([e.text for e in examples])
         return model_input_batches(
@@ -57,8 +54,6 @@ class RelationAdapter(TaskAdapter):
         )
 
     def evaluate(self, task, examples):
-        from biozoo.metrics.relation import accuracy, micro_prf
-
         unknown = sorted({e.label for e in examples} - set(task.label_names))
         if unknown:
             raise ValueError(f"labels not seen in training: {', '.join(unknown)} ({examples[0].path})")
