@@ -13,6 +13,8 @@ import pytest
 # NCBI-disease gains a CellLine mention). Every other comparison holds either way.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
+import random
+
 import biozoo  # noqa: E402,F401  (before any TensorFlow import: loads triton first where installed)
 from biozoo.testing import read_sentences, train_spiece  # noqa: E402
 
@@ -90,8 +92,6 @@ def isolated_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def corpus_sentences(shared_data):
     """About 1,500 real sentences: NER test sets plus ChemProt and GAD relation sentences."""
-    import random
-
     sentences = []
     for corpus in ("NCBI-disease", "BC5CDR-chem", "BC5CDR-disease"):
         sentences += read_sentences(shared_data / "ner" / corpus / "test.tsv")

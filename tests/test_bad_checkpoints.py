@@ -4,10 +4,10 @@ import json
 import os
 import pickle
 
-from biozoo import testing as H
 import pytest
 
 import biozoo
+from biozoo import testing as H
 from biozoo.errors import CheckpointError
 
 

@@ -4,10 +4,10 @@ import json
 import subprocess
 import sys
 
-from biozoo import testing as H
 import pytest
 
 import biozoo
+from biozoo import testing as H
 from biozoo.cli import build_parser, main
 
 
@@ -78,8 +78,9 @@ def test_python_dash_m_is_the_same_cli():
 
 
 def test_export_hf_and_garden_from_the_cli(tmp_path, capsys):
-    from biozoo import testing as H
     import transformers
+
+    from biozoo import testing as H
 
     model = H.make_model("bert", "BertModel", layer_norm_eps=1e-12)
     source = H.save_hf_directory(model, tmp_path / "hf")

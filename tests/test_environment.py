@@ -1,14 +1,15 @@
 """The process set-up biozoo does before TensorFlow loads: quiet logs on a CPU machine, triton
 loaded first where it is installed, and no torch._dynamo pulled in by biozoo's own readers."""
 
+import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
 
-from biozoo import testing as H
 import pytest
 
+from biozoo import testing as H
 from biozoo._environment import has_gpu_device_node
 
 CUDA_LINES = ("cuInit", "cuda_platform", "cudart_stub", "Could not find cuda drivers", "CUDA error")
@@ -63,7 +64,6 @@ def test_reading_a_bin_checkpoint_loads_no_dynamo_or_triton(tmp_path):
     """)
     run = child(code, env={"BIOZOO_CACHE": str(tmp_path / "cache")})
     assert run.returncode == 0, run.stderr
-    import importlib.util
 
     expected = ["torch", "triton"] if importlib.util.find_spec("triton") else ["torch"]  # triton: biozoo's own preload
     assert run.stdout.strip().splitlines()[-1] == str(expected)

@@ -3,7 +3,11 @@ biozoo imports one that imports it back, directly or through others. Every impor
 including those inside functions (a lazy import is still a dependency)."""
 
 import ast
+import importlib
+import json
 import pathlib
+import shutil
+import subprocess
 
 import pytest
 
@@ -108,15 +112,11 @@ def test_imports_point_down_the_layers():
 
 @pytest.mark.parametrize("module", sorted(m for m in module_names(PACKAGE) if m != "biozoo.__main__"))
 def test_every_module_imports(module):
-    import importlib
-
     importlib.import_module(module)
 
 
 def test_a_planted_cycle_is_found(tmp_path):
     """The check can fail: a copy of the package with one import added back up."""
-    import shutil
-
     copy = tmp_path / "biozoo"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     mapping = copy / "mapping.py"
@@ -220,9 +220,6 @@ def test_tensorflow_is_imported_only_where_the_name_says():
 def test_every_module_outside_the_seam_imports_where_tensorflow_cannot(tmp_path):
     """Under JAX, in a Python without TensorFlow (a TPU VM, a JAX GPU machine), every module outside
     the seam imports, and TensorFlow stays unimported."""
-    import json
-    import subprocess
-
     from biozoo import testing as H
 
     modules = [m for m in outside_the_seam(module_names(PACKAGE)) if m != "biozoo.__main__"]
@@ -238,8 +235,6 @@ def test_every_module_outside_the_seam_imports_where_tensorflow_cannot(tmp_path)
 
 
 def _planted_copy(tmp_path, relative, code):
-    import shutil
-
     copy = tmp_path / "biozoo"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     target = copy / relative

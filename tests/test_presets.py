@@ -1,19 +1,21 @@
 """Handles, the conversion cache, offline mode and errors for names (biozoo.presets / from_preset)."""
 
+import hashlib
 import json
 import os
+import shutil
 import threading
 from pathlib import Path
 
-from biozoo import testing as H
 import keras_hub
 import numpy as np
 import pytest
 
 import biozoo
 from biozoo import presets, registry
-from biozoo.preset_files import read_provenance
+from biozoo import testing as H
 from biozoo.errors import OfflineError
+from biozoo.preset_files import read_provenance
 
 
 @pytest.fixture
@@ -197,8 +199,6 @@ BIOBERT_V1_1_CONFIG = {
 def test_a_hub_config_without_model_type_takes_the_registry_family(tmp_path, offline_hub, monkeypatch):
     """biobert_v1_1's repo has an old 11-key config.json (no model_type): a registry name converts
     with the registry's config, completed by the file's."""
-    import json
-
     from biozoo.convert.hf import reconcile_config
 
     real = reconcile_config(BIOBERT_V1_1_CONFIG, registry.get_entry("biobert_v1_1")["config"], "config.json")
@@ -231,9 +231,6 @@ def _mirror_with_integrity(tmp_path, offline_hub, monkeypatch, damage=None):
     """A local hub mirror of biobert_v1_1 whose registry entry records the sha256 and size of
     the good pytorch_model.bin (as the hub's LFS pointer publishes them); `damage` alters the
     mirrored copy."""
-    import hashlib
-    import shutil
-
     source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
     H.registry_entry_describes(monkeypatch, "biobert_v1_1", source)
     good = (source / "pytorch_model.bin").read_bytes()
@@ -280,8 +277,6 @@ def test_the_right_download_passes_and_is_recorded(tmp_path, offline_hub, monkey
 
 
 def test_verify_cache_finds_a_changed_preset_file(tmp_path, tiny_bert_dir, capsys):
-    import hashlib
-
     from biozoo.cli import main
 
     preset = Path(presets.resolve_preset(str(tiny_bert_dir)))

@@ -4,6 +4,7 @@ MiniLM; a damaged preset fails its certificate."""
 
 import json
 
+import keras
 import numpy as np
 import pytest
 
@@ -44,7 +45,8 @@ def test_certificate_numbers_equal_an_independent_comparison(name, tmp_path):
     with open(f"{presets.resolve_preset(str(directory))}/{CERTIFICATE_FILE}", encoding="utf-8") as f:
         saved = json.load(f)
     assert saved["max_abs_diff"] == certificate["max_abs_diff"]
-    assert set(saved["versions"]) == {"biozoo", "keras", "tensorflow", "transformers", "torch"}
+    assert set(saved["versions"]) == {"biozoo", "keras", "backend", "tensorflow", "transformers", "torch"}
+    assert saved["versions"]["backend"] == keras.backend.backend()  # a certificate says which backend it measured
 
 
 @pytest.mark.parametrize("name, hf_class, head", [("bert", "BertForMaskedLM", "mlm_logits"),

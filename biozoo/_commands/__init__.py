@@ -1,4 +1,6 @@
 """The CLI's command groups, one module each (argparse glue only)."""
+import argparse
+import os
 
 # biozoo.tasks.inference.PRECISIONS, repeated so that building the parser imports no TensorFlow
 PRECISION_CHOICES = ("float32", "bfloat16", "int8")
@@ -9,8 +11,6 @@ PRECISION_HELP = ("inference precision: float32 (default), bfloat16 (Keras' bflo
 def run_command(module, argv):
     """Run one command of `module` (a module of this package) with the command line `argv`, as the
     CLI would; its exit status."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="biozoo")
     module.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
@@ -19,8 +19,6 @@ def run_command(module, argv):
 
 def data_argument(value):
     """A `--data` value: a path, or the name of a corpus packaged with biozoo (`ncbi-disease`)."""
-    import os
-
     from biozoo.data.embedded import resolve_data_path
 
     return os.fspath(resolve_data_path(value))

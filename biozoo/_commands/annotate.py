@@ -1,5 +1,7 @@
 """`biozoo annotate`: documents in, the same documents with predicted entities out."""
 
+import json
+import os
 import sys
 
 from biozoo._commands import PRECISION_CHOICES, PRECISION_HELP, data_argument
@@ -212,8 +214,6 @@ def _warn_entity_types(job, annotators):
 
 
 def _annotate_on_beam(args, job):
-    import json
-
     if args.output == "-":
         raise ValueError("--runner beam writes shards into a folder: give --output DIR (local or gs://)")
     try:
@@ -236,9 +236,6 @@ def _annotate_on_beam(args, job):
 
 
 def calibrate_command(args):
-    import json
-    import os
-
     from biozoo.annotate.annotators import load_annotator
     from biozoo.annotate.calibrate import calibrate, plot, table
 
@@ -264,8 +261,6 @@ def calibrate_command(args):
 
 def _calibration_sentences(data, split):
     """Texts (and gold spans, for a NER data folder) to calibrate on."""
-    import os
-
     from biozoo.annotate.annotators import Sentences
     from biozoo.documents import read_documents
 

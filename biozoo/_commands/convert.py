@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 FORMATS = ("hf", "tf1", "gluon", "megatron")
 
@@ -100,8 +101,6 @@ def convert_command(args):
 def _convert_registry_archive(args):
     """`--from tf1 NAME`: the original archive the registry lists for NAME, downloaded, checked,
     converted (cached), then copied to --output."""
-    import shutil
-
     from biozoo import presets
     from biozoo._io import atomic_directory
 
@@ -112,8 +111,6 @@ def _convert_registry_archive(args):
 
 
 def convert_hf(args, entry, provenance):
-    import shutil
-
     from biozoo import presets
     from biozoo._io import atomic_directory
     from biozoo.convert.hf import convert_hf_directory

@@ -1,6 +1,7 @@
 """`biozoo list` and `biozoo info`."""
 
 import json
+import shutil
 import sys
 
 from biozoo import registry
@@ -184,8 +185,6 @@ def _certificate_line(name):
 
 
 def verify_cache_command(args):
-    import shutil
-
     from biozoo.presets import cache_root, verify_cache
 
     results = verify_cache()

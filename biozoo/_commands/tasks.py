@@ -1,6 +1,8 @@
 """`biozoo finetune` and `biozoo evaluate`."""
 
+import argparse
 import json
+import os
 import sys
 
 from biozoo._commands import DATA_HELP, PRECISION_CHOICES, PRECISION_HELP, data_argument
@@ -130,8 +132,6 @@ def add_training_arguments(parser):
 
 
 def _auto_or_count(value):
-    import argparse
-
     if value == "auto":
         return value
     if not value.isdigit() or int(value) < 1:
@@ -252,7 +252,7 @@ def _evaluate_documents(args):
     from biozoo.annotate.evaluation import score_documents
 
     if args.kind not in ANNOTATORS:
-        raise ValueError(f"--documents evaluates models that tag entities ({', '.join(ANNOTATORS)}), not {args.kind}")
+        raise ValueError(f"--documents evaluates NER models only ({', '.join(ANNOTATORS)}), not {args.kind}")
     pairs = [pair.strip() for pair in args.type_map.split(",") if pair.strip()]
     bad = [pair for pair in pairs if pair.count("=") != 1 or not all(pair.split("="))]
     if bad:
@@ -265,7 +265,5 @@ def _evaluate_documents(args):
 
 
 def _set_xla(choice):
-    import os
-
     if choice != "auto":
         os.environ["BIOZOO_XLA"] = choice

@@ -30,7 +30,7 @@ from biozoo.benchmark.suites import load_suite, model_size
 from biozoo.data.ner import find_split
 from biozoo.presets import registry_name_of
 from biozoo.task_kinds import task_kind
-from biozoo.train.finetune import Hyperparameters, run_evaluate, run_finetune
+from biozoo.train import finetune
 
 __all__ = ["BenchmarkPlan", "Cell", "plan_cells", "run_benchmark"]
 
@@ -234,9 +234,9 @@ def _run_cell(plan, cell, log, verbose, strategy):
         atomic_write_json(error_path, {"error": f"the cell it continues ({cell.preset}) did not finish"})
         log(f"cell {cell.task} seed {cell.seed}: not run, {cell.preset} did not finish")
         return False
-    hp = Hyperparameters(**cell.hyperparameters, checkpoint_every=plan.checkpoint_every)
+    hp = finetune.Hyperparameters(**cell.hyperparameters, checkpoint_every=plan.checkpoint_every)
     try:
-        run_finetune(cell.kind, cell.preset, cell.data, cell.directory, hp, verbose=verbose, log=log,
+        finetune.run_finetune(cell.kind, cell.preset, cell.data, cell.directory, hp, verbose=verbose, log=log,
                      strategy=strategy)
     except Exception as error:  # recorded, reported, retried by a rerun; the grid goes on
         atomic_write_json(error_path, {"error": f"{type(error).__name__}: {error}",
@@ -280,7 +280,7 @@ def _score_target(plan, cell, target):
                                  progress=False)
         return {"level": "documents", "documents": documents, "f1": scores["strict"]["f1"], "scores": scores}
     if os.path.isdir(sentences):
-        scores = run_evaluate(cell.directory, sentences, "test")
+        scores = finetune.run_evaluate(cell.directory, sentences, "test")
         return {"level": "sentences", "data": sentences, "f1": scores["f1"], "scores": scores}
     return None
 

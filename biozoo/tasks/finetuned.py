@@ -32,7 +32,7 @@ def load_task(model, precision="float32"):
     preset = presets.resolve(model)
     if preset.task_kind is None:
         hf_class = ((preset.provenance.get("hf_config") or {}).get("architectures") or [None])[0]
-        raise ValueError(f"{model} is not a task model: neither written by `biozoo finetune` nor a task checkpoint "
+        raise ValueError(f"{model} is not a task model: neither a model written by `biozoo finetune` nor a task checkpoint "
                          f"(its class is {hf_class or 'not recorded'}; expected a *ForTokenClassification, "
                          "*ForSequenceClassification or *ForQuestionAnswering model, or an AIONER model).")
     task_class = task_kind(preset.task_kind).load_task_class()

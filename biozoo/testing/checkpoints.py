@@ -7,6 +7,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -65,8 +66,6 @@ def make_model(name, model_cls, seed=0, **overrides):
 def save_hf_directory(model, directory, fmt="safetensors", tokenizer="wordpiece", spiece_model=None,
                       vocab_file=None):
     """Save `model` as an HF directory: config.json, weights in `fmt`, vocabulary."""
-    import shutil
-
     import torch
 
     os.makedirs(directory, exist_ok=True)
@@ -189,8 +188,6 @@ HEAD_TENSORS = {
 def populate_hf_cache(hf_cache, repo, revision, source_dir):
     """Lay out `source_dir`'s files as huggingface_hub's cache holds a downloaded snapshot of
     `repo` at `revision`, so that offline `snapshot_download` finds them (a local mirror)."""
-    import shutil
-
     commit = revision if re.fullmatch(r"[0-9a-f]{40}", revision) else "0" * 40
     root = os.path.join(hf_cache, "models--" + repo.replace("/", "--"))
     snapshot = os.path.join(root, "snapshots", commit)

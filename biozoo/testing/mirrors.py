@@ -3,6 +3,7 @@ registry's download paths without the network."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from biozoo.testing.checkpoints import make_model, populate_hf_cache, save_hf_directory
@@ -31,8 +32,6 @@ def registry_entry_describes(monkeypatch, name, source_dir):
     becomes that config.json's and its recorded weight digests are dropped, so a hub mirror of it
     agrees with the registry, as the real checkpoint agrees with the real entry (restored by
     `monkeypatch` after the test)."""
-    import json
-
     from biozoo import registry
 
     config = json.loads((Path(source_dir) / "config.json").read_text())

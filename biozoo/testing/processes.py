@@ -4,6 +4,9 @@ biozoo and TensorFlow (what an exported model must serve without)."""
 from __future__ import annotations
 
 import os
+import site
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -37,8 +40,6 @@ def site_without(site_dir, excluded):
     """A site directory holding everything installed but the distributions whose names start with
     one of `excluded` (symbolic links), for a child run with `python -S` and this directory on
     PYTHONPATH: a machine where they are not installed."""
-    import site
-
     site_dir = Path(site_dir)
     site_dir.mkdir(parents=True, exist_ok=True)
     packages = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
@@ -54,8 +55,6 @@ def site_without(site_dir, excluded):
 def without_tensorflow(directory, env=None):
     """(argv prefix, environment) of a Python child that runs biozoo from this repository where
     TensorFlow and tensorflow-text cannot be imported."""
-    import sys
-
     site_dir = site_without(Path(directory) / "site-without-tensorflow", TENSORFLOW_DISTRIBUTIONS)
     repository = Path(__file__).resolve().parents[2]
     environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
@@ -72,9 +71,6 @@ def without_keras_site(directory):
 def run_exported_without_keras(fmt, model_path, feed, directory):
     """The outputs of an ONNX (onnxruntime) or LiteRT (ai-edge-litert) model file on `feed`,
     computed in a child process where keras, biozoo and TensorFlow cannot be imported."""
-    import subprocess
-    import sys
-
     directory = Path(directory)
     np.savez(directory / "feed.npz", **feed)
     env = {**os.environ, "PYTHONPATH": str(without_keras_site(directory))}

@@ -11,6 +11,7 @@ here and computes what it computed there.
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +65,6 @@ def _aioner_presets(directory):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, tiny_spiece):
     """The presets (converted here, under TensorFlow), their inputs, and TensorFlow's outputs."""
-    import sys
-
     sys.path.insert(0, str(CHILD.parent))
     import backend_child
 

@@ -116,9 +116,10 @@ def test_evaluate_and_tokenizer_under_jax_equal_tensorflow(models, ncbi_disease,
     run = subprocess.run([*command, "-c", code, models["large"], str(tmp_path / "texts.json")], env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
+    import tensorflow as tf
+
     import biozoo
     from biozoo.tokenizers import tf_text_engine
-    import tensorflow as tf
 
     ids, spans = json.loads(run.stdout.splitlines()[-1])
     tokenizer = biozoo.Tokenizer.from_preset(models["large"])

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from biozoo import registry
-from biozoo.benchmark.report import cross_corpus_path
-from biozoo.benchmark.report import write_report
+from biozoo.benchmark.report import cross_corpus_path, write_report
 from biozoo.benchmark.suites import load_suite
 
 

@@ -8,6 +8,7 @@ import hashlib
 import http.server
 import io
 import json
+import os
 import tarfile
 import threading
 import zipfile
@@ -122,7 +123,6 @@ def test_a_corrupted_archive_is_refused_and_nothing_cached(served, monkeypatch):
     _point_registry_at(monkeypatch, served, "corrupt.tar.gz", served["sha256"]["good.tar.gz"], served["size"])
     with pytest.raises(CheckpointError, match=f"sha256 [0-9a-f]{{64}}, the registry records {served['sha256']['good.tar.gz']}"):
         biozoo.from_preset("biobert_v1_1", source="tf1")
-    import os
 
     from biozoo import presets
 

@@ -5,11 +5,11 @@ import json
 import shutil
 from pathlib import Path
 
-from biozoo import testing as H
 import pytest
-from biozoo.testing import tf1_checkpoints as T
 
+from biozoo import testing as H
 from biozoo.cli import main
+from biozoo.testing import tf1_checkpoints as T
 
 GLUON = Path(__file__).resolve().parents[1] / "fixtures" / "gluon" / "electra_disc"
 

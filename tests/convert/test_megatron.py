@@ -5,11 +5,11 @@ import argparse
 import io
 import tarfile
 
-from biozoo import testing as H
 import numpy as np
 import pytest
 
 import biozoo
+from biozoo import testing as H
 from biozoo.convert.megatron import convert_megatron
 from biozoo.errors import CheckpointError
 

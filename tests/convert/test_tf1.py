@@ -4,15 +4,15 @@ global_step) convert to presets equal to the transformers models they were made 
 import json
 import shutil
 
-from biozoo import testing as H
 import numpy as np
 import pytest
-from biozoo.testing import tf1_checkpoints as T
 
 import biozoo
+from biozoo import testing as H
 from biozoo.cli import main
 from biozoo.convert.tf1 import convert_tf1
 from biozoo.errors import CheckpointError
+from biozoo.testing import tf1_checkpoints as T
 
 TOLERANCE = 1e-4
 

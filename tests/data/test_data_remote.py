@@ -28,4 +28,4 @@ def test_a_gfile_folder_reads_like_the_local_one(shared_data, tmp_path):
 
 def test_a_missing_gfile_folder_is_named():
     with pytest.raises(FileNotFoundError, match="ram://biozoo-test/nowhere"):
-        ADAPTERS["ner"]().load("ram://biozoo-test/nowhere")
+        adapter_for("ner").load("ram://biozoo-test/nowhere")

@@ -1,8 +1,10 @@
 """The corpora packaged with biozoo: the pinned upstream files, readable by name, with their licences."""
 
+import fnmatch
 import gzip
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -52,9 +54,6 @@ def test_every_packaged_corpus_carries_its_licence_and_attribution(name):
 
 def test_setup_packages_every_embedded_file():
     """setup.py's package_data globs cover every file under biozoo/data/corpora."""
-    import fnmatch
-    import re
-
     text = (Path(biozoo.__file__).parents[1] / "setup.py").read_text(encoding="utf-8")
     globs = re.search(r'"biozoo\.data": \[([^\]]*)\]', text)[1]
     patterns = [p.strip().strip('"') for p in globs.split(",") if p.strip()]

@@ -13,7 +13,6 @@ import sys
 
 import numpy as np
 import tensorflow as tf
-
 from keras_free_ops import load_tensorflow_text_ops
 
 load_tensorflow_text_ops()

@@ -6,7 +6,6 @@ import json
 import sys
 
 import tensorflow as tf
-
 from keras_free_ops import load_tensorflow_text_ops
 
 load_tensorflow_text_ops()

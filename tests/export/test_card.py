@@ -1,7 +1,6 @@
 """`biozoo card`: the hub's model-card format, checked against the registry; the HF and TF Hub
 exports of a registry checkpoint carry it."""
 
-import json
 import re
 
 import pytest

@@ -16,7 +16,6 @@ import biozoo
 from biozoo.export.serving import export_task_hub
 from biozoo.testing import bioasq_dev
 
-
 LABELS = ["O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]
 
 

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from biozoo import testing as H
 import numpy as np
 import pytest
 
+from biozoo import testing as H
 from biozoo.export.tfhub import export_hub
 
 CHILD = Path(__file__).with_name("keras_free_child.py")

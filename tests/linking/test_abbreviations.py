@@ -4,6 +4,7 @@ package) on all 600 shared abstracts, and precision / recall on 40 hand-checked 
 (tests/fixtures/linking/abbreviations_gold.json); Ab3P through pyab3p where installed."""
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,6 @@ def test_agreement_with_the_abbreviations_packages_schwartz_hearst(shared_docume
     both define a short form in a document, the long forms are equal, or ours starts earlier in
     the same word (the reference cuts words at hyphens; the paper's code keeps whole words)."""
     reference = pytest.importorskip("abbreviations.schwartz_hearst")
-    import logging
 
     logging.getLogger().setLevel(logging.WARNING)  # the reference logs at INFO
     both = same = word = 0

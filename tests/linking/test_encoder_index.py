@@ -15,8 +15,16 @@ import pytest
 from biozoo.errors import DataFormatError
 from biozoo.linking.concepts import Concept, Dictionary
 from biozoo.linking.encoder import NameEncoder, pooling_of
-from biozoo.linking.index import (CharNgramIndex, DenseIndex, StringMatcher, embedded_names, faiss_module,
-                                  index_key, normalize_name, verify_index)
+from biozoo.linking.index import (
+    CharNgramIndex,
+    DenseIndex,
+    StringMatcher,
+    embedded_names,
+    faiss_module,
+    index_key,
+    normalize_name,
+    verify_index,
+)
 
 NAMES = ["Diabetes Mellitus, Type 2", "type 2 diabetes", "NIDDM", "breast cancer", "carcinoma of the breast",
          "Wilson disease", "hepatolenticular degeneration", "TNF-α", "tumour necrosis factor alpha", "p53",

@@ -3,7 +3,6 @@ Beam runs alike), `evaluate link`, `score ner --ids` and `finetune link`, each a
 worked out by hand or by the test."""
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -4,6 +4,7 @@ InfoNCE losses against pytorch-metric-learning's; batches hold each concept with
 concepts; `finetune link` writes a preset that loads and links better on its dictionary."""
 
 import json
+import random
 
 import numpy as np
 import pytest
@@ -73,8 +74,6 @@ def test_losses_equal_pytorch_metric_learnings():
 
 
 def test_batches_hold_each_concept_with_its_nearest():
-    import random
-
     from biozoo.linking.training import epoch_batches, nearest_concepts, synonym_pairs
 
     dictionary = Dictionary([Concept(f"C{i}", f"name {i}", (f"other {i}",) if i % 2 else ()) for i in range(12)], "t", "1")

@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from biozoo.downloads import DownloadError
 from biozoo.cli import main
+from biozoo.downloads import DownloadError
 from biozoo.errors import OfflineError
 from biozoo.linking import sources
 from biozoo.linking.sources import dictionary_table, download_dictionary, load_dictionary, raw_directory

@@ -6,7 +6,6 @@ from biozoo.data.qa import read_squad
 from biozoo.metrics.bioasq import aggregate_factoid, factoid_scores, question_group_id
 from biozoo.testing import bioasq_dev
 
-
 GOLDEN = {
     "questions": [
         {"id": "Q1", "type": "factoid", "exact_answer": [["BRCA1", "breast cancer 1"], ["BRCA2"]]},

@@ -1,5 +1,6 @@
 """Mention-level scores by offsets (biozoo.metrics.documents) and `biozoo score ner --gold/--pred`."""
 
+import itertools
 import json
 import random
 
@@ -137,8 +138,6 @@ def test_greedy_alone_would_not_be_maximum():
 
 
 def test_matching_is_maximum_on_random_cases():
-    import itertools
-
     rng = random.Random(5)
 
     def mention():

@@ -8,7 +8,6 @@ from sklearn.metrics import f1_score, precision_recall_fscore_support
 from biozoo.data.relation import read_relation
 from biozoo.metrics.relation import infer_negative_label, micro_prf
 
-
 CHEMPROT = ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "False"]
 
 

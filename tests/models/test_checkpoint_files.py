@@ -2,10 +2,10 @@
 
 import json
 
-from biozoo import testing as H
 import pytest
 
 import biozoo
+from biozoo import testing as H
 
 
 def save_sharded(model, directory, dtype, fmt):

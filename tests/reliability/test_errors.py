@@ -5,12 +5,13 @@ loss stops training without writing a model."""
 
 import json
 import os
+import time
 import warnings
 
 import pytest
+from reliability_kit import leftovers, write_ner_data
 
 from biozoo.cli import main
-from reliability_kit import leftovers, write_ner_data
 
 
 def _cached_weights(kit):
@@ -65,8 +66,6 @@ def test_a_failed_download_caches_nothing(hub, tmp_path):
 
 
 def test_a_slow_hub_is_given_up_quickly(hub, tmp_path):
-    import time
-
     started = time.perf_counter()
     assert main(["convert", "--from", "hf", "hf://org/slow", "--output", str(tmp_path / "out")]) == 2
     assert time.perf_counter() - started < 10  # BIOZOO_HUB_TIMEOUT=1, one request (no retries)

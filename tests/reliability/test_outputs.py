@@ -7,10 +7,9 @@ import shutil
 import subprocess
 
 import pytest
-
-from biozoo.cli import main
 from reliability_kit import leftovers, tree_digest
 
+from biozoo.cli import main
 
 MARKER = ".biozoo-output"  # biozoo._io.OUTPUT_MARKER
 

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from reliability_kit import leftovers, pubtator_document, write_ner_data
 
 from biozoo import testing as H
-from reliability_kit import leftovers, pubtator_document, write_ner_data
 
 REPO = Path(__file__).resolve().parents[2]
 

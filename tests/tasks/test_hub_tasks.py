@@ -328,10 +328,11 @@ def test_real_minilm_ner_fine_tuned_with_transformers_tags_like_the_pipeline(ncb
 
 
 def test_annotate_and_evaluate_take_a_hub_checkpoint_from_the_cli(hub, ncbi_disease, tmp_path, capsys):
-    import biozoo
-    from biozoo.cli import main
     from seqeval.metrics import f1_score
     from seqeval.metrics.sequence_labeling import get_entities
+
+    import biozoo
+    from biozoo.cli import main
 
     model = next(m for m, _ in _models(hub, "ner") if m["case"] == "electra")["dir"]
     texts = hub[0][:8]

@@ -7,9 +7,9 @@ import pytest
 from seqeval.metrics.sequence_labeling import get_entities
 
 import biozoo
+from biozoo.data import IGNORE_LABEL
 from biozoo.data.ner import find_split, read_ner
 from biozoo.metrics.ner import entity_scores
-from biozoo.data import IGNORE_LABEL
 
 LABELS = ["O", "B-Disease", "I-Disease"]
 

@@ -60,8 +60,9 @@ def test_uncased_wordpiece_minilm(minilm_dir, corpus_sentences, engine):
 @pytest.fixture(scope="module")
 def cased_vocab_dir(tmp_path_factory, ncbi_disease):
     """A cased WordPiece vocabulary trained on NCBI-disease with HF tokenizers."""
-    from biozoo.testing import read_sentences
     from tokenizers import BertWordPieceTokenizer
+
+    from biozoo.testing import read_sentences
 
     directory = tmp_path_factory.mktemp("cased")
     trainer = BertWordPieceTokenizer(lowercase=False, strip_accents=False)

@@ -242,9 +242,9 @@ def trained_teacher(tmp_path_factory, ncbi_disease):
     import keras
 
     from biozoo.data import tf_pretraining as P
-    from biozoo.tokenizers import SentencePieceTokenizer
     from biozoo.optim import adamw
     from biozoo.testing import read_sentences, train_spiece
+    from biozoo.tokenizers import SentencePieceTokenizer
 
     root = tmp_path_factory.mktemp("distill")
     ncbi = ncbi_disease

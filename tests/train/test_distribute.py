@@ -187,10 +187,10 @@ def task_data(kind, request, root):
 def test_train_step_compiles_with_xla_and_static_shapes(kind, tmp_path, request, tiny_bert_real_vocab):
     import tensorflow as tf
 
+    from biozoo.optim import make_optimizer
     from biozoo.tasks.adapters import adapter_for
     from biozoo.train.finetune import Hyperparameters
     from biozoo.train.tf_loop import train
-    from biozoo.optim import make_optimizer
 
     data = task_data(kind, request, tmp_path / kind)
     hp = Hyperparameters(batch_size=4, max_seq_length=64, learning_rate=1e-3)

@@ -114,9 +114,8 @@ def test_rerun_after_success_trains_anew_and_checkpoints_are_gone(tmp_path, chem
 def test_seeding_again_keeps_sentencepiece_tokenizers_working(tmp_path, tiny_spiece):
     """`--seeds` seeds once per run in one process; TensorFlow's tf.random.set_seed clears the
     kernel cache in eager mode, which destroyed tf-text's SentencePiece resources."""
-    from biozoo import testing as H
-
     import biozoo
+    from biozoo import testing as H
     from biozoo.train.run import set_seed
 
     source = H.save_hf_directory(H.make_model("albert", "AlbertModel"), tmp_path / "albert",

@@ -3,6 +3,11 @@ rate (checked on Adam's first step, whose size is the learning rate whatever the
 LAMB trains, global-norm clipping scales as torch's clip_grad_norm_ (of the gradient summed
 over replicas), the schedule and its warmup rounding are HF's."""
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -260,11 +265,6 @@ def test_clipping_measures_the_gradient_summed_over_replicas():
     norm 0.57, the second's 1.13, each replica's part 0.8 at most. biozoo clips the second sum
     to 1.0, as torch's clip_grad_norm_ after backward() on one device does; clipping each
     replica's part by its own norm (Keras' order) clips nothing and ends elsewhere."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     steps = np.array([[[0.4, 0.0], [0.0, 0.4]], [[0.8, 0.0], [0.0, 0.8]]], np.float32)
     out = subprocess.run([sys.executable, "-c", TWO_REPLICAS, json.dumps(steps.tolist())], capture_output=True,
                          text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "BIOZOO_LOGICAL_CPUS": "2"},

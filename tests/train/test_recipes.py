@@ -1,6 +1,7 @@
 """The BioM-Transformers recipe table (Appendix Table 4) and its lookup."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -57,8 +58,6 @@ def test_every_named_preset_is_registered_and_values_are_well_formed():
 
 
 def test_package_data_is_declared():
-    from pathlib import Path
-
     setup = (Path(__file__).resolve().parents[2] / "setup.py").read_text(encoding="utf-8")
     assert "biom_recipes.json" in setup
 

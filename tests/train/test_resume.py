@@ -1,6 +1,7 @@
 """Preemption safety: a fine-tuning run killed with SIGKILL mid-epoch and re-run with the same
 command resumes from its last checkpoint and ends with the weights of an uninterrupted run."""
 
+import json
 import os
 import signal
 import subprocess
@@ -48,8 +49,6 @@ def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_weights(tmp_path,
     reference = subprocess.run(command(minilm_dir, data, tmp_path / "reference"), capture_output=True, text=True,
                                env=env, cwd=REPO, timeout=900)
     assert reference.returncode == 0, reference.stderr[-3000:]
-
-    import json
 
     steps_per_epoch = json.loads((tmp_path / "reference" / "metrics.json").read_text())["train_steps"] // 2
     output = tmp_path / "resumed"

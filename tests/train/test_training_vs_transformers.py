@@ -46,10 +46,10 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
     from biozoo import presets
+    from biozoo.optim import make_optimizer
     from biozoo.tasks.adapters.relation import RelationAdapter
     from biozoo.train.finetune import Hyperparameters
     from biozoo.train.run import set_seed
-    from biozoo.optim import make_optimizer
 
     labels = sorted({e.label for e in examples})
     hp = Hyperparameters(batch_size=batch_size, max_seq_length=max_seq_length, learning_rate=lr,
