@@ -42,15 +42,16 @@ $(VENV)/.installed-demo: setup.py Makefile tools/repair_venv.py $(PY)
 install-test: $(VENV)/.installed-test
 install-demo: $(VENV)/.installed-demo
 
-# The tests marked `backends` (the family battery) run again under JAX, in a Python where TensorFlow cannot be
-# imported (as on a TPU VM or a JAX GPU machine), and under PyTorch: one process per backend, as KerasHub's CI.
-BACKEND_TESTS ?= tests/models
+# The tests marked `backends` (the family battery, fine-tuning and its step-by-step parity with transformers) run
+# again under JAX, in a Python where TensorFlow cannot be imported (as on a TPU VM or a JAX GPU machine) with the CPU
+# split into two devices (data-parallel training), and under PyTorch: one process per backend, as KerasHub's CI.
+BACKEND_TESTS ?= tests/models tests/train/test_finetune_backends.py tests/train/test_training_vs_transformers.py
 NO_TF_SITE := $(VENV)/site-without-tensorflow
 
 test: install-test
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 	$(PY) tools/site_without_tensorflow.py $(NO_TF_SITE) > /dev/null
-	KERAS_BACKEND=jax PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
+	KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
 	KERAS_BACKEND=torch $(PY) -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
 
 # Only the fast tests (no real-data fine-tuning, no subprocess exports).

@@ -1,4 +1,4 @@
-"""biozoo: biomedical language models for Keras 3 / TensorFlow."""
+"""biozoo: biomedical language models for Keras 3 (TensorFlow, JAX and PyTorch)."""
 
 from setuptools import find_packages, setup
 

@@ -1,7 +1,7 @@
-"""Every place biozoo reaches into private Keras internals, in one module.
+"""Every place biozoo reaches into private Keras and KerasHub internals, in one module.
 
-Each function names the private Keras code it uses; `CHECKED` lists that code with the
-digest of its source in the Keras version it was checked against, and
+Each function names the private code it uses; `CHECKED` lists that code with the
+digest of its source in the Keras (or KerasHub) version it was checked against, and
 tests/test_keras_internals.py fails when an upgrade changes any of it (then re-read the
 new code, adapt the function here and update the digest).
 """
@@ -22,8 +22,17 @@ from keras.src.random import seed_generator
 from keras.src.saving.saving_lib import H5IOStore, _save_state
 from keras.src.trainers.data_adapters.data_adapter_utils import unpack_x_y_sample_weight as unpack
 from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
+from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
+from keras_hub.src.utils.keras_utils import gelu_approximate
+from keras_hub.src.utils.preset_utils import check_file_exists, get_preset_loader
 
 CHECKED_KERAS_VERSION = "3.15.1"
+CHECKED_KERAS_HUB_VERSION = "0.32.0"  # for the keras_hub.src names
+
+# KerasHub helpers without a public name, used as they are (re-exported here, checked below):
+# the approximate GELU (HF "gelu_new"), the encoder's padding+attention mask merge (MobileBERT's
+# block), and the preset loader a task's `from_preset` reads a directory with.
+__all__ = ["gelu_approximate", "merge_padding_and_attention_mask", "check_file_exists", "get_preset_loader"]
 
 # private Keras code we call, patch or override -> sha256 of its source in CHECKED_KERAS_VERSION
 CHECKED = {
@@ -43,6 +52,10 @@ CHECKED = {
     "keras.src.random.seed_generator.GLOBAL_SEED_GENERATOR": "c5f470870581df43",
     "keras.src.utils.rng_utils.GLOBAL_RANDOM_SEED": "ed227e43dc43d011",
     "keras.src.export.tf2onnx_lib.patch_tf2onnx": "4014475707b2585e",
+    "keras_hub.src.utils.keras_utils.gelu_approximate": "68bdcb81b48668d1",
+    "keras_hub.src.layers.modeling.transformer_layer_utils.merge_padding_and_attention_mask": "a2c6edba33c15c7f",
+    "keras_hub.src.utils.preset_utils.check_file_exists": "dad6abdd146fab67",
+    "keras_hub.src.utils.preset_utils.get_preset_loader": "065b107b4e325e3c",
 }
 
 

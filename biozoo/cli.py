@@ -16,7 +16,7 @@ import sys
 import warnings
 
 COMMAND_MODULES = (
-    "biozoo._commands.registry",  # list, info, verify-cache
+    "biozoo._commands.registry",  # list, info, check-cache
     "biozoo._commands.convert",   # convert, verify
     "biozoo._commands.export",    # export
     "biozoo._commands.tasks",     # finetune, evaluate
@@ -31,7 +31,7 @@ COMMAND_MODULES = (
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="biozoo",
-        description="Biomedical language models for Keras 3 / TensorFlow: list, convert, "
+        description="Biomedical language models for Keras 3 (TensorFlow, JAX or PyTorch): list, convert, "
         "fine-tune, evaluate, score, annotate and export.",
     )
     from biozoo import __version__
@@ -53,6 +53,7 @@ def _format_warning(message, category, filename, lineno, line=None, _default=war
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+TENSORFLOW_MODULES = ("tensorflow", "tensorflow_text", "tf_keras")  # a command that imports one needs TensorFlow
 
 
 def main(argv=None):
@@ -80,6 +81,11 @@ def _run(args):
         if os.environ.get("BIOZOO_DEBUG"):
             raise
         line = file_system_error_line(error)  # gs:// and other TensorFlow file systems
+        if line is None and isinstance(error, ModuleNotFoundError) and error.name in TENSORFLOW_MODULES:
+            line = (f"this command needs TensorFlow, which cannot be imported here (no module {error.name!r}; "
+                    f"KERAS_BACKEND={os.environ.get('KERAS_BACKEND', 'tensorflow')}): install tensorflow 2.20 and "
+                    "tensorflow-text 2.20.1 (`pip install biozoo` does), or see the README's \"JAX, PyTorch and "
+                    "TensorFlow\" for what runs without it")
         if line is None and isinstance(error, (BiozooError, OSError, KeyError, ValueError)):
             line = str(error) if not isinstance(error, KeyError) or not error.args else str(error.args[0])
         if line is None:

@@ -58,11 +58,16 @@ class _TorchGradients:
         return super().apply(grads, trainable_variables)
 
     def _clips_after_sum(self):
-        return bool(self.global_clipnorm) and not self.gradient_accumulation_steps
+        """TensorFlow's optimizer sums the replicas' gradients in its update step: clip there.
+        On JAX and PyTorch the step's gradients are already the whole batch's."""
+        return bool(self.global_clipnorm) and not self.gradient_accumulation_steps \
+            and keras.backend.backend() == "tensorflow"
 
     def _clip_gradients(self, grads):
         if self._clips_after_sum():
             return grads  # clipped in _backend_update_step, once summed over the replicas
+        if self.global_clipnorm and keras.backend.backend() != "tensorflow":
+            return clip_by_global_norm_like_torch(grads, self.global_clipnorm)
         return super()._clip_gradients(grads)
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
@@ -75,6 +80,19 @@ class _TorchGradients:
         _keras_internals.all_reduce_then_update(
             self, grads, variables, learning_rate,
             lambda summed: clip_by_global_norm_like_torch(summed, self.global_clipnorm))
+
+
+def clip_by_global_norm_like_torch(gradients, max_norm):
+    """`gradients` (tensors or None) scaled as torch.nn.utils.clip_grad_norm_ scales them: by
+    min(max_norm / (norm + 1e-6), 1), norm the L2 norm of all of them together (in float32). A
+    non-finite norm makes every gradient NaN, as in torch. (`biozoo.tf_optim` has TensorFlow's.)"""
+    ops = keras.ops
+    present = [g for g in gradients if g is not None]
+    if not present:
+        return list(gradients)
+    squared = sum(ops.sum(ops.square(ops.cast(g, "float32"))) for g in present)
+    factor = ops.minimum(ops.cast(max_norm, "float32") / (ops.sqrt(squared) + 1e-6), 1.0)
+    return [None if g is None else ops.multiply(g, ops.cast(factor, g.dtype)) for g in gradients]
 
 
 @keras.saving.register_keras_serializable(package="biozoo")

@@ -17,7 +17,8 @@ from biozoo.errors import CheckpointError
 HEADS_FILE = "heads.safetensors"
 HEADS_CONFIG_FILE = "heads.json"
 PROVENANCE_FILE = "biozoo.json"
-CERTIFICATE_FILE = "certificate.json"  # written by `biozoo verify`
+PARITY_CERTIFICATE_FILE = "parity_certificate.json"  # written by `biozoo verify`
+OLD_PARITY_CERTIFICATE_FILE = "certificate.json"  # its earlier name: presets written before still show theirs
 # A task preset's kind and the options of the task adapter that wrote it: {"kind": "ner", "options": {...}}.
 # The name predates "task adapter" and is kept so that task presets already written still load.
 TASK_KIND_FILE = "recipe.json"
@@ -55,7 +56,7 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
 
 def preset_digests(preset_dir):
     """{relative path: sha256} of every file of a preset but its provenance record, which holds
-    them (`biozoo verify-cache` compares a cached preset with them)."""
+    them (`biozoo check-cache` compares a cached preset with them)."""
     digests = {}
     for root, _, names in os.walk(preset_dir):
         for name in names:
@@ -112,8 +113,11 @@ def read_task_kind(preset_dir):
 
 def read_certificate(preset_dir):
     """The parity certificate `biozoo verify` wrote into a preset, or None."""
-    path = os.path.join(preset_dir, CERTIFICATE_FILE)
-    return read_json(path, "certificate") if os.path.exists(path) else None
+    for name in (PARITY_CERTIFICATE_FILE, OLD_PARITY_CERTIFICATE_FILE):
+        path = os.path.join(preset_dir, name)
+        if os.path.exists(path):
+            return read_json(path, "parity certificate")
+    return None
 
 
 def is_keras_preset(directory):

@@ -1,6 +1,6 @@
 """Parity certificates (`biozoo verify`): a checkpoint loaded by biozoo and by transformers (in
 a child process, so TensorFlow and torch never share one), compared on fixed biomedical
-sentences; the result is written into the preset as certificate.json.
+sentences; the result is written into the preset as parity_certificate.json.
 
 The certificate holds the max |diff| of the sequence output, the pooled output and every
 converted head (MLM logits, ELECTRA's replaced-token logits, BERT's next-sentence and ALBERT's
@@ -26,11 +26,12 @@ from importlib.metadata import PackageNotFoundError, version
 import numpy as np
 
 from biozoo._io import atomic_write_json
+from biozoo.errors import CheckpointError
 from biozoo.export.certificate import FIXED_SENTENCES, packed_fixed_inputs
-from biozoo.preset_files import CERTIFICATE_FILE, read_heads, read_provenance
+from biozoo.preset_files import PARITY_CERTIFICATE_FILE, read_heads, read_provenance
 from biozoo.task_kinds import task_kind
 
-__all__ = ["verify", "CERTIFICATE_FILE", "sequence_length", "TOLERANCE"]
+__all__ = ["verify", "PARITY_CERTIFICATE_FILE", "sequence_length", "TOLERANCE"]
 
 # float32 on both sides: the families' parity tests hold encoder outputs to 1e-4; logits over a
 # vocabulary are sums of hundreds of products of larger numbers
@@ -115,7 +116,11 @@ def _transformers_side(hf_dir, inputs, sentences, heads, lowercase):
         result = subprocess.run([sys.executable, "-c", _CHILD, str(hf_dir), inputs_path, out_path, ",".join(heads), flag],
                                 capture_output=True, text=True)
         if result.returncode:
-            raise RuntimeError(f"transformers could not load {hf_dir}: {result.stderr.strip().splitlines()[-1:]}")
+            last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
+            if "No module named 'torch'" in last or "No module named 'transformers'" in last:
+                raise CheckpointError(f"verify compares with transformers, which needs torch and transformers in this "
+                                      f"Python: {last}")
+            raise CheckpointError(f"transformers could not load {hf_dir}: {last}")
         with np.load(out_path) as data:
             outputs = {k: data[k] for k in data.files}
         with open(out_path + ".json", encoding="utf-8") as f:
@@ -124,7 +129,7 @@ def _transformers_side(hf_dir, inputs, sentences, heads, lowercase):
 
 def verify(handle, sentences=(), write=True):
     """Compare `handle` under biozoo and under transformers; return the certificate (and write
-    it into the converted preset as certificate.json unless `write` is False)."""
+    it into the converted preset as parity_certificate.json unless `write` is False)."""
     import keras
 
     import biozoo
@@ -191,7 +196,7 @@ def verify(handle, sentences=(), write=True):
     }
     certificate["passed"] = all(d <= TOLERANCE[n] for n, d in diffs.items()) and not differing
     if write:
-        atomic_write_json(os.path.join(preset_dir, CERTIFICATE_FILE), certificate)
+        atomic_write_json(os.path.join(preset_dir, PARITY_CERTIFICATE_FILE), certificate)
     return certificate
 
 

@@ -83,29 +83,29 @@ def test_the_hubs_pointer_checks_an_unrecorded_file(hub, downloaded):
     folder, data = downloaded
     hf = _publish(hub, data)
     entry = registry.get_entry(NAME)
-    assert presets.verify_source_files(folder, entry, "Preset") == {"pytorch_model.bin": hashlib.sha256(data).hexdigest()}
+    assert presets.check_source_files(folder, entry, "Preset") == {"pytorch_model.bin": hashlib.sha256(data).hexdigest()}
     assert hub.requests == [(hf["repo"], hf["revision"], ["pytorch_model.bin"])]
 
     (folder / "pytorch_model.bin").write_bytes(data[:100] + b"\x00" + data[101:])
     with pytest.raises(CheckpointError, match=rf"pytorch_model.bin has sha256 [0-9a-f]{{64}}, the hub's LFS pointer "
                                               rf"at {hf['revision']} records {hashlib.sha256(data).hexdigest()}"):
-        presets.verify_source_files(folder, entry, "Preset")
+        presets.check_source_files(folder, entry, "Preset")
     (folder / "pytorch_model.bin").write_bytes(data[:-10])
     with pytest.raises(CheckpointError, match=rf"is {len(data) - 10} bytes, the hub's LFS pointer at \w+ records {len(data)}"):
-        presets.verify_source_files(folder, entry, "Preset")
+        presets.check_source_files(folder, entry, "Preset")
 
 
 def test_an_unreadable_pointer_is_said_not_silently_passed(hub, downloaded):
     folder, _ = downloaded  # the server knows no such repo: HTTP 500
     with pytest.warns(UserWarning, match="pytorch_model.bin not verified: the registry records no sha256"):
-        assert presets.verify_source_files(folder, registry.get_entry(NAME), "Preset") == {}
+        assert presets.check_source_files(folder, registry.get_entry(NAME), "Preset") == {}
 
 
 def test_offline_the_hub_is_not_asked(hub, downloaded, monkeypatch):
     folder, data = downloaded
     _publish(hub, data)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert presets.verify_source_files(folder, registry.get_entry(NAME), "Preset") == {}
+    assert presets.check_source_files(folder, registry.get_entry(NAME), "Preset") == {}
     assert hub.requests == []
 
 

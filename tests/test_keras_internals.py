@@ -16,8 +16,9 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "biozoo"
 @pytest.mark.parametrize("name", sorted(K.CHECKED))
 def test_private_keras_code_is_unchanged(name):
     digest = K.source_digest(name)
+    version = f"KerasHub {K.CHECKED_KERAS_HUB_VERSION}" if name.startswith("keras_hub.") else f"Keras {K.CHECKED_KERAS_VERSION}"
     assert digest == K.CHECKED[name], (
-        f"{name} changed since Keras {K.CHECKED_KERAS_VERSION} (digest {digest}); re-read it, adapt "
+        f"{name} changed since {version} (digest {digest}); re-read it, adapt "
         "biozoo/_keras_internals.py and update CHECKED.")
 
 
@@ -29,7 +30,7 @@ def test_no_other_module_imports_keras_internals():
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n.startswith("keras.src")]
+            offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n.startswith(("keras.src", "keras_hub.src"))]
     assert offenders == []
 
 

@@ -276,19 +276,19 @@ def test_the_right_download_passes_and_is_recorded(tmp_path, offline_hub, monkey
     assert provenance["source_files_verified"] == {"pytorch_model.bin": record["sha256"]}
 
 
-def test_verify_cache_finds_a_changed_preset_file(tmp_path, tiny_bert_dir, capsys):
+def test_check_cache_finds_a_changed_preset_file(tmp_path, tiny_bert_dir, capsys):
     from biozoo.cli import main
 
     preset = Path(presets.resolve_preset(str(tiny_bert_dir)))
     recorded = json.loads((preset / "biozoo.json").read_text())["files_sha256"]
     assert recorded["model.weights.h5"] == hashlib.sha256((preset / "model.weights.h5").read_bytes()).hexdigest()
-    assert main(["verify-cache"]) == 0
+    assert main(["check-cache"]) == 0
     assert capsys.readouterr().out.startswith("ok")
     weights = preset / "model.weights.h5"
     weights.write_bytes(_flip_a_byte(weights.read_bytes()))
-    assert main(["verify-cache"]) == 1
+    assert main(["check-cache"]) == 1
     line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("changed")]
     assert len(line) == 1 and line[0].endswith(": model.weights.h5")
-    assert main(["verify-cache", "--remove"]) == 0
+    assert main(["verify-cache", "--remove"]) == 0  # the old spelling, kept for scripts
     assert not preset.exists()
     assert biozoo.from_preset(str(tiny_bert_dir)) is not None  # converted again

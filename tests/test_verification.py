@@ -13,7 +13,7 @@ from biozoo import presets
 from biozoo import testing as H
 from biozoo.cli import main
 from biozoo.export.certificate import packed_fixed_inputs
-from biozoo.verification import CERTIFICATE_FILE, sequence_length, verify
+from biozoo.verification import PARITY_CERTIFICATE_FILE, sequence_length, verify
 
 BASE_CASES = sorted({name for name, _ in H.cases(kind="ids_export")})
 
@@ -42,7 +42,7 @@ def test_certificate_numbers_equal_an_independent_comparison(name, tmp_path):
         assert certificate["max_abs_diff"][output] == pytest.approx(value, abs=1e-7), output
         assert value <= 1e-4
     assert certificate["passed"] and certificate["tokenizer"]["identical"] == certificate["tokenizer"]["sentences"]
-    with open(f"{presets.resolve_preset(str(directory))}/{CERTIFICATE_FILE}", encoding="utf-8") as f:
+    with open(f"{presets.resolve_preset(str(directory))}/{PARITY_CERTIFICATE_FILE}", encoding="utf-8") as f:
         saved = json.load(f)
     assert saved["max_abs_diff"] == certificate["max_abs_diff"]
     assert set(saved["versions"]) == {"biozoo", "keras", "backend", "tensorflow", "transformers", "torch"}
@@ -191,3 +191,13 @@ def test_info_shows_the_certificate(tmp_path, monkeypatch, capsys):
     assert main(["info", "pubmedbert_abstract"]) == 0
     line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("certificate")][0]
     assert "passed" in line and "tokenizer ids identical on 15/15" in line
+
+
+def test_a_parity_certificate_under_its_earlier_name_is_still_read(tmp_path):
+    from biozoo.preset_files import read_certificate
+
+    assert read_certificate(tmp_path) is None
+    (tmp_path / "certificate.json").write_text(json.dumps({"passed": True}))  # written by an earlier biozoo
+    assert read_certificate(tmp_path) == {"passed": True}
+    (tmp_path / PARITY_CERTIFICATE_FILE).write_text(json.dumps({"passed": False}))
+    assert read_certificate(tmp_path) == {"passed": False}  # the current name wins

@@ -48,11 +48,11 @@ def register(subparsers):
 
     parser = subparsers.add_parser(
         "verify",
-        help="compare a checkpoint under biozoo and transformers; write certificate.json into its preset",
+        help="compare a checkpoint under biozoo and transformers; write parity_certificate.json into its preset",
         description="Load HANDLE (a registry name, hf://org/repo or a local HF directory) with biozoo and, in a "
         "child process, with transformers; compare the sequence output, the pooled output and the converted MLM "
         "and replaced-token heads on fixed biomedical sentences (max |diff| over valid positions) and the "
-        "tokenizers' ids; write certificate.json into the converted preset (shown by `biozoo info`) and print it. "
+        "tokenizers' ids; write parity_certificate.json into the converted preset (shown by `biozoo info`) and print it. "
         "Exits 1 when a difference exceeds its tolerance or a sentence tokenizes differently.",
     )
     parser.add_argument("handle")

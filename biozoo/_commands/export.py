@@ -1,4 +1,4 @@
-"""`biozoo export {hub,hf,garden,onnx,litert}`: TF Hub SavedModels, HuggingFace directories, Model
+"""`biozoo export {tfhub,hf,garden,onnx,litert}`: TF Hub SavedModels, HuggingFace directories, Model
 Garden encoder checkpoints, ONNX and LiteRT models with accuracy certificates."""
 
 import json
@@ -14,11 +14,11 @@ def register(subparsers):
         description="Export a backbone preset (registry name, hf://, local directory, gs://) or a model "
         "written by `biozoo finetune`. Nothing partial is left at --output.",
     )
-    kinds = parser.add_subparsers(dest="export_kind", metavar="KIND")
-    kinds.required = True
+    formats = parser.add_subparsers(dest="export_format", metavar="FORMAT")
+    formats.required = True
 
-    hub = kinds.add_parser(
-        "hub", help="TF Hub-style SavedModels (encoder + preprocessor, or a serving task model)",
+    hub = formats.add_parser(
+        "tfhub", aliases=["hub"], help="TF Hub-style SavedModels (encoder + preprocessor, or a serving task model)",
         description="--preset P writes OUT/encoder and OUT/preprocessor (Model Garden's TF Hub "
         "conventions: input_word_ids/input_mask/input_type_ids -> sequence_output, pooled_output, "
         "default, encoder_outputs; preprocessor.tokenize and bert_pack_inputs). --model DIR (from "
@@ -33,7 +33,7 @@ def register(subparsers):
                      help="packed sequence length (default: 128 for --preset, the trained length for --model)")
     hub.set_defaults(func=export_hub_command)
 
-    hf = kinds.add_parser("hf", help="a HuggingFace directory (config.json, model.safetensors, tokenizer)",
+    hf = formats.add_parser("hf", help="a HuggingFace directory (config.json, model.safetensors, tokenizer)",
                           description="--preset P: transformers.AutoModel.from_pretrained(OUT) loads it with equal "
                           "outputs. --model DIR (from `biozoo finetune`, or a task checkpoint handle): the matching "
                           "*ForTokenClassification / *ForSequenceClassification / *ForQuestionAnswering class with "
@@ -44,7 +44,7 @@ def register(subparsers):
     _output_arguments(hf)
     hf.set_defaults(func=export_hf_command)
 
-    garden = kinds.add_parser(
+    garden = formats.add_parser(
         "garden", help="a TF Model Garden encoder checkpoint (BertEncoderV2 / AlbertEncoder; extra 'garden')",
         description="Writes OUT/encoder-1.* (tf.train.Checkpoint(encoder=...)) and OUT/garden_encoder.json "
         "(the encoder class and its constructor arguments). Needs tf-models-official: pip install 'biozoo[garden]'.",
@@ -55,13 +55,13 @@ def register(subparsers):
 
     for fmt, quantizations, runtime in (("onnx", ["int8"], "onnxruntime (tf2onnx converts; opset 17 unless --opset)"),
                                         ("litert", ["int8", "float16"], "the LiteRT interpreter (ai-edge-litert)")):
-        sub = kinds.add_parser(
+        sub = formats.add_parser(
             fmt, help=f"an {fmt.upper() if fmt == 'onnx' else 'LiteRT'} model taking token ids, with an accuracy "
             "certificate",
             description=f"Writes OUT/{'model.onnx' if fmt == 'onnx' else 'model.tflite'} for {runtime}: inputs "
             "input_word_ids, input_mask, input_type_ids (int32 [batch, seq]); outputs logits (--model) or "
             "sequence_output and pooled_output (--preset). The model takes ids, not text: OUT/tokenizer holds the "
-            "tokenizer's files and OUT/README.md says how to use them. OUT/certificate.json compares it with "
+            "tokenizer's files and OUT/README.md says how to use them. OUT/accuracy_certificate.json compares it with "
             "biozoo's float32 model: max |diff| on fixed sentences, speed, and with --data the task's F1 on a "
             "dev split for both.",
         )

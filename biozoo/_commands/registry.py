@@ -37,7 +37,7 @@ def register(subparsers):
     parser.set_defaults(func=info_command)
 
     parser = subparsers.add_parser(
-        "verify-cache",
+        "check-cache", aliases=["verify-cache"],
         help="re-check the cached presets' files against the digests recorded when they were written",
         description="Recompute the sha256 of every file of every preset in biozoo's cache ($BIOZOO_CACHE) and "
         "compare it with the digests recorded in the preset's biozoo.json when it was converted. Prints one line "
@@ -46,7 +46,7 @@ def register(subparsers):
     parser.add_argument("--remove", action="store_true", help="delete presets whose files changed or are missing "
                         "(the next from_preset converts them again)")
     parser.add_argument("--json", action="store_true")
-    parser.set_defaults(func=verify_cache_command)
+    parser.set_defaults(func=check_cache_command)
 
 
 def _millions(n):
@@ -184,10 +184,10 @@ def _certificate_line(name):
             f"(transformers {certificate['versions']['transformers']}){skipped}")
 
 
-def verify_cache_command(args):
-    from biozoo.presets import cache_root, verify_cache
+def check_cache_command(args):
+    from biozoo.presets import cache_root, check_cache
 
-    results = verify_cache()
+    results = check_cache()
     bad = [r for r in results if r["status"] in ("changed", "missing")]
     if args.remove:
         from filelock import FileLock

@@ -105,8 +105,10 @@ def add_training_arguments(parser):
     from biozoo._commands.train import add_strategy_arguments
 
     group = add_strategy_arguments(parser)
-    group.add_argument("--precision", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
-                       help="auto: bfloat16 on TPU, float16 with loss scaling on GPU, float32 on CPU")
+    group.add_argument("--mixed-precision", "--precision", dest="mixed_precision",
+                       choices=["auto", "float32", "bfloat16", "float16"], default="auto",
+                       help="the training dtype policy. auto: bfloat16 on TPU, float16 with loss scaling on GPU, "
+                       "float32 on CPU (--precision is the old spelling)")
     group.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
                        help="compile train steps with XLA (jit_compile; auto: on GPU/TPU only, on CPUs the "
                        "compile time outweighs the gain)")
@@ -178,7 +180,7 @@ def finetune_command(args):
         optimizer=args.optimizer if args.optimizer != "adamw" else extra.get("optimizer", "adamw"),
         layer_decay=args.layer_decay if args.layer_decay is not None else extra.get("layer_decay"),
         clip_norm=args.clip_norm if args.clip_norm is not None else extra.get("clip_norm", Hyperparameters.clip_norm),
-        precision=args.precision, static_shapes=args.static_shapes,
+        precision=args.mixed_precision, static_shapes=args.static_shapes,
         steps_per_execution=args.steps_per_execution, checkpoint_every=args.checkpoint_every,
         micro_batches=args.micro_batches,
         deterministic=args.deterministic,

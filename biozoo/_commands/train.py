@@ -42,7 +42,8 @@ def add_strategy_arguments(parser):
 
 
 def resolve_strategy_from(args, log):
-    from biozoo.train.tf_strategy import resolve_strategy
+    """`--strategy` / `--tpu`: a tf.distribute strategy on TensorFlow, a keras.distribution elsewhere."""
+    from biozoo.train.run import resolve_strategy
 
     resolved = resolve_strategy(args.strategy, args.tpu)
     log(resolved.describe())

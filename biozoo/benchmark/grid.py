@@ -31,6 +31,7 @@ from biozoo.data.ner import find_split
 from biozoo.presets import registry_name_of
 from biozoo.task_kinds import task_kind
 from biozoo.train import finetune
+from biozoo.train.run import resolve_strategy
 
 __all__ = ["BenchmarkPlan", "Cell", "plan_cells", "run_benchmark"]
 
@@ -174,8 +175,6 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
     strategy), else the plan's `--strategy` / `--tpu` resolved as `biozoo finetune` does."""
     log = log or (lambda message: print(message, file=sys.stderr))
     if strategy is None:
-        from biozoo.train.tf_strategy import resolve_strategy
-
         strategy = resolve_strategy(plan.strategy, plan.tpu)
     suite = load_suite(plan.suite)
     plan = dataclasses.replace(plan, data=os.path.abspath(plan.data), output=os.path.abspath(plan.output),

@@ -1,5 +1,5 @@
 """Accuracy certificates: what an exported or quantized model gives against biozoo's float32
-model, measured when it is made (`certificate.json` beside the model).
+model, measured when it is made (`accuracy_certificate.json` beside the model).
 
 - `fixed_inputs`: max |diff| of every output on fixed biomedical sentences (valid positions).
 - `dev`: the task's metric on a dev split for both (entity F1 for NER, the SQuAD F1 for QA,
@@ -31,6 +31,7 @@ FIXED_SENTENCES = (
     "Aspirin inhibits cyclooxygenase-1 and reduces thromboxane A2 synthesis in platelets.",
     "Huntington disease is caused by an expanded CAG repeat in HTT.",
 )
+ACCURACY_CERTIFICATE_FILE = "accuracy_certificate.json"  # beside an exported model
 SPEED_ROWS = 64
 
 

@@ -2,7 +2,7 @@
 token ids, its accuracy certificate, the tokenizer's files and a README.
 
     OUT/model.onnx | OUT/model.tflite   inputs input_word_ids, input_mask, input_type_ids
-    OUT/certificate.json                against biozoo float32 (biozoo.export.certificate)
+    OUT/accuracy_certificate.json       against biozoo float32 (biozoo.export.certificate)
     OUT/export.json                     format, quantization, inputs, outputs, labels
     OUT/tokenizer/                      the tokenizer's files (vocabulary / SentencePiece model)
     OUT/README.md
@@ -22,7 +22,7 @@ import numpy as np
 from biozoo import Tokenizer, from_preset
 from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, check_output
 from biozoo.errors import BiozooError
-from biozoo.export.certificate import make_certificate
+from biozoo.export.certificate import ACCURACY_CERTIFICATE_FILE, make_certificate
 from biozoo.export.onnx import OPSET
 from biozoo.tasks.tf_inference import INPUT_NAMES
 
@@ -101,7 +101,7 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     with atomic_directory(output, overwrite, inputs) as tmp:
         with open(os.path.join(tmp, FORMATS[fmt]), "wb") as f:
             f.write(blob)
-        atomic_write_json(os.path.join(tmp, "certificate.json"), certificate)
+        atomic_write_json(os.path.join(tmp, ACCURACY_CERTIFICATE_FILE), certificate)
         atomic_write_json(os.path.join(tmp, "export.json"), info)
         tokenizer.save_to_preset(os.path.join(tmp, "tokenizer"))
         atomic_write_text(os.path.join(tmp, "README.md"), _readme(info, certificate))
@@ -151,7 +151,7 @@ Outputs: {', '.join(f'`{n}`' for n in info['outputs'])}.{labels}
 Neither biozoo nor Keras is needed to run it. The task's decoding (words, entities, answer
 spans) is not in the model: biozoo's TokenClassifier / QuestionAnswerer do it.
 
-## Accuracy certificate (`certificate.json`)
+## Accuracy certificate (`{ACCURACY_CERTIFICATE_FILE}`)
 - Max |diff| to biozoo's float32 model on {len(certificate['fixed_inputs']['sentences'])} fixed sentences: {diffs}
 - Dev: {dev_line}
 - Speed: {certificate['speed']['export']} sentences/s against {certificate['speed']['float32']} in float32

@@ -277,7 +277,7 @@ def export_task_hub(task, out_dir, seq_length=None, overwrite=False, inputs=()):
 
 
 def export_task_dir(model_dir, out_dir, seq_length=None, overwrite=False):
-    """`biozoo export hub --model DIR`: a directory written by `biozoo finetune`."""
+    """`biozoo export tfhub --model DIR`: a directory written by `biozoo finetune`."""
     check_output(out_dir, overwrite, [model_dir])
     kind, _, task = load_task(model_dir)
     if task_kind(kind).serving is None:

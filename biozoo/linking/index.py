@@ -302,7 +302,7 @@ def load_index(directory, expected_names=None, verify=False):
     """A cached `DenseIndex`; `verify` re-computes every file's sha256 against index.json."""
     record = read_json(os.path.join(directory, INDEX_RECORD), "embedded dictionary record", DataFormatError)
     if verify:
-        verify_index(directory)
+        check_index(directory)
     vectors = np.load(os.path.join(directory, EMBEDDINGS_FILE), mmap_mode="r", allow_pickle=False)
     if vectors.shape != (record["names"], record["dimension"]) or (
             expected_names is not None and record["names"] != expected_names):
@@ -318,7 +318,7 @@ def load_index(directory, expected_names=None, verify=False):
     return DenseIndex(vectors, record["method"], graph)
 
 
-def verify_index(directory):
+def check_index(directory):
     """Raise DataFormatError naming the file of a cached embedded dictionary that differs from
     the sha256 its index.json records."""
     record = read_json(os.path.join(directory, INDEX_RECORD), "embedded dictionary record", DataFormatError)

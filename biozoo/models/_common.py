@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import keras
-from keras_hub.src.layers.modeling.transformer_encoder import TransformerEncoder
-from keras_hub.src.utils.keras_utils import gelu_approximate
+import keras_hub
+
+from biozoo._keras_internals import gelu_approximate
 
 # HF `hidden_act` names -> Keras activations. HF "gelu" is the exact erf form; KerasHub's
 # BERT/ALBERT/ELECTRA backbones hard-code the tanh form, which drifts by ~2e-3 on real weights.
@@ -56,7 +57,7 @@ def encoder_layers(
 ):
     """KerasHub TransformerEncoder blocks with the checkpoint's activation and epsilon."""
     return [
-        TransformerEncoder(
+        keras_hub.layers.TransformerEncoder(
             num_heads=num_heads,
             intermediate_dim=intermediate_dim,
             activation=get_activation(activation),

@@ -13,8 +13,8 @@ Example:
 """
 
 from biozoo.presets.archives import ARCHIVE_SOURCES, resolve_archive_preset
-from biozoo.presets.cache import cache_root, cached, cached_registry_preset, loading, offline, verify_cache
-from biozoo.presets.digests import hub_lfs_records, verify_source_files
+from biozoo.presets.cache import cache_root, cached, cached_registry_preset, check_cache, loading, offline
+from biozoo.presets.digests import check_source_files, hub_lfs_records
 from biozoo.presets.handles import hf_repo, parse_handle, registry_name_of
 from biozoo.presets.hub import TOKENIZER_FILES, hf_source_directory, hub_error, hub_timeout
 from biozoo.presets.resolve import Preset, resolve, resolve_preset
@@ -24,5 +24,5 @@ __all__ = [
     "ARCHIVE_SOURCES", "TOKENIZER_FILES", "Preset", "backbone_config", "cache_root", "cached", "cached_registry_preset",
     "hf_repo", "hf_source_directory", "hub_error", "hub_lfs_records", "hub_timeout", "loading", "offline",
     "parse_handle", "registry_name_of", "resolve", "resolve_archive_preset", "resolve_preset",
-    "resolve_tokenizer_preset", "verify_cache", "verify_source_files",
+    "resolve_tokenizer_preset", "check_cache", "check_source_files",
 ]

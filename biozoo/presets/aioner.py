@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from biozoo.presets.digests import verify_source_files
+from biozoo.presets.digests import check_source_files
 from biozoo.presets.hub import hf_download
 
 
@@ -20,7 +20,7 @@ def aioner_build(entry, repo, revision, archive):
         source = hf_download(repo, revision, [archive], what)
         provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
                       "archive": archive, "model_file": entry["task"]["aioner"]["model_file"],
-                      "source_files_verified": verify_source_files(source, entry, what)}
+                      "source_files_verified": check_source_files(source, entry, what)}
         convert_aioner_archive(os.path.join(source, archive), target, entry["task"], entry["name"], provenance)
 
     return build

@@ -117,10 +117,10 @@ def loading(preset_dir):
         reason = " ".join(str(error).split())[:300]
         raise CacheError(f"{', '.join(os.path.join(preset_dir, name) for name in damaged)}: the cached preset cannot "
                          f"be loaded ({reason}); it differs from what was written (damaged on disk): run `biozoo "
-                         "verify-cache --remove`, then load it again to convert it anew") from None
+                         "check-cache --remove`, then load it again to convert it anew") from None
 
 
-def verify_cache(root=None):
+def check_cache(root=None):
     """Re-check every cached preset's files against the digests recorded when it was written:
     [{"preset", "status": "ok" | "changed" | "missing" | "unrecorded", "files": [...]}]."""
     results = []

@@ -13,7 +13,7 @@ from biozoo.errors import CheckpointError
 from biozoo.presets.cache import offline
 
 
-def verify_source_files(directory, entry, what):
+def check_source_files(directory, entry, what):
     """Check the downloaded files against a recorded sha256 (and size); return {file: sha256} of
     those checked. The registry's record (`sources.hf.integrity`) comes first; a weight file it
     has none for is checked, when online, against the Git LFS pointer the hub publishes for it

@@ -15,7 +15,7 @@ from biozoo import registry
 from biozoo._io import read_json
 from biozoo.preset_files import HEADS_CONFIG_FILE, read_provenance, read_task_kind
 from biozoo.presets.cache import cached
-from biozoo.presets.digests import verify_source_files
+from biozoo.presets.digests import check_source_files
 from biozoo.presets.handles import local_key, parse_handle, safe_key
 from biozoo.presets.hub import hf_snapshot, registry_snapshot, registry_source
 from biozoo.task_kinds import kind_of_hf_class
@@ -108,7 +108,7 @@ def _directory(form, info, entry, accept):
         def build(target):
             source = registry_snapshot(entry)
             provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
-                          "source_files_verified": verify_source_files(source, entry, f"Preset '{entry['name']}'")}
+                          "source_files_verified": check_source_files(source, entry, f"Preset '{entry['name']}'")}
             _convert(source, entry["tokenizer"], provenance, accept, entry["config"])(target)
 
         return cached(safe_key(f"{entry['name']}@{revision}"), build)

@@ -33,8 +33,8 @@ import io
 import re
 
 import keras
+import keras_hub
 import numpy as np
-from keras_hub.src.models.backbone import Backbone
 
 from biozoo import presets
 from biozoo.convert.aioner import MARKER_TOKENS
@@ -219,7 +219,7 @@ class AionerTagger:
         record = config.get("aioner")
         if record is None:
             raise ValueError(f"{handle} is not an AIONER model (its heads.json has no 'aioner' entry).")
-        backbone = Backbone.from_preset(preset_dir)
+        backbone = keras_hub.models.Backbone.from_preset(preset_dir)
         tokenizer = Tokenizer.from_preset(preset_dir)
         head = {key.split("/", 1)[1]: value for key, value in heads.items() if key.startswith("aioner/")}
         return cls(backbone, tokenizer, record["label_names"], record["decoder"], head,

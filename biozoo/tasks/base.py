@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import keras
 import numpy as np
-from keras_hub.src.utils.preset_utils import check_file_exists, get_preset_loader
 
 from biozoo import presets
+from biozoo._keras_internals import check_file_exists, get_preset_loader
 from biozoo.errors import CheckpointError
 from biozoo.models import family_for_backbone
 from biozoo.preset_files import read_heads
@@ -213,9 +213,10 @@ class GlobalBatchLossMixin:
 
         return global_batch_loss(loss, y, sample_weight)
 
-    def train_step(self, data):
+    def train_step(self, *args):
+        # TensorFlow's and PyTorch's train_step(data); JAX's is stateless: train_step(state, data)
         if self.micro_batches <= 1 or keras.backend.backend() != "tensorflow":
-            return super().train_step(data)
+            return super().train_step(*args)
         from biozoo.tasks.tf_graph import micro_batch_train_step
 
-        return micro_batch_train_step(self, data)
+        return micro_batch_train_step(self, *args)

@@ -7,7 +7,7 @@ so `MaskedLM.from_preset("bioformer_8l")` predicts masked words out of the box.
 from __future__ import annotations
 
 import keras
-from keras_hub.src.models.task import Task
+import keras_hub
 
 from biozoo.data import IGNORE_LABEL
 from biozoo.models import family_for_backbone, get_activation
@@ -85,7 +85,7 @@ def _mlm_head_arguments(backbone):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class MaskedLM(PresetTaskMixin, Task):
+class MaskedLM(PresetTaskMixin, keras_hub.models.Task):
     """Masked-language-model logits at `mask_positions`, for any biozoo backbone.
 
     Inputs: the backbone inputs plus `mask_positions` (int32 [batch, masks]); output: logits
@@ -123,7 +123,7 @@ class MaskedLM(PresetTaskMixin, Task):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class ReplacedTokenDetector(PresetTaskMixin, Task):
+class ReplacedTokenDetector(PresetTaskMixin, keras_hub.models.Task):
     """ELECTRA's discriminator head: one logit per token, "this token was replaced".
 
     Example:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 import keras
+import keras_hub
 import numpy as np
-from keras_hub.src.models.preprocessor import Preprocessor
-from keras_hub.src.models.task import Task
 
 from biozoo.data.pipeline import model_input_batches
 from biozoo.optim import default_optimizer
@@ -60,7 +59,7 @@ class SpanLoss(keras.losses.Loss):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class QuestionAnswererPreprocessor(Preprocessor):
+class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
     """SQuAD features: question truncated to `max_query_length` pieces, the context cut
     into windows of `sequence_length` with `doc_stride` (BERT's run_squad defaults:
     384 / 128 / 64). Every context token keeps its character span, so answers map back to
@@ -228,7 +227,7 @@ def _is_max_context(windows, w, position, cache, example):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, Task):
+class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, keras_hub.models.Task):
     """Extractive QA on any biozoo backbone: start/end logits over the tokens.
 
     Answers come with n-best lists and a null score from `[CLS]` (SQuAD v2.0: predict no

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import keras
+import keras_hub
 import numpy as np
-from keras_hub.src.models.task import Task
-from keras_hub.src.models.text_classifier_preprocessor import TextClassifierPreprocessor
 
 from biozoo.convert.core import PROBLEM_TYPES
 from biozoo.data import IGNORE_LABEL
@@ -26,7 +25,7 @@ ENTITY_MARKERS = (
 )
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class SequenceClassifierPreprocessor(TextClassifierPreprocessor):
+class SequenceClassifierPreprocessor(keras_hub.models.TextClassifierPreprocessor):
     """Text (or text pairs) -> `[CLS] a [SEP] (b [SEP])`, as KerasHub's, for any tokenizer.
 
     Model inputs that are already tokenized (a dict with `token_ids`) pass through, so the
@@ -64,7 +63,7 @@ class SequenceClassifierPreprocessor(TextClassifierPreprocessor):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin, Task):
+class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin, keras_hub.models.Task):
     """Relation extraction and document classification on any biozoo backbone.
 
     Single-label (`multi_label=False`: softmax, e.g. ChemProt, DDI, GAD) or multi-label

@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import keras
+import keras_hub
 import numpy as np
-from keras_hub.src.models.preprocessor import Preprocessor
-from keras_hub.src.models.task import Task
 
 from biozoo.data import IGNORE_LABEL
 from biozoo.data.pipeline import model_input_batches
@@ -39,7 +38,7 @@ class Windows:
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class TokenClassifierPreprocessor(Preprocessor):
+class TokenClassifierPreprocessor(keras_hub.models.Preprocessor):
     """Words -> `[CLS] pieces [SEP]` windows with first-sub-token labels.
 
     A sentence longer than `sequence_length` pieces is cut into overlapping windows
@@ -142,7 +141,7 @@ class TokenClassifierPreprocessor(Preprocessor):
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin, Task):
+class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin, keras_hub.models.Task):
     """Named-entity recognition on any biozoo backbone.
 
     Each word's label sits on its first sub-token; predictions are read back per word and to

@@ -63,7 +63,7 @@ from biozoo.testing.checkpoints import (
     torch_inputs,
     wordpiece_vocab,
 )
-from biozoo.testing.corpora import bioasq_dev, chemprot_subset, read_sentences, train_spiece
+from biozoo.testing.corpora import bioasq_dev, chemprot_subset, read_sentences, task_data, train_spiece, write_hoc
 from biozoo.testing.mirrors import offline_registry_mirror, registry_entry_describes
 from biozoo.testing.processes import (
     TENSORFLOW_DISTRIBUTIONS,
@@ -79,7 +79,7 @@ __all__ = [
     "MIXED_POLICIES", "MIXED_TOLERANCE", "SPECIAL", "TASKS", "TOLERANCE", "VOCAB_SIZE", "Case", "cases", "family_of",
     "get_case", "HEAD_TENSORS", "case_inputs", "hf_outputs", "make_config", "make_model", "max_diff",
     "populate_hf_cache", "random_inputs", "save_case", "save_hf_directory", "tiny_sentencepiece", "torch_inputs",
-    "wordpiece_vocab", "bioasq_dev", "chemprot_subset", "read_sentences", "train_spiece",
+    "wordpiece_vocab", "bioasq_dev", "chemprot_subset", "read_sentences", "task_data", "train_spiece", "write_hoc",
     "offline_registry_mirror", "registry_entry_describes", "TENSORFLOW_DISTRIBUTIONS",
     "run_exported_without_keras", "site_without", "without_keras_site", "without_tensorflow",
 ]

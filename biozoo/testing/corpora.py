@@ -3,7 +3,10 @@ subsets of the shared corpora."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import numpy as np
 
 
 def read_sentences(path, limit=None):
@@ -48,3 +51,39 @@ def bioasq_dev(shared_data):
     file as `biozoo data download tests` saves it (qa/bioasq/test.json)."""
     folder = shared_data / "qa" / "bioasq"
     return folder / "dev.json" if (folder / "dev.json").exists() else folder / "test.json"
+
+
+def write_hoc(path, count, seed):
+    rng = np.random.default_rng(seed)
+    words = ["tumour", "growth", "apoptosis", "angiogenesis", "invasion", "immune", "genome", "cells"]
+    lines = ["labels\tsentence\tindex"]
+    for a in range(count):
+        for k in range(2):
+            labels = set(int(x) for x in rng.choice(10, size=rng.integers(0, 3), replace=False))
+            field = ",".join(f"{j}_{int(j in labels)}" for j in range(10))
+            lines.append(f"{field}\t{' '.join(rng.choice(words, 8))} .\t{seed * 1000 + a}_{k}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def task_data(kind, request, root):
+    """Small data of task `kind` in `root`: NER from the embedded NCBI-disease (the `ncbi_disease`
+    fixture of `request`), RE and QA from the shared corpora (`shared_data`), document
+    classification made up (`write_hoc`)."""
+    root.mkdir(parents=True, exist_ok=True)
+    if kind == "ner":
+        ncbi_disease = request.getfixturevalue("ncbi_disease")
+        for split in ("train", "devel", "test"):
+            blocks = (ncbi_disease / f"{split}.tsv").read_text(encoding="utf-8").split("\n\n")
+            (root / f"{split}.tsv").write_text("\n\n".join(blocks[:40]) + "\n", encoding="utf-8")
+    elif kind == "re":
+        chemprot_subset(request.getfixturevalue("shared_data"), root, {"train": 40, "dev": 8, "test": 8})
+    elif kind == "qa":
+        shared_data = request.getfixturevalue("shared_data")
+        data = json.loads(bioasq_dev(shared_data).read_text(encoding="utf-8"))
+        data["data"] = data["data"][:1]
+        data["data"][0]["paragraphs"] = data["data"][0]["paragraphs"][:20]
+        (root / "train.json").write_text(json.dumps(data), encoding="utf-8")
+    else:
+        for split, seed in (("train", 1), ("dev", 2), ("test", 3)):
+            write_hoc(root / f"{split}.tsv", 24, seed)
+    return root

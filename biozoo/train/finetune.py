@@ -14,6 +14,7 @@ import math
 import os
 import warnings
 
+import keras
 import numpy as np
 
 from biozoo import presets
@@ -86,7 +87,7 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
                       checkpoint_dir=checkpoint_directory(output) if hp.checkpoint_every else None,
                       overwrite=overwrite, inputs=[preset, data_dir])
     strategy = run.strategy
-    if hp.deterministic:
+    if hp.deterministic and run.tensorflow:  # JAX's and PyTorch's CPU kernels are deterministic already
         from biozoo.train.tf_strategy import enable_determinism
 
         enable_determinism()
@@ -117,7 +118,7 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         optimizer = make_optimizer(hp.optimizer, hp.learning_rate, total_steps, hp.warmup_ratio, hp.weight_decay,
                                    hp.clip_norm, hp.layer_decay, task, task.backbone.get_config().get("num_layers"))
         task.compile(optimizer=optimizer, jit_compile=jit, steps_per_execution=hp.steps_per_execution)
-    parts = micro_batches(hp, task, hp.batch_size // strategy.replicas, static or jit)
+    parts = micro_batches(hp, task, hp.batch_size // strategy.replicas, static or jit or not run.tensorflow)
     task.micro_batches = parts
     log(f"fine-tuning {kind} on {len(splits['train'])} training examples: {total_steps} steps of global batch "
         f"{hp.batch_size} ({hp.epochs:g} epochs); {strategy.describe()}; precision {policy}; "
@@ -126,15 +127,17 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     with warnings.catch_warnings():
         # NER / QA heads do not use the backbone's pooler: no gradient for it is expected.
         warnings.filterwarnings("ignore", message="Gradients do not exist for variables")
-        result = run.train(task, train_batches.dataset_from, total_steps, steps_per_epoch=steps_per_epoch,
+        result = run.train(task, train_batches, total_steps, steps_per_epoch=steps_per_epoch,
                            checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log)
     task.micro_batches = 1
     metrics = {
         "task": kind,
         "preset": str(preset),
         "data": _where(data_dir),
+        "backend": keras.backend.backend(),
         "strategy": strategy.name,
         "replicas": strategy.replicas,
+        "devices": strategy.detail,
         "precision": policy,
         "micro_batches": parts,
         "train_examples": len(splits["train"]),

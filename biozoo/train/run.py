@@ -28,6 +28,7 @@ import numpy as np
 
 from biozoo import _keras_internals
 from biozoo._io import atomic_directory, atomic_write_json, check_output, is_remote, remote_files
+from biozoo.train import ResolvedStrategy
 
 PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -41,12 +42,19 @@ def set_seed(seed):
     _keras_internals.set_keras_seed(seed)
     random.seed(seed)
     np.random.seed(seed)
+    if keras.backend.backend() == "torch":  # Keras' torch dropout draws from torch's global generator
+        import torch
+
+        torch.manual_seed(seed)
 
 
 def precision_policy(precision, strategy_name):
     """The Keras dtype policy for `--precision` (auto: bfloat16 on TPU, float16 on GPU)."""
     if precision == "auto":
-        from biozoo.train.tf_strategy import has_gpu
+        if keras.backend.backend() == "tensorflow":
+            from biozoo.train.tf_strategy import has_gpu
+        else:
+            from biozoo.train.distribution import has_gpu
 
         if strategy_name == "tpu":
             precision = "bfloat16"
@@ -57,6 +65,16 @@ def precision_policy(precision, strategy_name):
     if precision not in PRECISION_POLICIES:
         raise ValueError(f"--precision {precision}: choose one of auto, {', '.join(PRECISION_POLICIES)}")
     return PRECISION_POLICIES[precision]
+
+
+def resolve_strategy(name="auto", tpu=None):
+    """`--strategy NAME` (`--tpu`) -> ResolvedStrategy: a tf.distribute strategy on TensorFlow
+    (`biozoo.train.tf_strategy`), a keras.distribution on JAX and PyTorch (`biozoo.train.distribution`)."""
+    if keras.backend.backend() == "tensorflow":
+        from biozoo.train.tf_strategy import resolve_strategy as resolve
+    else:
+        from biozoo.train.distribution import resolve_distribution as resolve
+    return resolve(name, tpu)
 
 
 def check_values(rules, error=ValueError):
@@ -115,9 +133,15 @@ class TrainingRun:
         self.output = os.fspath(output)
         self.overwrite, self.inputs = overwrite, [os.fspath(i) for i in inputs if i is not None]
         check_output(self.output, overwrite, self.inputs)
-        from biozoo.train.tf_strategy import resolved_strategy
+        self.tensorflow = keras.backend.backend() == "tensorflow"
+        if self.tensorflow:
+            from biozoo.train.tf_strategy import resolved_strategy
 
-        self.strategy = resolved_strategy(strategy)
+            self.strategy = resolved_strategy(strategy)
+        else:
+            from biozoo.train.distribution import resolve_distribution
+
+            self.strategy = strategy if isinstance(strategy, ResolvedStrategy) else resolve_distribution("auto")
         if batch_size % self.strategy.replicas:
             raise error(f"--batch-size {batch_size} is not a multiple of the {self.strategy.replicas} replicas "
                         f"of strategy {self.strategy.name}")
@@ -127,6 +151,10 @@ class TrainingRun:
     @property
     def chief(self):
         """True on the worker that writes OUTPUT and checkpoints."""
+        if not self.tensorflow:
+            from biozoo.train.distribution import is_chief
+
+            return is_chief()
         from biozoo.train.tf_strategy import is_chief
 
         return is_chief(self.strategy.strategy)
@@ -143,7 +171,10 @@ class TrainingRun:
         return path
 
     def jit(self, jit_compile="auto"):
-        """Compile train steps with XLA? "auto": on GPUs and TPUs (see `biozoo.tasks.tf_inference.use_xla`)."""
+        """Compile train steps with XLA? "auto": on GPUs and TPUs (see `biozoo.tasks.tf_inference.use_xla`);
+        always on JAX, whose train steps are jitted functions; never on PyTorch (eager)."""
+        if not self.tensorflow:
+            return keras.backend.backend() == "jax" and jit_compile in ("auto", True, "on")
         from biozoo.tasks.tf_inference import use_xla
 
         if jit_compile == "auto":
@@ -163,16 +194,29 @@ class TrainingRun:
         finally:
             keras.config.set_dtype_policy(previous)
 
-    def train(self, model, stream, total_steps, *, steps_per_epoch=None, checkpoint_every=None, verbose=1, log=print):
-        """`biozoo.train.tf_loop.train` under the run's strategy, checkpointing into
-        `checkpoint_dir` every `checkpoint_every` steps (the chief saves, a rerun resumes);
-        its result with the wall-clock `seconds` added."""
-        from biozoo.train.tf_loop import train
-
+    def train(self, model, batches, total_steps, *, steps_per_epoch=None, checkpoint_every=None, verbose=1, log=print):
+        """The training loop under the run's strategy, checkpointing into `checkpoint_dir` every
+        `checkpoint_every` steps (the chief saves, a rerun resumes); its result with the
+        wall-clock `seconds` added. `batches`: a `FeatureBatches` (any backend), or on TensorFlow
+        a function of the start step giving a tf.data stream (`biozoo.train.tf_loop.train`)."""
         start = time.time()
-        result = train(model, stream, total_steps, self.checkpoint_dir if checkpoint_every else None,
-                       steps_per_epoch=steps_per_epoch, checkpoint_every=checkpoint_every, save=self.chief,
-                       verbose=verbose, log=log, strategy=self.strategy.strategy)
+        checkpoint_dir = self.checkpoint_dir if checkpoint_every else None
+        if self.tensorflow:
+            from biozoo.train.tf_loop import train
+
+            stream = batches.dataset_from if hasattr(batches, "dataset_from") else batches
+            result = train(model, stream, total_steps, checkpoint_dir, steps_per_epoch=steps_per_epoch,
+                           checkpoint_every=checkpoint_every, save=self.chief, verbose=verbose, log=log,
+                           strategy=self.strategy.strategy)
+        else:
+            from biozoo.train.loop import train
+
+            if not hasattr(batches, "batches_from"):
+                raise ValueError(f"this training runs on TensorFlow only, not on KERAS_BACKEND={keras.backend.backend()}")
+            distribution = None if self.strategy.replicas == 1 else self.strategy.strategy
+            result = train(model, batches.batches_from, total_steps, checkpoint_dir, steps_per_epoch=steps_per_epoch,
+                           checkpoint_every=checkpoint_every, save=self.chief, verbose=verbose, log=log,
+                           distribution=distribution)
         result["seconds"] = time.time() - start
         return result
 

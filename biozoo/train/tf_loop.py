@@ -23,7 +23,7 @@ import keras
 import numpy as np
 
 from biozoo import _keras_internals
-from biozoo.errors import TrainingError
+from biozoo.train.loop import StepLog, check_finite_weights
 
 
 def distribute(strategy, stream, start_step):
@@ -56,43 +56,6 @@ def distribute(strategy, stream, start_step):
         return stream(start_step).flat_map(split)
 
     return strategy.distribute_datasets_from_function(dataset_fn)
-
-
-class _StepLog:
-    """Keras callback: the loss of every step (recovered from Keras' running epoch mean) and a
-    checkpoint every `every` steps."""
-
-    def __init__(self, model, manager, every, first_step, log):
-        class Callback(keras.callbacks.Callback):
-            def on_epoch_begin(cb, epoch, logs=None):
-                self.mean, self.count = 0.0, 0
-
-            def on_epoch_end(cb, epoch, logs=None):
-                cb.model.stop_training = True  # one fit call per epoch (see train)
-
-            def on_train_batch_end(cb, batch, logs=None):
-                step = int(model.optimizer.iterations.numpy())
-                done = step - self.step
-                self.step = step
-                if logs and "loss" in logs and done > 0:
-                    mean = float(logs["loss"])
-                    if not math.isfinite(mean):  # the epoch's running mean: finite until a step's loss is not
-                        steps = f"step {step}" if done == 1 else f"steps {step - done + 1}-{step}"
-                        raise TrainingError(
-                            f"{steps} of training: the loss is {mean} (a non-finite loss, or non-finite weights "
-                            "after a non-finite gradient at the step before); training stopped, no model was written "
-                            "(try a lower --learning-rate, --clip-norm, or float32 --precision)")
-                    total = mean * (self.count + done)
-                    # steps_per_execution > 1 gives one mean per `done` steps: spread it
-                    self.losses.extend([(total - self.mean * self.count) / done] * done)
-                    self.mean, self.count = mean, self.count + done
-                if manager is not None and every and step // every > (step - done) // every:
-                    manager.save(checkpoint_number=step)
-
-        self.callback = Callback()
-        self.losses = []
-        self.step = first_step
-        self.mean, self.count = 0.0, 0
 
 
 def _build_before_fit(model, stream, strategy):
@@ -165,7 +128,7 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
     if strategy.num_replicas_in_sync > 1:
         _build_before_fit(model, stream, strategy)
         _average_multi_worker_logs()
-    recorder = _StepLog(model, manager if save else None, checkpoint_every, start, log)
+    recorder = StepLog(model, manager if save else None, checkpoint_every, start, log)
     epochs = math.ceil(total_steps / steps_per_epoch)
     step = start
     while step < total_steps:
@@ -183,16 +146,6 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
     if save and manager is not None and int(model.optimizer.iterations.numpy()) % checkpoint_every:
         manager.save(checkpoint_number=int(model.optimizer.iterations.numpy()))
     return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}
-
-
-def check_finite_weights(model, step):
-    """Raise TrainingError naming the first trainable weight that holds NaN or inf after `step`
-    (a non-finite gradient at the last step shows in no loss)."""
-    for variable in model.trainable_variables:
-        if not np.all(np.isfinite(keras.ops.convert_to_numpy(variable.value))):
-            raise TrainingError(f"step {step} of training: weight {variable.path} is not finite (a non-finite "
-                                "gradient); training stopped, no model was written (try a lower --learning-rate, "
-                                "--clip-norm, or float32 --precision)")
 
 
 class LossHistoryStep:

@@ -8,7 +8,6 @@ into N logical devices, so that `mirrored` runs N replicas on any machine.
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import json
 import os
@@ -16,21 +15,7 @@ import os
 import tensorflow as tf
 
 from biozoo.errors import BiozooError
-from biozoo.train import STRATEGIES
-
-
-@dataclasses.dataclass
-class ResolvedStrategy:
-    """The strategy to build and train under, its name (as written to metrics.json) and the
-    number of replicas the global batch is split over."""
-
-    strategy: object
-    name: str
-    replicas: int
-    detail: str = ""
-
-    def describe(self):
-        return f"strategy {self.name}, {self.replicas} replica(s){': ' + self.detail if self.detail else ''}"
+from biozoo.train import STRATEGIES, ResolvedStrategy
 
 
 def configure_logical_cpus():

@@ -123,7 +123,7 @@ def test_int8_certificate_f1_is_seqeval_and_max_f1_drop_refuses(model_dir, float
     assert dev["f1_export"] == pytest.approx(100 * f1_score(gold, int8_tags), abs=1e-9)
     assert dev["f1_drop"] > 0, "int8 changes some tags of this confident random head"
     assert dev["examples"] == len(sentences)
-    written = json.loads((tmp_path / "int8" / "certificate.json").read_text())
+    written = json.loads((tmp_path / "int8" / "accuracy_certificate.json").read_text())
     assert written["dev"]["f1_drop"] == dev["f1_drop"] and written["quantize"] == "int8"
     assert (tmp_path / "int8" / "model.tflite").stat().st_size > 0
     assert "token ids, not text" in (tmp_path / "int8" / "README.md").read_text()
@@ -197,6 +197,7 @@ def test_evaluate_and_annotate_take_a_precision(model_dir, float32_gold, sentenc
     assert sum(map(len, got)) > 0
 
 
+@pytest.mark.slow  # the exported model runs in a child process without Keras
 @pytest.mark.parametrize("fmt", ["onnx", "litert"])
 def test_backbone_preset_export_gives_transformers_encoder_outputs(fmt, tmp_path):
     """`export {onnx,litert} --preset`: sequence_output and pooled_output of the bare encoder,

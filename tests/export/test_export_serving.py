@@ -48,6 +48,7 @@ def served_entities(out, i):
              "score": float(out["entity_score"][i][j])} for j in range(n)]
 
 
+@pytest.mark.slow  # serves in a child process without Keras
 def test_ner_serving_equals_annotate(ner, corpus_sentences, tmp_path, keras_free_site_dir):
     texts = [s for s in corpus_sentences[:80] if len(ner.preprocessor.tokenizer.ids([s])[0]) < 60][:40]
     texts += ["Naïve µ-opioid (IL-2\u00adR) in Σ cells.", "", "   "]

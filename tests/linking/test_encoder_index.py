@@ -19,11 +19,11 @@ from biozoo.linking.index import (
     CharNgramIndex,
     DenseIndex,
     StringMatcher,
+    check_index,
     embedded_names,
     faiss_module,
     index_key,
     normalize_name,
-    verify_index,
 )
 
 NAMES = ["Diabetes Mellitus, Type 2", "type 2 diabetes", "NIDDM", "breast cancer", "carcinoma of the breast",
@@ -157,7 +157,7 @@ def test_the_embedded_dictionary_is_cached_and_a_rebuild_equals_the_first(tiny_e
     first, second = (json.loads((d / "index.json").read_text()) for d in directories)
     assert first["files_sha256"] == second["files_sha256"]
     assert (directories[0] / "embeddings.npy").read_bytes() == (directories[1] / "embeddings.npy").read_bytes()
-    assert verify_index(directories[0])["names"] == 7
+    assert check_index(directories[0])["names"] == 7
     called = []
     monkeypatch.setattr(encoder, "encode", lambda *a, **k: called.append(1))
     embedded_names(dictionary, encoder, progress=False)  # from the cache: nothing embedded
@@ -166,10 +166,10 @@ def test_the_embedded_dictionary_is_cached_and_a_rebuild_equals_the_first(tiny_e
     vectors[0, 0] += 1.0
     np.save(directories[1] / "embeddings.npy", vectors)
     with pytest.raises(DataFormatError, match="embeddings.npy: differs from the sha256"):
-        verify_index(directories[1])
+        check_index(directories[1])
     os.remove(directories[1] / "embeddings.npy")
     with pytest.raises(DataFormatError, match="differs"):
-        verify_index(directories[1])
+        check_index(directories[1])
 
 
 JAX_CHILD = r"""

@@ -49,9 +49,9 @@ def test_a_corrupt_cached_weights_file_names_itself_and_the_remedy(kit):
     with open(weights, "r+b") as f:  # same size, the HDF5 signature gone
         f.write(b"\x00" * 8)
     with pytest.raises(CacheError, match=r"model.weights.h5: the cached preset cannot be loaded .*it differs from what "
-                                         r"was written.*biozoo verify-cache --remove"):
+                                         r"was written.*biozoo check-cache --remove"):
         biozoo.from_preset(str(kit.tiny_hf))
-    assert main(["verify-cache", "--remove"]) == 0
+    assert main(["check-cache", "--remove"]) == 0
     biozoo.from_preset(str(kit.tiny_hf))  # converted anew
 
 

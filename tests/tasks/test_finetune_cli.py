@@ -79,7 +79,7 @@ def test_export_hub_of_the_finetuned_model_serves_annotate(ner_model, tmp_path, 
     from biozoo.tasks import load_task
 
     _, output, _ = ner_model
-    assert main(["export", "hub", "--model", str(output), "--output", str(tmp_path / "served")]) == 0
+    assert main(["export", "tfhub", "--model", str(output), "--output", str(tmp_path / "served")]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["task"] == "ner"
     _, _, task = load_task(output)
     texts = ["Familial breast cancer and ovarian cancer.", "Ataxia telangiectasia patients.", "No disease here."]

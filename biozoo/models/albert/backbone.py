@@ -1,15 +1,14 @@
 """ALBERT encoder (BioM-ALBERT-xxlarge, -PMC, SQuAD2)."""
 
 import keras
+import keras_hub
 from keras.layers import ReversibleEmbedding
-from keras_hub.src.layers.modeling.position_embedding import PositionEmbedding
-from keras_hub.src.models.backbone import Backbone
 
 from biozoo.models._common import FeaturesMixin, backbone_inputs, encoder_layers, initializer, run_layers
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class AlbertBackbone(FeaturesMixin, Backbone):
+class AlbertBackbone(FeaturesMixin, keras_hub.models.Backbone):
     """ALBERT encoder: factorised embeddings and layers shared across depth.
 
     `num_layers` layer applications use `num_groups` groups of `num_inner_repetitions`
@@ -47,7 +46,7 @@ class AlbertBackbone(FeaturesMixin, Backbone):
         self.token_embedding = ReversibleEmbedding(
             vocabulary_size, embedding_dim, embeddings_initializer=init, dtype=dtype, name="token_embedding"
         )
-        self.position_embedding = PositionEmbedding(
+        self.position_embedding = keras_hub.layers.PositionEmbedding(
             sequence_length=max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
         self.segment_embedding = keras.layers.Embedding(

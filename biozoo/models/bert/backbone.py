@@ -1,15 +1,14 @@
 """BERT encoder (BioBERT, PubMedBERT, Bioformer, the nlpie BERT students)."""
 
 import keras
+import keras_hub
 from keras.layers import ReversibleEmbedding
-from keras_hub.src.layers.modeling.position_embedding import PositionEmbedding
-from keras_hub.src.models.backbone import Backbone
 
 from biozoo.models._common import FeaturesMixin, backbone_inputs, encoder_layers, initializer, run_layers
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class BertBackbone(FeaturesMixin, Backbone):
+class BertBackbone(FeaturesMixin, keras_hub.models.Backbone):
     """BERT encoder that honours the checkpoint's activation and LayerNorm epsilon.
 
     Same layers and weight layout as `keras_hub.models.BertBackbone`, but `activation`
@@ -43,7 +42,7 @@ class BertBackbone(FeaturesMixin, Backbone):
         self.token_embedding = ReversibleEmbedding(
             vocabulary_size, hidden_dim, embeddings_initializer=init, dtype=dtype, name="token_embedding"
         )
-        self.position_embedding = PositionEmbedding(
+        self.position_embedding = keras_hub.layers.PositionEmbedding(
             sequence_length=max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
         self.segment_embedding = keras.layers.Embedding(

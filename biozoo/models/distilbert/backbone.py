@@ -1,15 +1,14 @@
 """DistilBERT encoder (BioDistilBERT cased/uncased)."""
 
 import keras
+import keras_hub
 from keras.layers import ReversibleEmbedding
-from keras_hub.src.layers.modeling.position_embedding import PositionEmbedding
-from keras_hub.src.models.backbone import Backbone
 
 from biozoo.models._common import FeaturesMixin, backbone_inputs, encoder_layers, initializer, run_layers
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class DistilBertBackbone(FeaturesMixin, Backbone):
+class DistilBertBackbone(FeaturesMixin, keras_hub.models.Backbone):
     """DistilBERT encoder: token + position embeddings, no token types, no pooler.
 
     It accepts `segment_ids` like every biozoo backbone and ignores them, so the same
@@ -39,7 +38,7 @@ class DistilBertBackbone(FeaturesMixin, Backbone):
         self.token_embedding = ReversibleEmbedding(
             vocabulary_size, hidden_dim, embeddings_initializer=init, dtype=dtype, name="token_embedding"
         )
-        self.position_embedding = PositionEmbedding(
+        self.position_embedding = keras_hub.layers.PositionEmbedding(
             sequence_length=max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
         self.embeddings_layer_norm = keras.layers.LayerNormalization(

@@ -1,15 +1,14 @@
 """ELECTRA encoder (BioM-ELECTRA discriminators and generators, BioM-BERT-Large)."""
 
 import keras
+import keras_hub
 from keras.layers import ReversibleEmbedding
-from keras_hub.src.layers.modeling.position_embedding import PositionEmbedding
-from keras_hub.src.models.backbone import Backbone
 
 from biozoo.models._common import FeaturesMixin, backbone_inputs, encoder_layers, initializer, run_layers
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class ElectraBackbone(FeaturesMixin, Backbone):
+class ElectraBackbone(FeaturesMixin, keras_hub.models.Backbone):
     """ELECTRA encoder: embeddings of size `embedding_dim`, projected to `hidden_dim` when
     they differ (generators), then BERT blocks. ELECTRA has no pooler, so the outputs are
     only `sequence_output` (KerasHub's ElectraBackbone adds an untrained one).
@@ -40,7 +39,7 @@ class ElectraBackbone(FeaturesMixin, Backbone):
         self.token_embedding = ReversibleEmbedding(
             vocabulary_size, embedding_dim, embeddings_initializer=init, dtype=dtype, name="token_embedding"
         )
-        self.position_embedding = PositionEmbedding(
+        self.position_embedding = keras_hub.layers.PositionEmbedding(
             sequence_length=max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
         self.segment_embedding = keras.layers.Embedding(

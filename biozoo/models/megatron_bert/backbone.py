@@ -1,15 +1,14 @@
 """Megatron-BERT encoder (BioMegatron 345m): pre-LayerNorm blocks."""
 
 import keras
+import keras_hub
 from keras.layers import ReversibleEmbedding
-from keras_hub.src.layers.modeling.position_embedding import PositionEmbedding
-from keras_hub.src.models.backbone import Backbone
 
 from biozoo.models._common import FeaturesMixin, backbone_inputs, encoder_layers, initializer, run_layers
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class MegatronBertBackbone(FeaturesMixin, Backbone):
+class MegatronBertBackbone(FeaturesMixin, keras_hub.models.Backbone):
     """Megatron-BERT: like BERT but pre-LayerNorm. The embeddings have no LayerNorm, each
     block normalises its input before attention and before the MLP, and a final LayerNorm
     follows the last block.
@@ -40,7 +39,7 @@ class MegatronBertBackbone(FeaturesMixin, Backbone):
         self.token_embedding = ReversibleEmbedding(
             vocabulary_size, hidden_dim, embeddings_initializer=init, dtype=dtype, name="token_embedding"
         )
-        self.position_embedding = PositionEmbedding(
+        self.position_embedding = keras_hub.layers.PositionEmbedding(
             sequence_length=max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
         self.segment_embedding = keras.layers.Embedding(

@@ -1,16 +1,15 @@
 """MobileBERT encoder (BioMobileBERT)."""
 
 import keras
+import keras_hub
 from keras.layers import ReversibleEmbedding
-from keras_hub.src.layers.modeling.position_embedding import PositionEmbedding
-from keras_hub.src.models.backbone import Backbone
 
 from biozoo.models._common import FeaturesMixin, backbone_inputs, initializer, run_layers
 from biozoo.models.mobilebert.layers import MobileBertBlock, normalization
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
-class MobileBertBackbone(FeaturesMixin, Backbone):
+class MobileBertBackbone(FeaturesMixin, keras_hub.models.Backbone):
     """MobileBERT: narrow embeddings with trigram input, bottlenecked blocks, NoNorm.
 
     Token embeddings (`embedding_dim`, 128) of each token and its two neighbours are
@@ -59,7 +58,7 @@ class MobileBertBackbone(FeaturesMixin, Backbone):
             self.embedding_transformation = keras.layers.Dense(
                 hidden_dim, kernel_initializer=init, dtype=dtype, name="embedding_transformation"
             )
-        self.position_embedding = PositionEmbedding(
+        self.position_embedding = keras_hub.layers.PositionEmbedding(
             sequence_length=max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
         self.segment_embedding = keras.layers.Embedding(

@@ -1,8 +1,8 @@
 """MobileBERT's building blocks: NoNorm and the bottlenecked transformer block."""
 
 import keras
-from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_and_attention_mask
 
+from biozoo._keras_internals import merge_padding_and_attention_mask
 from biozoo.models._common import get_activation, initializer
 
 

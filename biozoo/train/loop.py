@@ -1,0 +1,202 @@
+"""The resumable training loop on JAX and PyTorch (`biozoo.train.tf_loop` is TensorFlow's),
+and what both loops share: the per-step loss log with its non-finite-loss stop, and the
+finite-weights check at the end.
+
+`batches_from(start_step)` yields the *global* batches (NumPy) from global step `start_step`
+on, the same batches for the same seed, so a resumed run sees exactly the batches the killed
+run would have seen. A checkpoint (every `checkpoint_every` steps, the last `keep` kept) is one
+`.npz` of every model variable (weights and RNG states) and every optimizer variable (step,
+moments), and on PyTorch torch's global generator (Keras' torch dropout draws from it): written under a temporary name and renamed, so a kill during a save leaves the
+previous one valid; read back without pickles.
+
+Under a `keras.distribution.DataParallel` scope Keras' JAX trainer splits each global batch
+over the devices.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import os
+import re
+
+import keras
+import numpy as np
+
+from biozoo.errors import CheckpointError, TrainingError
+
+CHECKPOINT = re.compile(r"^step-(\d+)\.npz$")
+TORCH_RNG = "torch_rng_state"
+
+
+def optimizer_step(model):
+    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+
+
+class StepLog:
+    """Keras callback: the loss of every step (recovered from Keras' running epoch mean) and a
+    checkpoint every `every` steps."""
+
+    def __init__(self, model, manager, every, first_step, log):
+        class Callback(keras.callbacks.Callback):
+            def on_epoch_begin(cb, epoch, logs=None):
+                self.mean, self.count = 0.0, 0
+                self.fit_start = self.step  # each fit call runs from the current step
+
+            def on_epoch_end(cb, epoch, logs=None):
+                cb.model.stop_training = True  # one fit call per epoch (see train)
+
+            def on_train_batch_end(cb, batch, logs=None):
+                step = self.fit_start + batch + 1  # `batch`: the last step of this execution, from 0
+                done = step - self.step
+                self.step = step
+                if logs and "loss" in logs and done > 0:
+                    mean = float(logs["loss"])
+                    if not math.isfinite(mean):  # the epoch's running mean: finite until a step's loss is not
+                        steps = f"step {step}" if done == 1 else f"steps {step - done + 1}-{step}"
+                        raise TrainingError(
+                            f"{steps} of training: the loss is {mean} (a non-finite loss, or non-finite weights "
+                            "after a non-finite gradient at the step before); training stopped, no model was written "
+                            "(try a lower --learning-rate, --clip-norm, or --mixed-precision float32)")
+                    total = mean * (self.count + done)
+                    # steps_per_execution > 1 gives one mean per `done` steps: spread it
+                    self.losses.extend([(total - self.mean * self.count) / done] * done)
+                    self.mean, self.count = mean, self.count + done
+                if manager is not None and every and step // every > (step - done) // every:
+                    cb.model  # noqa: B018 - reading it brings JAX's train state back into the variables
+                    manager.save(checkpoint_number=step)
+
+        self.callback = Callback()
+        self.losses = []
+        self.step = self.fit_start = first_step
+        self.mean, self.count = 0.0, 0
+
+
+def check_finite_weights(model, step):
+    """Raise TrainingError naming the first trainable weight that holds NaN or inf after `step`
+    (a non-finite gradient at the last step shows in no loss)."""
+    for variable in model.trainable_variables:
+        if not np.all(np.isfinite(keras.ops.convert_to_numpy(variable.value))):
+            raise TrainingError(f"step {step} of training: weight {variable.path} is not finite (a non-finite "
+                                "gradient); training stopped, no model was written (try a lower --learning-rate, "
+                                "--clip-norm, or --mixed-precision float32)")
+
+
+class NpzCheckpoints:
+    """Checkpoints of `model` (built, with a built optimizer) in `directory`: step-<N>.npz."""
+
+    def __init__(self, model, directory, keep=3):
+        self.model, self.directory, self.keep = model, os.fspath(directory), keep
+        self.pending_rng = None
+
+    def _variables(self):
+        return list(self.model.variables) + list(self.model.optimizer.variables)
+
+    def steps(self):
+        if not os.path.isdir(self.directory):
+            return []
+        return sorted(int(m.group(1)) for m in map(CHECKPOINT.match, os.listdir(self.directory)) if m)
+
+    def save(self, checkpoint_number):
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"step-{checkpoint_number}.npz")
+        arrays = {f"v{i}": keras.ops.convert_to_numpy(v.value) for i, v in enumerate(self._variables())}
+        if keras.backend.backend() == "torch":
+            import torch
+
+            arrays[TORCH_RNG] = torch.get_rng_state().numpy()
+        with open(path + ".tmp", "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+        for old in self.steps()[:-self.keep]:
+            os.remove(os.path.join(self.directory, f"step-{old}.npz"))
+
+    def restore_latest(self):
+        """Load the newest checkpoint; its step, or None when there is none."""
+        steps = self.steps()
+        if not steps:
+            return None
+        path = os.path.join(self.directory, f"step-{steps[-1]}.npz")
+        variables = self._variables()
+        with np.load(path, allow_pickle=False) as data:
+            count = sum(1 for name in data.files if name != TORCH_RNG)
+            if count != len(variables):
+                raise CheckpointError(f"{path}: {count} arrays, but the model and optimizer have "
+                                      f"{len(variables)} variables: a checkpoint of another run (remove it)")
+            for i, variable in enumerate(variables):
+                value = data[f"v{i}"]
+                if tuple(value.shape) != tuple(variable.shape):
+                    raise CheckpointError(f"{path}: array v{i} has shape {value.shape}, variable {variable.path} "
+                                          f"{tuple(variable.shape)}: a checkpoint of another run (remove it)")
+                variable.assign(value)
+            if TORCH_RNG in data.files:
+                self.pending_rng = data[TORCH_RNG]
+        return steps[-1]
+
+    def rng_callback(self):
+        """A callback that puts torch's generator back as it was at the checkpoint just before the
+        first step (Keras' fit draws from it while it starts), or None."""
+        if self.pending_rng is None:
+            return None
+        import torch
+
+        state, self.pending_rng = torch.from_numpy(self.pending_rng), None
+
+        class RestoreGenerator(keras.callbacks.Callback):
+            def on_train_batch_begin(cb, batch, logs=None):
+                nonlocal state
+                if state is not None:
+                    torch.set_rng_state(state)
+                    state = None
+
+        return RestoreGenerator()
+
+
+def _take(iterator, count):
+    """The first `count` items, as a generator (what Keras' fit reads)."""
+    yield from itertools.islice(iterator, count)
+
+
+def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_epoch=None, checkpoint_every=None,
+          keep=3, save=True, verbose=1, log=print, distribution=None):
+    """Train the compiled `model` for `total_steps` steps on JAX or PyTorch, resuming from
+    `checkpoint_dir`. Built and compiled under `distribution.scope()` when given. Returns
+    {"losses": [loss of each step run now], "resumed_from": step or 0, "steps": total_steps}.
+
+    Example:
+        >>> result = train(task, batches.batches_from, 300, "out/checkpoints", checkpoint_every=50)
+    """
+    scope = distribution.scope() if distribution is not None else contextlib.nullcontext()
+    steps_per_epoch = steps_per_epoch or total_steps
+    manager, start = None, 0
+    with scope:
+        if checkpoint_dir and checkpoint_every:
+            first = next(batches_from(0))
+            model(first[0], training=False)  # build every layer before the optimizer and the restore
+            model.optimizer.build(model.trainable_variables)
+            manager = NpzCheckpoints(model, checkpoint_dir, keep)
+            restored = manager.restore_latest()
+            if restored is not None:
+                start = optimizer_step(model)
+                log(f"resuming from step {start} of {total_steps} ({checkpoint_dir}/step-{restored}.npz)")
+        recorder = StepLog(model, manager if save else None, checkpoint_every, start, log)
+        callbacks = [c for c in (manager and manager.rng_callback(), recorder.callback) if c is not None]
+        epochs = math.ceil(total_steps / steps_per_epoch)
+        step = start
+        while step < total_steps:
+            epoch = step // steps_per_epoch
+            end = min(total_steps, (epoch + 1) * steps_per_epoch)
+            count = end - step
+            data = _take(batches_from(step), count)
+            keras.Model.fit(model, data, initial_epoch=epoch, epochs=epochs, steps_per_epoch=count, verbose=verbose,
+                            callbacks=callbacks, shuffle=False)
+            step += count
+    finished = optimizer_step(model)
+    check_finite_weights(model, finished)
+    if save and manager is not None and finished % checkpoint_every:
+        manager.save(checkpoint_number=finished)
+    return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}
+

@@ -1,0 +1,36 @@
+"""requirements/without-tensorflow.txt (the README's install for a machine without TensorFlow)
+lists every run-time requirement of biozoo and of KerasHub except those that are or pull
+TensorFlow, and nothing that pulls it."""
+
+import ast
+import pathlib
+import re
+from importlib.metadata import requires
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TENSORFLOW_ONLY = {"tensorflow", "tensorflow-text", "ai-edge-litert"}  # LiteRT: the int8 path, made by TensorFlow
+
+
+def _name(requirement):
+    return re.split(r"[<>=!~;\[ ]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _install_requires():
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    assignment = next(node for node in tree.body if isinstance(node, ast.Assign)
+                      and getattr(node.targets[0], "id", None) == "INSTALL_REQUIRES")
+    return ast.literal_eval(assignment.value)
+
+
+def _listed():
+    lines = (ROOT / "requirements" / "without-tensorflow.txt").read_text().splitlines()
+    return {_name(line) for line in lines if line.strip() and not line.startswith("#")}
+
+
+def test_every_requirement_but_tensorflow_is_listed():
+    listed = _listed()
+    biozoo_needs = {_name(r) for r in _install_requires()}
+    keras_hub_needs = {_name(r) for r in requires("keras-hub") if "extra ==" not in r}
+    assert biozoo_needs - TENSORFLOW_ONLY - listed == {"keras-hub"}  # installed after, without its dependencies
+    assert keras_hub_needs - TENSORFLOW_ONLY - listed - {"keras-hub"} == set()
+    assert listed & TENSORFLOW_ONLY == set()

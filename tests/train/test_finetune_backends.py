@@ -1,0 +1,119 @@
+"""`biozoo finetune` on the current Keras backend: `make test` runs this file under TensorFlow,
+under JAX (two host CPU devices, TensorFlow not importable) and under PyTorch.
+
+Every task kind trains and writes a task preset that evaluates; on JAX, data parallelism over
+two devices follows one device's loss curve, and a run killed with SIGKILL then rerun ends
+with the weights of an uninterrupted run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+
+from biozoo import testing as H
+from biozoo.cli import main
+
+pytestmark = pytest.mark.backends
+BACKEND = keras.backend.backend()
+
+
+def _losses(output):
+    return np.asarray(json.loads((output / "train_losses.json").read_text())["losses"])
+
+
+@pytest.mark.parametrize("kind", ["ner", "re", "qa", "doc"])
+def test_every_task_kind_fine_tunes_and_evaluates(kind, tmp_path, request, tiny_bert_real_vocab, capsys):
+    data = H.task_data(kind, request, tmp_path / "data")
+    out = tmp_path / "out"
+    assert main(["finetune", kind, "--preset", str(tiny_bert_real_vocab), "--data", str(data), "--epochs", "1",
+                 "--batch-size", "4", "--max-seq-length", "64", "--learning-rate", "1e-3", "--output", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["backend"] == BACKEND and metrics["replicas"] == 1
+    losses = _losses(out)
+    assert len(losses) == metrics["train_steps"] > 0 and np.all(np.isfinite(losses))
+    capsys.readouterr()
+    split = "train" if kind == "qa" else "test"  # the QA data here is one file
+    assert main(["evaluate", kind, "--model", str(out), "--data", str(data), "--split", split]) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert scores["task"] == kind and scores["split"] == split
+
+
+@pytest.fixture(scope="module")
+def no_dropout(tmp_path_factory, minilm_dir):
+    """A tiny BERT without dropout: one device and two compute the same function."""
+    model = H.make_model("bert", "BertModel", vocab_size=30522, initializer_range=0.02, hidden_dropout_prob=0.0,
+                         attention_probs_dropout_prob=0.0)
+    return H.save_hf_directory(model, tmp_path_factory.mktemp("no-dropout") / "bert",
+                               vocab_file=minilm_dir / "vocab.txt")
+
+
+def _finetune_argv(preset, data, output, *extra):
+    return ["finetune", "ner", "--preset", str(preset), "--data", str(data), "--output", str(output), "--epochs", "1",
+            "--batch-size", "8", "--max-seq-length", "64", "--learning-rate", "1e-3", *extra]
+
+
+def _jax_devices():
+    import jax
+
+    return jax.device_count()
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="data parallelism through keras.distribution runs on JAX "
+                    "(TensorFlow's mirrored replicas: tests/train/test_distribute.py)")
+def test_data_parallel_on_two_devices_follows_one_device(tmp_path, request, no_dropout):
+    if _jax_devices() < 2:
+        pytest.skip("one JAX device: `make test` runs this with XLA_FLAGS=--xla_force_host_platform_device_count=2")
+    data = H.task_data("ner", request, tmp_path / "data")
+    assert main(_finetune_argv(no_dropout, data, tmp_path / "one", "--strategy", "cpu")) == 0
+    assert main(_finetune_argv(no_dropout, data, tmp_path / "two", "--strategy", "mirrored")) == 0
+    metrics = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    assert metrics["replicas"] == 2 and metrics["strategy"] == "mirrored"
+    one, two = _losses(tmp_path / "one"), _losses(tmp_path / "two")
+    assert len(one) == len(two) >= 5
+    # the losses are written rounded to 1e-6; the rest is summation order
+    np.testing.assert_allclose(two, one, rtol=0, atol=5e-6)
+
+
+def _child():
+    """This Python as the test runs it (`-S` in `make test`'s run without TensorFlow)."""
+    return [sys.executable, "-S"] if sys.flags.no_site else [sys.executable]
+
+
+@pytest.mark.skipif(BACKEND == "tensorflow", reason="TensorFlow's resume: tests/train/test_resume.py")
+def test_sigkill_then_rerun_ends_with_the_uninterrupted_weights(tmp_path, request, tiny_bert_real_vocab):
+    data = H.task_data("ner", request, tmp_path / "data")
+    argv = lambda out: [*_child(), "-m", "biozoo", *_finetune_argv(  # noqa: E731
+        tiny_bert_real_vocab, data, out, "--checkpoint-every", "3", "--epochs", "2")]
+    env = {**os.environ, "BIOZOO_CACHE": str(tmp_path / "cache")}
+    whole = subprocess.run(argv(tmp_path / "whole"), env=env, capture_output=True, text=True, timeout=900)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    killed = subprocess.Popen(argv(tmp_path / "killed"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    checkpoints = tmp_path / "killed.checkpoints"
+    deadline = time.time() + 600
+    while not (checkpoints.is_dir() and any(p.suffix == ".npz" for p in checkpoints.iterdir())):
+        assert killed.poll() is None and time.time() < deadline, "no checkpoint before the run ended"
+        time.sleep(0.05)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    assert not (tmp_path / "killed").exists()  # nothing written at OUTPUT by the killed run
+    rerun = subprocess.run(argv(tmp_path / "killed"), env=env, capture_output=True, text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "resuming from step" in rerun.stderr + rerun.stdout
+    resumed = json.loads((tmp_path / "killed" / "metrics.json").read_text())["resumed_from_step"]
+    assert resumed > 0
+    assert not checkpoints.exists()  # removed once the model is written
+    import biozoo
+
+    a = biozoo.TokenClassifier.from_preset(str(tmp_path / "whole"))
+    b = biozoo.TokenClassifier.from_preset(str(tmp_path / "killed"))
+    for x, y in zip(a.weights, b.weights):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(y), keras.ops.convert_to_numpy(x), rtol=0, atol=1e-6,
+                                   err_msg=x.path)
+    np.testing.assert_allclose(_losses(tmp_path / "killed")[-3:], _losses(tmp_path / "whole")[-3:], atol=1e-6)
