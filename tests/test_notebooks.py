@@ -170,12 +170,33 @@ def _outputs(nb):
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 
+NOTEBOOK_01 = {"BIOZOO_NB_NER_DATASETS": "NCBI-disease", "BIOZOO_NB_EPOCHS": "1", "BIOZOO_NB_BATCH_SIZE": "16",
+               "BIOZOO_NB_LEARNING_RATE": "1e-3", "BIOZOO_NB_MAX_SEQ_LENGTH": "64"}
+
+
+@pytest.mark.slow
+def test_notebook_01_ner_chemprot_on_jax_over_two_devices(tmp_path, monkeypatch, tiny_data, tiny_bert_real_vocab):
+    """The notebook as Colab's TPU runtime runs it (JAX, data parallel over the local devices), on
+    the CPU split into two JAX devices."""
+    summary, nb = run_notebook("01_ner_chemprot_tpu.ipynb", tmp_path, monkeypatch, {
+        **NOTEBOOK_01, "BIOZOO_NB_PRESET": str(tiny_bert_real_vocab), "BIOZOO_NB_DATA": str(tiny_data),
+        "BIOZOO_NB_BACKEND": "jax", "BIOZOO_NB_STRATEGY": "mirrored",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+    assert summary["strategy"] == "mirrored"
+    for run in ("ner-NCBI-disease", "chemprot"):
+        metrics = json.loads((tmp_path / "runs" / run / "metrics.json").read_text())
+        assert metrics["backend"] == "jax" and metrics["replicas"] == 2, metrics
+    assert 0 <= summary["ner"]["NCBI-disease"]["test_f1"] <= 100
+    assert summary["ner_evaluate_test_f1"] == pytest.approx(summary["ner"]["NCBI-disease"]["test_f1"], abs=1e-6)
+    assert "Keras backend jax; devices: cpu:0, cpu:1" in _outputs(nb)
+
+
 @pytest.mark.slow
 def test_notebook_01_ner_chemprot(tmp_path, monkeypatch, tiny_data, tiny_bert_real_vocab):
+    """The TensorFlow path (a TPU VM that still runs TensorFlow 2.18), on the CPU."""
     summary, nb = run_notebook("01_ner_chemprot_tpu.ipynb", tmp_path, monkeypatch, {
-        "BIOZOO_NB_PRESET": str(tiny_bert_real_vocab), "BIOZOO_NB_DATA": str(tiny_data),
-        "BIOZOO_NB_NER_DATASETS": "NCBI-disease", "BIOZOO_NB_EPOCHS": "1", "BIOZOO_NB_BATCH_SIZE": "16",
-        "BIOZOO_NB_LEARNING_RATE": "1e-3", "BIOZOO_NB_MAX_SEQ_LENGTH": "64"})
+        **NOTEBOOK_01, "BIOZOO_NB_PRESET": str(tiny_bert_real_vocab), "BIOZOO_NB_DATA": str(tiny_data),
+        "BIOZOO_NB_BACKEND": "tensorflow"})
     assert summary["strategy"] == "cpu"
     for key in ("dev_f1", "test_f1"):
         assert 0 <= summary["ner"]["NCBI-disease"][key] <= 100

@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 import tokenizers
-from tokenizers import normalizers
-from tokenizers import pre_tokenizers
+from tokenizers import normalizers, pre_tokenizers
 
 OUT = Path(__file__).resolve().parents[1] / "biozoo" / "tokenizers" / "hf_unicode.py"
 

@@ -57,14 +57,20 @@ PARAMETERS_COMMON = '''
     INSTALL = os.environ.get("BIOZOO_NB_INSTALL", "1") == "1"  # pip-install biozoo (CI: already installed)
     PIP_SPEC = os.environ.get("BIOZOO_NB_PIP_SPEC", "biozoo[colab] @ git+https://github.com/biozoo/biozoo.git")
     STRATEGY = os.environ.get("BIOZOO_NB_STRATEGY", "auto")  # auto: TPU, else GPU(s), else CPU
-    TPU = os.environ.get("BIOZOO_NB_TPU", "")  # TPU name or grpc://address; "" = detect
+    TPU = os.environ.get("BIOZOO_NB_TPU", "")  # TensorFlow only: TPU name or grpc://address; "" = detect
+    os.environ["KERAS_BACKEND"] = BACKEND  # every `biozoo` command below runs on it
     STEPS_PER_EXECUTION = os.environ.get("BIOZOO_NB_STEPS_PER_EXECUTION", "")  # "" = 50 on a TPU, else 1
     XLA = os.environ.get("BIOZOO_NB_XLA", "auto")  # auto: XLA on TPU/GPU, not on the CPU
 '''
 
 
-def parameters(specific):
-    return code("import os\n\n" + textwrap.dedent(specific).strip("\n") + "\n"
+def parameters(specific, backend="jax"):
+    """The first cell: the notebook's settings, then the common ones. `backend`: the default Keras
+    backend (JAX: what Colab's TPU and GPU runtimes run; TensorFlow where a command needs it)."""
+    why = {"jax": "jax: Colab's TPU and GPU runtimes; \"tensorflow\" for a TPU VM with TF 2.18",
+           "tensorflow": "distillation's train steps are TensorFlow's"}[backend]
+    chosen = f'BACKEND = os.environ.get("BIOZOO_NB_BACKEND", "{backend}")  # {why}\n'
+    return code("import os\n\n" + textwrap.dedent(specific).strip("\n") + "\n" + chosen
                 + textwrap.dedent(PARAMETERS_COMMON).strip("\n"), tags=["parameters"])
 
 
@@ -72,7 +78,15 @@ INSTALL = code('''
     import subprocess
     import sys
 
-    if INSTALL:
+    REQUIREMENTS = "https://raw.githubusercontent.com/biozoo/biozoo/main/requirements/without-tensorflow.txt"
+    if INSTALL and BACKEND != "tensorflow":
+        # Colab's runtimes ship JAX (with its TPU or CUDA build) and torch: biozoo runs there without
+        # TensorFlow (README: "A machine without TensorFlow"). KerasHub goes in without its
+        # dependencies, which would pull TensorFlow.
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", REQUIREMENTS], check=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "keras-hub>=0.32,<0.33",
+                        PIP_SPEC.replace("[colab]", "")], check=True)
+    elif INSTALL:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", PIP_SPEC], check=True)
         import glob
         if glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"):
@@ -116,7 +130,7 @@ HELPERS = code('''
     def device_options(speed=True):
         """--strategy / --tpu (every training command), and with `speed` the `biozoo finetune`
         options --xla / --steps-per-execution."""
-        options = ["--strategy", STRATEGY] + (["--tpu", TPU] if TPU else [])
+        options = ["--strategy", STRATEGY] + (["--tpu", TPU] if TPU and BACKEND == "tensorflow" else [])
         if speed:
             options += ["--xla", XLA]
             steps = STEPS_PER_EXECUTION or ("50" if DEVICE["strategy"] == "tpu" else "")
@@ -135,25 +149,30 @@ HELPERS = code('''
 
 DETECT = code('''
     # Which accelerator is there? The probe runs in a child process (biozoo's Python API:
-    # biozoo.train.tf_strategy.resolve_strategy, what `--strategy auto` uses), so the TPU is free
-    # again for the training commands below.
+    # biozoo.train.run.resolve_strategy, what `--strategy auto` uses: tf.distribute on TensorFlow,
+    # keras.distribution on JAX), so the TPU is free again for the training commands below.
     PROBE = """
     import json, sys
-    import tensorflow as tf
-    from biozoo.train.tf_strategy import resolve_strategy
-    resolved = resolve_strategy(sys.argv[1], sys.argv[2] or None)
+    import keras
+    from biozoo.train.run import resolve_strategy
+    resolved = resolve_strategy(sys.argv[1], (sys.argv[2] or None) if keras.backend.backend() == "tensorflow" else None)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+        devices = [d.device_type + ":" + d.name for d in tf.config.list_logical_devices()]
+    else:
+        devices = keras.distribution.list_devices()
     print(json.dumps({"strategy": resolved.name, "replicas": resolved.replicas, "detail": resolved.detail,
-                      "devices": [d.device_type + ":" + d.name for d in tf.config.list_logical_devices()]}))
+                      "backend": keras.backend.backend(), "devices": devices}))
     """
     probe = subprocess.run([sys.executable, "-c", PROBE, STRATEGY, TPU], capture_output=True, text=True)
     if probe.returncode:
         print(probe.stderr[-3000:])
         raise RuntimeError("could not resolve the distribution strategy")
     DEVICE = json.loads(probe.stdout.strip().splitlines()[-1])
-    print("logical devices:", ", ".join(DEVICE["devices"]))
+    print(f"Keras backend {DEVICE['backend']}; devices:", ", ".join(DEVICE["devices"]))
     if DEVICE["strategy"] == "tpu":
         print(f"TPU found: {DEVICE['replicas']} cores ({DEVICE['detail']})")
-    elif DEVICE["strategy"] == "mirrored" and any(":GPU" in d for d in DEVICE["devices"]):
+    elif DEVICE["strategy"] == "mirrored" and any("gpu" in d.lower() for d in DEVICE["devices"]):
         print(f"no TPU; training on {DEVICE['replicas']} GPU(s)")
     else:
         print(f"no TPU or GPU; training on the CPU ({DEVICE['strategy']}, {DEVICE['replicas']} replica(s)): "
@@ -434,7 +453,7 @@ def notebook_03():
             BATCH_SIZE = os.environ.get("BIOZOO_NB_BATCH_SIZE", "32")
             LEARNING_RATE = os.environ.get("BIOZOO_NB_LEARNING_RATE", "5e-5")
             MAX_SEQ_LENGTH = os.environ.get("BIOZOO_NB_MAX_SEQ_LENGTH", "128")
-        '''),
+        ''', backend="tensorflow"),
         md("## Install biozoo"),
         INSTALL,
         HELPERS,

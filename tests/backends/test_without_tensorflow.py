@@ -68,13 +68,16 @@ def test_the_child_cannot_import_tensorflow(tmp_path):
     assert run.returncode != 0 and "No module named 'tensorflow'" in run.stderr
 
 
-@pytest.mark.parametrize("argv", [["finetune", "ner", "--preset", "{model}", "--data", "ncbi-disease", "--output", "{out}"],
+@pytest.mark.parametrize("argv", [["pretrain", "mlm", "--corpus", "{corpus}", "--preset", "{model}", "--steps", "2",
+                                   "--max-seq-length", "32", "--output", "{out}"],
                                   ["export", "onnx", "--model", "{model}", "--output", "{out}"],
                                   ["evaluate", "ner", "--model", "{model}", "--data", "ncbi-disease", "--precision",
                                    "int8"]])
 def test_a_command_that_needs_tensorflow_says_so(argv, models, tmp_path):
     command, env = H.without_tensorflow(tmp_path, {"KERAS_BACKEND": "jax", "BIOZOO_CACHE": str(tmp_path / "c")})
-    argv = [a.format(model=models["small"], out=tmp_path / "out") for a in argv]
+    (tmp_path / "corpus.txt").write_text("the gene brca1 causes breast cancer\nprotein kinase inhibitors\n\n"
+                                         "mutations of the tumour suppressor\n", encoding="utf-8")
+    argv = [a.format(model=models["small"], out=tmp_path / "out", corpus=tmp_path / "corpus.txt") for a in argv]
     run = subprocess.run([*command, "-m", "biozoo", *argv], env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 2, run.stderr[-3000:]
     assert f"biozoo {argv[0]}: error:" in run.stderr and "needs TensorFlow" in run.stderr, run.stderr[-3000:]
