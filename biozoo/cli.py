@@ -37,6 +37,9 @@ def build_parser():
     from biozoo import __version__
 
     parser.add_argument("--version", action="version", version=f"biozoo {__version__}")
+    parser.add_argument("--backend", choices=BACKENDS,
+                        help="the Keras backend to run on (default: $KERAS_BACKEND, else tensorflow); "
+                        "e.g. `biozoo --backend jax finetune ...`")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module_name in COMMAND_MODULES:
@@ -53,6 +56,7 @@ def _format_warning(message, category, filename, lineno, line=None, _default=war
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+BACKENDS = ("tensorflow", "jax", "torch")
 TENSORFLOW_MODULES = ("tensorflow", "tensorflow_text", "tf_keras")  # a command that imports one needs TensorFlow
 
 
@@ -60,6 +64,12 @@ def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.backend:
+        running = sys.modules["keras"].backend.backend() if "keras" in sys.modules else None
+        if running not in (None, args.backend):
+            parser.error(f"--backend {args.backend}: Keras already runs on {running} in this process "
+                         f"(set KERAS_BACKEND={args.backend} before it starts)")
+        os.environ["KERAS_BACKEND"] = args.backend
     previous, warnings.formatwarning = warnings.formatwarning, _format_warning
     try:
         return _run(args)

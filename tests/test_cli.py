@@ -1,6 +1,7 @@
 """The `biozoo` command line: list, info, convert, --help everywhere, `python -m biozoo`."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -116,3 +117,22 @@ def test_training_commands_take_strategy_and_tpu(argv):
 
     args = build_parser().parse_args(argv + ["--strategy", "mirrored", "--tpu", "local"])
     assert (args.strategy, args.tpu) == ("mirrored", "local")
+
+
+def test_backend_option_chooses_the_keras_backend():
+    code = ("import os, sys\nfrom biozoo.cli import main\nassert main(['--backend', 'jax', 'list', 'bioformer_8l']) == 0\n"
+            "import keras\nprint(os.environ['KERAS_BACKEND'], keras.backend.backend())")
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines()[-1] == "jax jax"
+
+
+def test_backend_option_refuses_another_backend_once_keras_runs(capsys):
+    import keras
+
+    other = "jax" if keras.backend.backend() != "jax" else "torch"
+    with pytest.raises(SystemExit) as exit_:
+        main(["--backend", other, "list"])
+    assert exit_.value.code == 2
+    assert f"Keras already runs on {keras.backend.backend()}" in capsys.readouterr().err
