@@ -19,9 +19,11 @@ import subprocess
 import sys
 import tempfile
 
+from _shared import minilm
+
 
 def run(backend, epochs, seeds, output):
-    argv = [sys.executable, "-m", "biozoo", "finetune", "ner", "--preset", "minilm", "--data", "ncbi-disease",
+    argv = [sys.executable, "-m", "biozoo", "finetune", "ner", "--preset", minilm(), "--data", "ncbi-disease",
             "--epochs", str(epochs), "--seeds", str(seeds), "--output", output]
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
     result = subprocess.run(argv, env=env, capture_output=True, text=True)

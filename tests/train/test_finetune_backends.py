@@ -70,14 +70,17 @@ def test_data_parallel_on_two_devices_follows_one_device(tmp_path, request, no_d
     if _jax_devices() < 2:
         pytest.skip("one JAX device: `make test` runs this with XLA_FLAGS=--xla_force_host_platform_device_count=2")
     data = H.task_data("ner", request, tmp_path / "data")
-    assert main(_finetune_argv(no_dropout, data, tmp_path / "one", "--strategy", "cpu")) == 0
-    assert main(_finetune_argv(no_dropout, data, tmp_path / "two", "--strategy", "mirrored")) == 0
+    clipped = ("--clip-norm", "0.05")  # the tiny model's gradient norms are above it: clipping acts on every step
+    assert main(_finetune_argv(no_dropout, data, tmp_path / "one", "--strategy", "cpu", *clipped)) == 0
+    assert main(_finetune_argv(no_dropout, data, tmp_path / "two", "--strategy", "mirrored", *clipped)) == 0
     metrics = json.loads((tmp_path / "two" / "metrics.json").read_text())
     assert metrics["replicas"] == 2 and metrics["strategy"] == "mirrored"
     one, two = _losses(tmp_path / "one"), _losses(tmp_path / "two")
-    assert len(one) == len(two) >= 5
-    # the losses are written rounded to 1e-6; the rest is summation order
-    np.testing.assert_allclose(two, one, rtol=0, atol=5e-6)
+    assert len(one) == len(two) >= 5 and one[-1] < one[0]
+    # the whole step's gradient is clipped once, as on one device; the losses are written rounded to 1e-6
+    np.testing.assert_allclose(two, one, rtol=0, atol=2e-6)
+    assert main(_finetune_argv(no_dropout, data, tmp_path / "unclipped", "--strategy", "cpu", "--clip-norm", "0")) == 0
+    assert np.abs(_losses(tmp_path / "unclipped") - one).max() > 1e-4  # so clipping acted in the runs compared
 
 
 def _child():
