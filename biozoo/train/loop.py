@@ -155,6 +155,17 @@ class NpzCheckpoints:
         return RestoreGenerator()
 
 
+def fit_spans(start, total_steps, steps_per_epoch):
+    """(epoch, first step, steps) of each `fit` call from step `start`: one call per epoch, the
+    first from mid-epoch when a run resumes there."""
+    step = start
+    while step < total_steps:
+        epoch = step // steps_per_epoch
+        count = min(total_steps, (epoch + 1) * steps_per_epoch) - step
+        yield epoch, step, count
+        step += count
+
+
 def _take(iterator, count):
     """The first `count` items, as a generator (what Keras' fit reads)."""
     yield from itertools.islice(iterator, count)
@@ -185,15 +196,9 @@ def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_ep
         recorder = StepLog(model, manager if save else None, checkpoint_every, start, log)
         callbacks = [c for c in (manager and manager.rng_callback(), recorder.callback) if c is not None]
         epochs = math.ceil(total_steps / steps_per_epoch)
-        step = start
-        while step < total_steps:
-            epoch = step // steps_per_epoch
-            end = min(total_steps, (epoch + 1) * steps_per_epoch)
-            count = end - step
-            data = _take(batches_from(step), count)
-            keras.Model.fit(model, data, initial_epoch=epoch, epochs=epochs, steps_per_epoch=count, verbose=verbose,
-                            callbacks=callbacks, shuffle=False)
-            step += count
+        for epoch, step, count in fit_spans(start, total_steps, steps_per_epoch):
+            keras.Model.fit(model, _take(batches_from(step), count), initial_epoch=epoch, epochs=epochs,
+                            steps_per_epoch=count, verbose=verbose, callbacks=callbacks, shuffle=False)
     finished = optimizer_step(model)
     check_finite_weights(model, finished)
     if save and manager is not None and finished % checkpoint_every:

@@ -23,7 +23,7 @@ import keras
 import numpy as np
 
 from biozoo import _keras_internals
-from biozoo.train.loop import StepLog, check_finite_weights
+from biozoo.train.loop import StepLog, check_finite_weights, fit_spans
 
 
 def distribute(strategy, stream, start_step):
@@ -130,18 +130,13 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
         _average_multi_worker_logs()
     recorder = StepLog(model, manager if save else None, checkpoint_every, start, log)
     epochs = math.ceil(total_steps / steps_per_epoch)
-    step = start
-    while step < total_steps:
-        epoch = step // steps_per_epoch
-        end = min(total_steps, (epoch + 1) * steps_per_epoch)
-        count = end - step
-        data = distribute(strategy, lambda first: stream(first).take(count), step)
+    for epoch, step, count in fit_spans(start, total_steps, steps_per_epoch):
+        data = distribute(strategy, lambda first, count=count: stream(first).take(count), step)
         # keras.Model.fit, not KerasHub's PipelineModel.fit: batches are already preprocessed,
         # and PipelineModel would try to rebuild a distributed dataset as a tf.data one.
         # epochs=`epochs` for the progress header ("Epoch 2/3"); the callback stops after this one
         keras.Model.fit(model, data, initial_epoch=epoch, epochs=epochs, steps_per_epoch=count, verbose=verbose,
-                  callbacks=[recorder.callback], shuffle=False)
-        step += count
+                        callbacks=[recorder.callback], shuffle=False)
     check_finite_weights(model, int(model.optimizer.iterations.numpy()))
     if save and manager is not None and int(model.optimizer.iterations.numpy()) % checkpoint_every:
         manager.save(checkpoint_number=int(model.optimizer.iterations.numpy()))

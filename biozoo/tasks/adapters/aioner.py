@@ -13,25 +13,16 @@ Example:
 
 from __future__ import annotations
 
-from biozoo.data.ner import read_ner
 from biozoo.metrics.ner import entity_scores
-from biozoo.tasks.adapters.base import TaskAdapter, load_splits
+from biozoo.tasks.adapters.ner import NerAdapter
 from biozoo.tasks.aioner import ENTITY_TYPES
 
 
-class AionerAdapter(TaskAdapter):
-    """Evaluation of an AIONER model on NER files (typed IOB2, BLURB bare tags, BioBERT files)."""
+class AionerAdapter(NerAdapter):
+    """Evaluation of an AIONER model on NER files (typed IOB2, BLURB bare tags, BioBERT files): the
+    NER adapter's data and options, AIONER's own tagging."""
 
     kind = "aioner"
-
-    def __init__(self, entity_type=None):
-        self.entity_type = entity_type
-
-    def options(self):
-        return {"entity_type": self.entity_type}
-
-    def load(self, data_dir, only=None):
-        return load_splits(data_dir, lambda path: read_ner(path, entity_type=self.entity_type), only)
 
     def build_task(self, preset, splits, hp):
         raise ValueError("AIONER models are imported (biozoo.convert.aioner), not fine-tuned by biozoo: fine-tune a "
