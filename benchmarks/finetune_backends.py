@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 from _shared import minilm
 
 
@@ -31,11 +32,14 @@ def run(backend, epochs, seeds, output):
         raise SystemExit(f"{backend}: {result.stderr[-3000:]}")
     with open(os.path.join(output, "metrics.json"), encoding="utf-8") as f:
         summary = json.load(f)
-    seconds = [r["train_seconds"] for r in summary["runs"]]
-    return {"test_f1_mean": round(summary["test"]["f1"]["mean"], 2), "test_f1_std": round(summary["test"]["f1"]["std"], 2),
-            "test_f1": [round(r["test"]["f1"], 2) for r in summary["runs"]],
+    runs = summary.get("runs", [summary])  # one seed: metrics.json is that run's
+    seconds = [r["train_seconds"] for r in runs]
+    f1 = [r["test"]["f1"] for r in runs]
+    return {"test_f1_mean": round(float(np.mean(f1)), 2),
+            "test_f1_std": round(float(np.std(f1, ddof=1)), 2) if len(f1) > 1 else None,
+            "test_f1": [round(x, 2) for x in f1], "micro_batches": runs[0].get("micro_batches"),
             "train_seconds": seconds, "train_seconds_mean": round(sum(seconds) / len(seconds), 1),
-            "examples_per_second": [r["train_examples_per_second"] for r in summary["runs"]]}
+            "examples_per_second": [r["train_examples_per_second"] for r in runs]}
 
 
 def main():

@@ -15,6 +15,12 @@ classes.
     .venv/bin/python benchmarks/finetune_vs_hf.py --tasks ner --epochs 1
     .venv/bin/python benchmarks/finetune_vs_hf.py --tasks re --max-train 4000 --seeds 42,43,44
     .venv/bin/python benchmarks/finetune_vs_hf.py --step-times 40      # only the per-step rows
+    .venv/bin/python benchmarks/finetune_vs_hf.py --tasks ner --epochs 1 --backends tensorflow,jax,torch
+
+`--backends`: biozoo runs once per Keras backend (each `biozoo finetune` in its own process,
+KERAS_BACKEND set there), against the same transformers run; the report gives each backend's
+F1 and throughput ratio to transformers, and each backend's training time as a ratio to
+TensorFlow's (the anchor, measured in the same run).
 
 `--step-times N` times N training steps on the same NCBI-disease and ChemProt batches for
 both sides, with and without clipping, steps interleaved so that the machine's drift falls on
@@ -22,14 +28,16 @@ all four alike: the median time of a step, what clipping adds to it, and the rat
 sides' step times with clipping on (examples per second, since the batches are the same).
 
 Targets: F1 within 1.0 point of transformers or better; throughput ratio >= 1.5 with both
-sides clipping; clipping adds <= 5 % to biozoo's step.
+sides clipping; clipping adds <= 5 % to biozoo's step; JAX at least as fast as TensorFlow.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -180,14 +188,22 @@ def hf_re(train, test, labels, markers, hp):
 # ---- biozoo side ----------------------------------------------------------------------------
 
 
-def biozoo_run(kind, data_dir, hp):
-    from biozoo.train.finetune import Hyperparameters, run_finetune
-
-    output = tempfile.mkdtemp(prefix=f"biozoo-bench-{kind}-")
-    params = Hyperparameters(epochs=hp["epochs"], batch_size=hp["batch"], learning_rate=hp["lr"],
-                             max_seq_length=hp["max_len"], seed=hp["seed"], warmup_ratio=hp["warmup"],
-                             weight_decay=hp["wd"], clip_norm=hp["clip"])
-    return run_finetune(kind, minilm(), data_dir, output, params, verbose=2, log=lambda m: print(m, flush=True)), output
+def biozoo_run(kind, data_dir, hp, backend):
+    """`biozoo finetune` with the recipe under KERAS_BACKEND=`backend`, in its own process: its
+    metrics.json and output folder."""
+    output = tempfile.mkdtemp(prefix=f"biozoo-bench-{kind}-{backend}-")
+    argv = [sys.executable, "-m", "biozoo", "finetune", kind, "--preset", minilm(), "--data", str(data_dir),
+            "--output", output, "--overwrite", "--epochs", str(hp["epochs"]), "--batch-size", str(hp["batch"]),
+            "--learning-rate", str(hp["lr"]), "--max-seq-length", str(hp["max_len"]), "--seed", str(hp["seed"]),
+            "--warmup-ratio", str(hp["warmup"]), "--weight-decay", str(hp["wd"])]
+    if hp["clip"]:
+        argv += ["--clip-norm", str(hp["clip"])]
+    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=ROOT)
+    if result.returncode:
+        raise SystemExit(f"biozoo on {backend}: {result.stderr[-3000:]}")
+    with open(os.path.join(output, "metrics.json"), encoding="utf-8") as f:
+        return json.load(f), output
 
 
 def subset_relation_data(source, n, seed):
@@ -202,27 +218,32 @@ def subset_relation_data(source, n, seed):
     return target
 
 
-def summary(runs, units, unit_name):
-    """Mean (and sample standard deviation, for several seeds) of both sides' test scores, the
-    difference of the means, and training throughput over all runs."""
+def summary(runs, units, unit_name, backends):
+    """Mean (and sample standard deviation, for several seeds) of each side's test scores, the
+    difference of the means to transformers', and training throughput over all runs; each
+    backend's training time as a ratio to TensorFlow's where both ran."""
     import statistics
 
+    sides = [f"biozoo_{backend}" for backend in backends] + ["transformers"]
     out = {"seeds": [r["seed"] for r in runs]}
-    for side in ("biozoo", "transformers"):
+    for side in sides:
         f1 = [r[side]["f1"] for r in runs]
         out[f"{side}_test_f1"] = round(statistics.mean(f1), 2)
         if len(runs) > 1:
             out[f"{side}_test_f1_sd"] = round(statistics.stdev(f1), 2)
         out[f"{side}_test_precision_recall"] = [round(statistics.mean(r[side]["precision"] for r in runs), 2),
                                                  round(statistics.mean(r[side]["recall"] for r in runs), 2)]
-    out["f1_difference"] = round(out["biozoo_test_f1"] - out["transformers_test_f1"], 2)
-    if len(runs) > 1:
-        out["per_seed_f1"] = [[r["seed"], round(r["biozoo"]["f1"], 2), round(r["transformers"]["f1"], 2)] for r in runs]
-    for side in ("biozoo", "transformers"):
         seconds = sum(r[side]["seconds"] for r in runs)
         out[f"{side}_train_seconds"] = round(seconds, 1)
         out[f"{side}_{unit_name}_per_second"] = round(units * len(runs) / seconds, 2)
-    out["throughput_ratio"] = round(out["transformers_train_seconds"] / out["biozoo_train_seconds"], 2)
+    for side in sides[:-1]:
+        out[f"{side}_f1_difference"] = round(out[f"{side}_test_f1"] - out["transformers_test_f1"], 2)
+        out[f"{side}_throughput_ratio"] = round(out["transformers_train_seconds"] / out[f"{side}_train_seconds"], 2)
+        if side != "biozoo_tensorflow" and "biozoo_tensorflow" in sides:
+            out[f"{side}_time_ratio_to_tensorflow"] = round(
+                out[f"{side}_train_seconds"] / out["biozoo_tensorflow_train_seconds"], 2)
+    if len(runs) > 1:
+        out["per_seed_f1"] = [[r["seed"]] + [round(r[side]["f1"], 2) for side in sides] for r in runs]
     return out
 
 
@@ -239,14 +260,14 @@ def step_times(kind, folder, steps, hp, warmup_steps=3):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
-    from biozoo.train.adapters import ADAPTERS
+    from biozoo.optim import make_optimizer
+    from biozoo.tasks.adapters import adapter_for
     from biozoo.train.finetune import Hyperparameters, micro_batches
     from biozoo.train.run import set_seed
-    from biozoo.optim import make_optimizer
 
     params = Hyperparameters(batch_size=hp["batch"], max_seq_length=hp["max_len"], learning_rate=hp["lr"],
                              seed=hp["seed"])
-    adapter = ADAPTERS[kind]()
+    adapter = adapter_for(kind)
     examples = adapter.load(folder, only="train")["train"]
     examples = random.Random(hp["seed"]).sample(examples, hp["batch"] * (steps + warmup_steps))
     total = steps + warmup_steps
@@ -319,11 +340,15 @@ def main():
                         help="both sides clip the gradient at this global norm (0: neither)")
     parser.add_argument("--step-times", type=int, default=0,
                         help="time this many steps per task, clipping on and off, instead of whole runs")
+    parser.add_argument("--backends", default="tensorflow",
+                        help="comma list of Keras backends biozoo runs on (tensorflow, jax, torch), each "
+                        "against the same transformers run; --step-times runs on TensorFlow")
     parser.add_argument("--seeds", default="42",
                         help="comma list of seeds; both sides run once per seed, and several seeds report "
                         "the mean and sample standard deviation of each side's F1")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
+    backends = args.backends.split(",")
     hp = {"epochs": args.epochs, "lr": 5e-5, "batch": 32, "max_len": 128, "warmup": 0.1, "wd": 0.01,
           "clip": args.clip_norm or None}
     data = shared_data()
@@ -353,14 +378,16 @@ def main():
         runs = []
         for seed in seeds:
             seeded = dict(hp, seed=seed)
-            metrics, _ = biozoo_run("ner", folder, seeded)
+            run = {"seed": seed}
+            for backend in backends:
+                metrics, _ = biozoo_run("ner", folder, seeded, backend)
+                run[f"biozoo_{backend}"] = scores(metrics["test"], metrics["train_seconds"])
             hf_seconds, hf_tags = hf_ner(train, test, labels, seeded)
-            hf_scores = entity_scores([s.tags for s in test], hf_tags)
-            runs.append({"seed": seed, "biozoo": scores(metrics["test"], metrics["train_seconds"]),
-                         "transformers": scores(hf_scores, hf_seconds)})
-            print(json.dumps({"ner_seed": seed, "biozoo_f1": round(metrics["test"]["f1"], 2),
-                              "transformers_f1": round(hf_scores["f1"], 2)}), flush=True)
-        report["ner_ncbi_disease"] = summary(runs, hp["epochs"] * len(train), "sentences")
+            run["transformers"] = scores(entity_scores([s.tags for s in test], hf_tags), hf_seconds)
+            runs.append(run)
+            print(json.dumps({"ner_seed": seed, **{f"{side}_f1": round(run[side]["f1"], 2) for side in run
+                                                   if side != "seed"}}), flush=True)
+        report["ner_ncbi_disease"] = summary(runs, hp["epochs"] * len(train), "sentences", backends)
         print(json.dumps(report["ner_ncbi_disease"]), flush=True)
 
     if "re" in args.tasks:
@@ -376,17 +403,18 @@ def main():
         runs = []
         for seed in seeds:
             seeded = dict(hp, seed=seed)
-            metrics, output = biozoo_run("re", folder, seeded)
+            run = {"seed": seed}
+            for backend in backends:
+                metrics, output = biozoo_run("re", folder, seeded, backend)
+                run[f"biozoo_{backend}"] = scores(metrics["test"], metrics["train_seconds"])
             markers = read_kind(output)[1]["added_tokens"]  # the entity markers biozoo added
             hf_seconds, hf_labels = hf_re(train, test, labels, markers, seeded)
-            hf_scores = micro_prf([e.label for e in test], hf_labels, "False")
-            runs.append({"seed": seed, "biozoo": scores(metrics["test"], metrics["train_seconds"]),
-                         "transformers": scores(hf_scores, hf_seconds)})
-            print(json.dumps({"re_seed": seed, "biozoo_micro_f1": round(metrics["test"]["f1"], 2),
-                              "transformers_micro_f1": round(hf_scores["f1"], 2),
-                              "biozoo_train_loss_first_last": [metrics["train_loss_first"],
-                                                               metrics["train_loss_last"]]}), flush=True)
-        report["re_chemprot"] = {"train_examples": len(train), **summary(runs, hp["epochs"] * len(train), "examples")}
+            run["transformers"] = scores(micro_prf([e.label for e in test], hf_labels, "False"), hf_seconds)
+            runs.append(run)
+            print(json.dumps({"re_seed": seed, **{f"{side}_micro_f1": round(run[side]["f1"], 2) for side in run
+                                                  if side != "seed"}}), flush=True)
+        report["re_chemprot"] = {"train_examples": len(train),
+                                 **summary(runs, hp["epochs"] * len(train), "examples", backends)}
         print(json.dumps(report["re_chemprot"]), flush=True)
     print(json.dumps(report, indent=2))
 

@@ -70,11 +70,23 @@ def main(argv=None):
             parser.error(f"--backend {args.backend}: Keras already runs on {running} in this process "
                          f"(set KERAS_BACKEND={args.backend} before it starts)")
         os.environ["KERAS_BACKEND"] = args.backend
+    keep_jax_programs()
     previous, warnings.formatwarning = warnings.formatwarning, _format_warning
     try:
         return _run(args)
     finally:
         warnings.formatwarning = previous
+
+
+def keep_jax_programs():
+    """JAX keeps what it compiles (train steps, each batch shape's prediction) in
+    `$BIOZOO_CACHE/jax-compilation`, so that a rerun, the next seed or the next `annotate`
+    skips compiling them again. A user's own JAX_COMPILATION_CACHE_DIR wins; read when JAX is
+    imported, so set before."""
+    if "jax" not in sys.modules:
+        from biozoo.presets.cache import cache_root
+
+        os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(cache_root(), "jax-compilation"))
 
 
 def _run(args):

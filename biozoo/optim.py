@@ -24,9 +24,9 @@ class LinearWarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __call__(self, step):
         step = keras.ops.cast(step, "float32")
-        warmup = keras.ops.cast(max(self.warmup_steps, 1), "float32")
+        warmup = keras.ops.cast(self.warmup_steps, "float32")
         total = keras.ops.cast(max(self.total_steps, 1), "float32")
-        rising = step / warmup
+        rising = step / keras.ops.maximum(1.0, warmup)
         falling = keras.ops.maximum(0.0, (total - step) / keras.ops.maximum(1.0, total - warmup))
         factor = keras.ops.where(step < self.warmup_steps, rising, falling)
         return self.peak * factor
@@ -205,9 +205,15 @@ def _with_layerwise_rates(optimizer_cls):
         def _apply_weight_decay(self, variables):
             if self.weight_decay is None:
                 return
-            from biozoo.tf_optim import apply_weight_decay
+            if keras.backend.backend() == "tensorflow":  # each replica's copy, under the strategy
+                from biozoo.tf_optim import apply_weight_decay
 
-            apply_weight_decay(self, variables, self._multiplier)
+                return apply_weight_decay(self, variables, self._multiplier)
+            for variable in variables:  # Keras' decoupled decay, at this variable's rate
+                if self._use_weight_decay(variable):
+                    rate = keras.ops.cast(self.learning_rate, variable.dtype) * keras.ops.cast(
+                        self._multiplier(variable), variable.dtype)
+                    variable.assign(variable - variable * keras.ops.cast(self.weight_decay, variable.dtype) * rate)
 
     LayerwiseRates.__name__ = f"Layerwise{optimizer_cls.__name__}"
     return LayerwiseRates

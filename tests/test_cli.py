@@ -128,6 +128,46 @@ def test_backend_option_chooses_the_keras_backend():
     assert result.stdout.splitlines()[-1] == "jax jax"
 
 
+JAX_COMPILES = """
+import os, sys, time
+from biozoo.cli import main
+start = time.perf_counter()
+assert main(['--backend', 'jax', 'annotate', 'example-pubtator', '--model', sys.argv[1], '--output', sys.argv[2]]) == 0
+import jax
+print(os.environ['JAX_COMPILATION_CACHE_DIR'], jax.config.jax_compilation_cache_dir, round(time.perf_counter() - start, 2))
+"""
+
+
+@pytest.mark.slow
+def test_jax_keeps_compiled_programs_in_the_biozoo_cache(tmp_path):
+    """Under JAX the command line points JAX's persistent compilation cache into
+    $BIOZOO_CACHE/jax-compilation: the first annotate fills it, a second one reads it (and
+    writes nothing new); a user's own JAX_COMPILATION_CACHE_DIR wins."""
+    env = {**{k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "JAX_COMPILATION_CACHE_DIR")},
+           "BIOZOO_CACHE": str(tmp_path / "cache"), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+
+    def annotate(output, **extra):
+        result = subprocess.run([sys.executable, "-c", JAX_COMPILES, str(tagger), str(tmp_path / output)],
+                                capture_output=True, text=True, env={**env, **extra}, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout.split()[-3:]
+
+    labels = ["O", "B-Disease", "I-Disease"]
+    tagger = H.save_hf_directory(H.make_model("bert", "BertForTokenClassification", num_labels=3,
+                                              id2label=dict(enumerate(labels)), architectures=["BertForTokenClassification"]),
+                                 tmp_path / "tagger")
+    kept = tmp_path / "cache" / "jax-compilation"
+    assert annotate("first.jsonl")[:2] == [str(kept)] * 2
+    programs = sorted(p.name for p in kept.iterdir())
+    assert programs  # the model's compiled predictions, one per batch shape
+    annotate("second.jsonl")
+    assert sorted(p.name for p in kept.iterdir() if not p.name.endswith("-atime")) == \
+        sorted(p for p in programs if not p.endswith("-atime"))  # read back, none compiled anew
+    assert (tmp_path / "first.jsonl").read_text() == (tmp_path / "second.jsonl").read_text()
+    own = tmp_path / "own"
+    assert annotate("third.jsonl", JAX_COMPILATION_CACHE_DIR=str(own))[:2] == [str(own)] * 2
+
+
 def test_backend_option_refuses_another_backend_once_keras_runs(capsys):
     import keras
 

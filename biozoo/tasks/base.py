@@ -10,7 +10,16 @@ from biozoo._keras_internals import check_file_exists, get_preset_loader
 from biozoo.errors import CheckpointError
 from biozoo.models import family_for_backbone
 from biozoo.preset_files import read_heads
+from biozoo.tasks import _micro_batches
 from biozoo.tasks.inference import check_precision
+
+
+def _saved_policy(config):
+    """The dtype policy name a saved Keras config records ("" when none)."""
+    dtype = (config or {}).get("config", {}).get("dtype")
+    if isinstance(dtype, dict):
+        return dtype.get("config", {}).get("name") or ""
+    return dtype if isinstance(dtype, str) else ""
 
 
 class PresetTaskMixin:
@@ -52,6 +61,10 @@ class PresetTaskMixin:
         heads, config = ({}, {}) if has_task else read_heads(preset_dir)
         if not has_task:
             kwargs = cls._head_arguments(config, kwargs, preset)
+        if kwargs.get("dtype") is None and _saved_policy(loader.config).startswith("mixed_"):
+            # trained under mixed precision (float32 weights) by an earlier biozoo: KerasHub's
+            # loader refuses the mixed policy's name, so load it under the current policy
+            kwargs["dtype"] = keras.config.dtype_policy().name
         with presets.loading(preset_dir):
             task = loader.load_task(cls, load_weights, load_task_weights=True, **kwargs)
         if not has_task and load_weights:
@@ -186,11 +199,13 @@ class GlobalBatchLossMixin:
     unequally. Each replica's mean is rescaled by its share of the global count, so a step on
     N replicas computes what one device computes on the whole batch.
 
-    With `micro_batches = k > 1` (set by `biozoo finetune` when train steps are not XLA-compiled
-    and the task's loss ignores padding), each replica sorts its batch by length and runs it as
-    k micro-batches, each cut to its own longest example, summing their gradients into one
-    update: the update of the whole random batch, computing little more padding than
-    length-bucketed batches would.
+    With `micro_batches = k > 1` (set by `biozoo finetune` when the task's loss ignores padding
+    and shapes may change: not on TensorFlow with XLA or static shapes), the batch is sorted by
+    length and run as k micro-batches, each cut to its own longest example (on JAX, to the
+    padded length above it), summing their gradients into one update: the update of the whole
+    random batch, computing little more padding than length-bucketed batches would. On
+    TensorFlow each replica splits its own batch (`biozoo.tasks.tf_graph`); on JAX and PyTorch
+    the global batch is split (`biozoo.tasks._micro_batches`).
 
     Example:
         >>> task.micro_batches = 4
@@ -214,9 +229,20 @@ class GlobalBatchLossMixin:
         return global_batch_loss(loss, y, sample_weight)
 
     def train_step(self, *args):
-        # TensorFlow's and PyTorch's train_step(data); JAX's is stateless: train_step(state, data)
-        if self.micro_batches <= 1 or keras.backend.backend() != "tensorflow":
+        # TensorFlow's and PyTorch's train_step(data); JAX's is stateless: train_step(state, data),
+        # and its micro-batches replace the whole train function (make_train_function)
+        backend = keras.backend.backend()
+        if self.micro_batches <= 1 or backend == "jax":
             return super().train_step(*args)
+        if backend == "torch":
+            return _micro_batches.torch_train_step(self, *args)
         from biozoo.tasks.tf_graph import micro_batch_train_step
 
         return micro_batch_train_step(self, *args)
+
+    def make_train_function(self, force=False):
+        if self.micro_batches <= 1 or keras.backend.backend() != "jax":
+            return super().make_train_function(force)
+        if self.train_function is None or force:
+            self.train_function = _micro_batches.jax_train_function(self)
+        return self.train_function

@@ -24,6 +24,7 @@ from biozoo.optim import make_optimizer
 from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
+from biozoo.train.distribution import process_count
 from biozoo.train.run import TrainingRun, check_values, examples_per_second, precision_policy, set_seed
 
 __all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate",
@@ -118,7 +119,9 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         optimizer = make_optimizer(hp.optimizer, hp.learning_rate, total_steps, hp.warmup_ratio, hp.weight_decay,
                                    hp.clip_norm, hp.layer_decay, task, task.backbone.get_config().get("num_layers"))
         task.compile(optimizer=optimizer, jit_compile=jit, steps_per_execution=hp.steps_per_execution)
-    parts = micro_batches(hp, task, hp.batch_size // strategy.replicas, static or jit or not run.tensorflow)
+    several_hosts = not run.tensorflow and process_count() > 1  # the parts are cut on one host's copy of the batch
+    parts = micro_batches(hp, task, hp.batch_size // strategy.replicas,
+                          static or (jit and run.tensorflow) or several_hosts)
     task.micro_batches = parts
     log(f"fine-tuning {kind} on {len(splits['train'])} training examples: {total_steps} steps of global batch "
         f"{hp.batch_size} ({hp.epochs:g} epochs); {strategy.describe()}; precision {policy}; "

@@ -10,7 +10,7 @@ moments), and on PyTorch torch's global generator (Keras' torch dropout draws fr
 previous one valid; read back without pickles.
 
 Under a `keras.distribution.DataParallel` scope Keras' JAX trainer splits each global batch
-over the devices.
+over the devices; on several hosts each process feeds its own rows of it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import keras
 import numpy as np
 
 from biozoo.errors import CheckpointError, TrainingError
+from biozoo.train.distribution import local_rows, process_count
 
 CHECKPOINT = re.compile(r"^step-(\d+)\.npz$")
 TORCH_RNG = "torch_rng_state"
@@ -181,6 +182,12 @@ def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_ep
         >>> result = train(task, batches.batches_from, 300, "out/checkpoints", checkpoint_every=50)
     """
     scope = distribution.scope() if distribution is not None else contextlib.nullcontext()
+    if process_count() > 1:  # each host feeds its rows of every global batch
+        global_batches = batches_from
+
+        def batches_from(step):
+            return map(local_rows, global_batches(step))
+
     steps_per_epoch = steps_per_epoch or total_steps
     manager, start = None, 0
     with scope:

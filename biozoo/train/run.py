@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import numbers
 import os
@@ -115,6 +116,36 @@ def remove_tree(path):
         remote_files(path).rmtree(path)
     else:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _float32_policy(value):
+    """`value` (a saved Keras config) with every mixed-precision DTypePolicy named float32; and
+    whether it changed."""
+    if isinstance(value, list):
+        pairs = [_float32_policy(v) for v in value]
+        return [v for v, _ in pairs], any(c for _, c in pairs)
+    if not isinstance(value, dict):
+        return value, False
+    if value.get("class_name") == "DTypePolicy" and str(value.get("config", {}).get("name", "")).startswith("mixed_"):
+        return {**value, "config": {**value["config"], "name": "float32"}}, True
+    pairs = {k: _float32_policy(v) for k, v in value.items()}
+    return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
+
+
+def record_float32_policies(directory):
+    """Mixed-precision training keeps float32 weights: the Keras configs written into
+    `directory` (config.json, task.json, preprocessor.json, in every subfolder) name the float32
+    policy, so that the preset loads anywhere (KerasHub's loader refuses a mixed policy's
+    name) and predicts in float32 unless asked for bfloat16."""
+    for root, _, files in os.walk(directory):
+        for name in files:
+            if name.endswith(".json"):
+                path = os.path.join(root, name)
+                with open(path, encoding="utf-8") as f:
+                    data = json.load(f)
+                data, changed = _float32_policy(data)
+                if changed:
+                    atomic_write_json(path, data)
 
 
 class TrainingRun:
@@ -226,6 +257,7 @@ class TrainingRun:
         directories. Only the chief calls it."""
         with atomic_directory(self.output, self.overwrite, self.inputs) as tmp:
             save(tmp)
+            record_float32_policies(tmp)
             for name, record in records.items():
                 atomic_write_json(os.path.join(tmp, name), record)
         self.clean_up()

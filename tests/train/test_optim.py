@@ -1,7 +1,9 @@
 """Optimisers: layer-wise learning-rate decay gives each layer decay ** (L + 1 - depth) of the
 rate (checked on Adam's first step, whose size is the learning rate whatever the gradient),
 LAMB trains, global-norm clipping scales as torch's clip_grad_norm_ (of the gradient summed
-over replicas), the schedule and its warmup rounding are HF's."""
+over replicas), the schedule and its warmup rounding are HF's. The tests marked `backends`
+run under JAX and PyTorch too (`make test`): the optimizers are written once in keras.ops;
+sparse gradients and the replicas' sum are TensorFlow's."""
 
 import json
 import os
@@ -10,6 +12,15 @@ import sys
 
 import numpy as np
 import pytest
+
+backends = pytest.mark.backends
+
+
+def tensorflow_only():
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("sparse (IndexedSlices) gradients and tf.distribute replicas are TensorFlow's")
 
 
 def tiny_task():
@@ -35,13 +46,14 @@ def first_step_changes(optimizer, task):
     """{variable path: change} after one training step."""
     import keras
 
-    before = {v.path: v.numpy().copy() for v in task.trainable_variables}
+    before = {v.path: keras.ops.convert_to_numpy(v) for v in task.trainable_variables}
     task.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     x, y = batch()
     task.train_on_batch(x, y)
-    return {v.path: v.numpy() - before[v.path] for v in task.trainable_variables}
+    return {v.path: keras.ops.convert_to_numpy(v) - before[v.path] for v in task.trainable_variables}
 
 
+@backends
 def test_layerwise_decay_scales_each_layer_as_electra_does():
     from biozoo.optim import layer_depth, make_optimizer
 
@@ -72,6 +84,31 @@ def test_layerwise_decay_scales_each_layer_as_electra_does():
     assert dense.max() / peak == pytest.approx(1.0, rel=1e-2)
 
 
+@backends
+def test_layerwise_weight_decay_scales_each_layer_too():
+    """With a zero gradient Adam moves nothing, so one step is the decoupled weight decay alone:
+    each matrix shrinks by weight_decay x lr x decay ** (L + 1 - depth) of itself; biases and
+    LayerNorm parameters (NO_DECAY) stay, on every backend."""
+    import keras
+
+    from biozoo.optim import layer_depth, make_optimizer
+
+    task = tiny_task()
+    peak, weight_decay, decay = 1e-2, 0.1, 0.5
+    optimizer = make_optimizer("adamw", peak, 1000, 0.0, weight_decay, layer_decay=decay, model=task, num_layers=3)
+    before = {v.path: keras.ops.convert_to_numpy(v) for v in task.trainable_variables}
+    optimizer.apply([keras.ops.zeros(v.shape) for v in task.trainable_variables], task.trainable_variables)
+    for variable in task.trainable_variables:
+        after, start = keras.ops.convert_to_numpy(variable), before[variable.path]
+        name = variable.path.rsplit("/", 1)[-1]
+        if name in ("bias", "gamma", "beta"):
+            np.testing.assert_array_equal(after, start, err_msg=variable.path)
+        else:
+            factor = 1 - weight_decay * peak * decay ** (4 - layer_depth(variable.path, 3))
+            np.testing.assert_allclose(after, start * factor, rtol=1e-6, atol=1e-9, err_msg=variable.path)
+
+
+@backends
 def test_lamb_trains():
     import keras
 
@@ -87,14 +124,20 @@ def test_lamb_trains():
     assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
 
 
+@backends
 @pytest.mark.parametrize("scale", [10.0, 0.01, float("nan")])
-def test_global_norm_clipping_scales_as_torch_clip_grad_norm(scale):
+@pytest.mark.parametrize("kernel", ["keras.ops", "tensorflow"])
+def test_global_norm_clipping_scales_as_torch_clip_grad_norm(scale, kernel):
     """Above the limit, below it (factor 1, no multiplication) and with a NaN gradient (every
-    gradient NaN, as torch leaves them)."""
+    gradient NaN, as torch leaves them): biozoo.optim's (every backend) and biozoo.tf_optim's."""
     torch = pytest.importorskip("torch")
-    import tensorflow as tf
+    import keras
 
-    from biozoo.tf_optim import clip_by_global_norm_like_torch
+    if kernel == "tensorflow":
+        tensorflow_only()
+        from biozoo.tf_optim import clip_by_global_norm_like_torch
+    else:
+        from biozoo.optim import clip_by_global_norm_like_torch
 
     rng = np.random.default_rng(3)
     arrays = [rng.normal(size=(3, 4)).astype(np.float32) * scale, rng.normal(size=(5,)).astype(np.float32)]
@@ -102,12 +145,13 @@ def test_global_norm_clipping_scales_as_torch_clip_grad_norm(scale):
     for parameter, array in zip(parameters, arrays):
         parameter.grad = torch.tensor(array)
     torch.nn.utils.clip_grad_norm_(parameters, 1.0)
-    ours = clip_by_global_norm_like_torch([tf.constant(a) for a in arrays] + [None], 1.0)
+    ours = clip_by_global_norm_like_torch([keras.ops.convert_to_tensor(a) for a in arrays] + [None], 1.0)
     assert ours[-1] is None
     for mine, parameter in zip(ours, parameters):
-        np.testing.assert_allclose(mine.numpy(), parameter.grad.numpy(), rtol=1e-6, atol=0)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(mine), parameter.grad.numpy(), rtol=1e-6, atol=0)
 
 
+@backends
 def test_warmup_steps_round_up_as_the_hf_trainer():
     """warmup_ratio x total steps rounded up, as TrainingArguments.get_warmup_steps does
     (63 x 0.1 = 6.3: 7 steps, where round() gave 6)."""
@@ -122,13 +166,16 @@ def test_warmup_steps_round_up_as_the_hf_trainer():
             arguments.get_warmup_steps(total), (total, ratio)
 
 
-def test_schedule_matches_transformers_linear_schedule():
+@backends
+@pytest.mark.parametrize("warmup", [7, 1, 0])
+def test_schedule_matches_transformers_linear_schedule(warmup):
+    """With warmup and without (`--warmup-ratio 0`: the decay starts at the peak, as HF's)."""
     torch = pytest.importorskip("torch")
     from transformers import get_linear_schedule_with_warmup
 
     from biozoo.optim import LinearWarmupDecay
 
-    total, warmup, peak = 50, 7, 3e-5
+    total, peak = 50, 3e-5
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=peak)
     reference = get_linear_schedule_with_warmup(optimizer, warmup, total)
     schedule = LinearWarmupDecay(peak, total, warmup)
@@ -138,15 +185,18 @@ def test_schedule_matches_transformers_linear_schedule():
         reference.step()
 
 
-def slices_with_repeats(rng, rows=12, width=5, occurrences=40):
+def slices_with_repeats(rng, rows=12, width=5, occurrences=40, sparse=True):
     """An embedding-style gradient: one slice per token occurrence, frequent rows repeated
-    (as tf.gather's gradient gives), and the same gradient summed into a dense array."""
-    import tensorflow as tf
-
+    (as tf.gather's gradient gives; None with `sparse=False`), and the same gradient summed
+    into a dense array."""
     indices = np.minimum(rng.geometric(0.25, occurrences) - 1, rows - 1)
     values = (rng.normal(size=(occurrences, width)) + 0.5).astype(np.float32)  # aligned: sums grow
     dense = np.zeros((rows, width), np.float32)
     np.add.at(dense, indices, values)
+    if not sparse:
+        return None, dense
+    import tensorflow as tf
+
     return tf.IndexedSlices(tf.constant(values), tf.constant(indices), tf.constant([rows, width])), dense
 
 
@@ -171,16 +221,19 @@ def run_keras(optimizer, w0, grads):
 
     variable = keras.Variable(w0, name="embeddings")
     for grad in grads:
+        if isinstance(grad, np.ndarray):
+            grad = keras.ops.convert_to_tensor(grad)
         optimizer.apply_gradients([(grad, variable)])
-    return variable.numpy()
+    return keras.ops.convert_to_numpy(variable)
 
 
+@backends
 @pytest.mark.parametrize("kind", ["sparse_repeats", "tiny_gradients"])
 def test_adamw_updates_exactly_as_torch_adamw(kind):
-    """Embedding gradients with repeated rows, and gradients near epsilon: biozoo's AdamW
-    equals torch.optim.AdamW (with HF's schedule) over 10 steps; Keras' own AdamW does not."""
+    """Embedding gradients with repeated rows (TensorFlow's sparse slices), and gradients near
+    epsilon (every backend): biozoo's AdamW equals torch.optim.AdamW (with HF's schedule) over
+    10 steps; Keras' own AdamW does not."""
     import keras
-    import tensorflow as tf
 
     from biozoo.optim import LinearWarmupDecay, make_optimizer
 
@@ -188,12 +241,13 @@ def test_adamw_updates_exactly_as_torch_adamw(kind):
     w0 = rng.normal(size=(12, 5)).astype(np.float32)
     steps, lr, warmup, decay = 10, 1e-2, 2, 0.01
     if kind == "sparse_repeats":
+        tensorflow_only()
         pairs = [slices_with_repeats(rng) for _ in range(steps)]
         grads, dense = [p[0] for p in pairs], [p[1] for p in pairs]
     else:  # magnitudes 1e-10 .. 1e-2 per row: where epsilon is added decides the step
         scale = (10.0 ** np.linspace(-10, -2, 12))[:, None].astype(np.float32)
         dense = [(rng.normal(size=(12, 5)) * scale).astype(np.float32) for _ in range(steps)]
-        grads = [tf.constant(g) for g in dense]
+        grads = dense
     reference = run_torch_adamw(w0, dense, lr, steps, warmup, decay)
     ours = run_keras(make_optimizer("adamw", lr, steps, warmup / steps, decay), w0, grads)
     stock = run_keras(keras.optimizers.AdamW(LinearWarmupDecay(lr, steps, warmup), weight_decay=decay, epsilon=1e-8),
@@ -203,19 +257,25 @@ def test_adamw_updates_exactly_as_torch_adamw(kind):
     assert np.abs(stock - reference).max() > 100 * max(difference, 1e-7)
 
 
-def test_clipped_adamw_updates_exactly_as_torch():
-    """clip_grad_norm_ then AdamW, 10 steps of repeated embedding slices whose norms (about 8
-    to 25) straddle the limit 12: biozoo equals torch; unclipped it does not."""
+@backends
+@pytest.mark.parametrize("gradients", ["sparse", "dense"])
+def test_clipped_adamw_updates_exactly_as_torch(gradients):
+    """clip_grad_norm_ then AdamW, 10 steps of repeated embedding slices (TensorFlow's sparse
+    gradients, or their dense sums on every backend) whose norms (about 8 to 25) straddle the
+    limit 12: biozoo equals torch; unclipped it does not."""
     from biozoo.optim import make_optimizer
 
+    if gradients == "sparse":
+        tensorflow_only()
     rng = np.random.default_rng(4)
     w0 = rng.normal(size=(12, 5)).astype(np.float32)
-    pairs = [slices_with_repeats(rng, occurrences=[10, 40][i % 2]) for i in range(10)]
+    pairs = [slices_with_repeats(rng, occurrences=[10, 40][i % 2], sparse=gradients == "sparse") for i in range(10)]
     norms = [float(np.linalg.norm(dense)) for _, dense in pairs]
     assert min(norms) < 12 < max(norms), norms
     reference = run_torch_adamw(w0, [p[1] for p in pairs], 1e-2, 10, 2, 0.01, clip_norm=12.0)
-    ours = run_keras(make_optimizer("adamw", 1e-2, 10, 0.2, 0.01, clip_norm=12.0), w0, [p[0] for p in pairs])
-    unclipped = run_keras(make_optimizer("adamw", 1e-2, 10, 0.2, 0.01), w0, [p[0] for p in pairs])
+    grads = [p[0] if gradients == "sparse" else p[1] for p in pairs]
+    ours = run_keras(make_optimizer("adamw", 1e-2, 10, 0.2, 0.01, clip_norm=12.0), w0, grads)
+    unclipped = run_keras(make_optimizer("adamw", 1e-2, 10, 0.2, 0.01), w0, grads)
     difference = np.abs(ours - reference).max()
     assert difference < 1e-6
     assert np.abs(unclipped - reference).max() > 100 * max(difference, 1e-7)

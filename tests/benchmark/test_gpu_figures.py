@@ -1,0 +1,45 @@
+"""The GPU figures script (`benchmarks/gpu_figures.py`, run on a lent GPU machine, which has
+JAX, torch and transformers but no TensorFlow) runs here in its `--smoke` shapes under JAX with
+TensorFlow not importable, so that a session lent a GPU spends its minutes measuring, not
+debugging: every part reports, biozoo's float32 logits equal transformers' on the same weights,
+and the annotate part's counts agree with each other."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path):
+    site = ROOT / ".venv" / "site-without-tensorflow"
+    if not site.is_dir():
+        pytest.skip("needs the site that hides TensorFlow (make install-test writes .venv/site-without-tensorflow)")
+    report = tmp_path / "gpu.json"
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": f"{site}{os.pathsep}{ROOT}",
+           "BIOZOO_CACHE": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, "-S", str(ROOT / "benchmarks" / "gpu_figures.py"), "--smoke",
+                             "--report", str(report)], env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    figures = json.loads(report.read_text())
+    assert figures["device"]["torch_device"] == "cpu"
+    inference = figures["inference_smoke"]
+    assert inference["float32_max_abs_diff_vs_transformers"] < 1e-4
+    assert set(inference["sequences_per_second"]) == {
+        "biozoo_float32", "biozoo_tf32", "biozoo_bf16_weights", "transformers_float32", "transformers_tf32",
+        "transformers_bf16_autocast", "transformers_bf16_weights"}
+    for precision in ("float32", "bfloat16"):
+        run = figures[f"annotate_{precision}"]
+        assert run["abstracts"] == 8 and run["distinct_abstracts"] == 4 and run["sentences"] > 8
+        assert run["entities"] == run["entities_placed_by_stages"] > 0  # the pipeline and its stages agree
+        assert abs(sum(run["stage_share_percent"].values()) - 100) < 0.5
+    compared = figures["annotate_bfloat16_vs_float32"]
+    assert compared["same"] + compared["only_float32"] == compared["float32_entities"] == figures["annotate_float32"]["entities"]
+    for name in ("finetune_smoke",):
+        assert set(figures[name]["by_batch"]) == {"2", "4"}
+        assert all(row["biozoo_examples_per_second"] > 0 for row in figures[name]["by_batch"].values())
