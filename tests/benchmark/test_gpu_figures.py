@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path):
-    site = ROOT / ".venv" / "site-without-tensorflow"
-    if not site.is_dir():
-        pytest.skip("needs the site that hides TensorFlow (make install-test writes .venv/site-without-tensorflow)")
+    from biozoo.testing import TENSORFLOW_DISTRIBUTIONS, site_without
+
+    site = site_without(tmp_path / "site", TENSORFLOW_DISTRIBUTIONS)  # this venv as if TensorFlow were absent
     report = tmp_path / "gpu.json"
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": f"{site}{os.pathsep}{ROOT}",
            "BIOZOO_CACHE": str(tmp_path / "cache")}

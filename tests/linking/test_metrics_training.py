@@ -113,10 +113,13 @@ def test_finetune_link_writes_a_preset_that_links_its_synonyms_better(tiny_encod
         return np.mean([link.id == c.id for link, c in zip(links, synonym_dictionary.concepts)])
 
     before = synonym_accuracy(str(tiny_encoder_dir))
-    settings = LinkTraining(epochs=60, batch_pairs=5, learning_rate=3e-3, hard_negatives=2, warmup_ratio=0.0)
+    # 100 epochs end at 10/10 here; 60 ended at 9/10, then at 8/10 once the schedule's first steps stopped
+    # running 1/119 above the peak rate (its zero-warmup fix): too close to the bar
+    settings = LinkTraining(epochs=100, batch_pairs=5, learning_rate=3e-3, hard_negatives=2, warmup_ratio=0.0)
     metrics = finetune_linker(synonym_dictionary, str(tiny_encoder_dir), tmp_path / "linker", settings,
                               log=lambda m: None, progress=False)
     assert metrics["pairs"] == 10 and metrics["epoch_losses"][-1] < metrics["epoch_losses"][0]
     assert json.loads((tmp_path / "linker" / "linking.json").read_text())["pooling"] == "cls"
     after = synonym_accuracy(str(tmp_path / "linker"))
+    print(f"synonym accuracy {before:.2f} -> {after:.2f}")
     assert after >= 0.9 and after > before
