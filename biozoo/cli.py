@@ -82,8 +82,8 @@ def keep_jax_programs():
     """JAX keeps what it compiles (train steps, each batch shape's prediction) in
     `$BIOZOO_CACHE/jax-compilation`, so that a rerun, the next seed or the next `annotate`
     skips compiling them again. A user's own JAX_COMPILATION_CACHE_DIR wins; read when JAX is
-    imported, so set before."""
-    if "jax" not in sys.modules:
+    imported, so set before (and only for a JAX run: other commands import nothing for it)."""
+    if os.environ.get("KERAS_BACKEND") == "jax" and "jax" not in sys.modules:
         from biozoo.presets.cache import cache_root
 
         os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(cache_root(), "jax-compilation"))

@@ -165,7 +165,7 @@ def test_jax_keeps_compiled_programs_in_the_biozoo_cache(tmp_path):
         sorted(p for p in programs if not p.endswith("-atime"))  # read back, none compiled anew
     assert (tmp_path / "first.jsonl").read_text() == (tmp_path / "second.jsonl").read_text()
     own = tmp_path / "own"
-    result = subprocess.run([sys.executable, "-c", "import os\nfrom biozoo.cli import main\nassert main(['list']) == 0\n"
+    result = subprocess.run([sys.executable, "-c", "import os\nfrom biozoo.cli import main\nassert main(['--backend', 'jax', 'list']) == 0\n"
                              "print(os.environ['JAX_COMPILATION_CACHE_DIR'])"], capture_output=True, text=True,
                             env={**env, "JAX_COMPILATION_CACHE_DIR": str(own)}, timeout=300)
     assert result.returncode == 0 and result.stdout.split()[-1] == str(own)  # the user's own setting wins

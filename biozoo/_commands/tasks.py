@@ -118,7 +118,7 @@ def add_training_arguments(parser):
                        help="run each replica's batch as this many micro-batches sorted by length, each padded "
                        "only to its own longest example, with one update from their summed gradients (the "
                        "whole batch's update, less padding computed; on JAX each part is padded to the length "
-                       "bucket above it; auto: 4, or 1 with TensorFlow's XLA, static shapes or several JAX hosts)")
+                       "bucket above it; auto: 4, or 1 with TensorFlow's XLA, static shapes, a JAX or PyTorch GPU/TPU, or several JAX hosts)")
     group.add_argument("--steps-per-execution", type=int, default=1,
                        help="train steps per call into the compiled function (TPUs want tens to hundreds)")
     group.add_argument("--optimizer", choices=["adamw", "lamb"], default="adamw")

@@ -35,8 +35,10 @@ def add_strategy_arguments(parser):
     """--strategy and --tpu (finetune, pretrain, distill); returns their argument group."""
     group = parser.add_argument_group("distribution")
     group.add_argument("--strategy", choices=STRATEGIES, default="auto",
-                       help="auto: multi-worker if TF_CONFIG is set, else a TPU if one resolves, else all GPUs "
-                       "(mirrored), else the CPU. BIOZOO_LOGICAL_CPUS=N splits the CPU into N devices")
+                       help="auto: multi-worker if TF_CONFIG is set (on JAX: if KERAS_DISTRIBUTION_NUM_PROCESSES is "
+                       "above 1, through jax.distributed), else a TPU if one resolves, else all GPUs (mirrored), else "
+                       "the CPU. BIOZOO_LOGICAL_CPUS=N splits the CPU into N devices (on JAX: XLA_FLAGS="
+                       "--xla_force_host_platform_device_count=N)")
     group.add_argument("--tpu", help="TPU name, grpc://ADDRESS or local (default: TPU_NAME / COLAB_TPU_ADDR)")
     return group
 

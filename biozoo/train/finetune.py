@@ -24,7 +24,7 @@ from biozoo.optim import make_optimizer
 from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
-from biozoo.train.distribution import process_count
+from biozoo.train.distribution import accelerators, has_gpu, process_count
 from biozoo.train.run import TrainingRun, check_values, examples_per_second, precision_policy, set_seed
 
 __all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate",
@@ -49,7 +49,7 @@ class Hyperparameters:
     precision: str = "auto"  # float32 | bfloat16 | float16 | auto (bf16 on TPU, fp16 on GPU)
     static_shapes: str = "auto"  # pad to max length, drop the remainder ("auto": on TPU)
     steps_per_execution: int = 1
-    micro_batches: int | str = "auto"  # per replica batch, by length; "auto": 4 unless XLA or static shapes
+    micro_batches: int | str = "auto"  # per replica batch, by length; "auto": 4 on CPUs without XLA or static shapes
     checkpoint_every: int | None = None  # steps; resume from OUTPUT.checkpoints
     deterministic: bool = False
 
@@ -119,9 +119,11 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         optimizer = make_optimizer(hp.optimizer, hp.learning_rate, total_steps, hp.warmup_ratio, hp.weight_decay,
                                    hp.clip_norm, hp.layer_decay, task, task.backbone.get_config().get("num_layers"))
         task.compile(optimizer=optimizer, jit_compile=jit, steps_per_execution=hp.steps_per_execution)
-    several_hosts = not run.tensorflow and process_count() > 1  # the parts are cut on one host's copy of the batch
+    # off TensorFlow, parts are for CPUs (an accelerator wants the whole batch, as TensorFlow's XLA
+    # rule gives it) and for one host (the parts are cut on that host's copy of the batch)
+    whole_batch = not run.tensorflow and (process_count() > 1 or bool(accelerators()) or has_gpu())
     parts = micro_batches(hp, task, hp.batch_size // strategy.replicas,
-                          static or (jit and run.tensorflow) or several_hosts)
+                          static or (jit and run.tensorflow) or whole_batch)
     task.micro_batches = parts
     log(f"fine-tuning {kind} on {len(splits['train'])} training examples: {total_steps} steps of global batch "
         f"{hp.batch_size} ({hp.epochs:g} epochs); {strategy.describe()}; precision {policy}; "
