@@ -2,7 +2,8 @@
 
 - float32: the Keras model compiled by its backend: a `tf.function` on TensorFlow (XLA on
   accelerators), `jax.jit` of its stateless call on JAX (one compilation per batch shape, which
-  length-bucketed batches keep few), `torch.no_grad` on PyTorch.
+  length-bucketed batches keep few), `torch.no_grad` on PyTorch. On JAX and PyTorch attention
+  runs through `keras.ops.dot_product_attention` (`inference_attention`).
 - bfloat16: a copy of the model built with Keras' "bfloat16" dtype policy (weights cast once).
 - int8: LiteRT's dynamic-range quantization run by its interpreter (`biozoo.tasks.tf_inference`);
   the conversion needs TensorFlow.
@@ -68,12 +69,31 @@ def bfloat16_copy(model):
     return copy
 
 
+@contextmanager
+def inference_attention(model):
+    """`model`'s Keras attention layers through `keras.ops.dot_product_attention` (the backend's
+    fused kernel: cuDNN flash attention on a GPU in bfloat16) while the block runs. Keras takes
+    the unfused path whenever a layer's dropout is above 0; dropout does nothing at inference,
+    so it is set to 0 meanwhile (under JAX only the tracing sees it)."""
+    layers = [layer for layer in model._flatten_layers()
+              if isinstance(layer, keras.layers.MultiHeadAttention) and layer._dropout > 0]
+    saved = [layer._dropout for layer in layers]
+    for layer in layers:
+        layer._dropout = 0.0
+    try:
+        yield model
+    finally:
+        for layer, dropout in zip(layers, saved):
+            layer._dropout = dropout
+
+
 def _jax_predict_function(model):
     import jax
 
     @jax.jit
     def run(trainable, non_trainable, x):
-        outputs, _ = model.stateless_call(trainable, non_trainable, x, training=False)
+        with inference_attention(model):
+            outputs, _ = model.stateless_call(trainable, non_trainable, x, training=False)
         return outputs.astype("float32")
 
     return lambda x: run([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
@@ -84,7 +104,7 @@ def _torch_predict_function(model):
     import torch
 
     def run(x):
-        with torch.no_grad():
+        with torch.no_grad(), inference_attention(model):
             return keras.ops.convert_to_numpy(keras.ops.cast(model(x, training=False), "float32"))
 
     return run

@@ -242,11 +242,35 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     else:  # ner, rtd: one score (vector) per real token
         diff, bound = max_diff(ours, out.logits.numpy(), mask), TOLERANCE
     assert diff <= bound, f"{what}: logits max |diff| to transformers {diff:.2e} > {bound:.2g}"
+    if kind == "ner":
+        _check_compiled_prediction(task, inputs, ours, mask, what)
 
     restored = type(task).from_config(task.get_config())
     restored.set_weights(task.get_weights())
     np.testing.assert_allclose(to_numpy(restored(inputs)), ours, atol=1e-6, err_msg=f"{what}: from_config")
     return task
+
+
+def _check_compiled_prediction(task, inputs, eager, mask, what):
+    """What `annotate` runs (`compiled_predict`) gives the eager call's logits; off TensorFlow its
+    attention goes through `keras.ops.dot_product_attention` although the model has dropout."""
+    from unittest import mock
+
+    import keras
+    from keras.src import ops as keras_ops
+
+    from biozoo.tasks.inference import compiled_predict
+
+    attention = keras.layers.MultiHeadAttention
+    with (mock.patch.object(keras_ops, "dot_product_attention", wraps=keras_ops.dot_product_attention) as fused,
+          mock.patch.object(attention, "_compute_attention", autospec=True,
+                            side_effect=attention._compute_attention) as computed):
+        compiled = to_numpy(compiled_predict(task)(inputs))
+    diff = max_diff(compiled, eager, mask)
+    assert diff <= TOLERANCE, f"{what}: compiled prediction max |diff| to the eager call {diff:.2e}"
+    if keras.backend.backend() != "tensorflow":
+        assert computed.call_count and fused.call_count == computed.call_count, (
+            f"{what}: {fused.call_count} of {computed.call_count} attention computations ran dot_product_attention")
 
 
 def annotate_by_sentence(task, texts, model, aggregation="first"):
