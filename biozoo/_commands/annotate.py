@@ -56,6 +56,10 @@ def register(subparsers):
     parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32",
                         help=PRECISION_HELP)
     parser.add_argument("--chunk-size", type=int, default=256, help="documents read and annotated together")
+    parser.add_argument("--workers", default="auto",
+                        help="processes for a tagger's host stages (sentences, tokens, entity grouping) while this "
+                        "one runs the model: a number, or auto (the host's cores less two, at most 16, where the "
+                        "model runs on a GPU or TPU; else 0, all in this process)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     cascade = parser.add_argument_group("cascade inference")
     cascade.add_argument("--cascade", metavar="SMALL,LARGE",
@@ -166,7 +170,8 @@ def annotate_command(args):
         skipped.append(message)
         print(f"skipped: {message}", file=sys.stderr)
 
-    run = job.run(annotators, progress=not args.no_progress, skip_bad=args.skip_bad, on_skip=on_skip)
+    run = job.run(annotators, progress=not args.no_progress, skip_bad=args.skip_bad, on_skip=on_skip,
+                  workers=host_workers(args.workers))
     documents = read_documents(args.inputs or ["-"], fmt=args.input_format, skip_bad=args.skip_bad, on_skip=on_skip,
                                strict=getattr(args, "strict", False))
     written = write_documents(run.annotate(documents), args.output, args.output_format)
@@ -203,6 +208,24 @@ def job_from_arguments(args):
                          drop_existing=args.drop_existing, entity_types=types, aggregation=args.aggregation,
                          batch_size=args.batch_size, precision=args.precision, chunk_size=args.chunk_size,
                          strict=getattr(args, "strict", False), **_link_options(args))
+
+
+def host_workers(value):
+    """`--workers`: a count, or "auto" (the host's cores less two, at most 16, when the model runs
+    on an accelerator: one process cannot feed it; else 0)."""
+    if value != "auto":
+        try:
+            count = int(value)
+        except ValueError:
+            count = -1
+        if count < 0:
+            raise ValueError(f"--workers takes a number of processes (0 or more) or auto, got {value!r}")
+        return count
+    from biozoo.train.distribution import accelerators, has_gpu
+
+    if not (accelerators() or has_gpu()):
+        return 0
+    return max(0, min(16, (os.cpu_count() or 1) - 2))
 
 
 def _warn_entity_types(job, annotators):

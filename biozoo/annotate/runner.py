@@ -18,6 +18,7 @@ import time
 
 from tqdm.auto import tqdm
 
+from biozoo.annotate._workers import can_run_in_workers, predictions_in_workers
 from biozoo.documents.model import Annotation
 
 OVERLAP_RULES = ("keep", "longest", "score")
@@ -56,7 +57,8 @@ class AnnotationRun:
     the predictions (`Document.predictions`). A document a model cannot annotate (an offset
     outside its text...) stops the run with an error naming it, or, with `skip_bad`, is
     reported through `on_skip(message)`, counted in `skipped`, recorded in `dead_letters` and
-    left out."""
+    left out. With `workers` > 0 a single tagger's host stages (sentences, tokens, entity
+    grouping) run in that many processes while this one runs the model."""
 
     annotators: list
     overlaps: str = "keep"
@@ -66,6 +68,7 @@ class AnnotationRun:
     skip_bad: bool = False
     on_skip: object = None
     linker: object = None  # a biozoo.linking DocumentLinker: concept ids for each chunk's predictions
+    workers: int = 0
     documents: int = 0
     link_mentions: int = 0  # predictions a dictionary was asked about, and those that got an id
     linked: int = 0
@@ -80,15 +83,18 @@ class AnnotationRun:
             raise ValueError(f"overlaps must be one of {', '.join(OVERLAP_RULES)}, got {self.overlaps!r}")
         bar = self._bar()
         started = time.perf_counter()
-        chunk = []
         try:
-            for document in documents:
-                chunk.append(document)
-                if len(chunk) >= self.chunk_size:
+            if self.workers > 0 and can_run_in_workers(self.annotators):
+                for chunk, found in predictions_in_workers(self.annotators[0], self._chunks(documents), self.workers):
+                    if isinstance(found, Exception):
+                        found = self.predict_chunk(chunk)  # again here, to find the document at fault
+                    yield from self.finish_chunk(chunk, found, bar)
+            else:
+                if self.workers > 0:
+                    print("note: annotating in one process: worker processes take one tagger (not a cascade, "
+                          "AIONER or several models)", file=sys.stderr)
+                for chunk in self._chunks(documents):
                     yield from self._annotate_chunk(chunk, bar)
-                    chunk = []
-            if chunk:
-                yield from self._annotate_chunk(chunk, bar)
         finally:
             self.seconds = time.perf_counter() - started
             if bar is not None:
@@ -104,6 +110,16 @@ class AnnotationRun:
             return None
 
         return tqdm(unit="doc", desc="annotating", dynamic_ncols=True)
+
+    def _chunks(self, documents):
+        chunk = []
+        for document in documents:
+            chunk.append(document)
+            if len(chunk) >= self.chunk_size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
 
     def _annotate_chunk(self, chunk, bar):
         yield from self.finish_chunk(chunk, self.predict_chunk(chunk), bar)

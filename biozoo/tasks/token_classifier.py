@@ -213,26 +213,26 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
 
     def _unit_probabilities(self, windows, counts, batch_size):
         """Probabilities of each window's units (words, or single tokens), per sentence."""
+        return unit_probabilities(windows, counts, self.window_logits(windows, batch_size), len(self.label_names))
+
+    def window_logits(self, windows, batch_size=64):
+        """The model's logits for each window of `windows` (`[tokens, labels]` arrays): the part
+        of prediction that runs the model. Every batch is dispatched before the first is read,
+        so an accelerator is not kept waiting on the host."""
         if not windows.token_ids:
-            return [np.zeros((count, len(self.label_names)), np.float32) for count in counts]
+            return []
         batches = model_input_batches(
             windows.token_ids, self.preprocessor.tokenizer.pad_token_id,
             extra={"index": list(range(len(windows.token_ids)))}, scalars=("index",), batch_size=batch_size,
             max_length=self.preprocessor.sequence_length, exact_lengths=not compiles_predictions())
-        probs_per_window = [None] * len(windows.token_ids)
         predict = compiled_predict(self)
-        for indices in batches.plan:
-            x = batches.batch(indices)
-            logits = np.asarray(predict(x))
+        pending = [(indices, predict(batches.batch(indices))) for indices in batches.plan]
+        logits_per_window = [None] * len(windows.token_ids)
+        for indices, logits in pending:
+            logits = np.asarray(logits)
             for row, window in enumerate(indices):
-                probs_per_window[window] = softmax(logits[row])
-        out = []
-        for s, count in enumerate(counts):
-            probs = np.zeros((count, len(self.label_names)), np.float32)
-            for w, window in enumerate(windows.owner[s]):
-                probs[w] = probs_per_window[window][windows.word_positions[window][w]]
-            out.append(probs)
-        return out
+                logits_per_window[window] = logits[row, :len(windows.token_ids[window])]
+        return logits_per_window
 
     def predict_tags(self, sentences, batch_size=64):
         """Word lists in, `(tags, scores)` per sentence out."""
@@ -262,23 +262,12 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         """Per text, `(tokens, probabilities)`: its tokens `[(id, start, end), ...]` (character
         spans, no special tokens) and their label probabilities `[tokens, labels]`. Predict once,
         then `group` them several ways."""
-        spans = self.preprocessor.tokenizer.token_spans(texts)
-        if truncate:
-            spans = [row[:self.preprocessor.sequence_length - 2] for row in spans]
-        windows = self.preprocessor.piece_windows([[[i] for i, _, _ in row] for row in spans])
+        spans, windows = token_windows(self.preprocessor, texts, truncate)
         return list(zip(spans, self._unit_probabilities(windows, [len(row) for row in spans], batch_size)))
 
     def group(self, texts, token_probabilities, aggregation="first"):
         """`annotate`'s results from `token_probabilities(texts)`, grouped by `aggregation`."""
-        pieces = self._piece_reader()
-        results = []
-        for text, (row, probs) in zip(texts, token_probabilities):
-            entities = aggregate(pieces(text, row), probs, self.label_names, aggregation)
-            for entity in entities:
-                entity["text"] = text[entity["start"]:entity["end"]]
-                entity["score"] = round(entity["score"], 6)
-            results.append({"text": text, "entities": entities})
-        return results
+        return group_entities(self.preprocessor.tokenizer, self.label_names, texts, token_probabilities, aggregation)
 
     def confidence(self, texts, token_probabilities, measure="probability"):
         """Per text, the model's least confident word: the lowest over its words (their first
@@ -287,7 +276,7 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         text without tokens."""
         if measure not in CONFIDENCE_MEASURES:
             raise ValueError(f"measure must be one of {', '.join(CONFIDENCE_MEASURES)}, got {measure!r}")
-        pieces, out = self._piece_reader(), []
+        pieces, out = piece_reader(self.preprocessor.tokenizer), []
         for text, (row, probs) in zip(texts, token_probabilities):
             starts = [k for k, piece in enumerate(pieces(text, row)) if not piece.is_subword]
             if not starts:
@@ -298,11 +287,49 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
             out.append(float(values.min()))
         return out
 
-    def _piece_reader(self):
-        """`pieces(text, row)`: a text's tokens `[(id, start, end), ...]` as aggregation `Piece`s."""
-        tokenizer = self.preprocessor.tokenizer
-        vocabulary = tokenizer.get_vocabulary()
-        wordpiece = tokenizer.continuation_prefix is not None
-        return lambda text, row: [Piece(a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id,
-                                                         wordpiece))
-                                  for i, a, b in row]
+
+# ---- the host's half of token classification (`biozoo annotate` runs it in worker processes) ----
+
+
+def token_windows(preprocessor, texts, truncate=False):
+    """Per text its tokens `[(id, start, end), ...]`, and the model windows of all the texts' tokens."""
+    spans = preprocessor.tokenizer.token_spans(texts)
+    if truncate:
+        spans = [row[:preprocessor.sequence_length - 2] for row in spans]
+    return spans, preprocessor.piece_windows([[[i] for i, _, _ in row] for row in spans])
+
+
+def unit_probabilities(windows, counts, logits_per_window, num_labels):
+    """Per sentence (`counts`: its units), `[units, labels]` probabilities from each window's logits,
+    each unit read in the window that owns it."""
+    probabilities = [softmax(logits) for logits in logits_per_window]
+    out = []
+    for s, count in enumerate(counts):
+        probs = np.zeros((count, num_labels), np.float32)
+        owners = np.asarray(windows.owner[s], np.int64)
+        for window in np.unique(owners):
+            words = np.flatnonzero(owners == window)
+            probs[words] = probabilities[window][windows.word_positions[window][words]]
+        out.append(probs)
+    return out
+
+
+def group_entities(tokenizer, label_names, texts, token_probabilities, aggregation="first"):
+    """`TokenClassifier.group`: per text, `{"text", "entities"}` from its `(tokens, probabilities)`."""
+    pieces = piece_reader(tokenizer)
+    results = []
+    for text, (row, probs) in zip(texts, token_probabilities):
+        entities = aggregate(pieces(text, row), probs, label_names, aggregation)
+        for entity in entities:
+            entity["text"] = text[entity["start"]:entity["end"]]
+            entity["score"] = round(entity["score"], 6)
+        results.append({"text": text, "entities": entities})
+    return results
+
+
+def piece_reader(tokenizer):
+    """`pieces(text, row)`: a text's tokens `[(id, start, end), ...]` as aggregation `Piece`s."""
+    vocabulary = tokenizer.get_vocabulary()
+    wordpiece = tokenizer.continuation_prefix is not None
+    return lambda text, row: [Piece(a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id, wordpiece))
+                              for i, a, b in row]

@@ -210,3 +210,33 @@ def test_a_document_a_model_cannot_annotate_is_named_and_skipped_only_when_asked
     out = list(run.annotate(documents()))
     assert [d.id for d in out] == ["a", "c"] and run.skipped == 1 and "in.txt:2 (id bad)" in skipped[0]
     assert [(p.start, p.end, p.text, p.model) for p in out[0].predictions] == [(0, 3, "ABC", "picky")]
+
+
+def test_worker_processes_annotate_as_one_process_does(tagger_dir, example_pubtator):
+    """A tagger's host stages in 2 worker processes: every document, in order, with the entities
+    one process gives; a document that fails in a worker (a lone surrogate its tokenizer refuses)
+    is found again here, named and skipped, and the rest of its chunk kept."""
+    from unittest import mock
+
+    from biozoo.annotate import AnnotationRun, load_annotator, runner
+
+    annotator = load_annotator(tagger_dir)
+    bad = Document("bad", [Passage(0, "Aspirin \ud800 given.")], source="in.txt:7")
+
+    def annotated(workers):
+        documents = list(read_documents([example_pubtator]))
+        documents.insert(2, bad)
+        skipped = []
+        run = AnnotationRun([annotator], progress=False, chunk_size=2, drop_existing=True, skip_bad=True,
+                            on_skip=skipped.append, workers=workers)
+        out = [(d.id, [(a.start, a.end, a.type, a.score, a.model) for a in d.predictions]) for d in run.annotate(documents)]
+        return out, skipped, len(documents)
+
+    alone, skipped_alone, count = annotated(0)
+    with mock.patch.object(runner, "predictions_in_workers", wraps=runner.predictions_in_workers) as pipeline:
+        in_workers, skipped_in_workers, _ = annotated(2)
+    assert pipeline.call_count == 1
+    assert len(alone) == count - 1 and sum(len(found) for _, found in alone) > 0
+    assert in_workers == alone
+    assert len(skipped_in_workers) == 1 and "in.txt:7 (id bad)" in skipped_in_workers[0]
+    assert skipped_in_workers == skipped_alone

@@ -1,0 +1,137 @@
+"""A tagger's host stages in worker processes, so that one process feeding an accelerator is not
+the bottleneck: sentence splitting, tokenization and windows before the model; probabilities,
+entity grouping and placing after it. The model runs in the calling process.
+
+Workers are started with "spawn" (the caller already runs JAX or TensorFlow threads, which a
+fork would copy mid-flight) and never touch an accelerator: JAX and CUDA see only the CPU there.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import multiprocessing
+import os
+import pickle
+
+from biozoo.annotate.annotators import Sentences, TaggerAnnotator
+from biozoo.tasks.token_classifier import group_entities, token_windows, unit_probabilities
+
+# a worker's environment: no accelerator, one thread of math each (the workers are the parallelism)
+WORKER_ENVIRONMENT = {"JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2",
+                      "OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
+
+
+class TaggerHostStages:
+    """What a `TaggerAnnotator` does off the model, picklable for a worker: its tokenizer and
+    windowing (the task's preprocessor), label names, aggregation and name."""
+
+    def __init__(self, annotator):
+        self.preprocessor = annotator.task.preprocessor
+        self.label_names = list(annotator.task.label_names)
+        self.aggregation = annotator.aggregation
+        self.name = annotator.name
+
+    def prepare(self, documents):
+        """`documents` -> their sentences, each sentence's tokens, and the model windows."""
+        sentences = Sentences.of(documents)
+        spans, windows = token_windows(self.preprocessor, sentences.texts)
+        return sentences, spans, windows
+
+    def finish(self, sentences, spans, owner, word_positions, logits, count):
+        """The model's logits per window -> per document `(start, end, type, score, model)`."""
+        windows = _Owners(owner, word_positions)
+        probabilities = unit_probabilities(windows, [len(row) for row in spans], logits, len(self.label_names))
+        grouped = group_entities(self.preprocessor.tokenizer, self.label_names, sentences.texts,
+                                 zip(spans, probabilities), self.aggregation)
+        return sentences.place([g["entities"] for g in grouped], count, [self.name] * len(sentences.texts))
+
+
+class _Owners:
+    """The part of `Windows` that reading probabilities back needs."""
+
+    def __init__(self, owner, word_positions):
+        self.owner, self.word_positions = owner, word_positions
+
+
+def can_run_in_workers(annotators):
+    """Whether the host stages of `annotators` can move to workers: one plain tagger."""
+    return len(annotators) == 1 and type(annotators[0]) is TaggerAnnotator
+
+
+_STAGES = None
+
+
+def _start_worker(stages):
+    global _STAGES
+    _STAGES = pickle.loads(stages)
+
+
+def _prepare(documents):
+    return _STAGES.prepare(documents)
+
+
+def _finish(*arguments):
+    return _STAGES.finish(*arguments)
+
+
+@contextlib.contextmanager
+def _environment(values):
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def predictions_in_workers(annotator, chunks, workers):
+    """Yield `(chunk, found)` for each chunk of documents in order: `found` per document its
+    entities `(start, end, type, score, model)`, or, where a stage of the chunk failed, the
+    exception (the caller annotates that chunk again in its own process to name the document
+    at fault). `workers` processes prepare chunks ahead of the model and finish them behind it."""
+    stages = pickle.dumps(TaggerHostStages(annotator))
+    context = multiprocessing.get_context("spawn")
+    with (_environment(WORKER_ENVIRONMENT),
+          concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                                                 initargs=(stages,)) as pool):
+        prepared, finishing = collections.deque(), collections.deque()
+
+        def run_model():
+            chunk, future = prepared.popleft()
+            try:
+                sentences, spans, windows = future.result()
+                logits = annotator.task.window_logits(windows, annotator.batch_size)
+                finishing.append((chunk, pool.submit(_finish, sentences, spans, windows.owner,
+                                                     windows.word_positions, logits, len(chunk))))
+            except concurrent.futures.process.BrokenProcessPool:
+                raise
+            except Exception as error:  # noqa: BLE001 - handed to the caller, which finds the document
+                finishing.append((chunk, error))
+
+        def finished():
+            chunk, future = finishing.popleft()
+            if isinstance(future, Exception):
+                return chunk, future
+            try:
+                return chunk, future.result()
+            except concurrent.futures.process.BrokenProcessPool:
+                raise
+            except Exception as error:  # noqa: BLE001
+                return chunk, error
+
+        for chunk in chunks:
+            prepared.append((chunk, pool.submit(_prepare, chunk)))
+            if len(prepared) > workers:
+                run_model()
+            while len(finishing) > workers:
+                yield finished()
+        while prepared:
+            run_model()
+        while finishing:
+            yield finished()
