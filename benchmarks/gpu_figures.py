@@ -84,7 +84,7 @@ def build_hf_model(directory, shape, vocabulary, seed=0, lowercase=False):
     model = transformers.BertForTokenClassification(config).eval()
     with torch.no_grad():
         model.classifier.weight.normal_(0, shape["hidden_size"] ** -0.5)  # logits of about unit spread
-        model.classifier.bias.copy_(torch.tensor([1.6, 0.0, 0.0, 0.0, 0.0]))
+        model.classifier.bias.copy_(torch.tensor([1.9, 0.0, 0.0, 0.0, 0.0]))
     model.save_pretrained(directory)
     transformers.BertTokenizerFast(vocab_file=str(directory / "vocab.txt"), do_lower_case=lowercase).save_pretrained(directory)
     return directory
@@ -188,7 +188,7 @@ def repeated_documents(path, count):
     return originals, documents
 
 
-def annotate(shape, abstracts, vocab, count, batch_size, scratch, report):
+def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, report):
     from biozoo.annotate import AnnotationRun, load_annotator
     from biozoo.annotate.annotators import Sentences
     from biozoo.documents import read_documents, write_documents
@@ -252,10 +252,54 @@ def annotate(shape, abstracts, vocab, count, batch_size, scratch, report):
             "host_stages_abstracts_per_second": round(len(documents) / host, 1),
             "entities": len(found[precision]), "entities_per_abstract": round(len(found[precision]) / len(documents), 1),
             "entities_placed_by_stages": sum(map(len, placed))}}, report)
+        if precision == "bfloat16" and workers:
+            log({"annotate_bfloat16_workers": in_workers(annotator, documents, workers, scratch, found[precision])},
+                report)
     float32, bfloat16 = set(found["float32"]), set(found["bfloat16"])
     log({"annotate_bfloat16_vs_float32": {"float32_entities": len(float32), "bfloat16_entities": len(bfloat16),
                                           "same": len(float32 & bfloat16), "only_float32": len(float32 - bfloat16),
                                           "only_bfloat16": len(bfloat16 - float32)}}, report)
+
+
+def in_workers(annotator, documents, workers, scratch, expected, repeat=4):
+    """`biozoo annotate --workers`: the corpus `repeat` times over (so that starting the workers,
+    timed apart, weighs little), read, annotated and written; the entities must be one process's."""
+    from biozoo.annotate import AnnotationRun
+    from biozoo.documents import read_documents, write_documents
+
+    corpus = Path(scratch) / "corpus-workers.pubtator"
+    repeated = []
+    for k in range(repeat):
+        for document in documents:
+            twin = copy.deepcopy(document)
+            twin.id = f"{document.id}{k}"
+            repeated.append(twin)
+    write_documents(repeated, str(corpus), "pubtator")
+    output = Path(scratch) / "annotated-workers.pubtator"
+    run = AnnotationRun([annotator], progress=False, chunk_size=256, drop_existing=True, workers=workers)
+    start = time.perf_counter()
+    first = None
+
+    def stream():
+        nonlocal first
+        for document in run.annotate(read_documents([str(corpus)])):
+            if first is None:
+                first = time.perf_counter()
+            yield document
+
+    write_documents(stream(), str(output), "pubtator")
+    seconds = time.perf_counter() - start
+    steady = (len(repeated) - 256) / (time.perf_counter() - first)
+    annotated = list(read_documents([str(output)]))
+    first_copy = [(d.id[:-1], a.start, a.end, a.type) for d in annotated[:len(documents)] for a in d.existing_annotations()]
+    total = sum(len(d.existing_annotations()) for d in annotated)
+    return {"workers": workers, "abstracts": len(repeated), "seconds": round(seconds, 2),
+            "abstracts_per_second": round(len(repeated) / seconds, 1),
+            "seconds_to_first_chunk": round(first - start, 2),
+            "abstracts_per_second_after_first_chunk": round(steady, 1),
+            "pubmed_hours": round(PUBMED_ABSTRACTS / steady / 3600, 2),
+            "documents_out": len(annotated),
+            "entities_equal_one_process": sorted(first_copy) == sorted(expected) and total == repeat * len(expected)}
 
 
 # ---- 3. fine-tuning -------------------------------------------------------------------------
@@ -338,6 +382,8 @@ def main():
     parser.add_argument("--documents", type=int,
                         help="annotate: abstracts, repeated from --abstracts (default 5000; 8 with --smoke)")
     parser.add_argument("--annotate-batch", type=int, default=256)
+    parser.add_argument("--workers", type=int, default=max(0, min(16, (os.cpu_count() or 1) - 2)),
+                        help="annotate: also run bfloat16 with this many host worker processes (0: not)")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--train-steps", type=int, default=30)
     parser.add_argument("--smoke", action="store_true", help="tiny shapes and counts: that every part runs")
@@ -361,7 +407,8 @@ def main():
             inference(shapes, batch, length, repeats, scratch, report)
         if "annotate" in parts:
             annotate(SMOKE_SHAPE if args.smoke else SHAPES["bioformer_8l"], abstracts, args.vocab,
-                     args.documents or (8 if args.smoke else 5000), args.annotate_batch, scratch, report)
+                     args.documents or (8 if args.smoke else 5000), args.annotate_batch, args.workers, scratch,
+                     report)
         if "finetune" in parts:
             finetune(shapes, (2, 4) if args.smoke else (8, 32, 128), length, 3 if args.smoke else args.train_steps,
                      scratch, report)
