@@ -55,27 +55,40 @@ def _token_entities(pieces, probs, label_names):
     return out
 
 
-def _word_entities(pieces, probs, label_names, strategy):
-    words, group = [], []
-    for piece, p in zip(pieces, probs):
-        if group and not piece.is_subword:
-            words.append(group)
-            group = []
-        group.append((piece, p))
-    if group:
-        words.append(group)
+def _word_rows(pieces, probs, strategy):
+    """Per word (a token and the subword tokens after it): its first token's index, its last
+    token's index, and the probability row that decides its label."""
+    starts = [k for k, piece in enumerate(pieces) if k == 0 or not piece.is_subword]
+    ends = starts[1:] + [len(pieces)]
+    probs = np.asarray(probs)
+    if strategy == "first":
+        rows = probs[starts]
+    elif strategy == "max":  # the first of equally confident tokens
+        rows = np.stack([probs[a + int(np.argmax(probs[a:b].max(axis=1)))] for a, b in zip(starts, ends)])
+    else:  # average
+        rows = np.stack([np.nanmean(probs[a:b], axis=0) for a, b in zip(starts, ends)])
+    return starts, [b - 1 for b in ends], rows
+
+
+def _word_entities(pieces, probs, label_names, strategy, ignore):
+    """Words labelled and grouped: a group goes on while words keep one type and none is `B-`."""
+    if not len(pieces):
+        return []
+    first, last, rows = _word_rows(pieces, probs, strategy)
+    best = rows.argmax(axis=1)
+    scores = rows[np.arange(len(best)), best]
+    tags, kinds = zip(*(_entity_of(label) for label in label_names))
+    kind_ids = np.unique(kinds, return_inverse=True)[1][best]
+    begins = np.asarray(tags)[best] == "B"
+    boundaries = np.flatnonzero(np.concatenate([[True], (kind_ids[1:] != kind_ids[:-1]) | begins[1:]]))
+    group_ends = np.concatenate([boundaries[1:], [len(best)]])
     out = []
-    for group in words:
-        scores = np.stack([p for _, p in group])
-        if strategy == "first":
-            row = scores[0]
-        elif strategy == "max":
-            row = scores[int(np.argmax(scores.max(axis=1)))]  # the first of equally confident tokens
-        else:  # average
-            row = np.nanmean(scores, axis=0)
-        best = int(row.argmax())
-        out.append({"label": label_names[best], "score": row[best], "start": group[0][0].start,
-                    "end": group[-1][0].end})
+    for a, b in zip(boundaries.tolist(), group_ends.tolist()):
+        label = label_names[best[a]].split("-", 1)[-1]
+        if label in ignore:
+            continue
+        out.append({"start": pieces[first[a]].start, "end": pieces[last[b - 1]].end, "type": label,
+                    "score": float(np.nanmean(scores[a:b]))})
     return out
 
 
@@ -100,11 +113,10 @@ def aggregate(pieces, probs, label_names, strategy="first", ignore=("O",)):
     "index" its position in the model input ([CLS] is 0), as the pipeline gives them."""
     if strategy not in STRATEGIES:
         raise ValueError(f"aggregation {strategy!r} is none of {', '.join(STRATEGIES)}")
-    if strategy in ("none", "simple"):
-        entities = _token_entities(pieces, probs, label_names)
-    else:
-        entities = _word_entities(pieces, probs, label_names, strategy)
-    if strategy != "none":
+    if strategy not in ("none", "simple"):
+        return _word_entities(pieces, probs, label_names, strategy, ignore)
+    entities = _token_entities(pieces, probs, label_names)
+    if strategy == "simple":
         entities = _group(entities)
     out = []
     for e in entities:

@@ -83,6 +83,20 @@ class TokenClassifierPreprocessor(keras_hub.models.Preprocessor):
         token_ids, labels, positions, sentence_of, first_word, owner = [], [], [], [], [], []
         for s, pieces in enumerate(word_pieces):
             lengths = [min(len(p), budget) for p in pieces]
+            if sum(lengths) <= budget:  # the sentence fits one window (most do): what the loop below gives
+                window = len(token_ids)
+                offsets = np.cumsum([1] + lengths[:-1]) if pieces else np.zeros(0, int)
+                ids = [cls_id, *(i for p in pieces for i in p), sep_id]
+                lab = np.full(len(ids), IGNORE_LABEL, np.int32)
+                if tags is not None and pieces:
+                    lab[offsets] = np.asarray(tags[s], np.int32)
+                token_ids.append(np.asarray(ids, np.int32))
+                labels.append(lab)
+                positions.append(offsets.astype(np.int32))
+                sentence_of.append(s)
+                first_word.append(0)
+                owner.append([window] * len(pieces))
+                continue
             spans, start = [], 0
             while True:
                 end, used = start, 0
