@@ -162,6 +162,7 @@ def annotate_command(args):
         return _annotate_on_beam(args, job)
     from biozoo.documents import read_documents, write_documents
 
+    workers = host_workers(args.workers)
     annotators = job.annotators()
     _warn_entity_types(job, annotators)
     skipped = []
@@ -171,7 +172,7 @@ def annotate_command(args):
         print(f"skipped: {message}", file=sys.stderr)
 
     run = job.run(annotators, progress=not args.no_progress, skip_bad=args.skip_bad, on_skip=on_skip,
-                  workers=host_workers(args.workers))
+                  workers=workers)
     documents = read_documents(args.inputs or ["-"], fmt=args.input_format, skip_bad=args.skip_bad, on_skip=on_skip,
                                strict=getattr(args, "strict", False))
     written = write_documents(run.annotate(documents), args.output, args.output_format)

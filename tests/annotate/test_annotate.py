@@ -240,3 +240,14 @@ def test_worker_processes_annotate_as_one_process_does(tagger_dir, example_pubta
     assert in_workers == alone
     assert len(skipped_in_workers) == 1 and "in.txt:7 (id bad)" in skipped_in_workers[0]
     assert skipped_in_workers == skipped_alone
+
+
+def test_workers_option_takes_a_count_or_auto(tmp_path, example_pubtator, capsys):
+    from biozoo._commands.annotate import host_workers
+
+    assert host_workers("auto") == 0  # no GPU or TPU here: one process feeds the CPU's model
+    assert host_workers("3") == 3
+    assert main(["annotate", "--workers", "two", "--no-progress", "--output", str(tmp_path / "out.jsonl"),
+                 str(example_pubtator)]) == 2
+    assert "--workers takes a number of processes (0 or more) or auto, got 'two'" in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists()
