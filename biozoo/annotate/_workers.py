@@ -76,6 +76,11 @@ def _finish(*arguments):
     return _STAGES.finish(*arguments)
 
 
+def _worker_died(error):
+    return RuntimeError(f"a worker process of the annotation ended abruptly ({error}); out of memory? Run again with "
+                        "fewer --workers, or --workers 0 to annotate in this process alone")
+
+
 @contextlib.contextmanager
 def _environment(values):
     saved = {key: os.environ.get(key) for key in values}
@@ -109,8 +114,8 @@ def predictions_in_workers(annotator, chunks, workers):
                 logits = annotator.task.window_logits(windows, annotator.batch_size)
                 finishing.append((chunk, pool.submit(_finish, sentences, spans, windows.owner,
                                                      windows.word_positions, logits, len(chunk))))
-            except concurrent.futures.process.BrokenProcessPool:
-                raise
+            except concurrent.futures.process.BrokenProcessPool as error:
+                raise _worker_died(error) from error
             except Exception as error:  # noqa: BLE001 - handed to the caller, which finds the document
                 finishing.append((chunk, error))
 
@@ -120,8 +125,8 @@ def predictions_in_workers(annotator, chunks, workers):
                 return chunk, future
             try:
                 return chunk, future.result()
-            except concurrent.futures.process.BrokenProcessPool:
-                raise
+            except concurrent.futures.process.BrokenProcessPool as error:
+                raise _worker_died(error) from error
             except Exception as error:  # noqa: BLE001
                 return chunk, error
 

@@ -251,3 +251,21 @@ def test_workers_option_takes_a_count_or_auto(tmp_path, example_pubtator, capsys
                  str(example_pubtator)]) == 2
     assert "--workers takes a number of processes (0 or more) or auto, got 'two'" in capsys.readouterr().err
     assert not (tmp_path / "out.jsonl").exists()
+
+
+class _EndsTheProcessWhenUnpickled(str):
+    """A passage text that kills the worker process which receives it."""
+
+    def __reduce__(self):
+        import os
+
+        return (os._exit, (3,))
+
+
+def test_a_worker_that_dies_stops_the_run_with_what_to_do(tagger_dir):
+    from biozoo.annotate import AnnotationRun, load_annotator
+
+    documents = [Document("1", [Passage(0, _EndsTheProcessWhenUnpickled("Aspirin was given."))])]
+    run = AnnotationRun([load_annotator(tagger_dir)], progress=False, workers=1)
+    with pytest.raises(RuntimeError, match=r"worker process of the annotation ended abruptly.*--workers 0"):
+        list(run.annotate(documents))
