@@ -14,6 +14,7 @@ import importlib
 import inspect
 
 import keras
+from keras.src import ops as keras_ops
 from keras.src import tree
 from keras.src.backend.common import global_state
 from keras.src.export.tf2onnx_lib import patch_tf2onnx as patch
@@ -56,6 +57,10 @@ CHECKED = {
     "keras_hub.src.layers.modeling.transformer_layer_utils.merge_padding_and_attention_mask": "a2c6edba33c15c7f",
     "keras_hub.src.utils.preset_utils.check_file_exists": "dad6abdd146fab67",
     "keras_hub.src.utils.preset_utils.get_preset_loader": "065b107b4e325e3c",
+    # inference attention: `_dropout` and `_compute_attention`'s rule (dropout > 0: the unfused path)
+    "keras.src.layers.attention.multi_head_attention.MultiHeadAttention._compute_attention": "88168a1a82dd0d31",
+    "keras.src.layers.attention.multi_head_attention.MultiHeadAttention.__init__": "e35ec682b0a40265",
+    "keras.src.layers.layer.Layer._flatten_layers": "662dcf281bc32c53",
 }
 
 
@@ -169,6 +174,47 @@ def patch_reduce_per_replica(make_replacement):
     replacement.biozoo_patched = True
     replacement.__wrapped__ = original
     keras_trainer.reduce_per_replica = replacement
+
+
+# ---- fused attention at inference (biozoo.tasks.inference) ---------------------------------
+
+
+@contextlib.contextmanager
+def attention_without_dropout(model, adjust_mask):
+    """While the block runs, every Keras `MultiHeadAttention` of `model` has dropout 0 (its
+    `_compute_attention` takes `ops.dot_product_attention` only then) and passes its attention
+    mask through `adjust_mask(mask, query)` first."""
+    layers = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.MultiHeadAttention)]
+    saved = [layer._dropout for layer in layers]
+    for layer in layers:
+        layer._dropout = 0.0
+        layer._compute_attention = _adjusted_mask(layer._compute_attention, adjust_mask)
+    try:
+        yield model
+    finally:
+        for layer, dropout in zip(layers, saved):
+            layer._dropout = dropout
+            del layer._compute_attention  # the class's method again
+
+
+def _adjusted_mask(compute_attention, adjust_mask):
+    def compute(query, key, value, attention_mask=None, *args, **kwargs):
+        return compute_attention(query, key, value, adjust_mask(attention_mask, query), *args, **kwargs)
+
+    return compute
+
+
+@contextlib.contextmanager
+def count_attention_paths():
+    """`(fused, computed)` mocks counting, while the block runs, the calls of Keras'
+    `ops.dot_product_attention` and of `MultiHeadAttention._compute_attention` (for tests)."""
+    from unittest import mock
+
+    attention = keras.layers.MultiHeadAttention
+    with (mock.patch.object(keras_ops, "dot_product_attention", wraps=keras_ops.dot_product_attention) as fused,
+          mock.patch.object(attention, "_compute_attention", autospec=True,
+                            side_effect=attention._compute_attention) as computed):
+        yield fused, computed
 
 
 # ---- ONNX export (biozoo.export.onnx) ----------------------------------------------------

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 
 import keras
 
+from biozoo._keras_internals import attention_without_dropout
+
 PRECISIONS = ("float32", "bfloat16", "int8")
 
 
@@ -69,35 +71,21 @@ def bfloat16_copy(model):
     return copy
 
 
-@contextmanager
 def inference_attention(model):
-    """`model`'s Keras attention layers through `keras.ops.dot_product_attention` (the backend's
-    fused kernel: cuDNN flash attention on a GPU in bfloat16) while the block runs. Keras takes
-    the unfused path whenever a layer's dropout is above 0; dropout does nothing at inference,
-    so it is set to 0 meanwhile (under JAX only the tracing sees it). KerasHub's padding mask,
-    one row per sequence, is broadcast to one per query: cuDNN takes a mask as a bias of full
-    (query, key) shape."""
-    layers = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.MultiHeadAttention)]
-    saved = [layer._dropout for layer in layers]
-    for layer in layers:
-        layer._dropout = 0.0
-        layer._compute_attention = _full_mask_attention(layer._compute_attention)
-    try:
-        yield model
-    finally:
-        for layer, dropout in zip(layers, saved):
-            layer._dropout = dropout
-            del layer._compute_attention  # the class's method again
+    """A context in which `model`'s Keras attention layers run `keras.ops.dot_product_attention`
+    (the backend's fused kernel: cuDNN flash attention on a GPU in bfloat16). Keras takes the
+    unfused path whenever a layer's dropout is above 0; dropout does nothing at inference, so it
+    is 0 meanwhile (under JAX only the tracing sees it). KerasHub's padding mask, one row per
+    sequence, is broadcast to one per query: cuDNN takes a mask as a bias of full (query, key)
+    shape."""
+    return attention_without_dropout(model, _mask_per_query)
 
 
-def _full_mask_attention(compute_attention):
-    def compute(query, key, value, attention_mask=None, *args, **kwargs):
-        if attention_mask is not None and len(attention_mask.shape) == 3 and attention_mask.shape[1] == 1:
-            shape = keras.ops.shape(attention_mask)
-            attention_mask = keras.ops.broadcast_to(attention_mask, (shape[0], keras.ops.shape(query)[1], shape[2]))
-        return compute_attention(query, key, value, attention_mask, *args, **kwargs)
-
-    return compute
+def _mask_per_query(attention_mask, query):
+    if attention_mask is not None and len(attention_mask.shape) == 3 and attention_mask.shape[1] == 1:
+        shape = keras.ops.shape(attention_mask)
+        attention_mask = keras.ops.broadcast_to(attention_mask, (shape[0], keras.ops.shape(query)[1], shape[2]))
+    return attention_mask
 
 
 def _jax_predict_function(model):

@@ -254,17 +254,12 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
 def _check_compiled_prediction(task, inputs, eager, mask, what):
     """What `annotate` runs (`compiled_predict`) gives the eager call's logits; off TensorFlow its
     attention goes through `keras.ops.dot_product_attention` although the model has dropout."""
-    from unittest import mock
-
     import keras
-    from keras.src import ops as keras_ops
 
+    from biozoo._keras_internals import count_attention_paths
     from biozoo.tasks.inference import compiled_predict
 
-    attention = keras.layers.MultiHeadAttention
-    with (mock.patch.object(keras_ops, "dot_product_attention", wraps=keras_ops.dot_product_attention) as fused,
-          mock.patch.object(attention, "_compute_attention", autospec=True,
-                            side_effect=attention._compute_attention) as computed):
+    with count_attention_paths() as (fused, computed):
         compiled = to_numpy(compiled_predict(task)(inputs))
     diff = max_diff(compiled, eager, mask)
     assert diff <= TOLERANCE, f"{what}: compiled prediction max |diff| to the eager call {diff:.2e}"
