@@ -120,7 +120,31 @@ def torch_sync():
 # ---- 1. inference ---------------------------------------------------------------------------
 
 
-def inference(shapes, batch, length, repeats, scratch, report):
+def set_flash_attention(choice):
+    """Keras' global flash-attention setting for layers built from now on: True, False, or None
+    (Keras' default: each call decides)."""
+    from keras.src.backend.common import global_state
+
+    global_state.set_global_attribute("flash_attention", choice)
+
+
+def profile_steps(step, directory, steps=5):
+    """A JAX profiler trace of `steps` calls of `step`, its `.xplane.pb` copied to `directory`
+    as one flat file (what a device run can bring back); read it with xprof / TensorBoard."""
+    import shutil
+
+    import jax
+
+    with tempfile.TemporaryDirectory() as trace:
+        with jax.profiler.trace(trace):
+            for _ in range(steps):
+                step()
+        found = sorted(Path(trace).rglob("*.xplane.pb"))
+        if found:
+            shutil.copyfile(found[0], f"{directory}.xplane.pb")
+
+
+def inference(shapes, batch, length, repeats, scratch, report, profile=None):
     import jax
     import torch
     import transformers
@@ -152,16 +176,26 @@ def inference(shapes, batch, length, repeats, scratch, report):
         # biozoo's own prediction path (what annotate runs): the jitted stateless call, inputs on
         # the device as transformers' are, timed to the logits on the device as transformers' are
         x_on_device = jax.device_put(x)
-        precision_of = {"float32": "highest", "tf32": "tensorfloat32", "bf16_weights": "default"}
-        for label, matmul in precision_of.items():
+        # one conversion per shape: float32 and TF32 are the same jitted call traced under another
+        # matmul precision; bf16 a copy in bfloat16, with cuDNN's fused attention (Keras' auto
+        # choice) and with XLA's (flash attention disabled), to tell attention's share apart
+        task = biozoo.TokenClassifier.from_preset(str(model_dir))
+        for label, matmul, precision, flash in (("float32", "highest", "float32", None),
+                                                 ("tf32", "tensorfloat32", "float32", None),
+                                                 ("bf16_weights", "default", "bfloat16", None),
+                                                 ("bf16_weights_xla_attention", "default", "bfloat16", False)):
+            set_flash_attention(flash)
+            task.precision = precision
+            task._compiled_predict = None  # a new copy under this attention setting
             with jax.default_matmul_precision(matmul):
-                task = biozoo.TokenClassifier.from_preset(str(model_dir),
-                                                          precision="bfloat16" if label == "bf16_weights" else "float32")
                 predict = compiled_predict(task)
                 logits = np.asarray(predict(x_on_device), np.float32)
                 rows[f"biozoo_{label}"] = timed_repeats(lambda: jax.block_until_ready(predict(x_on_device)), repeats)
+                if profile and label == "bf16_weights":
+                    profile_steps(lambda: jax.block_until_ready(predict(x_on_device)), Path(profile) / f"{name}-bf16")
             if label == "float32":
                 report_diff = float(np.abs(logits - reference).max())
+        set_flash_attention(None)
         per_second = {key: round(batch / seconds, 1) for key, seconds in rows.items()}
         best_torch = max(value for key, value in per_second.items() if key.startswith("transformers"))
         log({f"inference_{name}": {"sequences_per_second": per_second, "batch": batch, "length": length,
@@ -289,7 +323,8 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4):
 
     write_documents(stream(), str(output), "pubtator")
     seconds = time.perf_counter() - start
-    steady = (len(repeated) - 256) / (time.perf_counter() - first)
+    after_first = len(repeated) - min(256, len(repeated))  # documents after the first chunk
+    steady = after_first / (time.perf_counter() - first) if after_first else len(repeated) / seconds
     annotated = list(read_documents([str(output)]))
     first_copy = [(d.id[:-1], a.start, a.end, a.type) for d in annotated[:len(documents)] for a in d.existing_annotations()]
     total = sum(len(d.existing_annotations()) for d in annotated)
@@ -386,6 +421,7 @@ def main():
                         help="annotate: also run bfloat16 with this many host worker processes (0: not)")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--train-steps", type=int, default=30)
+    parser.add_argument("--profile", help="inference: a folder for a JAX profiler trace of each shape's bf16 calls")
     parser.add_argument("--smoke", action="store_true", help="tiny shapes and counts: that every part runs")
     parser.add_argument("--report", help="also write every figure to this JSON file")
     args = parser.parse_args()
@@ -404,7 +440,7 @@ def main():
     parts = args.parts.split(",")
     with tempfile.TemporaryDirectory(prefix="biozoo-gpu-") as scratch:
         if "inference" in parts:
-            inference(shapes, batch, length, repeats, scratch, report)
+            inference(shapes, batch, length, repeats, scratch, report, args.profile)
         if "annotate" in parts:
             annotate(SMOKE_SHAPE if args.smoke else SHAPES["bioformer_8l"], abstracts, args.vocab,
                      args.documents or (8 if args.smoke else 5000), args.annotate_batch, args.workers, scratch,

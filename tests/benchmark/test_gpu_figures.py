@@ -23,21 +23,27 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path):
     report = tmp_path / "gpu.json"
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": f"{site}{os.pathsep}{ROOT}",
            "BIOZOO_CACHE": str(tmp_path / "cache")}
+    (tmp_path / "profile").mkdir()
     result = subprocess.run([sys.executable, "-S", str(ROOT / "benchmarks" / "gpu_figures.py"), "--smoke",
-                             "--report", str(report)], env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+                             "--workers", "1", "--profile", str(tmp_path / "profile"), "--report", str(report)],
+                            env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     figures = json.loads(report.read_text())
     assert figures["device"]["torch_device"] == "cpu"
     inference = figures["inference_smoke"]
     assert inference["float32_max_abs_diff_vs_transformers"] < 1e-4
     assert set(inference["sequences_per_second"]) == {
-        "biozoo_float32", "biozoo_tf32", "biozoo_bf16_weights", "transformers_float32", "transformers_tf32",
-        "transformers_bf16_autocast", "transformers_bf16_weights"}
+        "biozoo_float32", "biozoo_tf32", "biozoo_bf16_weights", "biozoo_bf16_weights_xla_attention",
+        "transformers_float32", "transformers_tf32", "transformers_bf16_autocast", "transformers_bf16_weights"}
+    assert (tmp_path / "profile" / "smoke-bf16.xplane.pb").stat().st_size > 0
     for precision in ("float32", "bfloat16"):
         run = figures[f"annotate_{precision}"]
         assert run["abstracts"] == 8 and run["distinct_abstracts"] == 4 and run["sentences"] > 8
         assert run["entities"] == run["entities_placed_by_stages"] > 0  # the pipeline and its stages agree
         assert abs(sum(run["stage_share_percent"].values()) - 100) < 0.5
+    workers = figures["annotate_bfloat16_workers"]  # the corpus 4 times over through 1 worker process
+    assert workers["documents_out"] == workers["abstracts"] == 32 and workers["entities_equal_one_process"]
+    assert workers["abstracts_per_second_after_first_chunk"] > 0
     compared = figures["annotate_bfloat16_vs_float32"]
     assert compared["same"] + compared["only_float32"] == compared["float32_entities"] == figures["annotate_float32"]["entities"]
     for name in ("finetune_smoke",):
