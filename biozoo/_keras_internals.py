@@ -183,18 +183,20 @@ def patch_reduce_per_replica(make_replacement):
 def attention_without_dropout(model, adjust_mask):
     """While the block runs, every Keras `MultiHeadAttention` of `model` has dropout 0 (its
     `_compute_attention` takes `ops.dot_product_attention` only then) and passes its attention
-    mask through `adjust_mask(mask, query)` first."""
-    layers = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.MultiHeadAttention)]
-    saved = [layer._dropout for layer in layers]
-    for layer in layers:
-        layer._dropout = 0.0
-        layer._compute_attention = _adjusted_mask(layer._compute_attention, adjust_mask)
+    mask through `adjust_mask(mask, query)` first. A layer already inside such a block (nested,
+    or another thread's) is left to that block, which restores it."""
+    changed = []
     try:
+        for layer in model._flatten_layers():
+            if isinstance(layer, keras.layers.MultiHeadAttention) and "_compute_attention" not in vars(layer):
+                changed.append((layer, layer._dropout))
+                layer._compute_attention = _adjusted_mask(layer._compute_attention, adjust_mask)
+                layer._dropout = 0.0
         yield model
     finally:
-        for layer, dropout in zip(layers, saved):
+        for layer, dropout in changed:
             layer._dropout = dropout
-            del layer._compute_attention  # the class's method again
+            vars(layer).pop("_compute_attention", None)  # the class's method again
 
 
 def _adjusted_mask(compute_attention, adjust_mask):

@@ -64,3 +64,31 @@ def test_unallocated_variables_allocate_nothing():
         layer.build((None, 3))
     assert tuple(layer.kernel.shape) == (3, 4)
     assert layer.kernel._value is None  # no memory behind it
+
+
+def test_attention_without_dropout_nests_and_restores():
+    """Inference attention's context, nested (or entered twice at once): dropout 0 and the mask
+    hook inside; after the outer block, each layer as it was."""
+    import keras
+
+    class Block(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.attention = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4, dropout=0.1)
+
+    model = Block()
+    layer = model.attention
+
+    def untouched():
+        return layer._dropout == 0.1 and "_compute_attention" not in vars(layer)
+
+    with K.attention_without_dropout(model, lambda mask, query: mask):
+        assert layer._dropout == 0.0 and "_compute_attention" in vars(layer)
+        with K.attention_without_dropout(model, lambda mask, query: mask):
+            assert layer._dropout == 0.0
+        assert layer._dropout == 0.0 and "_compute_attention" in vars(layer)
+    assert untouched()
+    with pytest.raises(RuntimeError):
+        with K.attention_without_dropout(model, lambda mask, query: mask):
+            raise RuntimeError
+    assert untouched()

@@ -81,6 +81,24 @@ def _worker_died(error):
                         "fewer --workers, or --workers 0 to annotate in this process alone")
 
 
+class _WorkerProcess(multiprocessing.get_context("spawn").Process):
+    """A spawned process that starts with `WORKER_ENVIRONMENT` (this process's own is changed
+    only while it starts)."""
+
+    def start(self):
+        with _environment(WORKER_ENVIRONMENT):
+            super().start()
+
+
+class _WorkerContext:
+    """The "spawn" context, making `_WorkerProcess`es."""
+
+    Process = _WorkerProcess
+
+    def __getattr__(self, name):
+        return getattr(multiprocessing.get_context("spawn"), name)
+
+
 @contextlib.contextmanager
 def _environment(values):
     saved = {key: os.environ.get(key) for key in values}
@@ -101,10 +119,8 @@ def predictions_in_workers(annotator, chunks, workers):
     exception (the caller annotates that chunk again in its own process to name the document
     at fault). `workers` processes prepare chunks ahead of the model and finish them behind it."""
     stages = pickle.dumps(TaggerHostStages(annotator))
-    context = multiprocessing.get_context("spawn")
-    with (_environment(WORKER_ENVIRONMENT),
-          concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                                                 initargs=(stages,)) as pool):
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=_WorkerContext(), initializer=_start_worker,
+                                                initargs=(stages,)) as pool:
         prepared, finishing = collections.deque(), collections.deque()
 
         def run_model():
@@ -130,13 +146,19 @@ def predictions_in_workers(annotator, chunks, workers):
             except Exception as error:  # noqa: BLE001
                 return chunk, error
 
-        for chunk in chunks:
-            prepared.append((chunk, pool.submit(_prepare, chunk)))
-            if len(prepared) > workers:
-                run_model()
-            while len(finishing) > workers:
-                yield finished()
+        reading_error = None
+        try:
+            for chunk in chunks:
+                prepared.append((chunk, pool.submit(_prepare, chunk)))
+                if len(prepared) > workers:
+                    run_model()
+                while len(finishing) > workers:
+                    yield finished()
+        except Exception as error:  # noqa: BLE001 - the chunks read before it are annotated first
+            reading_error = error
         while prepared:
             run_model()
         while finishing:
             yield finished()
+        if reading_error is not None:
+            raise reading_error

@@ -83,7 +83,7 @@ class TokenClassifierPreprocessor(keras_hub.models.Preprocessor):
         token_ids, labels, positions, sentence_of, first_word, owner = [], [], [], [], [], []
         for s, pieces in enumerate(word_pieces):
             lengths = [min(len(p), budget) for p in pieces]
-            if sum(lengths) <= budget:  # the sentence fits one window (most do): what the loop below gives
+            if sum(map(len, pieces)) <= budget:  # every piece fits one window (most sentences): the loop's result
                 window = len(token_ids)
                 offsets = np.cumsum([1] + lengths[:-1]) if pieces else np.zeros(0, int)
                 ids = [cls_id, *(i for p in pieces for i in p), sep_id]

@@ -2,6 +2,7 @@
 shared document, several models, overlaps, gold kept apart, errors that name the document."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -233,9 +234,11 @@ def test_worker_processes_annotate_as_one_process_does(tagger_dir, example_pubta
         return out, skipped, len(documents)
 
     alone, skipped_alone, count = annotated(0)
+    environment = dict(os.environ)
     with mock.patch.object(runner, "predictions_in_workers", wraps=runner.predictions_in_workers) as pipeline:
         in_workers, skipped_in_workers, _ = annotated(2)
     assert pipeline.call_count == 1
+    assert dict(os.environ) == environment  # the workers' settings stayed theirs
     assert len(alone) == count - 1 and sum(len(found) for _, found in alone) > 0
     assert in_workers == alone
     assert len(skipped_in_workers) == 1 and "in.txt:7 (id bad)" in skipped_in_workers[0]
@@ -269,3 +272,22 @@ def test_a_worker_that_dies_stops_the_run_with_what_to_do(tagger_dir):
     run = AnnotationRun([load_annotator(tagger_dir)], progress=False, workers=1)
     with pytest.raises(RuntimeError, match=r"worker process of the annotation ended abruptly.*--workers 0"):
         list(run.annotate(documents))
+
+
+def test_an_input_error_comes_after_the_documents_read_before_it(tagger_dir, example_pubtator):
+    """Workers hold chunks in flight: a reader that fails mid-stream still gets every complete
+    chunk before it annotated and handed on, then its error, as in one process."""
+    from biozoo.annotate import AnnotationRun, load_annotator
+
+    documents = list(read_documents([example_pubtator]))
+
+    def reader():
+        yield from documents[:2]
+        raise ValueError("in.pubtator:9: a broken line")
+
+    out = []
+    run = AnnotationRun([load_annotator(tagger_dir)], progress=False, chunk_size=1, workers=2)
+    with pytest.raises(ValueError, match="in.pubtator:9"):
+        for document in run.annotate(reader()):
+            out.append(document.id)
+    assert out == [d.id for d in documents[:2]]

@@ -55,6 +55,20 @@ def test_every_gold_entity_is_scored_at_length_16(ner16, ncbi_test):
     assert all(0.0 <= x <= 1.0 for row in scores for x in row)
 
 
+def test_a_word_longer_than_the_window_is_cut_to_it(ner16):
+    """A one-word sentence of more pieces than a window holds: the word's first pieces, then
+    [SEP] (a window never runs past the model's length)."""
+    pre = ner16.preprocessor
+    cls_id, sep_id = pre.tokenizer.cls_token_id, pre.tokenizer.sep_token_id
+    long_word = list(range(1000, 1020))
+    windows = pre.piece_windows([[long_word], [[7], [8]], []], [[1], [1, 2], []])
+    assert [w.tolist() for w in windows.token_ids] == [[cls_id, *long_word[:14], sep_id], [cls_id, 7, 8, sep_id],
+                                                       [cls_id, sep_id]]
+    assert [w.tolist() for w in windows.labels] == [[IGNORE_LABEL, 1] + [IGNORE_LABEL] * 14,
+                                                    [IGNORE_LABEL, 1, 2, IGNORE_LABEL], [IGNORE_LABEL] * 2]
+    assert windows.owner == [[0], [1, 1], []]
+
+
 def test_word_that_tokenizes_to_nothing_still_gets_a_label(ner16):
     tags, _ = ner16.predict_tags([["BRCA1", "\u200b", "cancer"]])
     assert len(tags[0]) == 3
