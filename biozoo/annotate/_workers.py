@@ -41,18 +41,11 @@ class TaggerHostStages:
 
     def finish(self, sentences, spans, owner, word_positions, logits, count):
         """The model's logits per window -> per document `(start, end, type, score, model)`."""
-        windows = _Owners(owner, word_positions)
-        probabilities = unit_probabilities(windows, [len(row) for row in spans], logits, len(self.label_names))
+        probabilities = unit_probabilities(owner, word_positions, [len(row) for row in spans], logits,
+                                           len(self.label_names))
         grouped = group_entities(self.preprocessor.tokenizer, self.label_names, sentences.texts,
                                  zip(spans, probabilities), self.aggregation)
         return sentences.place([g["entities"] for g in grouped], count, [self.name] * len(sentences.texts))
-
-
-class _Owners:
-    """The part of `Windows` that reading probabilities back needs."""
-
-    def __init__(self, owner, word_positions):
-        self.owner, self.word_positions = owner, word_positions
 
 
 def can_run_in_workers(annotators):

@@ -227,7 +227,8 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
 
     def _unit_probabilities(self, windows, counts, batch_size):
         """Probabilities of each window's units (words, or single tokens), per sentence."""
-        return unit_probabilities(windows, counts, self.window_logits(windows, batch_size), len(self.label_names))
+        return unit_probabilities(windows.owner, windows.word_positions, counts, self.window_logits(windows, batch_size),
+                                  len(self.label_names))
 
     def window_logits(self, windows, batch_size=64):
         """The model's logits for each window of `windows` (`[tokens, labels]` arrays): the part
@@ -313,17 +314,17 @@ def token_windows(preprocessor, texts, truncate=False):
     return spans, preprocessor.piece_windows([[[i] for i, _, _ in row] for row in spans])
 
 
-def unit_probabilities(windows, counts, logits_per_window, num_labels):
+def unit_probabilities(owner, word_positions, counts, logits_per_window, num_labels):
     """Per sentence (`counts`: its units), `[units, labels]` probabilities from each window's logits,
-    each unit read in the window that owns it."""
+    each unit read in the window that owns it (`Windows.owner`, `Windows.word_positions`)."""
     probabilities = [softmax(logits) for logits in logits_per_window]
     out = []
     for s, count in enumerate(counts):
         probs = np.zeros((count, num_labels), np.float32)
-        owners = np.asarray(windows.owner[s], np.int64)
+        owners = np.asarray(owner[s], np.int64)
         for window in np.unique(owners):
             words = np.flatnonzero(owners == window)
-            probs[words] = probabilities[window][windows.word_positions[window][words]]
+            probs[words] = probabilities[window][word_positions[window][words]]
         out.append(probs)
     return out
 
