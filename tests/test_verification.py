@@ -85,7 +85,7 @@ def test_sentence_heads_are_compared(name, hf_class, sentence_task, tmp_path):
     trains, loaded from the converted preset."""
     import torch
 
-    from biozoo.train.tf_pretrain import MaskedLMPretrainer, _sentence_head_weights
+    from biozoo.train.pretrain import MaskedLMPretrainer, _sentence_head_weights
 
     model, directory = H.save_case(H.get_case(name), hf_class, tmp_path / name)
     certificate = verify(str(directory))

@@ -1,5 +1,5 @@
 """`biozoo pretrain mlm|electra` and `biozoo distill`: the command lines of
-biozoo.train.tf_pretrain and biozoo.train.tf_distill (imported only when a command runs): parsed
+biozoo.train.pretrain and biozoo.train.tf_distill (imported only when a command runs): parsed
 options -> their hyperparameter dataclasses -> `run_pretrain` / `run_distill`."""
 
 import json
@@ -55,8 +55,9 @@ def resolve_strategy_from(args, log):
 def add_pretrain_arguments(parser):
     """The arguments of `biozoo pretrain` (the caller adds the method and strategy options)."""
     parser.add_argument("--corpus", nargs="+", required=True,
-                        help="plain-text files (local or gs://): one sentence per line, a blank line between "
-                        "documents; each file becomes one TFRecord shard")
+                        help="plain-text files (local, or gs:// with TensorFlow): one sentence per line, a blank "
+                        "line between documents; each file becomes one shard (TFRecords on TensorFlow, NumPy "
+                        "arrays on JAX and PyTorch)")
     parser.add_argument("--preset", help="start from this model (registry name, hf://org/repo, directory): "
                         "continued pretraining; with --config only its tokenizer is used")
     parser.add_argument("--config", help="JSON backbone config to train from scratch, e.g. "
@@ -85,7 +86,7 @@ def add_pretrain_arguments(parser):
     parser.add_argument("--rtd-weight", type=float, default=50.0, help="electra: discriminator loss weight")
     parser.add_argument("--dupe-factor", type=int, default=1,
                         help="pack each corpus this many times (masks are drawn anew every epoch anyway)")
-    parser.add_argument("--records", help="keep the TFRecords here (reused by later runs with the same settings); "
+    parser.add_argument("--records", help="keep the packed shards here (reused by later runs with the same settings); "
                         "default: OUTPUT.records, removed after a successful run")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--checkpoint-every", type=int, default=None,
@@ -120,7 +121,7 @@ def add_distill_arguments(parser):
                         help="wwm: whole-word masking (default); token: single pieces")
     parser.add_argument("--eval-corpus", nargs="+", help="held-out text files for the agreement figures "
                         "(default: the first 2,000 training instances)")
-    parser.add_argument("--records", help="keep the TFRecords here (reused by later runs with the same settings); "
+    parser.add_argument("--records", help="keep the packed shards here (reused by later runs with the same settings); "
                         "default: OUTPUT.records, removed after a successful run")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--checkpoint-every", type=int, default=None,
@@ -143,7 +144,7 @@ def _run(args, command):
 
 def pretrain_hyperparameters(args):
     """`biozoo pretrain`'s options -> `PretrainHyperparameters`."""
-    from biozoo.train.tf_pretrain import PretrainHyperparameters
+    from biozoo.train.pretrain import PretrainHyperparameters
 
     return PretrainHyperparameters(
         max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
@@ -156,7 +157,7 @@ def pretrain_hyperparameters(args):
 
 def pretrain_from_args(args, strategy=None):
     """Run `biozoo pretrain` from parsed `args`; return the metrics."""
-    from biozoo.train.tf_pretrain import run_pretrain
+    from biozoo.train.pretrain import run_pretrain
 
     return run_pretrain(args.method, args.corpus, args.output, pretrain_hyperparameters(args), preset=args.preset,
                         config=args.config, tokenizer=args.tokenizer, generator=args.generator, strategy=strategy,

@@ -6,7 +6,7 @@
   the atomic write of OUTPUT and the clean-up (`TrainingRun`).
 * `recipes` — published fine-tuning recipes (the BioM-Transformers table, `--recipe biom`).
 * `tf_loop` — the resumable TensorFlow training loop and the distributed train step.
-* `tf_pretrain` — `biozoo pretrain`: MLM (+ NSP / SOP) and ELECTRA (`run_pretrain`).
+* `pretrain` — `biozoo pretrain`: MLM (+ NSP / SOP) and ELECTRA (`run_pretrain`), on every backend.
 * `tf_distill` — `biozoo distill`: DistilBERT, TinyBERT and CompactBioBERT distillation.
 * `tf_strategy` — choosing the tf.distribute strategy.
 * `distribution` — the same choice on JAX and PyTorch (keras.distribution).

@@ -35,14 +35,14 @@ import numpy as np
 
 from biozoo import Tokenizer
 from biozoo._io import read_json
-from biozoo.data import IGNORE_LABEL
+from biozoo.data import IGNORE_LABEL, pretraining
 from biozoo.data import tf_pretraining as P
 from biozoo.errors import BiozooError
 from biozoo.optim import adamw
 from biozoo.tasks.inference import compiled_predict
 from biozoo.tasks.pretraining import MaskedLM
+from biozoo.train.loss_history import LossHistoryStep
 from biozoo.train.run import TrainingRun, check_values, examples_per_second
-from biozoo.train.tf_loop import LossHistoryStep
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -230,7 +230,7 @@ class Distiller(LossHistoryStep, keras.Model):
     token is masked), or `(x, mask_ids, mask_weights)`. Calling the distiller runs the student.
     With `total_steps`, every loss term is averaged over each `log_every` steps in the graph (a
     model variable, so checkpoints keep it): `loss_curves()`. The distributed train step is
-    `biozoo.train.tf_loop.LossHistoryStep`'s.
+    `biozoo.train.loss_history.LossHistoryStep`'s.
 
     Example:
         >>> distiller = Distiller(teacher, student, "compact", layer_map=[2, 4])
@@ -370,7 +370,8 @@ def masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed
     instances), all [batch_size, max_seq_length]."""
     import tensorflow as tf
 
-    from biozoo.data.tf_pretraining import WholeWordMasker, max_predictions_for
+    from biozoo.data.pretraining import max_predictions_for
+    from biozoo.data.tf_pretraining import WholeWordMasker
 
     masker = WholeWordMasker(tokenizer, max_predictions_for(max_seq_length), whole_words=whole_words)
     pad_id = int(tokenizer.pad_token_id)
@@ -411,8 +412,8 @@ def pretraining_data(tokenizer, corpus_files, *, max_seq_length, batch_size, see
                                 whole_words=whole_words)
 
     if eval_corpus:
-        documents = [d for path in eval_corpus for d in P.read_documents(path)]
-        instances = P.create_instances(P.tokenize_documents(documents, tokenizer), tokenizer.cls_token_id,
+        documents = [d for path in eval_corpus for d in pretraining.read_documents(path)]
+        instances = pretraining.create_instances(pretraining.tokenize_documents(documents, tokenizer), tokenizer.cls_token_id,
                                        tokenizer.sep_token_id, max_seq_length, None, seed=seed)
         token_lists = [i["token_ids"] for i in instances[:max_eval]]
         source = "held out: " + ", ".join(_where(p) for p in eval_corpus)

@@ -1,7 +1,6 @@
 """The training loop shared by fine-tuning, pretraining and distillation: Keras `fit` under a
-tf.distribute strategy, with preemption-safe checkpoints and resume; and the distributed train
-step (with an in-graph loss history) of the models that compute their own losses
-(`LossHistoryStep`: the pretrainers and the distiller).
+tf.distribute strategy, with preemption-safe checkpoints and resume (the train step of the
+models that compute their own losses is `biozoo.train.loss_history`'s).
 
 `stream(start_step)` returns a tf.data.Dataset of *global* batches from global step
 `start_step` on, the same batches for the same seed, so a resumed run sees exactly the batches
@@ -141,83 +140,3 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
     if save and manager is not None and int(model.optimizer.iterations.numpy()) % checkpoint_every:
         manager.save(checkpoint_number=int(model.optimizer.iterations.numpy()))
     return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}
-
-
-class LossHistoryStep:
-    """The distributed train step of models that compute their own losses (pretraining,
-    distillation), mixed in before `keras.Model`, with an in-graph loss history.
-
-    A subclass calls `init_loss_history(tracked, total_steps, log_every)` at the end of its
-    constructor (`tracked`: the loss names reported, "loss" first, the one minimised) and
-    defines `step_losses(data, training)` -> {name: scalar}. The step divides the replica's
-    mean loss by the number of replicas (their gradients are summed), applies the
-    mixed-precision loss scale, and skips variables without a gradient (e.g. a pooler no loss
-    uses).
-
-    The history (`loss_history`, [intervals, tracked losses]) sums each step's losses into the
-    row of its `log_every`-step interval, in the graph: it works under any strategy (replicas
-    add their share), and being a model variable it is checkpointed and restored with it.
-    `loss_curves()` reads it back as means.
-    """
-
-    def init_loss_history(self, tracked, total_steps, log_every):
-        self.tracked = tuple(tracked)
-        self.trackers = {name: keras.metrics.Mean(name=name) for name in self.tracked}
-        self.log_every = max(1, int(log_every))
-        self.loss_history = None
-        if total_steps:
-            self.loss_history = keras.Variable(
-                initializer="zeros", shape=(-(-int(total_steps) // self.log_every), len(self.tracked)),
-                dtype="float32", trainable=False, aggregation="sum", synchronization="on_read", name="loss_history")
-
-    @property
-    def metrics(self):
-        return list(self.trackers.values())
-
-    def _tracked_values(self, losses):
-        import tensorflow as tf
-
-        return [tf.cast(losses[name], tf.float32) for name in self.tracked]
-
-    def _track(self, values):
-        for name, value in zip(self.tracked, values):
-            self.trackers[name].update_state(value)
-        return {name: tracker.result() for name, tracker in self.trackers.items()}
-
-    def train_step(self, data):
-        import tensorflow as tf
-
-        replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        with tf.GradientTape() as tape:
-            losses = self.step_losses(data, training=True)
-            # `loss` is this replica's mean and gradients are summed over replicas: divide. (Inside
-            # the tape.) `scale_loss` applies the mixed-precision loss scale, which `apply` undoes.
-            scaled = self.optimizer.scale_loss(losses["loss"] / replicas)
-        values = self._tracked_values(losses)
-        if self.loss_history is not None:
-            rows = self.loss_history.shape[0]
-            row = tf.minimum(tf.cast(self.optimizer.iterations, tf.int32) // self.log_every, rows - 1)
-            share = tf.stack(values) / float(replicas)  # the replicas' copies add up
-            self.loss_history.assign_add(tf.one_hot(row, rows)[:, None] * share[None, :])
-        variables = self.trainable_variables
-        gradients = tape.gradient(scaled, variables)
-        pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
-        self.optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
-        return self._track(values)
-
-    def test_step(self, data):
-        return self._track(self._tracked_values(self.step_losses(data, training=False)))
-
-    def loss_curves(self):
-        """{tracked loss: [mean over each `log_every`-step interval]} of the steps run so far
-        (resumed runs included)."""
-        if self.loss_history is None:
-            return {}
-        done = int(self.optimizer.iterations.numpy())
-        sums = np.asarray(keras.ops.convert_to_numpy(self.loss_history.value))
-        curves = {name: [] for name in self.tracked}
-        for row in range(min(-(-done // self.log_every), sums.shape[0])):
-            count = min(self.log_every, done - row * self.log_every)
-            for column, name in enumerate(self.tracked):
-                curves[name].append(float(sums[row, column] / count))
-        return curves

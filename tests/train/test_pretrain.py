@@ -1,7 +1,10 @@
-"""`biozoo pretrain`: corpora -> packed TFRecords -> whole-word-masked batches -> MLM (with NSP
-or SOP) and ELECTRA training on real biomedical sentences, from a preset or from a config."""
+"""`biozoo pretrain`: corpora -> packed instances (TFRecords for TensorFlow, NumPy shards for JAX
+and PyTorch) -> whole-word-masked batches -> MLM (with NSP or SOP) and ELECTRA training on real
+biomedical sentences, from a preset or from a config. Training on JAX and PyTorch:
+test_pretrain_backends.py."""
 
 import argparse
+import itertools
 import json
 import os
 
@@ -46,7 +49,7 @@ def tiny_albert(tmp_path_factory, corpus_spiece):
 
 
 def test_documents_split_at_blank_lines_and_an_empty_corpus_is_named(tmp_path):
-    from biozoo.data.tf_pretraining import read_documents
+    from biozoo.data.pretraining import read_documents
 
     path = tmp_path / "corpus.txt"
     path.write_bytes(b"BRCA1 mutations.\r\nIn breast cancer.\r\n\r\n\r\nA second document.\n   \nThird one.\n")
@@ -67,7 +70,7 @@ def synthetic_documents(count=40, seed=0):
 
 @pytest.mark.parametrize("task", [None, "nsp", "sop"])
 def test_instances_pack_a_document_up_to_the_length_and_pair_segments(task):
-    from biozoo.data.tf_pretraining import create_instances
+    from biozoo.data.pretraining import create_instances
 
     cls, sep, length = 1, 2, 32
     instances = create_instances(synthetic_documents(), cls, sep, length, task, seed=3)
@@ -118,18 +121,69 @@ def test_records_are_written_atomically_read_back_and_reused(tmp_path, corpus, t
     assert max(len(i["token_ids"]) for i in read_records(files).as_numpy_iterator()) <= 48
 
 
-def test_the_stream_from_a_step_is_the_stream_skipped_to_it(tmp_path, corpus, tiny_bert_real_vocab):
-    """What a resumed run relies on: batches depend only on the seed and the step."""
+def test_shards_hold_the_records_instances_are_written_atomically_and_reused(tmp_path, corpus, tiny_bert_real_vocab):
     import biozoo
-    from biozoo.data.tf_pretraining import count_records, masked_dataset, write_pretraining_records
+    from biozoo.data.pretraining import InstanceShards, count_instances, write_instance_shards
+    from biozoo.data.tf_pretraining import read_records, write_pretraining_records
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
-    files = write_pretraining_records([corpus], tokenizer, tmp_path / "records", 48, "sop")
-    epoch = count_records(tmp_path / "records") // 8
+    shards = tmp_path / "shards"
+    prefixes = write_instance_shards([corpus], tokenizer, shards, 64, "nsp", seed=1)
+    assert sorted(os.listdir(shards)) == ["shard-00000.index.npy", "shard-00000.tokens.npy", "shards.json"]
+    stamp = os.stat(prefixes[0] + ".tokens.npy").st_mtime_ns
+    assert write_instance_shards([corpus], tokenizer, shards, 64, "nsp", seed=1) == prefixes
+    assert os.stat(prefixes[0] + ".tokens.npy").st_mtime_ns == stamp  # reused
+    records = list(read_records(write_pretraining_records([corpus], tokenizer, tmp_path / "records", 64, "nsp",
+                                                          seed=1)).as_numpy_iterator())
+    instances = InstanceShards(prefixes)
+    assert len(instances) == count_instances(shards) == len(records) > 100
+    for i, record in enumerate(records):  # the same packing as TensorFlow's records
+        token_ids, segment_ids, label = instances[i]
+        assert np.array_equal(token_ids, record["token_ids"]) and np.array_equal(segment_ids, record["segment_ids"])
+        assert label == record["sentence_label"]
+    write_instance_shards([corpus], tokenizer, shards, 48, "nsp", seed=1)  # other settings: rewritten
+    assert os.stat(prefixes[0] + ".tokens.npy").st_mtime_ns != stamp
+    np.save(prefixes[0] + ".index.npy", np.zeros((3, 3), np.int64))
+    with pytest.raises(Exception, match="shard-00000: tokens .* do not fit together"):
+        InstanceShards(prefixes)
+
+
+def masked_stream(pipeline, tmp_path, corpus, tokenizer, max_seq_length, batch_size, sentence_task=None, seed=42,
+                  whole_words=True, **options):
+    """`start -> batches` of the TFRecords pipeline (tf.data) or the shards one (NumPy)."""
+    if pipeline == "tfrecords":
+        from biozoo.data.tf_pretraining import masked_dataset, write_pretraining_records
+
+        files = write_pretraining_records([corpus], tokenizer, tmp_path / f"records-{max_seq_length}",
+                                          max_seq_length, sentence_task)
+        return lambda start: iter(masked_dataset(files, tokenizer, max_seq_length, batch_size, sentence_task, seed,
+                                                 start, whole_words=whole_words, **options))
+    from biozoo.data.pretraining import MaskedBatches, write_instance_shards
+
+    prefixes = write_instance_shards([corpus], tokenizer, tmp_path / f"shards-{max_seq_length}", max_seq_length,
+                                     sentence_task)
+    data = MaskedBatches(prefixes, tokenizer, max_seq_length, batch_size, sentence_task, seed, whole_words=whole_words)
+    return data.batches_from
+
+
+PIPELINES = ["tfrecords", "shards"]
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_the_stream_from_a_step_is_the_stream_skipped_to_it(pipeline, tmp_path, corpus, tiny_bert_real_vocab):
+    """What a resumed run relies on: batches depend only on the seed and the step."""
+    import biozoo
+    from biozoo.data.pretraining import count_instances
+    from biozoo.data.tf_pretraining import count_records
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    streams = {seed: masked_stream(pipeline, tmp_path, corpus, tokenizer, 48, 8, "sop", seed) for seed in (3, 4)}
+    epoch = count_records(tmp_path / "records-48") // 8 if pipeline == "tfrecords" else \
+        count_instances(tmp_path / "shards-48") // 8
 
     def batches(start, count, seed=3):
-        return [(x["token_ids"].numpy(), x["mask_positions"].numpy(), y["sentence_label"].numpy())
-                for x, y in masked_dataset(files, tokenizer, 48, 8, "sop", seed, start).take(count)]
+        return [(np.asarray(x["token_ids"]), np.asarray(x["mask_positions"]), np.asarray(y["sentence_label"]))
+                for x, y in itertools.islice(streams[seed](start), count)]
 
     from_zero = batches(0, epoch + 10)
     for ours, theirs in zip(batches(epoch, 10), from_zero[epoch:]):  # into the second pass over the data
@@ -143,8 +197,8 @@ def test_the_stream_from_a_step_is_the_stream_skipped_to_it(tmp_path, corpus, ti
 
 def chosen_and_original(x, y):
     """(chosen positions per row, original ids) of a masked batch."""
-    ids = x["token_ids"].numpy().copy()
-    positions, labels = x["mask_positions"].numpy(), y["mask_labels"].numpy()
+    ids = np.array(x["token_ids"])
+    positions, labels = np.asarray(x["mask_positions"]), np.asarray(y["mask_labels"])
     chosen = []
     for row in range(len(ids)):
         keep = labels[row] != -100
@@ -165,16 +219,16 @@ def word_spans(pieces, continues, specials=("[CLS]", "[SEP]", "[PAD]", "[MASK]")
     return spans
 
 
-def masked_batches(tmp_path, sentences, tokenizer, whole_words, batches=25):
-    from biozoo.data.tf_pretraining import masked_dataset, write_pretraining_records
-
+def masked_batches(pipeline, tmp_path, sentences, tokenizer, whole_words, batches=25):
     corpus = write_corpus(tmp_path / "corpus.txt", sentences, per_document=4)
-    files = write_pretraining_records([corpus], tokenizer, tmp_path / f"records-{whole_words}", 64)
-    dataset = masked_dataset(files, tokenizer, 64, 32, seed=5, whole_words=whole_words, shuffle_buffer=100)
-    return list(dataset.take(batches))
+    options = {"shuffle_buffer": 100} if pipeline == "tfrecords" else {}
+    stream = masked_stream(pipeline, tmp_path / str(whole_words), corpus, tokenizer, 64, 32, seed=5,
+                           whole_words=whole_words, **options)
+    return list(itertools.islice(stream(0), batches))
 
 
-def test_whole_word_masking_masks_every_piece_of_known_words(tmp_path, shared_data, tiny_bert_real_vocab):
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_whole_word_masking_masks_every_piece_of_known_words(pipeline, tmp_path, shared_data, tiny_bert_real_vocab):
     import biozoo
     from biozoo.testing import read_sentences
 
@@ -204,7 +258,7 @@ def test_whole_word_masking_masks_every_piece_of_known_words(tmp_path, shared_da
                             outcomes.append((len(chosen[row] & set(range(start, end))), len(pieces)))
         return outcomes
 
-    batches = masked_batches(tmp_path, sentences, tokenizer, whole_words=True)
+    batches = masked_batches(pipeline, tmp_path, sentences, tokenizer, whole_words=True)
     outcomes = known_word_outcomes(batches)
     masked = [o for o in outcomes if o[0]]
     assert len(outcomes) > 500 and len(masked) > 30
@@ -213,7 +267,7 @@ def test_whole_word_masking_masks_every_piece_of_known_words(tmp_path, shared_da
     chosen_total = valid_total = 0
     for x, y in batches:
         chosen, original = chosen_and_original(x, y)
-        mask = x["padding_mask"].numpy()
+        mask = np.asarray(x["padding_mask"])
         for row, ids in enumerate(original):
             ids = [int(i) for i in ids[mask[row] > 0]]
             assert not {ids[p] for p in chosen[row]} & specials
@@ -223,22 +277,30 @@ def test_whole_word_masking_masks_every_piece_of_known_words(tmp_path, shared_da
             valid_total += sum(i not in specials for i in ids)
     assert 0.12 < chosen_total / valid_total <= 0.15, chosen_total / valid_total
     # 80 % [MASK], 10 % random, 10 % unchanged
-    masked_ids = np.concatenate([x["token_ids"].numpy()[np.arange(32)[:, None], x["mask_positions"].numpy()][
-        y["mask_labels"].numpy() != -100] for x, y in batches])
-    labels = np.concatenate([y["mask_labels"].numpy()[y["mask_labels"].numpy() != -100] for _, y in batches])
+    masked_ids = np.concatenate([np.asarray(x["token_ids"])[np.arange(32)[:, None], np.asarray(x["mask_positions"])][
+        np.asarray(y["mask_labels"]) != -100] for x, y in batches])
+    labels = np.concatenate([np.asarray(y["mask_labels"])[np.asarray(y["mask_labels"]) != -100] for _, y in batches])
     assert 0.75 < np.mean(masked_ids == tokenizer.mask_token_id) < 0.85
     assert 0.06 < np.mean(masked_ids == labels) < 0.14
 
     # the same check catches token-level masking, which splits words
-    token_outcomes = known_word_outcomes(masked_batches(tmp_path, sentences, tokenizer, whole_words=False))
+    token_outcomes = known_word_outcomes(masked_batches(pipeline, tmp_path, sentences, tokenizer, whole_words=False))
     assert any(0 < count < size for count, size in token_outcomes)
 
 
-def test_whole_word_masking_of_sentencepiece_words(tiny_albert):
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_whole_word_masking_of_sentencepiece_words(pipeline, tiny_albert):
     import tensorflow as tf
 
     import biozoo
+    from biozoo.data.pretraining import WordMasker
     from biozoo.data.tf_pretraining import WholeWordMasker
+
+    def mask_with(masker):
+        if pipeline == "tfrecords":
+            return lambda ids, seed: [t.numpy() for t in masker(tf.constant(ids), tf.constant([7, seed], tf.int64))]
+        return lambda ids, seed: masker.mask(ids, np.random.default_rng([7, seed]))
+
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_albert)
     text = ("germline mutations of the adenomatous polyposis coli gene cause familial adenomatous polyposis "
@@ -248,17 +310,18 @@ def test_whole_word_masking_of_sentencepiece_words(tiny_albert):
     spans = word_spans(pieces[1:-1], lambda p: not p.startswith("\u2581"))
     spans = [(s + 1, e + 1) for s, e in spans]
     assert len(spans) == len(text.split()) and any(e - s >= 2 for s, e in spans), pieces
-    masker = WholeWordMasker(tokenizer, max_predictions=10)
-    split_words = WholeWordMasker(tokenizer, max_predictions=10, whole_words=False)
+    kind = WholeWordMasker if pipeline == "tfrecords" else WordMasker
+    masker = mask_with(kind(tokenizer, max_predictions=10))
+    split_words = mask_with(kind(tokenizer, max_predictions=10, whole_words=False))
     broken = 0
     for seed in range(40):
-        _, positions, labels = masker(tf.constant(ids), tf.constant([7, seed], tf.int64))
-        chosen = set(positions.numpy()[labels.numpy() != -100].tolist())
+        _, positions, labels = masker(ids, seed)
+        chosen = set(positions[labels != -100].tolist())
         assert chosen and not chosen & {0, len(ids) - 1}
         for start, end in spans:
             assert len(chosen & set(range(start, end))) in (0, end - start), (seed, pieces[start:end])
-        _, positions, labels = split_words(tf.constant(ids), tf.constant([7, seed], tf.int64))
-        chosen = set(positions.numpy()[labels.numpy() != -100].tolist())
+        _, positions, labels = split_words(ids, seed)
+        chosen = set(positions[labels != -100].tolist())
         broken += any(0 < len(chosen & set(range(s, e))) < e - s for s, e in spans)
     assert broken > 0
 
@@ -269,7 +332,7 @@ def test_whole_word_masking_of_sentencepiece_words(tiny_albert):
 @pytest.mark.slow
 def test_mlm_loss_falls_with_nsp_and_the_output_loads(tmp_path, corpus, tiny_bert_real_vocab):
     import biozoo
-    from biozoo.train.tf_pretrain import run_pretrain
+    from biozoo.train.pretrain import run_pretrain
 
     output = tmp_path / "out"
     metrics = run_pretrain("mlm", [corpus], output, preset=tiny_bert_real_vocab, sentence_task="nsp",
@@ -294,7 +357,7 @@ def test_mlm_loss_falls_with_nsp_and_the_output_loads(tmp_path, corpus, tiny_ber
 @pytest.mark.slow
 def test_electra_discriminator_loss_falls_from_a_config(tmp_path, corpus, tiny_bert_real_vocab):
     import biozoo
-    from biozoo.train.tf_pretrain import run_pretrain
+    from biozoo.train.pretrain import run_pretrain
 
     config = tmp_path / "electra.json"
     config.write_text(json.dumps(ELECTRA_CONFIG))
@@ -325,7 +388,7 @@ def test_continued_albert_pretraining_with_sop(tmp_path, corpus, tiny_albert):
     import biozoo
     from biozoo.preset_files import read_heads
     from biozoo.presets import resolve_preset
-    from biozoo.train.tf_pretrain import build_pretrainer, run_pretrain
+    from biozoo.train.pretrain import build_pretrainer, run_pretrain
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_albert)
     trainer = build_pretrainer("mlm", tokenizer, preset=tiny_albert, sentence_task="sop")
@@ -348,7 +411,7 @@ def test_electra_generator_shares_the_discriminator_embeddings(tiny_bert_real_vo
     import tensorflow as tf
 
     import biozoo
-    from biozoo.train.tf_pretrain import build_pretrainer
+    from biozoo.train.pretrain import build_pretrainer
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
     trainer = build_pretrainer("electra", tokenizer, config=ELECTRA_CONFIG, generator_fraction=0.5)
@@ -371,7 +434,7 @@ def test_electra_generator_shares_the_discriminator_embeddings(tiny_bert_real_vo
 
 def test_clear_errors(tmp_path, corpus, tiny_bert_real_vocab):
     import biozoo
-    from biozoo.train.tf_pretrain import build_pretrainer, run_pretrain
+    from biozoo.train.pretrain import build_pretrainer, run_pretrain
 
     tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
     with pytest.raises(ValueError, match="needs a tokenizer"):
@@ -413,7 +476,7 @@ def test_command_line_arguments():
 
 def test_command_line_defaults_are_the_hyperparameters_defaults():
     from biozoo._commands.train import add_pretrain_arguments, pretrain_hyperparameters
-    from biozoo.train.tf_pretrain import PretrainHyperparameters
+    from biozoo.train.pretrain import PretrainHyperparameters
 
     parser = argparse.ArgumentParser()
     parser.add_argument("method")

@@ -11,8 +11,10 @@ Where the model starts:
   constructor arguments; `vocabulary_size` defaults to the tokenizer's): fresh weights, with
   the tokenizer of `tokenizer=T`, or of `preset` when no `tokenizer` is given.
 
-Corpora are packed into TFRecords (see `biozoo.data.tf_pretraining`) in `records_dir` (default
-`OUTPUT.records`, removed after a successful run) and masked dynamically as they are read.
+It runs on every Keras backend. Corpora are packed (see `biozoo.data.pretraining`) in
+`records_dir` (default `OUTPUT.records`, removed after a successful run) and masked dynamically
+as they are read: TFRecords and tf.data under TensorFlow (`biozoo.data.tf_pretraining`), NumPy
+shards and batches under JAX and PyTorch.
 OUTPUT is written atomically as a Keras preset: for MLM the `biozoo.MaskedLM` task (so
 `biozoo.from_preset(OUTPUT)` gives the backbone, `biozoo.MaskedLM.from_preset(OUTPUT)` the
 task), for ELECTRA the discriminator as a `biozoo.ReplacedTokenDetector` task with the generator
@@ -40,14 +42,15 @@ from biozoo import presets
 from biozoo._io import atomic_write_json, read_json
 from biozoo.api import Tokenizer
 from biozoo.data import IGNORE_LABEL
+from biozoo.data.pretraining import MaskedBatches, count_instances, write_instance_shards
 from biozoo.errors import CheckpointError
 from biozoo.models import FAMILIES, family_for_backbone, get_family, run_layers
 from biozoo.models.electra.backbone import ElectraBackbone
 from biozoo.optim import adamw
 from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, PROVENANCE_FILE, read_heads
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
+from biozoo.train.loss_history import LossHistoryStep
 from biozoo.train.run import TrainingRun, check_values, examples_per_second
-from biozoo.train.tf_loop import LossHistoryStep
 
 METHODS = ("mlm", "electra")
 
@@ -100,13 +103,21 @@ def _masked_cross_entropy(labels, logits):
 
 
 class _Pretrainer(LossHistoryStep, keras.Model):
-    """Shared by both objectives: loss trackers, the distributed gradient step and the loss
-    history of `biozoo.train.tf_loop.LossHistoryStep`; a subclass computes the losses of a batch
+    """Shared by both objectives: loss trackers, the gradient step and the loss history of
+    `biozoo.train.loss_history.LossHistoryStep`; a subclass computes the losses of a batch
     `(x, y)` in `_pretraining_losses`."""
 
     def step_losses(self, data, training):
         x, y = data
         return self._pretraining_losses(x, y, training=training)
+
+
+def _freeze_unused_pooler(backbone):
+    """No loss reads the pooler without a sentence task: keep it as it is (TensorFlow's step skips
+    a variable without a gradient; JAX's gives it zeros, which weight decay would still move)."""
+    pooler = getattr(backbone, "pooled_dense", None)
+    if pooler is not None:
+        pooler.trainable = False
 
 
 class MaskedLMPretrainer(_Pretrainer):
@@ -136,6 +147,8 @@ class MaskedLMPretrainer(_Pretrainer):
             self.sentence_head.build((None, task.backbone.hidden_dim))
             if sentence_head_weights is not None:
                 self.sentence_head.set_weights(sentence_head_weights)
+        else:
+            _freeze_unused_pooler(task.backbone)
         tracked = ("loss", "mlm_loss", "sentence_loss") if sentence_task else ("loss",)
         self.init_loss_history(tracked, total_steps, log_every)
         self.built = True
@@ -227,6 +240,7 @@ class ElectraPretrainer(_Pretrainer):
         self.generator = generator
         for name in SHARED_EMBEDDINGS:  # the generator's own copies are unused while training
             getattr(generator, name).trainable = False
+        _freeze_unused_pooler(backbone)
         self.generator_head = MaskedLMHead(
             backbone.token_embedding, units=embed[-1], activation="gelu",
             layer_norm_epsilon=generator.layer_norm_epsilon, dtype=generator.dtype_policy, name="generator_head")
@@ -252,28 +266,26 @@ class ElectraPretrainer(_Pretrainer):
         return keras.ops.cast(self.generator_head(h), "float32")
 
     def _pretraining_losses(self, x, y, training):
-        import tensorflow as tf
-
+        ops = keras.ops
         labels = y["mask_labels"]
         logits = self.generator_logits(x, training=training)
         generator_loss = _masked_cross_entropy(labels, logits)
-        vocabulary = tf.shape(logits)[-1]
-        sampled = keras.random.categorical(tf.reshape(tf.stop_gradient(logits), [-1, vocabulary]), 1,
+        sampled = keras.random.categorical(ops.reshape(ops.stop_gradient(logits), (-1, logits.shape[-1])), 1,
                                            seed=self.seed_generator, dtype="int32")
-        sampled = tf.reshape(sampled, tf.shape(labels))
+        sampled = ops.reshape(sampled, ops.shape(labels))
         # scatter the samples and the original ids back to their positions
-        weights = tf.cast(labels != IGNORE_LABEL, tf.int32)
-        length = tf.shape(x["token_ids"])[1]
-        at = tf.one_hot(x["mask_positions"], length, dtype=tf.int32) * weights[..., None]  # [batch, masks, seq]
-        replaced = tf.reduce_max(at, axis=1) > 0
-        fake = tf.where(replaced, tf.reduce_sum(at * sampled[..., None], 1), x["token_ids"])
-        original = tf.where(replaced, tf.reduce_sum(at * tf.maximum(labels, 0)[..., None], 1), x["token_ids"])
-        targets = tf.cast(fake != original, tf.float32)
+        weights = ops.cast(ops.not_equal(labels, IGNORE_LABEL), "int32")
+        at = ops.one_hot(x["mask_positions"], ops.shape(x["token_ids"])[1], dtype="int32") * weights[..., None]
+        replaced = ops.max(at, axis=1) > 0  # at: [batch, masks, sequence]
+        token_ids = ops.cast(x["token_ids"], "int32")
+        fake = ops.where(replaced, ops.sum(at * sampled[..., None], axis=1), token_ids)
+        original = ops.where(replaced, ops.sum(at * ops.maximum(labels, 0)[..., None], axis=1), token_ids)
+        targets = ops.cast(ops.not_equal(fake, original), "float32")
         inputs = {"token_ids": fake, "segment_ids": x["segment_ids"], "padding_mask": x["padding_mask"]}
-        rtd_logits = tf.cast(self.discriminator(inputs, training=training), tf.float32)
-        mask = tf.cast(x["padding_mask"], tf.float32)
-        bce = tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=rtd_logits)
-        discriminator_loss = tf.reduce_sum(bce * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+        rtd_logits = ops.cast(self.discriminator(inputs, training=training), "float32")
+        mask = ops.cast(x["padding_mask"], "float32")
+        bce = ops.binary_crossentropy(targets, rtd_logits, from_logits=True)
+        discriminator_loss = ops.sum(bce * mask) / ops.maximum(ops.sum(mask), 1.0)
         return {"loss": generator_loss + self.rtd_weight * discriminator_loss,
                 "generator_loss": generator_loss, "discriminator_loss": discriminator_loss}
 
@@ -410,8 +422,6 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
         >>> run_pretrain("electra", ["pubmed.txt"], "out/electra", config="small.json",
         ...              tokenizer="biom_electra_base_discriminator", steps=10000)
     """
-    from biozoo.data.tf_pretraining import count_records, masked_dataset, write_pretraining_records
-
     hp = dataclasses.replace(hp or PretrainHyperparameters(), **hyperparameters)
     _check_arguments(method, hp, preset, config, tokenizer)
     corpus_files = [os.fspath(f) for f in corpus_files]
@@ -419,10 +429,12 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
     run = TrainingRun(output, strategy, batch_size=hp.batch_size,
                       checkpoint_dir=checkpoint_dir or (output + ".checkpoints" if hp.checkpoint_every else None),
                       overwrite=overwrite, inputs=[preset, generator, *corpus_files])
-    run.seed(hp.seed)
-
     tokenizer_handle = tokenizer if tokenizer is not None else preset
     tok = Tokenizer.from_preset(tokenizer_handle)
+    for handle in (preset, generator):  # converted (and cached) before seeding: a first run draws what later ones do
+        if handle is not None:
+            presets.resolve_preset(handle)
+    run.seed(hp.seed)
     every = hp.log_every or max(1, hp.steps // 100)
     with run.scope():
         trainer = build_pretrainer(method, tok, preset, config, hp.sentence_task, generator, hp.generator_fraction,
@@ -435,17 +447,10 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
                         jit_compile=run.jit(hp.jit_compile))
 
     records_dir = run.scratch(records_dir, ".records")
-    files = write_pretraining_records(corpus_files, tok, records_dir, hp.max_seq_length, hp.sentence_task, hp.seed,
-                                      hp.short_seq_prob, hp.dupe_factor, log=log)
-    instances = count_records(records_dir)
-
-    def stream(start_step):
-        return masked_dataset(files, tok, hp.max_seq_length, hp.batch_size, hp.sentence_task, hp.seed, start_step,
-                              whole_words=hp.masking == "wwm", mask_rate=hp.mask_rate)
-
+    batches, instances = _masked_batches(run, corpus_files, tok, records_dir, hp, log)
     log(f"pretraining {method} ({hp.masking}{', ' + hp.sentence_task if hp.sentence_task else ''}) on {instances} "
         f"instances: {hp.steps} steps of batch {hp.batch_size}")
-    result = run.train(trainer, stream, hp.steps, checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log)
+    result = run.train(trainer, batches, hp.steps, checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log)
 
     metrics = {
         "method": method,
@@ -461,6 +466,7 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
             "learning_rate": hp.learning_rate, "warmup_ratio": hp.warmup_ratio, "weight_decay": hp.weight_decay,
             "mask_rate": hp.mask_rate, "seed": hp.seed,
         },
+        "backend": keras.backend.backend(),
         "replicas": run.strategy.replicas,
         "resumed_from": result["resumed_from"],
         "train_seconds": round(result["seconds"], 1),
@@ -483,6 +489,38 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
         run.write(lambda directory: save_pretrained(trainer, method, tok, directory, metrics),
                   {"metrics.json": metrics})
     return metrics
+
+
+def _masked_batches(run, corpus_files, tokenizer, records_dir, hp, log):
+    """The corpora packed into `records_dir`, as the run's backend reads them: a function of the
+    start step giving a tf.data stream (TensorFlow), or an object whose `batches_from(step)`
+    gives `((x, y),)` NumPy batches (JAX, PyTorch: see `biozoo.train.loss_history`); and the
+    number of instances."""
+    whole_words = hp.masking == "wwm"
+    if run.tensorflow:
+        from biozoo.data.tf_pretraining import count_records, masked_dataset, write_pretraining_records
+
+        files = write_pretraining_records(corpus_files, tokenizer, records_dir, hp.max_seq_length, hp.sentence_task,
+                                          hp.seed, hp.short_seq_prob, hp.dupe_factor, log=log)
+
+        def stream(start_step):
+            return masked_dataset(files, tokenizer, hp.max_seq_length, hp.batch_size, hp.sentence_task, hp.seed,
+                                  start_step, whole_words=whole_words, mask_rate=hp.mask_rate)
+
+        return stream, count_records(records_dir)
+    prefixes = write_instance_shards(corpus_files, tokenizer, records_dir, hp.max_seq_length, hp.sentence_task,
+                                     hp.seed, hp.short_seq_prob, hp.dupe_factor, log=log)
+    data = MaskedBatches(prefixes, tokenizer, hp.max_seq_length, hp.batch_size, hp.sentence_task, hp.seed,
+                         whole_words=whole_words, mask_rate=hp.mask_rate)
+    return _LabelsInInputs(data), count_instances(records_dir)
+
+
+class _LabelsInInputs:
+    def __init__(self, data):
+        self.data = data
+
+    def batches_from(self, step):
+        return ((batch,) for batch in self.data.batches_from(step))
 
 
 def _check_arguments(method, hp, preset, config, tokenizer):

@@ -1,0 +1,120 @@
+"""The train step of models that compute their own losses (the pretrainers, the distiller),
+mixed in before `keras.Model`, with a loss history kept as a model variable, on every backend.
+
+A subclass calls `init_loss_history(tracked, total_steps, log_every)` at the end of its
+constructor (`tracked`: the loss names reported, "loss" first, the one minimised) and defines
+`step_losses((x, y), training)` -> {name: scalar}.
+
+The history (`loss_history`, [intervals, tracked losses]) sums each step's losses into the row
+of its `log_every`-step interval; being a model variable it is checkpointed and restored with
+the model. `loss_curves()` reads it back as means.
+
+* TensorFlow: `train_step` under any tf.distribute strategy. It divides the replica's mean loss
+  by the number of replicas (their gradients are summed), applies the mixed-precision loss
+  scale, and skips variables without a gradient; replicas add their share of the history.
+* JAX and PyTorch: Keras' own train step. Batches are `((x, y),)`, so that `call` sees the
+  labels; `call` returns the tracked losses, `compute_loss` the first, and the history counts
+  its steps in `history_step` (a jitted JAX step cannot read the optimizer's counter). Under
+  `keras.distribution.DataParallel` the losses are already means over the global batch.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+TENSORFLOW = keras.backend.backend() == "tensorflow"
+
+
+class LossHistoryStep:
+    """Mix in before `keras.Model` (see the module docstring).
+
+    Example:
+        >>> class Trainer(LossHistoryStep, keras.Model):
+        ...     def __init__(self, model):
+        ...         super().__init__()
+        ...         self.model = model
+        ...         self.init_loss_history(("loss",), total_steps=100, log_every=10)
+        ...     def step_losses(self, data, training):
+        ...         x, y = data
+        ...         return {"loss": keras.ops.mean((self.model(x, training=training) - y) ** 2)}
+    """
+
+    def init_loss_history(self, tracked, total_steps, log_every):
+        self.tracked = tuple(tracked)
+        self.trackers = {name: keras.metrics.Mean(name=name) for name in self.tracked}
+        self.log_every = max(1, int(log_every))
+        self.loss_history = None
+        self.history_step = None
+        if total_steps:
+            self.loss_history = keras.Variable(
+                initializer="zeros", shape=(-(-int(total_steps) // self.log_every), len(self.tracked)),
+                dtype="float32", trainable=False, aggregation="sum", synchronization="on_read", name="loss_history")
+            if not TENSORFLOW:
+                self.history_step = keras.Variable(0, dtype="int32", trainable=False, name="history_step")
+
+    @property
+    def metrics(self):
+        return list(self.trackers.values())
+
+    def _tracked_values(self, losses):
+        return [keras.ops.cast(losses[name], "float32") for name in self.tracked]
+
+    def _track(self, values):
+        for name, value in zip(self.tracked, values):
+            self.trackers[name].update_state(value)
+        return {name: tracker.result() for name, tracker in self.trackers.items()}
+
+    def _add_to_history(self, step, values, share=1.0):
+        rows = self.loss_history.shape[0]
+        row = keras.ops.minimum(keras.ops.cast(step, "int32") // self.log_every, rows - 1)
+        self.loss_history.assign_add(keras.ops.one_hot(row, rows)[:, None] * (keras.ops.stack(values) * share)[None, :])
+
+    if TENSORFLOW:
+        def train_step(self, data):
+            import tensorflow as tf
+
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            with tf.GradientTape() as tape:
+                losses = self.step_losses(data, training=True)
+                # `loss` is this replica's mean and gradients are summed over replicas: divide. (Inside
+                # the tape.) `scale_loss` applies the mixed-precision loss scale, which `apply` undoes.
+                scaled = self.optimizer.scale_loss(losses["loss"] / replicas)
+            values = self._tracked_values(losses)
+            if self.loss_history is not None:  # the replicas' copies add up: each adds its share
+                self._add_to_history(self.optimizer.iterations, values, 1.0 / replicas)
+            variables = self.trainable_variables
+            gradients = tape.gradient(scaled, variables)
+            pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
+            self.optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
+            return self._track(values)
+
+        def test_step(self, data):
+            return self._track(self._tracked_values(self.step_losses(data, training=False)))
+    else:
+        def call(self, data, training=False):
+            values = self._tracked_values(self.step_losses(data, training=training))
+            if training and self.loss_history is not None:
+                self._add_to_history(self.history_step.value, values)
+                self.history_step.assign_add(1)
+            return keras.ops.stack(values)
+
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+            return y_pred[0]
+
+        def compute_metrics(self, x, y, y_pred, sample_weight=None):
+            return self._track([y_pred[i] for i in range(len(self.tracked))])
+
+    def loss_curves(self):
+        """{tracked loss: [mean over each `log_every`-step interval]} of the steps run so far
+        (resumed runs included)."""
+        if self.loss_history is None:
+            return {}
+        done = int(keras.ops.convert_to_numpy(self.optimizer.iterations))
+        sums = np.asarray(keras.ops.convert_to_numpy(self.loss_history.value))
+        curves = {name: [] for name in self.tracked}
+        for row in range(min(-(-done // self.log_every), sums.shape[0])):
+            count = min(self.log_every, done - row * self.log_every)
+            for column, name in enumerate(self.tracked):
+                curves[name].append(float(sums[row, column] / count))
+        return curves
