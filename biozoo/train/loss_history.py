@@ -15,7 +15,8 @@ the model. `loss_curves()` reads it back as means.
 * JAX and PyTorch: Keras' own train step. Batches are `((x, y),)`, so that `call` sees the
   labels; `call` returns the tracked losses, `compute_loss` the first, and the history counts
   its steps in `history_step` (a jitted JAX step cannot read the optimizer's counter). Under
-  `keras.distribution.DataParallel` the losses are already means over the global batch.
+  `keras.distribution.DataParallel` the losses are already means over the global batch. On
+  PyTorch every trainable variable's gradient is cleared before each step (`zero_grad`).
 """
 
 from __future__ import annotations
@@ -104,6 +105,16 @@ class LossHistoryStep:
 
         def compute_metrics(self, x, y, y_pred, sample_weight=None):
             return self._track([y_pred[i] for i in range(len(self.tracked))])
+
+    if keras.backend.backend() == "torch":
+        def zero_grad(self, set_to_none=True):
+            """Keras' torch step clears the gradients of the parameters the module registered,
+            keyed by variable path: of two backbones with the same layer names (ELECTRA's
+            generator and discriminator) one variable of each pair is registered, and the
+            other's gradient would add up over the steps. Clear every trainable variable's."""
+            super().zero_grad(set_to_none=set_to_none)
+            for variable in self.trainable_variables:
+                variable.value.grad = None
 
     def loss_curves(self):
         """{tracked loss: [mean over each `log_every`-step interval]} of the steps run so far
