@@ -64,12 +64,11 @@ PARAMETERS_COMMON = '''
 '''
 
 
-def parameters(specific, backend="jax"):
-    """The first cell: the notebook's settings, then the common ones. `backend`: the default Keras
-    backend (JAX: what Colab's TPU and GPU runtimes run; TensorFlow where a command needs it)."""
-    why = {"jax": "jax: Colab's TPU and GPU runtimes; \"tensorflow\" for a TPU VM with TF 2.18",
-           "tensorflow": "distillation's train steps are TensorFlow's"}[backend]
-    chosen = f'BACKEND = os.environ.get("BIOZOO_NB_BACKEND", "{backend}")  # {why}\n'
+def parameters(specific):
+    """The first cell: the notebook's settings, then the common ones. The default Keras backend is
+    JAX, what Colab's TPU and GPU runtimes run."""
+    chosen = ('BACKEND = os.environ.get("BIOZOO_NB_BACKEND", "jax")  # jax: Colab\'s TPU and GPU runtimes; '
+              '"tensorflow" for a TPU VM with TF 2.18\n')
     return code("import os\n\n" + textwrap.dedent(specific).strip("\n") + "\n" + chosen
                 + textwrap.dedent(PARAMETERS_COMMON).strip("\n"), tags=["parameters"])
 
@@ -453,7 +452,7 @@ def notebook_03():
             BATCH_SIZE = os.environ.get("BIOZOO_NB_BATCH_SIZE", "32")
             LEARNING_RATE = os.environ.get("BIOZOO_NB_LEARNING_RATE", "5e-5")
             MAX_SEQ_LENGTH = os.environ.get("BIOZOO_NB_MAX_SEQ_LENGTH", "128")
-        ''', backend="tensorflow"),
+        '''),
         md("## Install biozoo"),
         INSTALL,
         HELPERS,

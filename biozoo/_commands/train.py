@@ -1,5 +1,5 @@
 """`biozoo pretrain mlm|electra` and `biozoo distill`: the command lines of
-biozoo.train.pretrain and biozoo.train.tf_distill (imported only when a command runs): parsed
+biozoo.train.pretrain and biozoo.train.distill (imported only when a command runs): parsed
 options -> their hyperparameter dataclasses -> `run_pretrain` / `run_distill`."""
 
 import json
@@ -13,7 +13,7 @@ def register(subparsers):
         "pretrain",
         help="pretrain or continue pretraining: MLM (whole-word masking, NSP/SOP) or ELECTRA",
         description="Pack plain-text corpora (one sentence per line, a blank line between documents) into "
-        "TFRecords and pretrain with masked language modelling or ELECTRA's replaced-token detection, from a "
+        "shards (TFRecords on TensorFlow, NumPy arrays on JAX and PyTorch) and pretrain with masked language modelling or ELECTRA's replaced-token detection, from a "
         "config or continuing from a preset. The metrics JSON is printed last on stdout.",
     )
     parser.add_argument("method", choices=["mlm", "electra"])
@@ -166,7 +166,7 @@ def pretrain_from_args(args, strategy=None):
 
 def distill_hyperparameters(args):
     """`biozoo distill`'s options -> `DistillHyperparameters`."""
-    from biozoo.train.tf_distill import DistillHyperparameters
+    from biozoo.train.distill import DistillHyperparameters
 
     return DistillHyperparameters(
         layer_map=args.layer_map, max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
@@ -177,7 +177,7 @@ def distill_hyperparameters(args):
 
 def distill_from_args(args, strategy=None):
     """Run `biozoo distill` from parsed `args`; return the metrics."""
-    from biozoo.train.tf_distill import run_distill
+    from biozoo.train.distill import run_distill
 
     return run_distill(args.method, args.teacher, args.student_config, args.corpus, args.output,
                        distill_hyperparameters(args), eval_corpus=args.eval_corpus, records_dir=args.records,

@@ -7,7 +7,7 @@
 * `recipes` — published fine-tuning recipes (the BioM-Transformers table, `--recipe biom`).
 * `tf_loop` — the resumable TensorFlow training loop and the distributed train step.
 * `pretrain` — `biozoo pretrain`: MLM (+ NSP / SOP) and ELECTRA (`run_pretrain`), on every backend.
-* `tf_distill` — `biozoo distill`: DistilBERT, TinyBERT and CompactBioBERT distillation.
+* `distill` — `biozoo distill`: DistilBERT, TinyBERT and CompactBioBERT distillation, on every backend.
 * `tf_strategy` — choosing the tf.distribute strategy.
 * `distribution` — the same choice on JAX and PyTorch (keras.distribution).
 * `loop` — the resumable training loop on JAX and PyTorch, and the per-step loss log both loops use.

@@ -129,3 +129,30 @@ class LossHistoryStep:
             for column, name in enumerate(self.tracked):
                 curves[name].append(float(sums[row, column] / count))
         return curves
+
+
+def freeze_unused_pooler(backbone):
+    """Where no loss reads the backbone's pooler, keep it as it is: TensorFlow's step skips a
+    variable without a gradient, but JAX's gives it zeros, which weight decay would still move."""
+    pooler = getattr(backbone, "pooled_dense", None)
+    if pooler is not None:
+        pooler.trainable = False
+
+
+class LabelsInInputs:
+    """`data.batches_from(step)`'s `(x, y)` batches as the 1-tuples `((x, y),)` that the loss
+    step reads on JAX and PyTorch, so that `call` sees the labels.
+
+    Example:
+        >>> run.train(trainer, LabelsInInputs(MaskedBatches(...)), steps)
+    """
+
+    def __init__(self, data):
+        self.data = data
+
+    def batches_from(self, step):
+        return self.wrap(self.data.batches_from(step))
+
+    @staticmethod
+    def wrap(batches):
+        return ((batch,) for batch in batches)

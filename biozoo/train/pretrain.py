@@ -49,7 +49,7 @@ from biozoo.models.electra.backbone import ElectraBackbone
 from biozoo.optim import adamw
 from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, PROVENANCE_FILE, read_heads
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
-from biozoo.train.loss_history import LossHistoryStep
+from biozoo.train.loss_history import LabelsInInputs, LossHistoryStep, freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second
 
 METHODS = ("mlm", "electra")
@@ -112,14 +112,6 @@ class _Pretrainer(LossHistoryStep, keras.Model):
         return self._pretraining_losses(x, y, training=training)
 
 
-def _freeze_unused_pooler(backbone):
-    """No loss reads the pooler without a sentence task: keep it as it is (TensorFlow's step skips
-    a variable without a gradient; JAX's gives it zeros, which weight decay would still move)."""
-    pooler = getattr(backbone, "pooled_dense", None)
-    if pooler is not None:
-        pooler.trainable = False
-
-
 class MaskedLMPretrainer(_Pretrainer):
     """MLM (+ NSP or SOP) training of a `biozoo.MaskedLM` task.
 
@@ -148,7 +140,7 @@ class MaskedLMPretrainer(_Pretrainer):
             if sentence_head_weights is not None:
                 self.sentence_head.set_weights(sentence_head_weights)
         else:
-            _freeze_unused_pooler(task.backbone)
+            freeze_unused_pooler(task.backbone)
         tracked = ("loss", "mlm_loss", "sentence_loss") if sentence_task else ("loss",)
         self.init_loss_history(tracked, total_steps, log_every)
         self.built = True
@@ -240,7 +232,7 @@ class ElectraPretrainer(_Pretrainer):
         self.generator = generator
         for name in SHARED_EMBEDDINGS:  # the generator's own copies are unused while training
             getattr(generator, name).trainable = False
-        _freeze_unused_pooler(backbone)
+        freeze_unused_pooler(backbone)
         self.generator_head = MaskedLMHead(
             backbone.token_embedding, units=embed[-1], activation="gelu",
             layer_norm_epsilon=generator.layer_norm_epsilon, dtype=generator.dtype_policy, name="generator_head")
@@ -512,15 +504,7 @@ def _masked_batches(run, corpus_files, tokenizer, records_dir, hp, log):
                                      hp.seed, hp.short_seq_prob, hp.dupe_factor, log=log)
     data = MaskedBatches(prefixes, tokenizer, hp.max_seq_length, hp.batch_size, hp.sentence_task, hp.seed,
                          whole_words=whole_words, mask_rate=hp.mask_rate)
-    return _LabelsInInputs(data), count_instances(records_dir)
-
-
-class _LabelsInInputs:
-    def __init__(self, data):
-        self.data = data
-
-    def batches_from(self, step):
-        return ((batch,) for batch in self.data.batches_from(step))
+    return LabelsInInputs(data), count_instances(records_dir)
 
 
 def _check_arguments(method, hp, preset, config, tokenizer):

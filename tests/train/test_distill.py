@@ -1,11 +1,13 @@
 """`biozoo distill`: the three procedures' losses against a NumPy reference, student
 initialisation from the teacher, and, from a small trained teacher, students that learn to
-agree with it (loss falls; top-1 agreement on held-out masked tokens beats a random student)."""
+agree with it (loss falls; top-1 agreement on held-out masked tokens beats a random student).
+The tests marked `backends` run under TensorFlow, JAX (TensorFlow not importable) and PyTorch."""
 
 import argparse
 import json
 import os
 
+import keras
 import numpy as np
 import pytest
 
@@ -13,14 +15,16 @@ import biozoo
 from biozoo.errors import BiozooError
 from biozoo.models.bert.backbone import BertBackbone
 from biozoo.tasks.pretraining import MaskedLM
-from biozoo.train import tf_distill as D
+from biozoo.train import distill as D
 
 VOCAB = 60
 
 
-def tiny_mlm(num_layers=4, hidden_dim=16, num_heads=4, seed=0):
-    import keras
+def numpy(value):
+    return keras.ops.convert_to_numpy(value)
 
+
+def tiny_mlm(num_layers=4, hidden_dim=16, num_heads=4, seed=0):
     keras.utils.set_random_seed(seed)
     backbone = BertBackbone(vocabulary_size=VOCAB, num_layers=num_layers, num_heads=num_heads, hidden_dim=hidden_dim,
                             intermediate_dim=2 * hidden_dim, max_sequence_length=32, initializer_range=0.3)
@@ -59,11 +63,11 @@ def cosine_distance(a, b):
 
 def reference_terms(method, teacher, student, x, y, layer_map, temperature, projection=None):
     inputs = {k: x[k] for k in ("token_ids", "segment_ids", "padding_mask")}
-    t = {k: [np.asarray(v) for v in vs] if isinstance(vs, list) else np.asarray(vs)
+    t = {k: [numpy(v) for v in vs] if isinstance(vs, list) else numpy(vs)
          for k, vs in teacher.backbone.features(inputs, attentions=True, training=False).items()}
-    s = {k: [np.asarray(v) for v in vs] if isinstance(vs, list) else np.asarray(vs)
+    s = {k: [numpy(v) for v in vs] if isinstance(vs, list) else numpy(vs)
          for k, vs in student.backbone.features(inputs, attentions=True, training=False).items()}
-    t_logits, s_logits = np.asarray(teacher(x, training=False)), np.asarray(student(x, training=False))
+    t_logits, s_logits = numpy(teacher(x, training=False)), numpy(student(x, training=False))
     labels = y["mask_labels"]
     w = (labels >= 0).astype(np.float64)
     tokens = x["padding_mask"].astype(bool)
@@ -105,6 +109,7 @@ def reference_terms(method, teacher, student, x, y, layer_map, temperature, proj
     return terms
 
 
+@pytest.mark.backends
 @pytest.mark.parametrize("method,student_shape", [
     ("distilbert", {}), ("compact", {}), ("tinybert", {}), ("tinybert", {"hidden_dim": 8, "num_heads": 2}),
 ])
@@ -117,7 +122,7 @@ def test_loss_terms_match_numpy_reference(method, student_shape):
     ours = {k: float(v) for k, v in distiller.compute_terms(x, ids, weights, training=False).items()}
     projection = None
     if distiller.projection is not None:
-        projection = [np.asarray(v) for v in distiller.projection.weights]
+        projection = [numpy(v.value) for v in distiller.projection.weights]
     reference = reference_terms(method, teacher, student, x, y, [2, 4], distiller.temperature, projection)
     assert set(ours) == set(D.METHODS[method]["terms"]) == set(reference)
     for term in ours:
@@ -125,6 +130,7 @@ def test_loss_terms_match_numpy_reference(method, student_shape):
         assert reference[term] > 1e-4, term  # non-trivial values: the check means something
 
 
+@pytest.mark.backends
 @pytest.mark.parametrize("method", list(D.METHODS))
 def test_terms_vanish_when_the_student_is_the_teacher(method):
     teacher = tiny_mlm(num_layers=2)
@@ -139,12 +145,13 @@ def test_terms_vanish_when_the_student_is_the_teacher(method):
     if method != "tinybert":
         assert float(terms["output"]) == pytest.approx(0.0, abs=1e-5)
     else:  # soft cross-entropy of a distribution with itself: its entropy
-        logits = np.asarray(teacher(x, training=False))
+        logits = numpy(teacher(x, training=False))
         p = np.exp(log_softmax(logits))
         entropy = -(p * log_softmax(logits)).sum(-1)[y["mask_labels"] >= 0].mean()
         assert float(terms["output"]) == pytest.approx(entropy, rel=1e-4)
 
 
+@pytest.mark.backends
 def test_student_starts_from_every_other_teacher_layer():
     teacher = tiny_mlm(num_layers=4)
     student = tiny_mlm(num_layers=2, seed=1)
@@ -164,6 +171,7 @@ def test_student_starts_from_every_other_teacher_layer():
     assert all(np.array_equal(a, w.numpy()) for a, w in zip(before, narrow.weights))
 
 
+@pytest.mark.backends
 def test_layer_maps_and_config_errors(tmp_path):
     assert D.uniform_layer_map(2, 4) == [2, 4]
     assert D.uniform_layer_map(6, 12) == [2, 4, 6, 8, 10, 12]
@@ -220,6 +228,37 @@ def test_train_step_updates_only_the_student_and_projection():
     assert changed(student.mlm_head)
 
 
+@pytest.mark.backends
+@pytest.mark.skipif(keras.backend.backend() == "tensorflow", reason="TensorFlow's step: the test above")
+def test_fit_updates_only_the_student_and_projection_on_jax_and_torch():
+    from biozoo.optim import adamw
+    from biozoo.train.loss_history import LabelsInInputs
+
+    teacher = tiny_mlm(num_layers=2)
+    student = tiny_mlm(num_layers=1, hidden_dim=8, num_heads=2, seed=1)
+    distiller = D.Distiller(teacher, student, "tinybert", total_steps=3, log_every=2)
+    distiller.compile(optimizer=adamw(1e-2, 10, 0.0, 0.0))
+    trainable = {id(v) for v in distiller.trainable_variables}
+    assert not teacher.trainable_variables and not trainable & {id(v) for v in teacher.variables}
+    projection = {id(v) for v in distiller.projection.trainable_variables}
+    assert {id(v) for v in student.trainable_variables} | projection == trainable
+    before = {id(v): numpy(v.value).copy() for v in distiller.variables}
+    batch = tiny_batch()
+    history = distiller.fit(LabelsInInputs.wrap([batch] * 3), steps_per_epoch=3, epochs=1, verbose=0).history
+    assert set(history) == {"loss", "embedding", "hidden", "attention", "output"}
+    curves = distiller.loss_curves()  # windows of steps 1-2 and 3, kept in a model variable
+    assert set(curves) == set(history) and all(len(v) == 2 for v in curves.values())
+    for name, values in curves.items():
+        assert (2 * values[0] + values[1]) / 3 == pytest.approx(history[name][0], rel=1e-5)
+    assert all(np.array_equal(before[id(v)], numpy(v.value)) for v in teacher.variables)
+
+    def changed(layer):
+        return any(not np.array_equal(before[id(v)], numpy(v.value)) for v in layer.trainable_variables)
+
+    assert changed(student.backbone.transformer_layers[0]) and changed(distiller.projection)
+    assert changed(student.mlm_head)
+
+
 # ---- from a small trained teacher -----------------------------------------------------------
 
 SEQ, BATCH, TEACHER_STEPS, STUDENT_STEPS = 64, 16, 600, 150
@@ -239,9 +278,7 @@ def trained_teacher(tmp_path_factory, ncbi_disease):
 
     A 256-piece SentencePiece vocabulary and single-piece masking let so small a model get past
     the unigram plateau in a few hundred steps: its predictions depend on the context."""
-    import keras
-
-    from biozoo.data import tf_pretraining as P
+    from biozoo.data.pretraining import MaskedBatches, write_instance_shards
     from biozoo.optim import adamw
     from biozoo.testing import read_sentences, train_spiece
     from biozoo.tokenizers import SentencePieceTokenizer
@@ -254,13 +291,14 @@ def trained_teacher(tmp_path_factory, ncbi_disease):
     keras.utils.set_random_seed(0)  # before the tokenizer: re-seeding drops SentencePiece's TF resource
     spiece = train_spiece(root / "spiece", [s.lower() for s in sentences], 256)
     tokenizer = SentencePieceTokenizer(proto=str(spiece), lowercase=True)
-    files = P.write_pretraining_records([corpus], tokenizer, root / "records", SEQ, None, seed=0)
+    prefixes = write_instance_shards([corpus], tokenizer, root / "shards", SEQ, None, seed=0)
     backbone = BertBackbone(vocabulary_size=tokenizer.vocabulary_size(), num_layers=4, num_heads=4, hidden_dim=64,
                             intermediate_dim=128, max_sequence_length=SEQ, dropout=0.0)
     teacher = MaskedLM(backbone=backbone)
     teacher.compile(optimizer=adamw(2e-3, TEACHER_STEPS, 0.05, 0.01))
-    batches = P.masked_dataset(files, tokenizer, SEQ, BATCH, seed=0, whole_words=False)
-    teacher.fit(batches.map(lambda x, y: (x, y["mask_labels"])), steps_per_epoch=TEACHER_STEPS, epochs=1, verbose=0)
+    batches = MaskedBatches(prefixes, tokenizer, SEQ, BATCH, seed=0, whole_words=False).batches_from(0)
+    keras.Model.fit(teacher, ((x, y["mask_labels"]) for x, y in batches), steps_per_epoch=TEACHER_STEPS, epochs=1,
+                    verbose=0)  # Keras' own fit: KerasHub's would preprocess a generator through tf.data or Grain
     teacher.compile()  # the preset keeps the model, not Adam's moments
     preset = root / "teacher"
     teacher.save_to_preset(preset)
@@ -296,6 +334,7 @@ def check_distilled(metrics, output, num_layers=2, k=3):
     assert json.loads((output / "metrics.json").read_text())["agreement"] == agreement
 
 
+@pytest.mark.backends
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["distilbert", "compact"])
 def test_distilled_student_agrees_with_teacher(method, trained_teacher, tmp_path):
@@ -306,9 +345,10 @@ def test_distilled_student_agrees_with_teacher(method, trained_teacher, tmp_path
                             log=lambda message: None)
     assert metrics["layer_map"] == [2, 4] and metrics["initialized_from_teacher"]["layers"] == {"1": 2, "2": 4}
     check_distilled(metrics, output)
-    assert not os.path.exists(str(output) + ".records")  # the TFRecords go after a successful run
+    assert not os.path.exists(str(output) + ".records")  # the packed shards go after a successful run
 
 
+@pytest.mark.backends
 @pytest.mark.slow
 def test_tinybert_cli_narrow_student_with_projection(trained_teacher, tmp_path):
     (tmp_path / "student.json").write_text(json.dumps({"num_layers": 2, "hidden_dim": 32, "intermediate_dim": 64,

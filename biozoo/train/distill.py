@@ -33,15 +33,14 @@ import os
 import keras
 import numpy as np
 
-from biozoo import Tokenizer
+from biozoo import Tokenizer, presets
 from biozoo._io import read_json
 from biozoo.data import IGNORE_LABEL, pretraining
-from biozoo.data import tf_pretraining as P
 from biozoo.errors import BiozooError
 from biozoo.optim import adamw
 from biozoo.tasks.inference import compiled_predict
 from biozoo.tasks.pretraining import MaskedLM
-from biozoo.train.loss_history import LossHistoryStep
+from biozoo.train.loss_history import TENSORFLOW, LabelsInInputs, LossHistoryStep, freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -151,6 +150,12 @@ def student_backbone_config(teacher_backbone, changes):
     return config
 
 
+def _copy_into(target, source):
+    """A copy, not the teacher's array itself: JAX's train and test steps donate every variable's
+    buffer, and one buffer held by two variables cannot be donated twice."""
+    target.assign(keras.ops.convert_to_numpy(source.value))
+
+
 def initialize_student(student, teacher, layer_map):
     """Copy the teacher's weights into `student` (MaskedLM tasks) where shapes agree.
 
@@ -166,20 +171,20 @@ def initialize_student(student, teacher, layer_map):
     others = [w for w in s_backbone.weights if id(w) not in in_layers]
     if all(w.path in teacher_weights and tuple(teacher_weights[w.path].shape) == tuple(w.shape) for w in others):
         for w in others:
-            w.assign(teacher_weights[w.path])
+            _copy_into(w, teacher_weights[w.path])
         copied["embeddings"] = True
     for l, g in enumerate(layer_map, start=1):
         s_weights, t_weights = s_layers[l - 1].weights, t_layers[g - 1].weights
         if len(s_weights) == len(t_weights) and all(
                 tuple(a.shape) == tuple(b.shape) for a, b in zip(s_weights, t_weights)):
             for a, b in zip(s_weights, t_weights):
-                a.assign(b)
+                _copy_into(a, b)
             copied["layers"][l] = g
     s_head, t_head = student.mlm_head.weights, teacher.mlm_head.weights
     if copied["embeddings"] and len(s_head) == len(t_head) and all(
             tuple(a.shape) == tuple(b.shape) for a, b in zip(s_head, t_head)):
         for a, b in zip(s_head, t_head):
-            a.assign(b)
+            _copy_into(a, b)
         copied["mlm_head"] = True
     return copied
 
@@ -188,37 +193,34 @@ def initialize_student(student, teacher, layer_map):
 
 
 def _weighted_mean(values, weights):
-    import tensorflow as tf
+    weights = keras.ops.broadcast_to(weights, keras.ops.shape(values))
+    return keras.ops.sum(values * weights) / keras.ops.maximum(keras.ops.sum(weights), 1.0)
 
-    weights = tf.broadcast_to(weights, tf.shape(values))
-    return tf.reduce_sum(values * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+
+def _l2_normalize(x):
+    """tf.math.l2_normalize: x / sqrt(max(sum(x^2), 1e-12))."""
+    return x * keras.ops.rsqrt(keras.ops.maximum(keras.ops.sum(keras.ops.square(x), -1, keepdims=True), 1e-12))
 
 
 def _cosine_distance(a, b):
-    import tensorflow as tf
-
-    return 1.0 - tf.reduce_sum(tf.math.l2_normalize(a, -1) * tf.math.l2_normalize(b, -1), -1)
+    return 1.0 - keras.ops.sum(_l2_normalize(a) * _l2_normalize(b), -1)
 
 
 def _match_heads(student_map, teacher_map):
-    import tensorflow as tf
-
     if student_map.shape[1] != teacher_map.shape[1]:
-        return tf.reduce_mean(student_map, 1, keepdims=True), tf.reduce_mean(teacher_map, 1, keepdims=True)
+        return keras.ops.mean(student_map, 1, keepdims=True), keras.ops.mean(teacher_map, 1, keepdims=True)
     return student_map, teacher_map
 
 
 def _unpack(data):
     """`(x, mask_ids[, weights])` or `(x, {"mask_labels"})` (IGNORE_LABEL = no mask) -> (x, ids, weights)."""
-    import tensorflow as tf
-
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     if isinstance(y, dict):
         y = y["mask_labels"]
-    y = tf.cast(y, "int32")
-    real = tf.cast(y >= 0, "float32")
-    sample_weight = real if sample_weight is None else tf.cast(sample_weight, "float32") * real
-    return x, tf.maximum(y, 0), sample_weight
+    y = keras.ops.cast(y, "int32")
+    real = keras.ops.cast(y >= 0, "float32")
+    sample_weight = real if sample_weight is None else keras.ops.cast(sample_weight, "float32") * real
+    return x, keras.ops.maximum(y, 0), sample_weight
 
 
 class Distiller(LossHistoryStep, keras.Model):
@@ -226,8 +228,9 @@ class Distiller(LossHistoryStep, keras.Model):
 
     `method` is "distilbert", "tinybert" or "compact" (see the module docstring); `layer_map`
     gives the 1-based teacher layer g(l) for each student layer. Batches are
-    `(x, {"mask_labels"})` as `biozoo.data.tf_pretraining.masked_dataset` makes them (IGNORE_LABEL where no
-    token is masked), or `(x, mask_ids, mask_weights)`. Calling the distiller runs the student.
+    `(x, {"mask_labels"})` as `biozoo.data.pretraining.MaskedBatches` makes them (IGNORE_LABEL where no
+    token is masked), or `(x, mask_ids, mask_weights)`; on JAX and PyTorch each wrapped in a
+    1-tuple (see `biozoo.train.loss_history`). On TensorFlow calling the distiller runs the student.
     With `total_steps`, every loss term is averaged over each `log_every` steps in the graph (a
     model variable, so checkpoints keep it): `loss_curves()`. The distributed train step is
     `biozoo.train.loss_history.LossHistoryStep`'s.
@@ -245,6 +248,7 @@ class Distiller(LossHistoryStep, keras.Model):
         if method not in METHODS:
             raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(METHODS)}")
         teacher.trainable = False
+        freeze_unused_pooler(student.backbone)
         self.teacher, self.student, self.method = teacher, student, method
         t_layers, s_layers = len(teacher.backbone.transformer_layers), len(student.backbone.transformer_layers)
         self.layer_map = parse_layer_map(layer_map, s_layers, t_layers)
@@ -270,40 +274,40 @@ class Distiller(LossHistoryStep, keras.Model):
         self.init_loss_history(("loss",) + spec["terms"], total_steps, log_every)
         self.built = True
 
-    def call(self, inputs, training=False):
-        return self.student(inputs, training=training)
+    if TENSORFLOW:  # elsewhere `call` is LossHistoryStep's: the losses of a batch
+        def call(self, inputs, training=False):
+            return self.student(inputs, training=training)
 
     def _project(self, hidden):
         return hidden if self.projection is None else self.projection(hidden)
 
     def compute_terms(self, x, y, sample_weight=None, training=False):
         """The unweighted loss terms of this method for one batch (dict of scalars)."""
-        import tensorflow as tf
-
+        ops = keras.ops
         inputs = {k: x[k] for k in BACKBONE_INPUTS}
         positions = x["mask_positions"]
         attentions = self.method != "distilbert"
         t = self.teacher.backbone.features(inputs, attentions=attentions, training=False)
-        t = tf.nest.map_structure(tf.stop_gradient, t)
+        t = keras.tree.map_structure(ops.stop_gradient, t)
         s = self.student.backbone.features(inputs, attentions=attentions, training=training)
-        gather = lambda h: tf.gather(h, positions, batch_dims=1)  # noqa: E731
-        t_logits = tf.cast(self.teacher.mlm_head(gather(t["sequence_output"])), "float32")
-        s_logits = tf.cast(self.student.mlm_head(gather(s["sequence_output"])), "float32")
-        w = tf.ones(tf.shape(positions), "float32") if sample_weight is None else tf.cast(sample_weight, "float32")
-        mask = tf.cast(x["padding_mask"], "float32")
-        f32 = lambda v: tf.cast(v, "float32")  # noqa: E731
+        gather = lambda h: ops.take_along_axis(h, ops.expand_dims(positions, -1), axis=1)  # noqa: E731
+        t_logits = ops.cast(self.teacher.mlm_head(gather(t["sequence_output"])), "float32")
+        s_logits = ops.cast(self.student.mlm_head(gather(s["sequence_output"])), "float32")
+        w = ops.ones(ops.shape(positions), "float32") if sample_weight is None else ops.cast(sample_weight, "float32")
+        mask = ops.cast(x["padding_mask"], "float32")
+        f32 = lambda v: ops.cast(v, "float32")  # noqa: E731
         temperature = self.temperature
         terms = {}
         if "mlm" in METHODS[self.method]["terms"]:
-            ce = tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y, "int32"), s_logits)
+            ce = keras.losses.sparse_categorical_crossentropy(ops.cast(y, "int32"), s_logits, from_logits=True)
             terms["mlm"] = _weighted_mean(ce, w)
-        t_log_p = tf.nn.log_softmax(t_logits / temperature, -1)
-        s_log_p = tf.nn.log_softmax(s_logits / temperature, -1)
+        t_log_p = ops.log_softmax(t_logits / temperature, -1)
+        s_log_p = ops.log_softmax(s_logits / temperature, -1)
         if self.method == "tinybert":
-            soft_ce = -tf.reduce_sum(tf.exp(t_log_p) * s_log_p, -1)
+            soft_ce = -ops.sum(ops.exp(t_log_p) * s_log_p, -1)
             terms["output"] = _weighted_mean(soft_ce, w)
         else:
-            kl = tf.reduce_sum(tf.exp(t_log_p) * (t_log_p - s_log_p), -1)
+            kl = ops.sum(ops.exp(t_log_p) * (t_log_p - s_log_p), -1)
             terms["output"] = temperature ** 2 * _weighted_mean(kl, w)
         if self.method == "distilbert":
             last = _cosine_distance(f32(s["sequence_output"]), f32(t["sequence_output"]))
@@ -315,17 +319,17 @@ class Distiller(LossHistoryStep, keras.Model):
             s_h, t_h = f32(s["hidden_states"][l]), f32(t["hidden_states"][g])
             s_a, t_a = _match_heads(f32(s["attentions"][l - 1]), f32(t["attentions"][g - 1]))
             if self.method == "tinybert":
-                hidden += weight * _weighted_mean(tf.reduce_mean(tf.square(f32(self._project(s_h)) - t_h), -1), mask)
-                attention += weight * _weighted_mean(tf.reduce_mean(tf.square(s_a - t_a), -1), rows)
+                hidden += weight * _weighted_mean(ops.mean(ops.square(f32(self._project(s_h)) - t_h), -1), mask)
+                attention += weight * _weighted_mean(ops.mean(ops.square(s_a - t_a), -1), rows)
             else:
                 hidden += weight * _weighted_mean(_cosine_distance(s_h, t_h), mask)
                 eps = 1e-12
-                row_kl = tf.reduce_sum(t_a * (tf.math.log(t_a + eps) - tf.math.log(s_a + eps)), -1)
+                row_kl = ops.sum(t_a * (ops.log(t_a + eps) - ops.log(s_a + eps)), -1)
                 attention += weight * _weighted_mean(row_kl, rows)
         terms["hidden"], terms["attention"] = hidden, attention
         if self.method == "tinybert":
             s_e, t_e = f32(self._project(s["hidden_states"][0])), f32(t["hidden_states"][0])
-            terms["embedding"] = _weighted_mean(tf.reduce_mean(tf.square(s_e - t_e), -1), mask)
+            terms["embedding"] = _weighted_mean(ops.mean(ops.square(s_e - t_e), -1), mask)
         return terms
 
     def total_loss(self, terms):
@@ -352,10 +356,13 @@ class Distiller(LossHistoryStep, keras.Model):
 class DistillationData:
     """What `run_distill` trains and measures on.
 
-    `stream(start_step)`: an endless tf.data.Dataset of global batches `(x, y)` from step
-    `start_step` on (x: the MaskedLM inputs; y: {"mask_labels"}, IGNORE_LABEL where no token is
-    masked); `eval_dataset`: a finite dataset of the same form for the agreement figures, or
-    None; `eval_source`: where its text comes from.
+    `stream`: the training batches as `TrainingRun.train` takes them on the backend: on
+    TensorFlow a function of the start step giving an endless tf.data.Dataset of global batches
+    `(x, y)` (x: the MaskedLM inputs; y: {"mask_labels"}, IGNORE_LABEL where no token is
+    masked); on JAX and PyTorch an object whose `batches_from(step)` gives them as `((x, y),)`.
+    `eval_dataset`: finite batches `(x, y)` for the agreement figures (a tf.data.Dataset on
+    TensorFlow, a list of NumPy batches elsewhere), or None; `eval_source`: where its text
+    comes from.
     """
 
     stream: object
@@ -367,7 +374,10 @@ class DistillationData:
 
 def masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed, whole_words=True):
     """Fixed masked batches `(x, {"mask_labels"})` of `token_ids` lists ([CLS] ... [SEP]
-    instances), all [batch_size, max_seq_length]."""
+    instances), all [batch_size, max_seq_length]: a tf.data.Dataset on TensorFlow, a list of
+    NumPy batches elsewhere."""
+    if not TENSORFLOW:
+        return _numpy_eval_batches(token_lists, tokenizer, max_seq_length, batch_size, seed, whole_words)
     import tensorflow as tf
 
     from biozoo.data.pretraining import max_predictions_for
@@ -398,32 +408,67 @@ def masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed
     return dataset.batch(batch_size).map(fill).cache()
 
 
+def _numpy_eval_batches(token_lists, tokenizer, max_seq_length, batch_size, seed, whole_words):
+    masker = pretraining.WordMasker(tokenizer, pretraining.max_predictions_for(max_seq_length),
+                                    whole_words=whole_words)
+    pad_id, predictions = int(tokenizer.pad_token_id), masker.max_predictions
+    batches = []
+    for start in range(0, len(token_lists), batch_size):
+        x = {"token_ids": np.full((batch_size, max_seq_length), pad_id, np.int32),
+             "segment_ids": np.zeros((batch_size, max_seq_length), np.int32),
+             "padding_mask": np.zeros((batch_size, max_seq_length), np.int32),
+             "mask_positions": np.zeros((batch_size, predictions), np.int32)}
+        labels = np.full((batch_size, predictions), IGNORE_LABEL, np.int32)  # the last batch: empty rows
+        for row, index in enumerate(range(start, min(start + batch_size, len(token_lists)))):
+            ids = np.asarray(token_lists[index], np.int32)[:max_seq_length]
+            masked, x["mask_positions"][row], labels[row] = masker.mask(ids, np.random.default_rng([seed, index]))
+            x["token_ids"][row, :len(ids)], x["padding_mask"][row, :len(ids)] = masked, 1
+        batches.append((x, {"mask_labels": labels}))
+    return batches
+
+
 def pretraining_data(tokenizer, corpus_files, *, max_seq_length, batch_size, seed, records_dir, eval_corpus=None,
                      whole_words=True, max_eval=2000, log=None):
-    """Masked batches of `corpus_files` through `biozoo.data.tf_pretraining` (TFRecords in
-    `records_dir`, reused by a later run; whole-word or single-piece masking). Agreement is
+    """Masked batches of `corpus_files`, packed in `records_dir` (TFRecords on TensorFlow, NumPy
+    shards elsewhere; reused by a later run; whole-word or single-piece masking). Agreement is
     measured on `eval_corpus` files when given, else on the first `max_eval` training
     instances."""
-    files = P.write_pretraining_records(list(corpus_files), tokenizer, records_dir, max_seq_length, None,
-                                        seed=seed, log=log)
+    if TENSORFLOW:
+        from biozoo.data import tf_pretraining
 
-    def stream(start_step):
-        return P.masked_dataset(files, tokenizer, max_seq_length, batch_size, None, seed=seed, start_step=start_step,
-                                whole_words=whole_words)
+        files = tf_pretraining.write_pretraining_records(list(corpus_files), tokenizer, records_dir, max_seq_length,
+                                                         None, seed=seed, log=log)
+
+        def stream(start_step):
+            return tf_pretraining.masked_dataset(files, tokenizer, max_seq_length, batch_size, None, seed=seed,
+                                                 start_step=start_step, whole_words=whole_words)
+
+        count = tf_pretraining.count_records(records_dir)
+        first_instances = lambda: [r["token_ids"] for r in  # noqa: E731
+                                   tf_pretraining.read_records(files).take(max_eval).as_numpy_iterator()]
+    else:
+        prefixes = pretraining.write_instance_shards(list(corpus_files), tokenizer, records_dir, max_seq_length, None,
+                                                     seed=seed, log=log)
+        stream = LabelsInInputs(pretraining.MaskedBatches(prefixes, tokenizer, max_seq_length, batch_size, None,
+                                                           seed, whole_words=whole_words))
+        count = pretraining.count_instances(records_dir)
+        instances = stream.data.instances
+        first_instances = lambda: [instances[i][0] for i in range(min(max_eval, len(instances)))]  # noqa: E731
 
     if eval_corpus:
         documents = [d for path in eval_corpus for d in pretraining.read_documents(path)]
-        instances = pretraining.create_instances(pretraining.tokenize_documents(documents, tokenizer), tokenizer.cls_token_id,
-                                       tokenizer.sep_token_id, max_seq_length, None, seed=seed)
+        instances = pretraining.create_instances(pretraining.tokenize_documents(documents, tokenizer),
+                                                 tokenizer.cls_token_id, tokenizer.sep_token_id, max_seq_length,
+                                                 None, seed=seed)
         token_lists = [i["token_ids"] for i in instances[:max_eval]]
         source = "held out: " + ", ".join(_where(p) for p in eval_corpus)
     else:
-        token_lists = [r["token_ids"] for r in P.read_records(files).take(max_eval).as_numpy_iterator()]
+        token_lists = first_instances()
         source = f"the first {len(token_lists)} training instances (seen in training; pass eval_corpus to hold out)"
     eval_dataset = None
     if token_lists:
         eval_dataset = masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed + 1, whole_words)
-    return DistillationData(stream, eval_dataset, P.count_records(records_dir), len(token_lists), source)
+    return DistillationData(stream, eval_dataset, count, len(token_lists), source)
 
 
 # ---- measuring ----------------------------------------------------------------------------
@@ -433,7 +478,7 @@ def masked_agreement(teacher, student, dataset):
     """Top-1 agreement of `student` with `teacher` on the masked tokens of `dataset` (batches
     `(x, {"mask_labels"})`), and each model's accuracy against the original tokens."""
     agree = total = teacher_right = student_right = 0
-    for x, y in dataset.as_numpy_iterator():
+    for x, y in (dataset.as_numpy_iterator() if hasattr(dataset, "as_numpy_iterator") else dataset):
         labels = y["mask_labels"] if isinstance(y, dict) else y
         t = np.asarray(compiled_predict(teacher)(x)).argmax(-1)
         s = np.asarray(compiled_predict(student)(x)).argmax(-1)
@@ -448,6 +493,8 @@ def masked_agreement(teacher, student, dataset):
 
 
 def _evaluate_terms(distiller, dataset):
+    if not TENSORFLOW:  # (x, y) batches into the 1-tuples the loss step reads
+        dataset = LabelsInInputs.wrap(dataset)
     result = distiller.evaluate(dataset, verbose=0, return_dict=True)
     return {k: round(float(v), 6) for k, v in result.items()}
 
@@ -473,8 +520,9 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
     fields given as keywords (`steps=1000`): `layer_map` g(l) for each student layer ("2,4,6"
     or a list; default uniform), `masking` "wwm" (whole words) or "token". `strategy`: a
     `ResolvedStrategy` or tf.distribute strategy (default: the current one); the models are
-    built and compiled in its scope. Corpora become TFRecords in `records_dir` (default
-    OUTPUT.records, removed after a successful run). Every `checkpoint_every` steps a
+    built and compiled in its scope. Corpora are packed in `records_dir` (TFRecords on
+    TensorFlow, NumPy shards on JAX and PyTorch; default OUTPUT.records, removed after a
+    successful run). Every `checkpoint_every` steps a
     checkpoint goes to `checkpoint_dir` (default OUTPUT.checkpoints); a rerun resumes from it.
     The metrics hold every loss term averaged over each `log_every` steps (`loss_curves`,
     first and last in `loss`) and on the evaluation batches before and after (`eval_loss`).
@@ -503,6 +551,7 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
                       overwrite=overwrite, inputs=[teacher, *corpus_files, *(eval_corpus or [])])
     records_dir = run.scratch(records_dir, ".records")
     changes = read_student_config(student_config)
+    presets.resolve_preset(teacher)  # converted (and cached) before seeding: a first run draws what later ones do
     run.seed(hp.seed)
     tokenizer = Tokenizer.from_preset(teacher)
     data = (make_data or pretraining_data)(
