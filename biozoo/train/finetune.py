@@ -14,7 +14,6 @@ import math
 import os
 import warnings
 
-import keras
 import numpy as np
 
 from biozoo import presets
@@ -139,10 +138,7 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         "task": kind,
         "preset": str(preset),
         "data": _where(data_dir),
-        "backend": keras.backend.backend(),
-        "strategy": strategy.name,
-        "replicas": strategy.replicas,
-        "devices": strategy.detail,
+        **run.placement(),
         "precision": policy,
         "micro_batches": parts,
         "train_examples": len(splits["train"]),

@@ -179,6 +179,11 @@ class TrainingRun:
         self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
         self.temporary = []
 
+    def placement(self):
+        """Where the run trains, as metrics.json records it: backend, strategy, replicas, devices."""
+        return {"backend": keras.backend.backend(), "strategy": self.strategy.name,
+                "replicas": self.strategy.replicas, "devices": self.strategy.detail}
+
     @property
     def chief(self):
         """True on the worker that writes OUTPUT and checkpoints."""
