@@ -378,34 +378,9 @@ def masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed
     NumPy batches elsewhere."""
     if not TENSORFLOW:
         return _numpy_eval_batches(token_lists, tokenizer, max_seq_length, batch_size, seed, whole_words)
-    import tensorflow as tf
+    from biozoo.data.tf_pretraining import masked_eval_dataset as tf_masked_eval_dataset
 
-    from biozoo.data.pretraining import max_predictions_for
-    from biozoo.data.tf_pretraining import WholeWordMasker
-
-    masker = WholeWordMasker(tokenizer, max_predictions_for(max_seq_length), whole_words=whole_words)
-    pad_id = int(tokenizer.pad_token_id)
-    ragged = tf.ragged.constant([list(t)[:max_seq_length] for t in token_lists], dtype=tf.int32)
-
-    def prepare(index, ids):
-        masked, positions, labels = masker(ids, tf.stack([tf.constant(seed, tf.int64), index]))
-        fill = max_seq_length - tf.shape(masked)[0]
-        x = {
-            "token_ids": tf.pad(masked, [[0, fill]], constant_values=pad_id),
-            "segment_ids": tf.zeros([max_seq_length], tf.int32),
-            "padding_mask": tf.pad(tf.ones_like(masked), [[0, fill]]),
-            "mask_positions": positions,
-        }
-        return x, {"mask_labels": labels}
-
-    def fill(x, y):  # the last batch gets empty rows (no tokens, no masks): one static shape
-        rows = batch_size - tf.shape(y["mask_labels"])[0]
-        x = {k: tf.pad(v, [[0, rows], [0, 0]], constant_values=pad_id if k == "token_ids" else 0)
-             for k, v in x.items()}
-        return x, {"mask_labels": tf.pad(y["mask_labels"], [[0, rows], [0, 0]], constant_values=IGNORE_LABEL)}
-
-    dataset = tf.data.Dataset.from_tensor_slices(ragged).enumerate().map(prepare)
-    return dataset.batch(batch_size).map(fill).cache()
+    return tf_masked_eval_dataset(token_lists, tokenizer, max_seq_length, batch_size, seed, whole_words)
 
 
 def _numpy_eval_batches(token_lists, tokenizer, max_seq_length, batch_size, seed, whole_words):

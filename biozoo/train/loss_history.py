@@ -71,24 +71,11 @@ class LossHistoryStep:
         row = keras.ops.minimum(keras.ops.cast(step, "int32") // self.log_every, rows - 1)
         self.loss_history.assign_add(keras.ops.one_hot(row, rows)[:, None] * (keras.ops.stack(values) * share)[None, :])
 
-    if TENSORFLOW:
+    if TENSORFLOW:  # the distributed step, in biozoo.train.tf_loop
         def train_step(self, data):
-            import tensorflow as tf
+            from biozoo.train.tf_loop import loss_history_train_step
 
-            replicas = tf.distribute.get_strategy().num_replicas_in_sync
-            with tf.GradientTape() as tape:
-                losses = self.step_losses(data, training=True)
-                # `loss` is this replica's mean and gradients are summed over replicas: divide. (Inside
-                # the tape.) `scale_loss` applies the mixed-precision loss scale, which `apply` undoes.
-                scaled = self.optimizer.scale_loss(losses["loss"] / replicas)
-            values = self._tracked_values(losses)
-            if self.loss_history is not None:  # the replicas' copies add up: each adds its share
-                self._add_to_history(self.optimizer.iterations, values, 1.0 / replicas)
-            variables = self.trainable_variables
-            gradients = tape.gradient(scaled, variables)
-            pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
-            self.optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
-            return self._track(values)
+            return loss_history_train_step(self, data)
 
         def test_step(self, data):
             return self._track(self._tracked_values(self.step_losses(data, training=False)))

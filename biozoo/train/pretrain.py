@@ -76,6 +76,8 @@ class PretrainHyperparameters:
     checkpoint_every: int | None = None  # steps; a rerun resumes from the last checkpoint
     log_every: int | None = None  # steps per loss-curve point (default: steps // 100)
     jit_compile: str = "auto"  # "auto": XLA on GPU/TPU, not on CPU
+
+
 # What ELECTRA's generator shares with a discriminator (a family with `electra_discriminator`):
 # token + position + segment embeddings, then a LayerNorm (ALBERT adds its projection after them).
 SHARED_EMBEDDINGS = ("token_embedding", "position_embedding", "segment_embedding", "embeddings_layer_norm")
@@ -115,8 +117,9 @@ class _Pretrainer(LossHistoryStep, keras.Model):
 class MaskedLMPretrainer(_Pretrainer):
     """MLM (+ NSP or SOP) training of a `biozoo.MaskedLM` task.
 
-    Batches are `biozoo.data.tf_pretraining.masked_dataset` batches. The sentence head is a
-    Dense(2) on the backbone's pooled output.
+    Batches are masked `(x, y)` batches (`biozoo.data.pretraining.MaskedBatches`;
+    `biozoo.data.tf_pretraining.masked_dataset` on TensorFlow). The sentence head is a Dense(2)
+    on the backbone's pooled output.
 
     Example:
         >>> trainer = MaskedLMPretrainer(biozoo.MaskedLM.from_preset("bioformer_8l"), "nsp")

@@ -140,3 +140,24 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
     if save and manager is not None and int(model.optimizer.iterations.numpy()) % checkpoint_every:
         manager.save(checkpoint_number=int(model.optimizer.iterations.numpy()))
     return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}
+
+
+def loss_history_train_step(self, data):
+    """`biozoo.train.loss_history.LossHistoryStep.train_step` on TensorFlow: the replica's step
+    under any tf.distribute strategy."""
+    import tensorflow as tf
+
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    with tf.GradientTape() as tape:
+        losses = self.step_losses(data, training=True)
+        # `loss` is this replica's mean and gradients are summed over replicas: divide. (Inside
+        # the tape.) `scale_loss` applies the mixed-precision loss scale, which `apply` undoes.
+        scaled = self.optimizer.scale_loss(losses["loss"] / replicas)
+    values = self._tracked_values(losses)
+    if self.loss_history is not None:  # the replicas' copies add up: each adds its share
+        self._add_to_history(self.optimizer.iterations, values, 1.0 / replicas)
+    variables = self.trainable_variables
+    gradients = tape.gradient(scaled, variables)
+    pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
+    self.optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
+    return self._track(values)
