@@ -142,22 +142,22 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
     return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}
 
 
-def loss_history_train_step(self, data):
+def loss_history_train_step(model, data):
     """`biozoo.train.loss_history.LossHistoryStep.train_step` on TensorFlow: the replica's step
     under any tf.distribute strategy."""
     import tensorflow as tf
 
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
     with tf.GradientTape() as tape:
-        losses = self.step_losses(data, training=True)
+        losses = model.step_losses(data, training=True)
         # `loss` is this replica's mean and gradients are summed over replicas: divide. (Inside
         # the tape.) `scale_loss` applies the mixed-precision loss scale, which `apply` undoes.
-        scaled = self.optimizer.scale_loss(losses["loss"] / replicas)
-    values = self._tracked_values(losses)
-    if self.loss_history is not None:  # the replicas' copies add up: each adds its share
-        self._add_to_history(self.optimizer.iterations, values, 1.0 / replicas)
-    variables = self.trainable_variables
+        scaled = model.optimizer.scale_loss(losses["loss"] / replicas)
+    values = model._tracked_values(losses)
+    if model.loss_history is not None:  # the replicas' copies add up: each adds its share
+        model._add_to_history(model.optimizer.iterations, values, 1.0 / replicas)
+    variables = model.trainable_variables
     gradients = tape.gradient(scaled, variables)
     pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
-    self.optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
-    return self._track(values)
+    model.optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
+    return model._track(values)
