@@ -67,6 +67,7 @@ from biozoo.testing.corpora import bioasq_dev, chemprot_subset, read_sentences, 
 from biozoo.testing.mirrors import offline_registry_mirror, registry_entry_describes
 from biozoo.testing.processes import (
     TENSORFLOW_DISTRIBUTIONS,
+    kill_after_first_checkpoint,
     run_exported_without_keras,
     site_without,
     without_keras_site,
@@ -81,5 +82,5 @@ __all__ = [
     "populate_hf_cache", "random_inputs", "save_case", "save_hf_directory", "tiny_sentencepiece", "torch_inputs",
     "wordpiece_vocab", "bioasq_dev", "chemprot_subset", "read_sentences", "task_data", "train_spiece", "write_hoc",
     "offline_registry_mirror", "registry_entry_describes", "TENSORFLOW_DISTRIBUTIONS",
-    "run_exported_without_keras", "site_without", "without_keras_site", "without_tensorflow",
+    "kill_after_first_checkpoint", "run_exported_without_keras", "site_without", "without_keras_site", "without_tensorflow",
 ]

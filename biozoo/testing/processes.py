@@ -79,3 +79,19 @@ def run_exported_without_keras(fmt, model_path, feed, directory):
                             env=env, cwd=directory, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"{fmt} child failed:\n{result.stderr[-3000:]}"
     return dict(np.load(directory / "outputs.npz"))
+
+
+def kill_after_first_checkpoint(argv, checkpoints, env, timeout=600):
+    """Start the command `argv`, SIGKILL it once `checkpoints` (a folder) holds a `.npz`
+    checkpoint, and wait for it: what a preempted training run leaves behind."""
+    import signal
+    import time
+
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    checkpoints = Path(checkpoints)
+    deadline = time.time() + timeout
+    while not (checkpoints.is_dir() and any(p.suffix == ".npz" for p in checkpoints.iterdir())):
+        assert process.poll() is None and time.time() < deadline, "no checkpoint before the run ended"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()

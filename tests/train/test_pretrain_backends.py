@@ -7,14 +7,14 @@ caught ELECTRA's gradients adding up over steps: see `LossHistoryStep.zero_grad`
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import keras
 import numpy as np
 import pytest
+
+from biozoo import testing as H
 
 BACKEND = keras.backend.backend()
 pytestmark = [pytest.mark.backends,
@@ -118,15 +118,8 @@ def test_sigkill_then_rerun_ends_with_the_uninterrupted_weights(method, tmp_path
     env = {**os.environ, "BIOZOO_CACHE": str(tmp_path / "cache")}
     whole = subprocess.run(argv(tmp_path / "whole"), env=env, capture_output=True, text=True, timeout=900)
     assert whole.returncode == 0, whole.stderr[-3000:]
-    killed = subprocess.Popen(argv(tmp_path / "killed"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
     checkpoints = tmp_path / "killed.checkpoints"
-    deadline = time.time() + 600
-    while not (checkpoints.is_dir() and any(p.suffix == ".npz" for p in checkpoints.iterdir())):
-        assert killed.poll() is None and time.time() < deadline, "no checkpoint before the run ended"
-        time.sleep(0.05)
-    killed.send_signal(signal.SIGKILL)
-    killed.wait()
+    H.kill_after_first_checkpoint(argv(tmp_path / "killed"), checkpoints, env)
     assert not (tmp_path / "killed").exists()
     rerun = subprocess.run(argv(tmp_path / "killed"), env=env, capture_output=True, text=True, timeout=900)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
