@@ -199,6 +199,30 @@ def attention_without_dropout(model, adjust_mask):
             vars(layer).pop("_compute_attention", None)  # the class's method again
 
 
+@contextlib.contextmanager
+def layer_norm_replaced(model, normalize):
+    """While the block runs, every plain Keras `LayerNormalization` of `model` (last axis, scale
+    and centre, no RMS scaling) computes `normalize(layer, x)` instead of its `call`."""
+    changed = []
+    try:
+        for layer in model._flatten_layers():
+            if (isinstance(layer, keras.layers.LayerNormalization) and "call" not in vars(layer)
+                    and layer.axis in (-1, [-1]) and layer.center and layer.scale and not layer.rms_scaling):
+                layer.call = _bound(normalize, layer)
+                changed.append(layer)
+        yield model
+    finally:
+        for layer in changed:
+            vars(layer).pop("call", None)
+
+
+def _bound(normalize, layer):
+    def call(inputs):
+        return normalize(layer, inputs)
+
+    return call
+
+
 def _adjusted_mask(compute_attention, adjust_mask):
     def compute(query, key, value, attention_mask=None, *args, **kwargs):
         return compute_attention(query, key, value, adjust_mask(attention_mask, query), *args, **kwargs)

@@ -243,7 +243,10 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
         diff, bound = max_diff(ours, out.logits.numpy(), mask), TOLERANCE
     assert diff <= bound, f"{what}: logits max |diff| to transformers {diff:.2e} > {bound:.2g}"
     if kind == "ner":
-        _check_compiled_prediction(task, inputs, ours, mask, what)
+        unpadded = {**inputs, "padding_mask": np.ones_like(mask)}
+        with torch.no_grad():
+            unpadded_reference = model(**torch_inputs(model, unpadded)).logits.numpy()
+        _check_compiled_prediction(task, inputs, ours, mask, what, unpadded, unpadded_reference)
 
     restored = type(task).from_config(task.get_config())
     restored.set_weights(task.get_weights())
@@ -251,21 +254,41 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     return task
 
 
-def _check_compiled_prediction(task, inputs, eager, mask, what):
+def _check_compiled_prediction(task, inputs, eager, mask, what, unpadded, unpadded_reference):
     """What `annotate` runs (`compiled_predict`) gives the eager call's logits; off TensorFlow its
-    attention goes through `keras.ops.dot_product_attention` although the model has dropout."""
+    attention goes through `keras.ops.dot_product_attention` although the model has dropout, and
+    a batch without padding (`unpadded`) goes there without a mask, to transformers' logits for
+    it (`unpadded_reference`)."""
+    from unittest import mock
+
     import keras
 
     from biozoo._keras_internals import count_attention_paths
+    from biozoo.tasks import inference
     from biozoo.tasks.inference import compiled_predict
 
-    with count_attention_paths() as (fused, computed):
+    with count_attention_paths() as (fused, computed), \
+            mock.patch.object(inference, "_fused_layer_norm", wraps=inference._fused_layer_norm) as norms:
         compiled = to_numpy(compiled_predict(task)(inputs))
     diff = max_diff(compiled, eager, mask)
     assert diff <= TOLERANCE, f"{what}: compiled prediction max |diff| to the eager call {diff:.2e}"
-    if keras.backend.backend() != "tensorflow":
-        assert computed.call_count and fused.call_count == computed.call_count, (
-            f"{what}: {fused.call_count} of {computed.call_count} attention computations ran dot_product_attention")
+    if keras.backend.backend() == "tensorflow":
+        return
+    assert computed.call_count and fused.call_count == computed.call_count, (
+        f"{what}: {fused.call_count} of {computed.call_count} attention computations ran dot_product_attention")
+    assert all(call.kwargs["mask"] is not None for call in fused.call_args_list), f"{what}: padding unmasked"
+    layer_norms = {id(layer) for layer in task._flatten_layers() if type(layer) is keras.layers.LayerNormalization}
+    fused_norms = {id(call.args[0]) for call in norms.call_args_list}
+    expected_norms = layer_norms if keras.backend.backend() == "jax" else set()
+    assert fused_norms == expected_norms, (
+        f"{what}: {len(fused_norms)} of {len(layer_norms)} LayerNorms traced in their fused form under "
+        f"{keras.backend.backend()}")
+    with count_attention_paths() as (fused, computed):
+        compiled = to_numpy(compiled_predict(task)(unpadded))
+    diff = max_diff(compiled, unpadded_reference, unpadded["padding_mask"])
+    assert diff <= TOLERANCE, f"{what}: compiled prediction without padding, max |diff| to transformers {diff:.2e}"
+    assert fused.call_count and all(call.kwargs["mask"] is None for call in fused.call_args_list), (
+        f"{what}: a batch without padding still attends through a mask")
 
 
 def annotate_by_sentence(task, texts, model, aggregation="first"):
