@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import pickle
 
+import numpy as np
 from biozoo.annotate.annotators import Sentences, TaggerAnnotator
 from biozoo.tasks.token_classifier import group_entities, token_windows, unit_probabilities
 
@@ -40,12 +41,25 @@ class TaggerHostStages:
         return sentences, spans, windows
 
     def finish(self, sentences, spans, owner, word_positions, logits, count):
-        """The model's logits per window -> per document `(start, end, type, score, model)`."""
+        """The model's logits per window (`packed_windows`) -> per document `(start, end, type,
+        score, model)`."""
+        logits = unpacked_windows(*logits)
         probabilities = unit_probabilities(owner, word_positions, [len(row) for row in spans], logits,
                                            len(self.label_names))
         grouped = group_entities(self.preprocessor.tokenizer, self.label_names, sentences.texts,
                                  zip(spans, probabilities), self.aggregation)
         return sentences.place([g["entities"] for g in grouped], count, [self.name] * len(sentences.texts))
+
+
+def packed_windows(arrays):
+    """Per-window arrays as one array and their lengths: what crosses to a worker, since pickling
+    thousands of small arrays costs the calling process more than the copy of one."""
+    lengths = [len(array) for array in arrays]
+    return (np.concatenate(arrays) if arrays else np.zeros((0,), np.float32)), lengths
+
+
+def unpacked_windows(joined, lengths):
+    return np.split(joined, np.cumsum(lengths)[:-1]) if lengths else []
 
 
 def can_run_in_workers(annotators):
@@ -122,7 +136,7 @@ def predictions_in_workers(annotator, chunks, workers):
                 sentences, spans, windows = future.result()
                 logits = annotator.task.window_logits(windows, annotator.batch_size)
                 finishing.append((chunk, pool.submit(_finish, sentences, spans, windows.owner,
-                                                     windows.word_positions, logits, len(chunk))))
+                                                     windows.word_positions, packed_windows(logits), len(chunk))))
             except concurrent.futures.process.BrokenProcessPool as error:
                 raise _worker_died(error) from error
             except Exception as error:  # noqa: BLE001 - handed to the caller, which finds the document

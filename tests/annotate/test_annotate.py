@@ -5,6 +5,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from biozoo import testing as H
@@ -291,3 +292,15 @@ def test_an_input_error_comes_after_the_documents_read_before_it(tagger_dir, exa
         for document in run.annotate(reader()):
             out.append(document.id)
     assert out == [d.id for d in documents[:2]]
+
+
+def test_windows_cross_to_workers_packed_and_come_back_equal():
+    from biozoo.annotate._workers import packed_windows, unpacked_windows
+
+    rng = np.random.default_rng(0)
+    windows = [rng.normal(size=(n, 5)).astype(np.float32) for n in (3, 1, 7, 2)]
+    joined, lengths = packed_windows(windows)
+    assert joined.shape == (13, 5) and lengths == [3, 1, 7, 2]
+    back = unpacked_windows(joined, lengths)
+    assert len(back) == len(windows) and all(np.array_equal(a, b) for a, b in zip(back, windows))
+    assert unpacked_windows(*packed_windows([])) == []
