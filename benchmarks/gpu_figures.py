@@ -69,8 +69,9 @@ def synthetic_vocabulary(size):
 
 def build_hf_model(directory, shape, vocabulary, seed=0, lowercase=False):
     """A random-weight BertForTokenClassification of `shape`, saved with a WordPiece vocabulary;
-    its head leans towards "O" so that about one word in six is tagged, about as many entities
-    per abstract as a real tagger's."""
+    its head leans towards "O" so that it finds about 20 entities in a BC5CDR abstract, as many
+    as the corpus' gold annotations (9,809 in 500 abstracts; with a lean of 1.9 it found 74,
+    which made the entity stages weigh three times what they weigh for a real tagger)."""
     import torch
     import transformers
 
@@ -84,7 +85,7 @@ def build_hf_model(directory, shape, vocabulary, seed=0, lowercase=False):
     model = transformers.BertForTokenClassification(config).eval()
     with torch.no_grad():
         model.classifier.weight.normal_(0, shape["hidden_size"] ** -0.5)  # logits of about unit spread
-        model.classifier.bias.copy_(torch.tensor([1.9, 0.0, 0.0, 0.0, 0.0]))
+        model.classifier.bias.copy_(torch.tensor([2.65, 0.0, 0.0, 0.0, 0.0]))
     model.save_pretrained(directory)
     transformers.BertTokenizerFast(vocab_file=str(directory / "vocab.txt"), do_lower_case=lowercase).save_pretrained(directory)
     return directory
@@ -102,6 +103,16 @@ def timed_repeats(step, repeats, sync=lambda: None):
         sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def timed_pipelined(step, repeats, sync):
+    """Seconds per call of `step()` when `repeats` calls are issued back to back and waited for
+    once (`sync(results)`), as `annotate` dispatches its batches: the host's share of a call then
+    overlaps the device's work on the one before (`timed_repeats` waits after every call)."""
+    sync([step() for _ in range(2)])
+    start = time.perf_counter()
+    sync([step() for _ in range(repeats)])
+    return (time.perf_counter() - start) / repeats
 
 
 def torch_device():
@@ -130,7 +141,8 @@ def set_flash_attention(choice):
 
 def profile_steps(step, directory, steps=5):
     """A JAX profiler trace of `steps` calls of `step`, its `.xplane.pb` copied to `directory`
-    as one flat file (what a device run can bring back); read it with xprof / TensorBoard."""
+    as one flat file (what a device run can bring back), and its GPU time per call by kernel
+    and by XLA op (the top 15 of each line of the trace's GPU plane, in microseconds)."""
     import shutil
 
     import jax
@@ -140,11 +152,104 @@ def profile_steps(step, directory, steps=5):
             for _ in range(steps):
                 step()
         found = sorted(Path(trace).rglob("*.xplane.pb"))
-        if found:
+        if not found:
+            return {}
+        if directory:
             shutil.copyfile(found[0], f"{directory}.xplane.pb")
+        data = jax.profiler.ProfileData.from_file(str(found[0]))
+    summary = {}
+    for plane in data.planes:
+        if not plane.name.startswith("/device:GPU"):
+            continue
+        for line in plane.lines:
+            totals = {}
+            for event in line.events:
+                totals[event.name] = totals.get(event.name, 0.0) + event.duration_ns / 1e3 / steps
+            if totals:
+                top = sorted(totals.items(), key=lambda item: -item[1])
+                summary[line.name] = {"total_us": round(sum(totals.values()), 1),
+                                      "top_us": {name[:120]: round(us, 1) for name, us in top[:15]}}
+    return summary
 
 
-def inference(shapes, batch, length, repeats, scratch, report, profile=None):
+def host_dispatch_ms(call, calls=20):
+    """Milliseconds the host spends per call handing `calls` calls to the device (not waiting for them)."""
+    import jax
+
+    jax.block_until_ready(call())
+    start = time.perf_counter()
+    results = [call() for _ in range(calls)]
+    seconds = time.perf_counter() - start
+    jax.block_until_ready(results)
+    return round(1e3 * seconds / calls, 3)
+
+
+def torch_kernels(step, steps=5):
+    """transformers' GPU time per call by kernel (torch.profiler), the top 15, in microseconds."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as recorded:
+        for _ in range(steps):
+            step()
+        torch_sync()
+    totals = {}
+    for event in recorded.key_averages():
+        us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
+        totals[event.key] = totals.get(event.key, 0.0) + us / steps
+    top = sorted(totals.items(), key=lambda item: -item[1])
+    return {"total_us": round(sum(totals.values()), 1), "top_us": {name[:120]: round(us, 1) for name, us in top[:15]}}
+
+
+def jax_reference_forward(shape, vocabulary_size, attention):
+    """A BERT token classifier written directly in jax.numpy, bfloat16 weights (LayerNorm in
+    float32), attention by `jax.nn.dot_product_attention(implementation=attention)`: what XLA
+    gives without Keras, to tell Keras' share of a gap from XLA's. Random weights; speed only."""
+    import jax
+    import jax.numpy as jnp
+
+    hidden, layers = shape["hidden_size"], shape["num_hidden_layers"]
+    heads, intermediate = shape["num_attention_heads"], shape["intermediate_size"]
+    keys = iter(jax.random.split(jax.random.PRNGKey(0), 16 * layers + 8))
+
+    def weight(*dims):
+        return (0.02 * jax.random.normal(next(keys), dims, jnp.float32)).astype(jnp.bfloat16)
+
+    def zeros(n):
+        return jnp.zeros((n,), jnp.bfloat16)
+
+    params = {"token": weight(vocabulary_size, hidden), "position": weight(512, hidden),
+              "norm": (jnp.ones(hidden), jnp.zeros(hidden)), "classifier": (weight(hidden, len(LABELS)), zeros(len(LABELS))),
+              "layers": [{"q": (weight(hidden, hidden), zeros(hidden)), "k": (weight(hidden, hidden), zeros(hidden)),
+                          "v": (weight(hidden, hidden), zeros(hidden)), "o": (weight(hidden, hidden), zeros(hidden)),
+                          "up": (weight(hidden, intermediate), zeros(intermediate)),
+                          "down": (weight(intermediate, hidden), zeros(hidden)),
+                          "norm1": (jnp.ones(hidden), jnp.zeros(hidden)), "norm2": (jnp.ones(hidden), jnp.zeros(hidden))}
+                         for _ in range(layers)]}
+
+    def dense(x, kernel_bias):
+        return x @ kernel_bias[0] + kernel_bias[1]
+
+    def norm(x, scale_bias):
+        x = x.astype(jnp.float32)
+        mean = x.mean(-1, keepdims=True)
+        variance = jnp.square(x - mean).mean(-1, keepdims=True)
+        return ((x - mean) * jax.lax.rsqrt(variance + 1e-12) * scale_bias[0] + scale_bias[1]).astype(jnp.bfloat16)
+
+    @jax.jit
+    def forward(params, token_ids):
+        batch, length = token_ids.shape
+        x = norm(params["token"][token_ids] + params["position"][:length], params["norm"])
+        for layer in params["layers"]:
+            q, k, v = (dense(x, layer[n]).reshape(batch, length, heads, -1) for n in "qkv")
+            attended = jax.nn.dot_product_attention(q, k, v, implementation=attention).reshape(batch, length, hidden)
+            x = norm(x + dense(attended, layer["o"]), layer["norm1"])
+            x = norm(x + dense(jax.nn.gelu(dense(x, layer["up"]), approximate=False), layer["down"]), layer["norm2"])
+        return dense(x, params["classifier"]).astype(jnp.float32)
+
+    return lambda token_ids: forward(params, token_ids)
+
+
+def inference(shapes, batch, length, repeats, scratch, report, profile=None, bf16_only=False):
     import jax
     import torch
     import transformers
@@ -157,52 +262,96 @@ def inference(shapes, batch, length, repeats, scratch, report, profile=None):
         model_dir = build_hf_model(Path(scratch) / f"infer-{name}", shape, synthetic_vocabulary(30522))
         ids = rng.integers(5, 30522, (batch, length)).astype("int32")
         x = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
-        rows = {}
+        rows, kernels, compiled = {}, {}, {}
 
         hf = transformers.BertForTokenClassification.from_pretrained(model_dir).to(torch_device()).eval()
+        attention_implementation = getattr(hf.config, "_attn_implementation", None)
         inputs = {"input_ids": torch.tensor(ids, dtype=torch.long, device=torch_device()),
                   "attention_mask": torch.ones(ids.shape, dtype=torch.long, device=torch_device())}
         with torch.inference_mode():
             torch.backends.cuda.matmul.allow_tf32 = False
             reference = hf(**inputs).logits.float().cpu().numpy()
-            for label, tf32, autocast in (("float32", False, False), ("tf32", True, False), ("bf16_autocast", True, True)):
+            torch_rows = () if bf16_only else (("float32", False, False), ("tf32", True, False),
+                                               ("bf16_autocast", True, True))
+            for label, tf32, autocast in torch_rows:
                 torch.backends.cuda.matmul.allow_tf32 = tf32
                 with torch.autocast(torch_device(), dtype=torch.bfloat16, enabled=autocast):
                     rows[f"transformers_{label}"] = timed_repeats(lambda: hf(**inputs).logits, repeats, torch_sync)
             hf_bf16 = hf.to(torch.bfloat16)
             rows["transformers_bf16_weights"] = timed_repeats(lambda: hf_bf16(**inputs).logits, repeats, torch_sync)
+            rows["transformers_bf16_weights_pipelined"] = timed_pipelined(lambda: hf_bf16(**inputs).logits, repeats,
+                                                                          lambda results: torch_sync())
+            # torch's profiler holds CUPTI for the rest of the process: JAX's traces come first
+            if profile == "torch" and torch.cuda.is_available():
+                kernels["transformers_bf16_weights"] = torch_kernels(lambda: hf_bf16(**inputs).logits)
         torch.backends.cuda.matmul.allow_tf32 = False
+        hf = hf_bf16 = None
 
-        # biozoo's own prediction path (what annotate runs): the jitted stateless call, inputs on
-        # the device as transformers' are, timed to the logits on the device as transformers' are
+        # biozoo's own prediction path (what annotate runs): the jitted stateless call, timed to the
+        # logits on the device as transformers' are. Inputs on the device count as padded (the
+        # mask is not read back); the same batch from the host, all ones, attends without a mask.
         x_on_device = jax.device_put(x)
-        # one conversion per shape: float32 and TF32 are the same jitted call traced under another
-        # matmul precision; bf16 a copy in bfloat16, with cuDNN's fused attention (Keras' auto
-        # choice) and with XLA's (flash attention disabled), to tell attention's share apart
         task = biozoo.TokenClassifier.from_preset(str(model_dir))
-        for label, matmul, precision, flash in (("float32", "highest", "float32", None),
-                                                 ("tf32", "tensorfloat32", "float32", None),
-                                                 ("bf16_weights", "default", "bfloat16", None),
-                                                 ("bf16_weights_xla_attention", "default", "bfloat16", False)):
+        variants = [("bf16_weights", "default", "bfloat16", None, x_on_device),
+                    ("bf16_weights_unpadded", "default", "bfloat16", None, x),
+                    ("bf16_weights_xla_attention", "default", "bfloat16", False, x_on_device)]
+        if not bf16_only:
+            variants = [("float32", "highest", "float32", None, x_on_device),
+                        ("tf32", "tensorfloat32", "float32", None, x_on_device)] + variants
+        report_diff = None
+        for label, matmul, precision, flash, given in variants:
             set_flash_attention(flash)
             task.precision = precision
             task._compiled_predict = None  # a new copy under this attention setting
             with jax.default_matmul_precision(matmul):
                 predict = compiled_predict(task)
-                logits = np.asarray(predict(x_on_device), np.float32)
-                rows[f"biozoo_{label}"] = timed_repeats(lambda: jax.block_until_ready(predict(x_on_device)), repeats)
-                if profile and label == "bf16_weights":
-                    profile_steps(lambda: jax.block_until_ready(predict(x_on_device)), Path(profile) / f"{name}-bf16")
+                logits = np.asarray(predict(given), np.float32)
+                rows[f"biozoo_{label}"] = timed_repeats(lambda: jax.block_until_ready(predict(given)), repeats)
+                if label == "bf16_weights_unpadded":
+                    rows[f"biozoo_{label}_pipelined"] = timed_pipelined(lambda: predict(given), repeats,
+                                                                        jax.block_until_ready)
+                if profile not in (None, "torch") and label == "bf16_weights_unpadded":
+                    kernels[f"biozoo_{label}"] = profile_steps(lambda: jax.block_until_ready(predict(given)),
+                                                               Path(profile) / f"{name}-{label}" if profile else None)
+                    kernels[f"biozoo_{label}_host_ms_per_call"] = host_dispatch_ms(lambda: predict(given))
             if label == "float32":
                 report_diff = float(np.abs(logits - reference).max())
         set_flash_attention(None)
+        task = None
+        ids_on_device = jax.device_put(ids)
+        for attention in ("cudnn", None):
+            try:
+                forward = jax_reference_forward(shape, 30522, attention)
+                jax.block_until_ready(forward(ids_on_device))
+            except Exception as error:  # noqa: BLE001 - cuDNN's attention is absent on a CPU
+                rows_error = f"{type(error).__name__}: {str(error)[:200]}"
+                compiled[f"jax_reference_{attention or 'auto'}"] = rows_error
+                continue
+            label = f"jax_reference_bf16_{attention or 'xla_auto'}"
+            rows[label] = timed_repeats(lambda: jax.block_until_ready(forward(ids_on_device)), repeats)
+            rows[f"{label}_pipelined"] = timed_pipelined(lambda: forward(ids_on_device), repeats, jax.block_until_ready)
+            if profile not in (None, "torch") and attention == "cudnn":
+                kernels[label] = profile_steps(lambda: jax.block_until_ready(forward(ids_on_device)), None)
+                kernels[f"{label}_host_ms_per_call"] = host_dispatch_ms(lambda: forward(ids_on_device))
         per_second = {key: round(batch / seconds, 1) for key, seconds in rows.items()}
-        best_torch = max(value for key, value in per_second.items() if key.startswith("transformers"))
-        log({f"inference_{name}": {"sequences_per_second": per_second, "batch": batch, "length": length,
-                                   "float32_max_abs_diff_vs_transformers": report_diff,
-                                   "bf16_ratio_to_best_transformers": round(per_second["biozoo_bf16_weights"] / best_torch, 2),
-                                   "float32_ratio": round(per_second["biozoo_float32"] / per_second["transformers_float32"], 2)}},
-            report)
+        best_torch = max(value for key, value in per_second.items()
+                         if key.startswith("transformers") and not key.endswith("pipelined"))
+        best_biozoo = max(value for key, value in per_second.items()
+                          if key.startswith("biozoo_bf16") and not key.endswith("pipelined"))
+        record = {"sequences_per_second": per_second, "batch": batch, "length": length,
+                  "xla_flags": os.environ.get("XLA_FLAGS", ""), "transformers_attention": attention_implementation,
+                  "bf16_ratio_to_best_transformers": round(per_second["biozoo_bf16_weights"] / best_torch, 2),
+                  "best_bf16_ratio_to_best_transformers": round(best_biozoo / best_torch, 2),
+                  "pipelined_bf16_ratio": round(per_second["biozoo_bf16_weights_unpadded_pipelined"]
+                                                / per_second["transformers_bf16_weights_pipelined"], 2)}
+        if report_diff is not None:
+            record.update({"float32_max_abs_diff_vs_transformers": report_diff,
+                           "float32_ratio": round(per_second["biozoo_float32"] / per_second["transformers_float32"], 2)})
+        if compiled:
+            record["not_run"] = compiled
+        if kernels:
+            record["gpu_time_per_call"] = kernels
+        log({f"inference_{name}" + ("_bf16_only" if bf16_only else ""): record}, report)
 
 
 # ---- 2. annotate ----------------------------------------------------------------------------
@@ -234,6 +383,10 @@ def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, repor
     model_dir = build_hf_model(Path(scratch) / "annotate-model", shape, vocabulary or synthetic_vocabulary(30522),
                                lowercase=uncased)
     originals, documents = repeated_documents(abstracts, count)
+    for document in documents:  # as PubMed gives abstracts: their text alone, no annotations to read and drop
+        document.annotations = []
+        for passage in document.passages:
+            passage.annotations = []
     corpus = Path(scratch) / "corpus.pubtator"
     write_documents(documents, str(corpus), "pubtator")
     found = {}
@@ -289,15 +442,20 @@ def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, repor
         if precision == "bfloat16" and workers:
             log({"annotate_bfloat16_workers": in_workers(annotator, documents, workers, scratch, found[precision])},
                 report)
+            log({"annotate_workers_without_model": in_workers(annotator, documents, workers, scratch, None,
+                                                              model=False)}, report)
     float32, bfloat16 = set(found["float32"]), set(found["bfloat16"])
     log({"annotate_bfloat16_vs_float32": {"float32_entities": len(float32), "bfloat16_entities": len(bfloat16),
                                           "same": len(float32 & bfloat16), "only_float32": len(float32 - bfloat16),
                                           "only_bfloat16": len(bfloat16 - float32)}}, report)
 
 
-def in_workers(annotator, documents, workers, scratch, expected, repeat=4):
+def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model=True):
     """`biozoo annotate --workers`: the corpus `repeat` times over (so that starting the workers,
-    timed apart, weighs little), read, annotated and written; the entities must be one process's."""
+    timed apart, weighs little), read, annotated and written; the entities must be one process's.
+    With `model=False` the model is replaced by zeros (no entity found): what the host stages
+    and the calling process allow, however fast the model."""
+    import biozoo.tasks.token_classifier as token_classifier
     from biozoo.annotate import AnnotationRun
     from biozoo.documents import read_documents, write_documents
 
@@ -311,7 +469,10 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4):
     write_documents(repeated, str(corpus), "pubtator")
     output = Path(scratch) / "annotated-workers.pubtator"
     run = AnnotationRun([annotator], progress=False, chunk_size=256, drop_existing=True, workers=workers)
-    start = time.perf_counter()
+    compiled = token_classifier.compiled_predict
+    if not model:
+        token_classifier.compiled_predict = lambda task: lambda x: np.zeros(x["token_ids"].shape + (5,), np.float32)
+    start, cpu = time.perf_counter(), time.process_time()
     first = None
 
     def stream():
@@ -321,20 +482,30 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4):
                 first = time.perf_counter()
             yield document
 
-    write_documents(stream(), str(output), "pubtator")
-    seconds = time.perf_counter() - start
+    try:
+        write_documents(stream(), str(output), "pubtator")
+    finally:
+        token_classifier.compiled_predict = compiled
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     after_first = len(repeated) - min(256, len(repeated))  # documents after the first chunk
     steady = after_first / (time.perf_counter() - first) if after_first else len(repeated) / seconds
     annotated = list(read_documents([str(output)]))
-    first_copy = [(d.id[:-1], a.start, a.end, a.type) for d in annotated[:len(documents)] for a in d.existing_annotations()]
-    total = sum(len(d.existing_annotations()) for d in annotated)
-    return {"workers": workers, "abstracts": len(repeated), "seconds": round(seconds, 2),
-            "abstracts_per_second": round(len(repeated) / seconds, 1),
-            "seconds_to_first_chunk": round(first - start, 2),
-            "abstracts_per_second_after_first_chunk": round(steady, 1),
-            "pubmed_hours": round(PUBMED_ABSTRACTS / steady / 3600, 2),
-            "documents_out": len(annotated),
-            "entities_equal_one_process": sorted(first_copy) == sorted(expected) and total == repeat * len(expected)}
+    result = {"workers": workers, "model": model, "abstracts": len(repeated), "seconds": round(seconds, 2),
+              "abstracts_per_second": round(len(repeated) / seconds, 1),
+              "seconds_to_first_chunk": round(first - start, 2),
+              "abstracts_per_second_after_first_chunk": round(steady, 1),
+              "pubmed_hours": round(PUBMED_ABSTRACTS / steady / 3600, 2),
+              # the calling process' CPU seconds (all its threads): reading, batching, the model's
+              # dispatch, writing, and the traffic to the workers
+              "calling_process_cpu_seconds": round(cpu, 2),
+              "calling_process_cap_abstracts_per_second": round(len(repeated) / cpu, 1),
+              "documents_out": len(annotated)}
+    if model:
+        first_copy = [(d.id[:-1], a.start, a.end, a.type) for d in annotated[:len(documents)]
+                      for a in d.existing_annotations()]
+        total = sum(len(d.existing_annotations()) for d in annotated)
+        result["entities_equal_one_process"] = sorted(first_copy) == sorted(expected) and total == repeat * len(expected)
+    return result
 
 
 # ---- 3. fine-tuning -------------------------------------------------------------------------
@@ -397,7 +568,8 @@ def finetune(shapes, batches, length, steps, scratch, report):
                            "transformers_examples_per_second": round(batch / torch_seconds, 1),
                            "ratio": round(torch_seconds / biozoo_seconds, 2)}
             # each batch size as it is measured (a run stopped at its time limit keeps what it had)
-            log({f"finetune_{name}": {"length": length, "bf16": True, "clip_norm": 1.0, "by_batch": rows}}, report)
+            log({f"finetune_{name}": {"length": length, "bf16": True, "clip_norm": 1.0,
+                                      "xla_flags": os.environ.get("XLA_FLAGS", ""), "by_batch": rows}}, report)
             task = hf = optimizer = None  # the next batch size starts with free GPU memory
 
 
@@ -422,6 +594,13 @@ def main():
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--train-steps", type=int, default=30)
     parser.add_argument("--profile", help="inference: a folder for a JAX profiler trace of each shape's bf16 calls")
+    parser.add_argument("--kernels", choices=("jax", "torch"),
+                        help="inference: GPU time per call by kernel and XLA op, of biozoo's bf16 and the JAX "
+                             "reference (jax), or of transformers' bf16 (torch; its profiler keeps CUPTI)")
+    parser.add_argument("--shapes", default=",".join(SHAPES), help="inference, finetune: the model shapes")
+    parser.add_argument("--bf16-only", action="store_true",
+                        help="inference: only the bfloat16 rows (a second pass under other XLA_FLAGS)")
+    parser.add_argument("--batches", default="8,32,128", help="finetune: the batch sizes")
     parser.add_argument("--smoke", action="store_true", help="tiny shapes and counts: that every part runs")
     parser.add_argument("--report", help="also write every figure to this JSON file")
     args = parser.parse_args()
@@ -429,7 +608,7 @@ def main():
 
     if keras.backend.backend() != "jax":
         sys.exit("run with KERAS_BACKEND=jax")
-    shapes = {"smoke": SMOKE_SHAPE} if args.smoke else SHAPES
+    shapes = {"smoke": SMOKE_SHAPE} if args.smoke else {name: SHAPES[name] for name in args.shapes.split(",")}
     batch, length = (4, 32) if args.smoke else (256, 128)
     repeats = 2 if args.smoke else args.repeats
     from biozoo.data.embedded import embedded_corpus
@@ -440,14 +619,15 @@ def main():
     parts = args.parts.split(",")
     with tempfile.TemporaryDirectory(prefix="biozoo-gpu-") as scratch:
         if "inference" in parts:
-            inference(shapes, batch, length, repeats, scratch, report, args.profile)
+            profile = args.profile if args.profile else {"jax": "", "torch": "torch"}.get(args.kernels)
+            inference(shapes, batch, length, repeats, scratch, report, profile, args.bf16_only)
         if "annotate" in parts:
             annotate(SMOKE_SHAPE if args.smoke else SHAPES["bioformer_8l"], abstracts, args.vocab,
                      args.documents or (8 if args.smoke else 5000), args.annotate_batch, args.workers, scratch,
                      report)
         if "finetune" in parts:
-            finetune(shapes, (2, 4) if args.smoke else (8, 32, 128), length, 3 if args.smoke else args.train_steps,
-                     scratch, report)
+            finetune(shapes, (2, 4) if args.smoke else tuple(int(b) for b in args.batches.split(",")), length,
+                     3 if args.smoke else args.train_steps, scratch, report)
     if args.report:
         write_report(report)
 
