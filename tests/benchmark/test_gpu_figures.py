@@ -34,8 +34,12 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path):
     assert inference["float32_max_abs_diff_vs_transformers"] < 1e-4
     assert set(inference["sequences_per_second"]) == {
         "biozoo_float32", "biozoo_tf32", "biozoo_bf16_weights", "biozoo_bf16_weights_xla_attention",
-        "transformers_float32", "transformers_tf32", "transformers_bf16_autocast", "transformers_bf16_weights"}
-    assert (tmp_path / "profile" / "smoke-bf16.xplane.pb").stat().st_size > 0
+        "biozoo_bf16_weights_unpadded", "biozoo_bf16_weights_unpadded_pipelined",
+        "transformers_float32", "transformers_tf32", "transformers_bf16_autocast", "transformers_bf16_weights",
+        "transformers_bf16_weights_pipelined", "jax_reference_bf16_xla_auto", "jax_reference_bf16_xla_auto_pipelined"}
+    assert "cuDNN" in inference["not_run"]["jax_reference_cudnn"]  # no GPU here: said, not dropped
+    assert inference["gpu_time_per_call"]["biozoo_bf16_weights_unpadded_host_ms_per_call"] > 0
+    assert (tmp_path / "profile" / "smoke-bf16_weights_unpadded.xplane.pb").stat().st_size > 0
     for precision in ("float32", "bfloat16"):
         run = figures[f"annotate_{precision}"]
         assert run["abstracts"] == 8 and run["distinct_abstracts"] == 4 and run["sentences"] > 8
@@ -44,6 +48,8 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path):
     workers = figures["annotate_bfloat16_workers"]  # the corpus 4 times over through 1 worker process
     assert workers["documents_out"] == workers["abstracts"] == 32 and workers["entities_equal_one_process"]
     assert workers["abstracts_per_second_after_first_chunk"] > 0
+    host_only = figures["annotate_workers_without_model"]  # the model replaced by zeros: no entity, every document
+    assert host_only["documents_out"] == host_only["abstracts"] == 32 and host_only["calling_process_cpu_seconds"] > 0
     compared = figures["annotate_bfloat16_vs_float32"]
     assert compared["same"] + compared["only_float32"] == compared["float32_entities"] == figures["annotate_float32"]["entities"]
     for name in ("finetune_smoke",):
