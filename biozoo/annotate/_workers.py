@@ -16,6 +16,7 @@ import os
 import pickle
 
 import numpy as np
+
 from biozoo.annotate.annotators import Sentences, TaggerAnnotator
 from biozoo.tasks.token_classifier import group_entities, token_windows, unit_probabilities
 
