@@ -49,13 +49,13 @@ BACKEND_TESTS ?= tests/models tests/tasks/test_micro_batches.py tests/train/test
 NO_TF_SITE := $(VENV)/site-without-tensorflow
 # One torch thread per pytest worker: two workers with torch's default of a thread per core oversubscribe the cores,
 # and torch's OpenMP threads spin while they wait (the PyTorch pass took 1,986 s so, 271 s with one thread each).
-TORCH_THREADS ?= $(if $(filter 0,$(PYTEST_WORKERS)),$(shell nproc),1)
+TORCH_THREADS := $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=1)
 
 test: install-test
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 	$(PY) tools/site_without_tensorflow.py $(NO_TF_SITE) > /dev/null
 	KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
-	KERAS_BACKEND=torch OMP_NUM_THREADS=$(TORCH_THREADS) $(PY) -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
+	KERAS_BACKEND=torch $(TORCH_THREADS) $(PY) -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
 
 # Only the fast tests (no real-data fine-tuning, no subprocess exports).
 test-fast: install-test

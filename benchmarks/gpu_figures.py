@@ -263,7 +263,7 @@ def inference(shapes, batch, length, repeats, scratch, report, profile=None, bf1
         model_dir = build_hf_model(Path(scratch) / f"infer-{name}", shape, synthetic_vocabulary(30522))
         ids = rng.integers(5, 30522, (batch, length)).astype("int32")
         x = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
-        rows, kernels, compiled = {}, {}, {}
+        rows, kernels, not_run = {}, {}, {}
 
         hf = transformers.BertForTokenClassification.from_pretrained(model_dir).to(torch_device()).eval()
         attention_implementation = getattr(hf.config, "_attn_implementation", None)
@@ -325,8 +325,7 @@ def inference(shapes, batch, length, repeats, scratch, report, profile=None, bf1
                 forward = jax_reference_forward(shape, 30522, attention)
                 jax.block_until_ready(forward(ids_on_device))
             except Exception as error:  # noqa: BLE001 - cuDNN's attention is absent on a CPU
-                rows_error = f"{type(error).__name__}: {str(error)[:200]}"
-                compiled[f"jax_reference_{attention or 'auto'}"] = rows_error
+                not_run[f"jax_reference_{attention or 'auto'}"] = f"{type(error).__name__}: {str(error)[:200]}"
                 continue
             label = f"jax_reference_bf16_{attention or 'xla_auto'}"
             rows[label] = timed_repeats(lambda: jax.block_until_ready(forward(ids_on_device)), repeats)
@@ -348,8 +347,8 @@ def inference(shapes, batch, length, repeats, scratch, report, profile=None, bf1
         if report_diff is not None:
             record.update({"float32_max_abs_diff_vs_transformers": report_diff,
                            "float32_ratio": round(per_second["biozoo_float32"] / per_second["transformers_float32"], 2)})
-        if compiled:
-            record["not_run"] = compiled
+        if not_run:
+            record["not_run"] = not_run
         if kernels:
             record["gpu_time_per_call"] = kernels
         log({f"inference_{name}" + ("_bf16_only" if bf16_only else ""): record}, report)
@@ -472,7 +471,7 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model
     run = AnnotationRun([annotator], progress=False, chunk_size=256, drop_existing=True, workers=workers)
     compiled = token_classifier.compiled_predict
     if not model:
-        token_classifier.compiled_predict = lambda task: lambda x: np.zeros(x["token_ids"].shape + (5,), np.float32)
+        token_classifier.compiled_predict = lambda task: lambda x: np.zeros(x["token_ids"].shape + (len(LABELS),), np.float32)
     start, cpu = time.perf_counter(), time.process_time()
     first = None
 

@@ -9,6 +9,7 @@ new code, adapt the function here and update the digest).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import inspect
@@ -208,19 +209,12 @@ def layer_norm_replaced(model, normalize):
         for layer in model._flatten_layers():
             if (isinstance(layer, keras.layers.LayerNormalization) and "call" not in vars(layer)
                     and layer.axis in (-1, [-1]) and layer.center and layer.scale and not layer.rms_scaling):
-                layer.call = _bound(normalize, layer)
+                layer.call = functools.partial(normalize, layer)
                 changed.append(layer)
         yield model
     finally:
         for layer in changed:
             vars(layer).pop("call", None)
-
-
-def _bound(normalize, layer):
-    def call(inputs):
-        return normalize(layer, inputs)
-
-    return call
 
 
 def _adjusted_mask(compute_attention, adjust_mask):
