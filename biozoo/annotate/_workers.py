@@ -11,18 +11,21 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import gc
 import multiprocessing
 import os
 import pickle
 
 import numpy as np
 
+from biozoo.annotate._gc import collection_paused
 from biozoo.annotate.annotators import Sentences, TaggerAnnotator
 from biozoo.tasks.token_classifier import group_entities, token_windows, unit_probabilities
 
 # a worker's environment: no accelerator, one thread of math each (the workers are the parallelism)
 WORKER_ENVIRONMENT = {"JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2",
-                      "OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
+                      "OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
+                      "TOKENIZERS_PARALLELISM": "false"}
 
 
 class TaggerHostStages:
@@ -60,7 +63,8 @@ def packed_windows(arrays):
 
 
 def unpacked_windows(joined, lengths):
-    return np.split(joined, np.cumsum(lengths)[:-1]) if lengths else []
+    ends = np.cumsum(lengths).tolist()
+    return [joined[end - length:end] for length, end in zip(lengths, ends)]
 
 
 def can_run_in_workers(annotators):
@@ -74,14 +78,22 @@ _STAGES = None
 def _start_worker(stages):
     global _STAGES
     _STAGES = pickle.loads(stages)
+    gc.freeze()  # what was loaded lives as long as the worker: no collection walks it again
 
 
 def _prepare(documents):
-    return _STAGES.prepare(documents)
+    """A chunk's model windows, packed, and what finishing it needs, pickled here: the calling
+    process passes those bytes on to the finishing worker without reading them (unpickling
+    thousands of small per-window objects cost it more than the model's dispatch)."""
+    with collection_paused():
+        sentences, spans, windows = _STAGES.prepare(documents)
+        state = pickle.dumps((sentences, spans, windows.owner, windows.word_positions), pickle.HIGHEST_PROTOCOL)
+        return packed_windows(windows.token_ids), state
 
 
-def _finish(*arguments):
-    return _STAGES.finish(*arguments)
+def _finish(state, logits, count):
+    with collection_paused():
+        return _STAGES.finish(*pickle.loads(state), logits, count)
 
 
 def _worker_died(error):
@@ -134,10 +146,9 @@ def predictions_in_workers(annotator, chunks, workers):
         def run_model():
             chunk, future = prepared.popleft()
             try:
-                sentences, spans, windows = future.result()
-                logits = annotator.task.window_logits(windows, annotator.batch_size)
-                finishing.append((chunk, pool.submit(_finish, sentences, spans, windows.owner,
-                                                     windows.word_positions, packed_windows(logits), len(chunk))))
+                token_ids, state = future.result()
+                logits = annotator.task.window_logits(unpacked_windows(*token_ids), annotator.batch_size)
+                finishing.append((chunk, pool.submit(_finish, state, packed_windows(logits), len(chunk))))
             except concurrent.futures.process.BrokenProcessPool as error:
                 raise _worker_died(error) from error
             except Exception as error:  # noqa: BLE001 - handed to the caller, which finds the document

@@ -18,6 +18,7 @@ import time
 
 from tqdm.auto import tqdm
 
+from biozoo.annotate._gc import collection_paused
 from biozoo.annotate._workers import can_run_in_workers, predictions_in_workers
 from biozoo.documents.model import Annotation
 
@@ -143,6 +144,15 @@ class AnnotationRun:
         """Yield each document of `chunk` with `found` (`predict_chunk`'s result) as its checked
         predictions (linked, with a `linker`); a document that fails stops the run, or with
         `skip_bad` is skipped."""
+        with collection_paused():
+            finished = self._finished(chunk, found)
+        for document in finished:
+            yield document
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(entities=self.entities, refresh=False)
+
+    def _finished(self, chunk, found):
         finished = []
         for document, predictions in zip(chunk, found):
             try:
@@ -158,11 +168,7 @@ class AnnotationRun:
             asked = [p for d in finished for p in d.predictions if "link_method" in p.infons]
             self.link_mentions += len(asked)
             self.linked += sum(1 for p in asked if p.concept_id is not None)
-        for document in finished:
-            yield document
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(entities=self.entities, refresh=False)
+        return finished
 
     def _skip(self, document, error):
         message = f"{document.source or 'document'} (id {document.id}): {error}"
@@ -204,10 +210,11 @@ class AnnotationRun:
     def _predictions(self, chunk):
         """Per document, its entities `(start, end, type, score, model)` from every annotator."""
         found = [[] for _ in chunk]
-        for annotator in self.annotators:
-            for d, entities in enumerate(annotator.annotate(chunk)):
-                found[d].extend((start, end, kind, score, model or annotator.name)
-                                for start, end, kind, score, model in entities)
+        with collection_paused():
+            for annotator in self.annotators:
+                for d, entities in enumerate(annotator.annotate(chunk)):
+                    found[d].extend((start, end, kind, score, model or annotator.name)
+                                    for start, end, kind, score, model in entities)
         return found
 
     @staticmethod

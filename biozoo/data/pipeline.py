@@ -207,10 +207,13 @@ def model_input_batches(token_ids, pad_token_id, segment_ids=None, extra=None, e
         ...                               extra_padding={"labels": IGNORE_LABEL}, y_key="labels")
     """
     token_ids = list(token_ids)
+    longest = max(map(len, token_ids), default=0)
+    zeros, ones = np.zeros(longest, np.int32), np.ones(longest, np.int32)
+    zeros.flags.writeable = ones.flags.writeable = False  # rows below are views of these (`pad_batch` copies them)
     features = {
         "token_ids": token_ids,
-        "segment_ids": list(segment_ids) if segment_ids is not None else [np.zeros_like(t) for t in token_ids],
-        "padding_mask": [np.ones_like(t) for t in token_ids],
+        "segment_ids": list(segment_ids) if segment_ids is not None else [zeros[:len(t)] for t in token_ids],
+        "padding_mask": [ones[:len(t)] for t in token_ids],
         **(extra or {}),
     }
     padding = {"token_ids": pad_token_id, "segment_ids": 0, "padding_mask": 0, **(extra_padding or {})}

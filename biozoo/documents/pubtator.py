@@ -178,8 +178,8 @@ def title_and_abstract(document: Document) -> tuple[str, str | None]:
 
 
 def _annotation_line(pmid, annotation, text):
-    spans = annotation.spans()
-    if len(spans) > 1:  # PubTator has no discontinuous mentions: the covering span
+    spans = annotation.locations
+    if spans and len(spans) > 1:  # PubTator has no discontinuous mentions: the covering span
         start, end = min(s for s, _ in spans), max(e for _, e in spans)
         mention = text[start:end]
     else:

@@ -10,16 +10,16 @@ out; `B-X` starts an entity of type X, `I-X` (or a bare `X`) continues one of th
 
 from __future__ import annotations
 
-import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
 STRATEGIES = ("none", "simple", "first", "average", "max")
 
 
-@dataclasses.dataclass(frozen=True)
-class Piece:
-    """One token of the text: its character span and whether it continues a word."""
+class Piece(NamedTuple):
+    """One token of the text: its character span and whether it continues a word (a tuple: a
+    text has hundreds, made at every prediction)."""
 
     start: int
     end: int
@@ -88,7 +88,7 @@ def _word_entities(pieces, probs, label_names, strategy, ignore):
         if label in ignore:
             continue
         out.append({"start": pieces[first[a]].start, "end": pieces[last[b - 1]].end, "type": label,
-                    "score": float(np.nanmean(scores[a:b]))})
+                    "score": float(scores[a] if b - a == 1 else np.nanmean(scores[a:b]))})
     return out
 
 

@@ -82,21 +82,26 @@ class TokenClassifierPreprocessor(keras_hub.models.Preprocessor):
         cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
         token_ids, labels, positions, sentence_of, first_word, owner = [], [], [], [], [], []
         for s, pieces in enumerate(word_pieces):
-            lengths = [min(len(p), budget) for p in pieces]
-            if sum(map(len, pieces)) <= budget:  # every piece fits one window (most sentences): the loop's result
+            flat = [i for p in pieces for i in p]
+            if len(flat) <= budget:  # every piece fits one window (most sentences): the loop's result
                 window = len(token_ids)
-                offsets = np.cumsum([1] + lengths[:-1]) if pieces else np.zeros(0, int)
-                ids = [cls_id, *(i for p in pieces for i in p), sep_id]
+                if len(flat) == len(pieces):  # a piece per word (as `token_windows` gives them)
+                    offsets = np.arange(1, len(pieces) + 1, dtype=np.int32)
+                else:
+                    offsets = np.cumsum([1] + [len(p) for p in pieces[:-1]]).astype(np.int32)
+                ids = np.empty(len(flat) + 2, np.int32)
+                ids[0], ids[1:-1], ids[-1] = cls_id, flat, sep_id
                 lab = np.full(len(ids), IGNORE_LABEL, np.int32)
                 if tags is not None and pieces:
                     lab[offsets] = np.asarray(tags[s], np.int32)
-                token_ids.append(np.asarray(ids, np.int32))
+                token_ids.append(ids)
                 labels.append(lab)
-                positions.append(offsets.astype(np.int32))
+                positions.append(offsets)
                 sentence_of.append(s)
                 first_word.append(0)
                 owner.append([window] * len(pieces))
                 continue
+            lengths = [min(len(p), budget) for p in pieces]
             spans, start = [], 0
             while True:
                 end, used = start, 0
@@ -227,26 +232,27 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
 
     def _unit_probabilities(self, windows, counts, batch_size):
         """Probabilities of each window's units (words, or single tokens), per sentence."""
-        return unit_probabilities(windows.owner, windows.word_positions, counts, self.window_logits(windows, batch_size),
-                                  len(self.label_names))
+        logits = self.window_logits(windows.token_ids, batch_size)
+        return unit_probabilities(windows.owner, windows.word_positions, counts, logits, len(self.label_names))
 
-    def window_logits(self, windows, batch_size=64):
-        """The model's logits for each window of `windows` (`[tokens, labels]` arrays): the part
-        of prediction that runs the model. Every batch is dispatched before the first is read,
-        so an accelerator is not kept waiting on the host."""
-        if not windows.token_ids:
+    def window_logits(self, token_ids, batch_size=64):
+        """The model's logits for each window (`token_ids`: per window its ids, as `Windows`
+        holds them), `[tokens, labels]` arrays: the part of prediction that runs the model.
+        Every batch is dispatched before the first is read, so an accelerator is not kept
+        waiting on the host."""
+        if not len(token_ids):
             return []
         batches = model_input_batches(
-            windows.token_ids, self.preprocessor.tokenizer.pad_token_id,
-            extra={"index": list(range(len(windows.token_ids)))}, scalars=("index",), batch_size=batch_size,
+            token_ids, self.preprocessor.tokenizer.pad_token_id,
+            extra={"index": list(range(len(token_ids)))}, scalars=("index",), batch_size=batch_size,
             max_length=self.preprocessor.sequence_length, exact_lengths=not compiles_predictions())
         predict = compiled_predict(self)
         pending = [(indices, predict(batches.batch(indices))) for indices in batches.plan]
-        logits_per_window = [None] * len(windows.token_ids)
+        logits_per_window = [None] * len(token_ids)
         for indices, logits in pending:
             logits = np.asarray(logits)
             for row, window in enumerate(indices):
-                logits_per_window[window] = logits[row, :len(windows.token_ids[window])]
+                logits_per_window[window] = logits[row, :len(token_ids[window])]
         return logits_per_window
 
     def predict_tags(self, sentences, batch_size=64):
@@ -345,6 +351,9 @@ def group_entities(tokenizer, label_names, texts, token_probabilities, aggregati
 def piece_reader(tokenizer):
     """`pieces(text, row)`: a text's tokens `[(id, start, end), ...]` as aggregation `Piece`s."""
     vocabulary = tokenizer.get_vocabulary()
-    wordpiece = tokenizer.continuation_prefix is not None
-    return lambda text, row: [Piece(a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id, wordpiece))
+    unknown = tokenizer.unk_token_id
+    if tokenizer.continuation_prefix is not None:  # `is_subword` for WordPiece, inlined: a call per token
+        lengths = [len(token) for token in vocabulary]
+        return lambda text, row: [Piece(a, b, i != unknown and lengths[i] != b - a) for i, a, b in row]
+    return lambda text, row: [Piece(a, b, is_subword(vocabulary[i], a, b, text, i == unknown, False))
                               for i, a, b in row]

@@ -304,3 +304,58 @@ def test_windows_cross_to_workers_packed_and_come_back_equal():
     back = unpacked_windows(joined, lengths)
     assert len(back) == len(windows) and all(np.array_equal(a, b) for a, b in zip(back, windows))
     assert unpacked_windows(*packed_windows([])) == []
+
+
+def test_a_chunk_crosses_to_workers_as_packed_ids_and_bytes_that_finish_as_one_process(tagger_dir, example_pubtator,
+                                                                                     monkeypatch):
+    """What a worker hands the calling process is the chunk's window ids, packed, and the rest as
+    bytes it passes on unread; finished from them, the entities are one process's."""
+    from biozoo.annotate import _workers, load_annotator
+    from biozoo.annotate.annotators import Sentences
+    from biozoo.tasks.token_classifier import token_windows
+
+    annotator = load_annotator(tagger_dir)
+    stages = _workers.TaggerHostStages(annotator)
+    monkeypatch.setattr(_workers, "_STAGES", stages)
+    documents = list(read_documents([example_pubtator]))
+    (joined, lengths), state = _workers._prepare(documents)
+    assert isinstance(state, bytes)
+    sentences = Sentences.of(documents)
+    _, windows = token_windows(annotator.task.preprocessor, sentences.texts)
+    ids = _workers.unpacked_windows(joined, lengths)
+    assert len(ids) == len(windows.token_ids) and all(np.array_equal(a, b) for a, b in zip(ids, windows.token_ids))
+    logits = annotator.task.window_logits(ids)
+    found = _workers._finish(state, _workers.packed_windows(logits), len(documents))
+    assert found == annotator.annotate(documents) and sum(map(len, found)) > 0
+
+
+def test_the_collector_is_paused_while_a_chunk_is_annotated_and_restored_after():
+    import gc
+
+    from biozoo.annotate import AnnotationRun
+    from biozoo.annotate._gc import collection_paused
+
+    seen = []
+
+    class Recording:
+        name = "recording"
+
+        def annotate(self, documents):
+            seen.append(gc.isenabled())
+            return [[(0, 3, "Gene", 0.9, None)] for _ in documents]
+
+    documents = [Document(str(i), [Passage(0, "ABC text")]) for i in range(5)]
+    assert gc.isenabled()
+    out = list(AnnotationRun([Recording()], progress=False, chunk_size=2).annotate(documents))
+    assert len(out) == 5 and seen == [False, False, False] and gc.isenabled()
+    with pytest.raises(ValueError, match="inside"):
+        with collection_paused():
+            raise ValueError("inside")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path):
+def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path, minilm_dir):
     from biozoo.testing import TENSORFLOW_DISTRIBUTIONS, site_without
 
     site = site_without(tmp_path / "site", TENSORFLOW_DISTRIBUTIONS)  # this venv as if TensorFlow were absent
@@ -25,7 +25,7 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path):
            "BIOZOO_CACHE": str(tmp_path / "cache")}
     (tmp_path / "profile").mkdir()
     result = subprocess.run([sys.executable, "-S", str(ROOT / "benchmarks" / "gpu_figures.py"), "--smoke",
-                             "--workers", "1", "--profile", str(tmp_path / "profile"), "--report", str(report)],
+                             "--vocab", str(minilm_dir / "vocab.txt"), "--workers", "1", "--profile", str(tmp_path / "profile"), "--report", str(report)],
                             env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     figures = json.loads(report.read_text())
@@ -43,6 +43,7 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path):
     for precision in ("float32", "bfloat16"):
         run = figures[f"annotate_{precision}"]
         assert run["abstracts"] == 8 and run["distinct_abstracts"] == 4 and run["sentences"] > 8
+        assert run["vocabulary_size"] == 30522  # MiniLM's, all of it (transformers 5 drops a `vocab_file` argument)
         assert run["entities"] == run["entities_placed_by_stages"] > 0  # the pipeline and its stages agree
         assert abs(sum(run["stage_share_percent"].values()) - 100) < 0.5
     workers = figures["annotate_bfloat16_workers"]  # the corpus 4 times over through 1 worker process

@@ -69,6 +69,21 @@ def test_a_word_longer_than_the_window_is_cut_to_it(ner16):
     assert windows.owner == [[0], [1, 1], []]
 
 
+def test_word_positions_point_at_each_words_first_piece(ner16):
+    """In a window that holds the whole sentence, each word's position is its first piece's, for
+    words of one piece (as `token_windows` gives tokens) and of several."""
+    pre = ner16.preprocessor
+    cls_id, sep_id = pre.tokenizer.cls_token_id, pre.tokenizer.sep_token_id
+    windows = pre.piece_windows([[[7], [8], [9]], [[7, 8], [9], [10, 11, 12], [13]]], [[1, 2, 0], [1, 2, 0, 1]])
+    assert [w.tolist() for w in windows.token_ids] == [[cls_id, 7, 8, 9, sep_id],
+                                                       [cls_id, 7, 8, 9, 10, 11, 12, 13, sep_id]]
+    assert [p.tolist() for p in windows.word_positions] == [[1, 2, 3], [1, 3, 4, 7]]
+    assert [w.tolist() for w in windows.labels] == [[IGNORE_LABEL, 1, 2, 0, IGNORE_LABEL],
+                                                    [IGNORE_LABEL, 1, IGNORE_LABEL, 2, 0, IGNORE_LABEL, IGNORE_LABEL,
+                                                     1, IGNORE_LABEL]]
+    assert all(w.dtype == np.int32 for w in windows.token_ids + windows.word_positions)
+
+
 def test_word_that_tokenizes_to_nothing_still_gets_a_label(ner16):
     tags, _ = ner16.predict_tags([["BRCA1", "\u200b", "cancer"]])
     assert len(tags[0]) == 3
