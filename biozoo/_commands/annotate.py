@@ -52,7 +52,9 @@ def register(subparsers):
     parser.add_argument("--aggregation", choices=["first", "average", "max", "simple", "none"], default="first",
                         help="token-classification models: how tokens become entities, as transformers' pipeline's "
                         "aggregation_strategy")
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per model call")
+    parser.add_argument("--batch-size", default="auto",
+                        help="sentences per model call: a number, or auto (256 where the model runs on a GPU or TPU, "
+                        "which calls of 64 would leave waiting on the host; else 64)")
     parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32",
                         help=PRECISION_HELP)
     parser.add_argument("--chunk-size", type=int, default=256, help="documents read and annotated together")
@@ -157,6 +159,7 @@ def annotate_command(args):
     if args.runner != "beam":
         args.output_format = output_format_for(args.output, args.output_format)
         check_not_an_input(args.output, args.inputs or ["-"])
+    args.batch_size = model_batch_size(args.batch_size)
     job = job_from_arguments(args)
     if args.runner == "beam":
         return _annotate_on_beam(args, job)
@@ -215,18 +218,33 @@ def host_workers(value):
     """`--workers`: a count, or "auto" (the host's cores less two, at most 16, when the model runs
     on an accelerator: one process cannot feed it; else 0)."""
     if value != "auto":
-        try:
-            count = int(value)
-        except ValueError:
-            count = -1
-        if count < 0:
-            raise ValueError(f"--workers takes a number of processes (0 or more) or auto, got {value!r}")
-        return count
-    from biozoo.train.distribution import accelerators, has_gpu
-
-    if not (accelerators() or has_gpu()):
+        return _count(value, "--workers", "a number of processes (0 or more)", least=0)
+    if not _on_accelerator():
         return 0
     return max(0, min(16, (os.cpu_count() or 1) - 2))
+
+
+def model_batch_size(value):
+    """`--batch-size`: a count, or "auto" (256 sentences per model call on an accelerator, 64 else)."""
+    if value != "auto":
+        return _count(value, "--batch-size", "a number of sentences (1 or more)", least=1)
+    return 256 if _on_accelerator() else 64
+
+
+def _count(value, option, what, least):
+    try:
+        count = int(value)
+    except ValueError:
+        count = least - 1
+    if count < least:
+        raise ValueError(f"{option} takes {what} or auto, got {value!r}")
+    return count
+
+
+def _on_accelerator():
+    from biozoo.train.distribution import accelerators, has_gpu
+
+    return bool(accelerators() or has_gpu())
 
 
 def _warn_entity_types(job, annotators):

@@ -246,15 +246,25 @@ def test_worker_processes_annotate_as_one_process_does(tagger_dir, example_pubta
     assert skipped_in_workers == skipped_alone
 
 
-def test_workers_option_takes_a_count_or_auto(tmp_path, example_pubtator, capsys):
-    from biozoo._commands.annotate import host_workers
+def test_workers_and_batch_size_options_take_a_count_or_auto(tmp_path, example_pubtator, capsys, monkeypatch):
+    from biozoo._commands.annotate import host_workers, model_batch_size
+    from biozoo.train import distribution
 
     assert host_workers("auto") == 0  # no GPU or TPU here: one process feeds the CPU's model
-    assert host_workers("3") == 3
-    assert main(["annotate", "--workers", "two", "--no-progress", "--output", str(tmp_path / "out.jsonl"),
-                 str(example_pubtator)]) == 2
-    assert "--workers takes a number of processes (0 or more) or auto, got 'two'" in capsys.readouterr().err
-    assert not (tmp_path / "out.jsonl").exists()
+    assert model_batch_size("auto") == 64
+    assert host_workers("3") == 3 and model_batch_size("512") == 512
+    monkeypatch.setattr(distribution, "accelerators", lambda: ["gpu:0"])
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert host_workers("auto") == 14 and model_batch_size("auto") == 256
+    monkeypatch.undo()
+    for option, value, message in (("--workers", "two", "--workers takes a number of processes (0 or more) or auto, "
+                                     "got 'two'"),
+                                   ("--batch-size", "0", "--batch-size takes a number of sentences (1 or more) or "
+                                    "auto, got '0'")):
+        assert main(["annotate", option, value, "--no-progress", "--output", str(tmp_path / "out.jsonl"),
+                     str(example_pubtator)]) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "out.jsonl").exists()
 
 
 class _EndsTheProcessWhenUnpickled(str):
