@@ -22,6 +22,7 @@ import numpy as np
 from biozoo import _keras_internals
 from biozoo.data import IGNORE_LABEL
 from biozoo.data.pipeline import padded_length
+from biozoo.tasks.inference import fused_layer_norms
 
 
 def _valid_per_row(y, sample_weight):
@@ -103,8 +104,9 @@ def jax_train_function(task):
     jit = jax.jit if task.jit_compile and not task.run_eagerly else (lambda f: f)
 
     def part_loss(trainable, non_trainable, metrics_variables, optimizer_variables, x, y, sample_weight, share):
-        loss, aux = task.compute_loss_and_updates(trainable, non_trainable, metrics_variables, x, y, sample_weight,
-                                                  training=True, optimizer_variables=optimizer_variables)
+        with fused_layer_norms(task):
+            loss, aux = task.compute_loss_and_updates(trainable, non_trainable, metrics_variables, x, y, sample_weight,
+                                                      training=True, optimizer_variables=optimizer_variables)
         return loss * share, aux
 
     gradient = jax.value_and_grad(part_loss, has_aux=True)

@@ -11,7 +11,7 @@ from biozoo.errors import CheckpointError
 from biozoo.models import family_for_backbone
 from biozoo.preset_files import read_heads
 from biozoo.tasks import _micro_batches
-from biozoo.tasks.inference import check_precision
+from biozoo.tasks.inference import check_precision, fused_layer_norms
 
 
 def _saved_policy(config):
@@ -233,7 +233,8 @@ class GlobalBatchLossMixin:
         # and its micro-batches replace the whole train function (make_train_function)
         backend = keras.backend.backend()
         if self.micro_batches <= 1 or backend == "jax":
-            return super().train_step(*args)
+            with fused_layer_norms(self):
+                return super().train_step(*args)
         if backend == "torch":
             return _micro_batches.torch_train_step(self, *args)
         from biozoo.tasks.tf_graph import micro_batch_train_step

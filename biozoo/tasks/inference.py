@@ -86,14 +86,21 @@ def inference_attention(model, padded=True):
 
 @contextmanager
 def inference_graph(model, padded=True):
-    """`inference_attention`, and under JAX each LayerNorm written as XLA's GPU compiler fuses
-    it into one kernel (`_fused_layer_norm`)."""
-    with inference_attention(model, padded):
-        if keras.backend.backend() != "jax":
-            yield model
-            return
-        with layer_norm_replaced(model, _fused_layer_norm):
-            yield model
+    """`inference_attention`, and `fused_layer_norms`."""
+    with inference_attention(model, padded), fused_layer_norms(model):
+        yield model
+
+
+@contextmanager
+def fused_layer_norms(model):
+    """Under JAX, each plain LayerNorm of `model` traced as XLA's GPU compiler fuses it into one
+    kernel (`_fused_layer_norm`), for prediction and for training steps; under other backends
+    nothing changes."""
+    if keras.backend.backend() != "jax":
+        yield model
+        return
+    with layer_norm_replaced(model, _fused_layer_norm):
+        yield model
 
 
 def _fused_layer_norm(layer, x):

@@ -310,7 +310,7 @@ CASES = [
       r"good.pubtator:1: unparsable XML"),
     c("output-format-unknown", ANN + " {pubtator} --output-format brat", 2, r"argument --output-format: invalid choice"),
     c("annotate-batch-size-zero", ANN + " {pubtator} --batch-size 0 --output {out}.jsonl", 2,
-      r"chunk size and batch size must be positive"),
+      r"--batch-size takes a number of sentences \(1 or more\) or auto, got '0'"),
     c("annotate-chunk-size-zero", ANN + " {pubtator} --chunk-size 0 --output {out}.jsonl", 2,
       r"chunk size and batch size must be positive"),
     c("cascade-of-one-model", "annotate {pubtator} --cascade {ner_model} --escalate-below 0.5 --output {out}.jsonl", 2,

@@ -94,6 +94,26 @@ def test_micro_batches_give_the_whole_batch_gradient(kind, monkeypatch):
     assert len(splits) == (0 if keras.backend.backend() == "tensorflow" else 3)
 
 
+@pytest.mark.parametrize("micro_batches", [1, 3])
+def test_jax_training_steps_trace_each_layer_norm_in_its_fused_form(micro_batches, monkeypatch):
+    """Under JAX a training step (whole, or in micro-batches) traces every plain LayerNorm of the
+    model in the form XLA fuses, as prediction does; under other backends none."""
+    import keras
+
+    from biozoo.tasks import inference
+
+    traced, fused = [], inference._fused_layer_norm
+    monkeypatch.setattr(inference, "_fused_layer_norm", lambda layer, x: traced.append(layer) or fused(layer, x))
+    task = task_for("ner")
+    task.micro_batches = micro_batches
+    task.compile(optimizer=keras.optimizers.SGD(learning_rate=1.0), jit_compile=keras.backend.backend() == "jax")
+    x, y = batch("ner")
+    assert np.isfinite(float(task.train_on_batch(x, y, return_dict=True)["loss"]))
+    layer_norms = {id(layer) for layer in task._flatten_layers() if type(layer) is keras.layers.LayerNormalization}
+    assert len(layer_norms) == 5  # the embeddings' and two per transformer layer
+    assert {id(layer) for layer in traced} == (layer_norms if keras.backend.backend() == "jax" else set())
+
+
 @pytest.mark.parametrize("kind", ["ner", "re"])
 def test_micro_batches_over_two_jax_devices(kind, monkeypatch):
     """Under keras.distribution.DataParallel over two devices each micro-batch is split over
