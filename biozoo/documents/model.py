@@ -89,7 +89,7 @@ class Document:
 
     def passage_at(self, start: int, end: int) -> Passage | None:
         for passage in self.passages:
-            if passage.offset <= start and end <= passage.offset + len(passage.text):  # `end`, inlined: a call per mention
+            if passage.offset <= start and end <= passage.end:
                 return passage
         return None
 

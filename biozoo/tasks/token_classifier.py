@@ -351,9 +351,6 @@ def group_entities(tokenizer, label_names, texts, token_probabilities, aggregati
 def piece_reader(tokenizer):
     """`pieces(text, row)`: a text's tokens `[(id, start, end), ...]` as aggregation `Piece`s."""
     vocabulary = tokenizer.get_vocabulary()
-    unknown = tokenizer.unk_token_id
-    if tokenizer.continuation_prefix is not None:  # `is_subword` for WordPiece, inlined: a call per token
-        lengths = [len(token) for token in vocabulary]
-        return lambda text, row: [Piece(a, b, i != unknown and lengths[i] != b - a) for i, a, b in row]
-    return lambda text, row: [Piece(a, b, is_subword(vocabulary[i], a, b, text, i == unknown, False))
+    wordpiece = tokenizer.continuation_prefix is not None
+    return lambda text, row: [Piece(a, b, is_subword(vocabulary[i], a, b, text, i == tokenizer.unk_token_id, wordpiece))
                               for i, a, b in row]
