@@ -15,9 +15,13 @@ rest as wheels: `tools/device_wheels.sh`).
 3. `finetune`: NER fine-tuning examples/s at batch 8, 32 and 128 x 128 tokens, bf16 mixed
    precision, biozoo's AdamW with clipping at 1.0 (jitted JAX step), against transformers with
    fused AdamW, clip_grad_norm_ and bf16 autocast.
+4. `scores` (not in the default parts): `biozoo finetune ner` on JAX, bf16, and transformers with
+   bf16 autocast, the same recipe and steps on NCBI-disease from the same MiniLM-L6 weights
+   (`--checkpoint`, written here beforehand by `--pack`): dev and test F1 and training time.
 
     KERAS_BACKEND=jax python benchmarks/gpu_figures.py --abstracts A.PubTator --vocab vocab.txt --report gpu.json
     KERAS_BACKEND=jax python benchmarks/gpu_figures.py --smoke     # tiny shapes on a CPU: that every part runs
+    python benchmarks/gpu_figures.py --pack .gpu/minilm-ncbi --pack-source MINILM_DIR   # then --parts scores --checkpoint .gpu/minilm-ncbi
 
 Targets (the issues'): inference bf16 >= 1.0x transformers' best row; annotate >= 2,500
 abstracts/s end to end; fine-tuning >= 1.0x at every batch size.
@@ -27,9 +31,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import json
 import os
+import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -163,19 +170,49 @@ def profile_steps(step, directory, steps=5):
         if directory:
             shutil.copyfile(found[0], f"{directory}.xplane.pb")
         data = jax.profiler.ProfileData.from_file(str(found[0]))
-    summary = {}
+    summary, host = {}, {}
     for plane in data.planes:
-        if not plane.name.startswith("/device:GPU"):
+        on_gpu = plane.name.startswith("/device:GPU")
+        if not on_gpu and not plane.name.startswith("/host:CPU"):
             continue
         for line in plane.lines:
+            events = list(line.events)
             totals = {}
-            for event in line.events:
+            for event in events:
                 totals[event.name] = totals.get(event.name, 0.0) + event.duration_ns / 1e3 / steps
-            if totals:
-                top = sorted(totals.items(), key=lambda item: -item[1])
+            if not totals:
+                continue
+            top = sorted(totals.items(), key=lambda item: -item[1])
+            if on_gpu:
                 summary[line.name] = {"total_us": round(sum(totals.values()), 1),
-                                      "top_us": {name[:120]: round(us, 1) for name, us in top[:15]}}
+                                      "top_us": {name[:120]: round(us, 1) for name, us in top[:15]},
+                                      **gpu_timeline(events, steps)}
+            elif top[0][1] > 200:  # host threads busy for more than 0.2 ms a call
+                host[f"{line.name[:60]}"] = {name[:120]: round(us, 1) for name, us in top[:10]}
+    if host:
+        summary["host_threads_us_per_call"] = dict(sorted(host.items(), key=lambda item: -max(item[1].values()))[:6])
     return summary
+
+
+def gpu_timeline(events, steps):
+    """How busy one GPU stream is over the traced calls: the span from its first kernel's start to
+    its last one's end, the time some kernel runs (busy), kernels per call, and the five longest
+    idle gaps with the kernel that ends each, per call, in microseconds. A span well above the
+    busy time with many short gaps means the host launches kernels slower than the GPU runs them."""
+    events = sorted(events, key=lambda event: event.start_ns)
+    busy, gaps, end = 0.0, [], events[0].start_ns
+    for event in events:
+        if event.start_ns > end:
+            gaps.append((event.start_ns - end, event.name))
+        busy += max(0, event.end_ns - max(event.start_ns, end))
+        end = max(end, event.end_ns)
+    gaps.sort(key=lambda gap: -gap[0])
+    return {"span_us_per_call": round((end - events[0].start_ns) / 1e3 / steps, 1),
+            "busy_us_per_call": round(busy / 1e3 / steps, 1),
+            "kernels_per_call": round(len(events) / steps, 1),
+            "idle_gaps_per_call": round(len(gaps) / steps, 1),
+            "idle_us_in_gaps_under_20us_per_call": round(sum(g for g, _ in gaps if g < 20e3) / 1e3 / steps, 1),
+            "longest_gaps_us": [[round(g / 1e3, 1), name[:80]] for g, name in gaps[:5]]}
 
 
 def host_dispatch_ms(call, calls=20):
@@ -376,39 +413,16 @@ def repeated_documents(path, count):
     return originals, documents
 
 
-def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, report, lean=3.25):
-    from biozoo.annotate import AnnotationRun, load_annotator
+def stage_seconds(annotator, corpus, predicted, batch_size, scratch):
+    """Each stage of `annotate` timed on its own over `corpus`, the garbage collector paused as
+    `biozoo annotate` pauses it for a chunk (with it running, the many small objects of a corpus
+    this size make every stage slower than it is in the pipeline)."""
     from biozoo.annotate.annotators import Sentences
     from biozoo.documents import read_documents, write_documents
 
-    vocabulary = Path(vocab).read_text(encoding="utf-8").split("\n") if vocab else None
-    if vocabulary and not vocabulary[-1]:
-        vocabulary = vocabulary[:-1]
-    uncased = bool(vocabulary) and not any(piece[:1].isupper() for piece in vocabulary if piece[:1] != "[")
-    model_dir = build_hf_model(Path(scratch) / "annotate-model", shape, vocabulary or synthetic_vocabulary(30522),
-                               lowercase=uncased, lean=lean)
-    originals, documents = repeated_documents(abstracts, count)
-    for document in documents:  # as PubMed gives abstracts: their text alone, no annotations to read and drop
-        document.annotations = []
-        for passage in document.passages:
-            passage.annotations = []
-    corpus = Path(scratch) / "corpus.pubtator"
-    write_documents(documents, str(corpus), "pubtator")
-    found = {}
-    for precision in ("float32", "bfloat16"):
-        annotator = load_annotator(str(model_dir), batch_size=batch_size, precision=precision)
-        output = Path(scratch) / f"annotated-{precision}.pubtator"
-
-        def end_to_end():
-            run = AnnotationRun([annotator], progress=False, chunk_size=1024, drop_existing=True)
-            write_documents(run.annotate(read_documents([str(corpus)])), str(output), "pubtator")
-
-        end_to_end()  # the first pass traces each length bucket
-        start = time.perf_counter()
-        end_to_end()
-        seconds = time.perf_counter() - start
-        predicted = list(read_documents([str(output)]))
-        found[precision] = [(d.id, a.start, a.end, a.type) for d in predicted for a in d.existing_annotations()]
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
         stages = {}
         start = time.perf_counter()
         parsed = list(read_documents([str(corpus)]))
@@ -431,6 +445,48 @@ def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, repor
         start = time.perf_counter()
         write_documents(predicted, str(Path(scratch) / "rewrite.pubtator"), "pubtator")
         stages["write"] = time.perf_counter() - start
+    finally:
+        if enabled:
+            gc.enable()
+    return stages, sentences, placed, parsed
+
+
+def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, report, lean=3.25):
+    from biozoo.annotate import AnnotationRun, load_annotator
+    from biozoo.documents import read_documents, write_documents
+
+    vocabulary = Path(vocab).read_text(encoding="utf-8").split("\n") if vocab else None
+    if vocabulary and not vocabulary[-1]:
+        vocabulary = vocabulary[:-1]
+    uncased = bool(vocabulary) and not any(piece[:1].isupper() for piece in vocabulary if piece[:1] != "[")
+    model_dir = build_hf_model(Path(scratch) / "annotate-model", shape, vocabulary or synthetic_vocabulary(30522),
+                               lowercase=uncased, lean=lean)
+    originals, documents = repeated_documents(abstracts, count)
+    for document in documents:  # as PubMed gives abstracts: their text alone, no annotations to read and drop
+        document.annotations = []
+        for passage in document.passages:
+            passage.annotations = []
+    corpus = Path(scratch) / "corpus.pubtator"
+    write_documents(documents, str(corpus), "pubtator")
+    found = {}
+    # bfloat16 and its --workers passes first: the figures the goal is about, kept when a time limit
+    # stops the part during float32's
+    for precision in ("bfloat16", "float32"):
+        annotator = load_annotator(str(model_dir), batch_size=batch_size, precision=precision)
+        output = Path(scratch) / f"annotated-{precision}.pubtator"
+
+        def end_to_end():
+            run = AnnotationRun([annotator], progress=False, chunk_size=1024, drop_existing=True)
+            write_documents(run.annotate(read_documents([str(corpus)])), str(output), "pubtator")
+
+        end_to_end()  # the first pass traces each length bucket
+        start = time.perf_counter()
+        end_to_end()
+        seconds = time.perf_counter() - start
+        predicted = list(read_documents([str(output)]))
+        found[precision] = [(d.id, a.start, a.end, a.type) for d in predicted for a in d.existing_annotations()]
+        stages, sentences, placed, parsed = stage_seconds(annotator, corpus, predicted, batch_size, scratch)
+        task = annotator.task
         staged = sum(stages.values())
         host = staged - stages["model"]
         rate = len(documents) / seconds
@@ -579,6 +635,190 @@ def finetune(shapes, batches, length, steps, scratch, report):
             task = hf = optimizer = None  # the next batch size starts with free GPU memory
 
 
+# ---- 4. the same fine-tuning's scores --------------------------------------------------------
+
+
+NCBI_LABELS = ["O", "B-Disease", "I-Disease"]
+
+
+def ncbi_splits(limit=None):
+    """The packaged NCBI-disease corpus: {"train", "dev", "test"} sentences (the first `limit` of each)."""
+    from biozoo.data.embedded import embedded_corpus
+    from biozoo.data.ner import find_split, read_ner
+
+    folder = embedded_corpus("ncbi-disease")
+    return {split: read_ner(find_split(folder, split), entity_type="Disease")[:limit] for split in ("train", "dev", "test")}
+
+
+def pack_checkpoint(source, output):
+    """A BERT checkpoint (`source`, e.g. the real MiniLM-L6) small enough to carry to the device
+    machine with the wheels (64 MiB in all): its vocabulary cut to the WordPiece tokens that
+    NCBI-disease's sentences use (each sentence then tokenizes to the same pieces, checked here),
+    every matrix in int8 with one float32 scale per row, the rest float32. `unpack_checkpoint`
+    rebuilds it as a transformers BertModel folder; both sides of `finetune_scores` start from
+    those same weights."""
+    import transformers
+    from safetensors.numpy import load_file
+
+    source, output = Path(source), Path(output)
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(source)
+    sentences = [s.words for split in ncbi_splits().values() for s in split]
+    used = {0, 100, 101, 102, 103} | {i for words in sentences
+                                      for i in tokenizer(words, is_split_into_words=True)["input_ids"]}
+    vocabulary = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    kept = sorted(used)
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "vocab.txt").write_text("".join(vocabulary[i][0] + "\n" for i in kept), encoding="utf-8")
+    cut = transformers.BertTokenizerFast(vocab=str(output / "vocab.txt"), do_lower_case=tokenizer.do_lower_case)
+    new_id = {old: new for new, old in enumerate(kept)}
+    for words in sentences:
+        if cut(words, is_split_into_words=True)["input_ids"] != [new_id[i] for i in tokenizer(
+                words, is_split_into_words=True)["input_ids"]]:
+            raise RuntimeError(f"{output}: the cut vocabulary tokenizes {' '.join(words)[:80]!r} differently")
+    arrays = {}
+    for name, value in load_file(str(source / "model.safetensors")).items():
+        if name.endswith("position_ids"):
+            continue
+        if name == "embeddings.word_embeddings.weight":
+            value = value[kept]
+        if value.ndim == 2 and value.size >= 4096:
+            scale = np.maximum(np.abs(value).max(axis=1, keepdims=True), 1e-12) / 127
+            arrays[name] = np.round(value / scale).astype(np.int8)
+            arrays[name + ".scale"] = scale.astype(np.float32)
+        else:
+            arrays[name] = value.astype(np.float32)
+    np.savez_compressed(output / "weights.npz", **arrays)
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    config.update(vocab_size=len(kept), do_lower_case=tokenizer.do_lower_case)
+    (output / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    return output
+
+
+def unpack_checkpoint(packed, output):
+    """`pack_checkpoint`'s folder as a transformers BertModel folder with its tokenizer."""
+    import torch
+    import transformers
+
+    packed, output = Path(packed), Path(output)
+    config = json.loads((packed / "config.json").read_text(encoding="utf-8"))
+    lowercase = config.pop("do_lower_case")
+    stored = np.load(packed / "weights.npz", allow_pickle=False)
+    state = {name: torch.from_numpy(stored[name].astype(np.float32) * stored[name + ".scale"]
+                                    if name + ".scale" in stored else stored[name])
+             for name in stored.files if not name.endswith(".scale")}
+    model = transformers.BertModel(transformers.BertConfig(**config), add_pooling_layer=any(
+        name.startswith("pooler.") for name in state))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or [name for name in missing if not name.endswith("position_ids")]:
+        raise RuntimeError(f"{packed}: weights missing {missing}, unexpected {unexpected}")
+    model.save_pretrained(output)
+    transformers.BertTokenizerFast(vocab=str(packed / "vocab.txt"), do_lower_case=lowercase).save_pretrained(output)
+    return output
+
+
+def finetune_scores(packed, scratch, report, epochs=3, batch=32, seed=1, limit=None):
+    """Issue 35's "equal dev F1 after the same steps": NER fine-tuning of the packed MiniLM-L6 on
+    NCBI-disease, the default recipe (lr 5e-5, 10 % warmup then linear decay, weight decay 0.01
+    except biases and LayerNorms, clipping at 1.0, max length 128), bf16 on both sides:
+    `biozoo finetune ner --mixed-precision bfloat16` on JAX (its own process), and transformers
+    with torch's AdamW, `clip_grad_norm_` and bf16 autocast, first-sub-token labels. Both scored
+    with the same conlleval-equal entity F1 on dev and test; training seconds side by side."""
+    import torch
+    import transformers
+    from finetune_vs_hf import torch_optimizer
+
+    from biozoo.metrics.ner import entity_scores
+
+    model_dir = unpack_checkpoint(packed, Path(scratch) / "f1-model")
+    splits = ncbi_splits(limit)
+    data = Path(scratch) / "NCBI-disease"
+    data.mkdir(exist_ok=True)
+    for split, name in (("train", "train.tsv"), ("dev", "devel.tsv"), ("test", "test.tsv")):
+        (data / name).write_text("".join("".join(f"{w}\t{t}\n" for w, t in zip(s.words, s.tags)) + "\n"
+                                         for s in splits[split]), encoding="utf-8")
+    output = Path(scratch) / "f1-biozoo"
+    argv = [sys.executable, "-m", "biozoo", "finetune", "ner", "--preset", str(model_dir), "--data", str(data),
+            "--output", str(output), "--overwrite", "--epochs", str(epochs), "--batch-size", str(batch),
+            "--learning-rate", "5e-5", "--warmup-ratio", "0.1", "--weight-decay", "0.01", "--clip-norm", "1.0",
+            "--seed", str(seed), "--mixed-precision", "bfloat16" if torch.cuda.is_available() else "float32"]
+    start = time.perf_counter()
+    done = subprocess.run(argv, env={**os.environ, "KERAS_BACKEND": "jax"})  # its log in this one's
+    if done.returncode:
+        raise RuntimeError(f"biozoo finetune exited {done.returncode} (its output is above)")
+    metrics = json.loads((output / "metrics.json").read_text(encoding="utf-8"))
+    biozoo_side = {"dev_f1": metrics["dev"]["f1"], "test_f1": metrics["test"]["f1"],
+                   "train_seconds": metrics["train_seconds"], "process_seconds": round(time.perf_counter() - start, 1),
+                   "train_examples_per_second": metrics["train_examples_per_second"],
+                   "precision": metrics["precision"], "micro_batches": metrics["micro_batches"]}
+
+    device = torch_device()
+    index = {label: i for i, label in enumerate(NCBI_LABELS)}
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(model_dir)
+    collator = transformers.DataCollatorForTokenClassification(tokenizer)
+    torch.manual_seed(seed)  # the new head
+    model = transformers.BertForTokenClassification.from_pretrained(model_dir, num_labels=len(NCBI_LABELS)).to(device)
+
+    def encode(sentences):
+        items = []
+        for sentence in sentences:
+            encoded = tokenizer(sentence.words, is_split_into_words=True, truncation=True, max_length=128)
+            word_ids, previous, labels = encoded.word_ids(), None, []
+            for word in word_ids:
+                labels.append(-100 if word is None or word == previous else index[sentence.tags[word]])
+                previous = word
+            items.append(({"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"],
+                           "token_type_ids": encoded["token_type_ids"], "labels": labels}, word_ids))
+        return items
+
+    train = [item for item, _ in encode(splits["train"])]
+    steps = epochs * -(-len(train) // batch)
+    optimizer, schedule = torch_optimizer(model, 5e-5, steps, 0.1, 0.01)
+    model.train()
+    torch_sync()
+    start = time.perf_counter()
+    for epoch in range(epochs):
+        order = list(range(len(train)))
+        random.Random(seed + epoch).shuffle(order)
+        for k in range(0, len(order), batch):
+            inputs = {key: value.to(device) for key, value in collator([train[i] for i in order[k:k + batch]]).items()}
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
+                loss = model(**inputs).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad(set_to_none=True)
+    torch_sync()
+    transformers_seconds = time.perf_counter() - start
+    model.eval()
+    scores = {}
+    for split in ("dev", "test"):
+        encoded, predicted = encode(splits[split]), []
+        with torch.inference_mode(), torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
+            for k in range(0, len(encoded), 256):
+                chunk = encoded[k:k + 256]
+                inputs = {key: value.to(device) for key, value in collator([item for item, _ in chunk]).items()
+                          if key != "labels"}
+                best = model(**inputs).logits.argmax(-1).cpu().numpy()
+                for row, ((_, word_ids), sentence) in enumerate(zip(chunk, splits[split][k:k + 256])):
+                    tags, previous = ["O"] * len(sentence.words), None
+                    for position, word in enumerate(word_ids):
+                        if word is not None and word != previous:
+                            tags[word] = NCBI_LABELS[best[row, position]]
+                        previous = word
+                    predicted.append(tags)
+        scores[f"{split}_f1"] = entity_scores([s.tags for s in splits[split]], predicted)["f1"]
+    log({"finetune_scores_ncbi_disease": {
+        "checkpoint": "MiniLM-L6 (int8 rows, vocabulary cut to NCBI-disease's pieces; the same start for both)",
+        "train_sentences": len(train), "epochs": epochs, "batch": batch, "seed": seed, "steps": steps,
+        "biozoo_jax": biozoo_side,
+        "transformers": {**scores, "train_seconds": round(transformers_seconds, 1),
+                         "train_examples_per_second": round(epochs * len(train) / transformers_seconds, 1)},
+        "dev_f1_difference": round(biozoo_side["dev_f1"] - scores["dev_f1"], 2),
+        "test_f1_difference": round(biozoo_side["test_f1"] - scores["test_f1"], 2),
+        "train_time_ratio": round(transformers_seconds / biozoo_side["train_seconds"], 2)}}, report)
+
+
 def device_description():
     import jax
     import torch
@@ -609,7 +849,14 @@ def main():
     parser.add_argument("--batches", default="8,32,128", help="finetune: the batch sizes")
     parser.add_argument("--smoke", action="store_true", help="tiny shapes and counts: that every part runs")
     parser.add_argument("--report", help="also write every figure to this JSON file")
+    parser.add_argument("--checkpoint", help="scores: a folder that --pack wrote")
+    parser.add_argument("--scores-sentences", type=int, help="scores: the first N sentences of each split (default all)")
+    parser.add_argument("--pack", metavar="FOLDER", help="write the `scores` checkpoint from --pack-source and stop")
+    parser.add_argument("--pack-source", help="--pack: a BERT checkpoint folder (the real MiniLM-L6)")
     args = parser.parse_args()
+    if args.pack:
+        print(pack_checkpoint(args.pack_source, args.pack))
+        return
     import keras
 
     if keras.backend.backend() != "jax":
@@ -634,6 +881,9 @@ def main():
         if "finetune" in parts:
             finetune(shapes, (2, 4) if args.smoke else tuple(int(b) for b in args.batches.split(",")), length,
                      3 if args.smoke else args.train_steps, scratch, report)
+        if "scores" in parts:
+            finetune_scores(args.checkpoint, scratch, report, epochs=1 if args.smoke else 3,
+                            limit=args.scores_sentences or (24 if args.smoke else None))
     if args.report:
         write_report(report)
 

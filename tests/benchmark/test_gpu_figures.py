@@ -56,3 +56,82 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path, minilm_dir)
     for name in ("finetune_smoke",):
         assert set(figures[name]["by_batch"]) == {"2", "4"}
         assert all(row["biozoo_examples_per_second"] > 0 for row in figures[name]["by_batch"].values())
+
+
+FIDELITY = """
+import json, sys, torch, transformers
+sys.path.insert(0, sys.argv[3])
+import gpu_figures
+source, packed, _, unpacked = sys.argv[1:5]
+gpu_figures.unpack_checkpoint(packed, unpacked)
+models = [transformers.BertModel.from_pretrained(folder).eval() for folder in (source, unpacked)]
+tokenizers = [transformers.BertTokenizerFast.from_pretrained(folder) for folder in (source, unpacked)]
+cosines, pieces = [], 0
+for sentence in gpu_figures.ncbi_splits(8)["test"]:
+    states = []
+    for model, tokenizer in zip(models, tokenizers):
+        inputs = tokenizer(sentence.words, is_split_into_words=True, return_tensors="pt")
+        with torch.no_grad():
+            states.append(model(**inputs).last_hidden_state[0])
+    pieces += len(states[0])
+    cosines.append(float(torch.nn.functional.cosine_similarity(*states, dim=-1).min()))
+print(json.dumps({"vocabulary": [len(t.get_vocab()) for t in tokenizers], "min_cosine": min(cosines), "pieces": pieces}))
+"""
+
+
+@pytest.mark.slow
+def test_the_scores_part_fine_tunes_both_sides_from_one_packed_checkpoint(tmp_path, minilm_dir):
+    """`--pack` cuts MiniLM-L6 to NCBI-disease's pieces in int8 rows (small enough to carry to the
+    GPU machine); unpacked, its hidden states match the original checkpoint's on real sentences
+    (int8 rows of a 6-layer model: a cosine of about 0.999 per token; a row or scale put in the
+    wrong place gives far less), and the `scores` part trains and scores both sides from it."""
+    from biozoo.testing import TENSORFLOW_DISTRIBUTIONS, site_without
+
+    script = ROOT / "benchmarks" / "gpu_figures.py"
+    packed = tmp_path / "packed"
+    subprocess.run([sys.executable, str(script), "--pack", str(packed), "--pack-source", str(minilm_dir)],
+                   check=True, capture_output=True, timeout=300)
+    assert (packed / "weights.npz").stat().st_size < 16 * 2**20  # the original: 87 MiB
+    checked = subprocess.run([sys.executable, "-c", FIDELITY, str(minilm_dir), str(packed), str(ROOT / "benchmarks"),
+                              str(tmp_path / "unpacked")], capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stderr[-3000:]
+    fidelity = json.loads(checked.stdout.strip().splitlines()[-1])
+    assert fidelity["vocabulary"][0] == 30522 and 5000 < fidelity["vocabulary"][1] < 30522
+    assert fidelity["pieces"] > 100 and fidelity["min_cosine"] > 0.995
+
+    site = site_without(tmp_path / "site", TENSORFLOW_DISTRIBUTIONS)
+    report = tmp_path / "scores.json"
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": f"{site}{os.pathsep}{ROOT}",
+           "BIOZOO_CACHE": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, "-S", str(script), "--smoke", "--parts", "scores", "--checkpoint",
+                             str(packed), "--report", str(report)], env=env, capture_output=True, text=True,
+                            timeout=900, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    scores = json.loads(report.read_text())["finetune_scores_ncbi_disease"]
+    assert scores["train_sentences"] == 24 and scores["steps"] == 1 and scores["epochs"] == 1
+    assert scores["biozoo_jax"]["precision"] == "float32"  # bf16 on a GPU only
+    for side in (scores["biozoo_jax"], scores["transformers"]):
+        assert 0 <= side["dev_f1"] <= 100 and 0 <= side["test_f1"] <= 100 and side["train_seconds"] > 0
+    assert scores["dev_f1_difference"] == round(scores["biozoo_jax"]["dev_f1"] - scores["transformers"]["dev_f1"], 2)
+
+
+def test_gpu_timeline_tells_busy_time_from_idle_gaps():
+    """The timeline summary of one GPU stream, on events written out by hand: two overlapping
+    kernels (0-100 and 50-150 ns), then one after a 10 us gap and one after a 20 us gap."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("gpu_figures", ROOT / "benchmarks" / "gpu_figures.py")
+    gpu_figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_figures)
+
+    def kernel(name, start, end):
+        return SimpleNamespace(name=name, start_ns=start, end_ns=end, duration_ns=end - start)
+
+    events = [kernel("late", 30_250, 30_300), kernel("a", 0, 100), kernel("b", 50, 150), kernel("c", 10_150, 10_250)]
+    timeline = gpu_figures.gpu_timeline(events, steps=2)
+    assert timeline["span_us_per_call"] == 15.2  # 30.3 us over 2 calls
+    assert timeline["busy_us_per_call"] == 0.1  # 0-150, 10,150-10,250 and 30,250-30,300 ns: 300 ns
+    assert timeline["kernels_per_call"] == 2.0 and timeline["idle_gaps_per_call"] == 1.0
+    assert timeline["idle_us_in_gaps_under_20us_per_call"] == 5.0  # the 10 us gap; the 20 us one is not under
+    assert timeline["longest_gaps_us"] == [[20.0, "late"], [10.0, "c"]]
