@@ -74,7 +74,8 @@ def torch_optimizer(model, lr, steps, warmup_ratio, weight_decay):
     return optimizer, get_linear_schedule_with_warmup(optimizer, math.ceil(steps * warmup_ratio), steps)
 
 
-def hf_train(model, batches_fn, epochs, lr, warmup_ratio, weight_decay, seed, clip_norm):
+def hf_train(model, batches_fn, epochs, lr, warmup_ratio, weight_decay, seed, clip_norm, device="cpu", bf16=False):
+    """Train `model` (on `device`, under bf16 autocast with `bf16`); the seconds of the loop."""
     import torch
 
     torch.manual_seed(seed)
@@ -85,28 +86,34 @@ def hf_train(model, batches_fn, epochs, lr, warmup_ratio, weight_decay, seed, cl
     start = time.time()
     for epoch in range(epochs):
         for batch in batches_fn(epoch):
-            loss = model(**batch).loss
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
+                loss = model(**{key: value.to(device) for key, value in batch.items()}).loss
             loss.backward()
             if clip_norm:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
-            losses.append(loss.item())
+            losses.append(loss.detach())  # read after the loop: no wait for the device at each step
+    losses = [loss.item() for loss in losses]
     seconds = time.time() - start
     print(json.dumps({"transformers_train_loss_first": mean(losses[:10]),
                       "transformers_train_loss_last": mean(losses[-10:])}), flush=True)
     return seconds
 
 
-def hf_ner(train, test, labels, hp):
+def hf_ner(train, evaluated, labels, hp, checkpoint=None, device="cpu", bf16=False):
+    """transformers' token classifier fine-tuned on `train` from `checkpoint` (default: the real
+    MiniLM-L6): the training seconds, and the predicted tags of each list of sentences in
+    `evaluated` (one list, or a tuple of lists)."""
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer, DataCollatorForTokenClassification
 
+    checkpoint = checkpoint or minilm()
     index = {label: i for i, label in enumerate(labels)}
     torch.manual_seed(hp["seed"])  # the new head
-    tokenizer = AutoTokenizer.from_pretrained(minilm())
-    model = AutoModelForTokenClassification.from_pretrained(minilm(), num_labels=len(labels))
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    model = AutoModelForTokenClassification.from_pretrained(checkpoint, num_labels=len(labels)).to(device)
     collator = DataCollatorForTokenClassification(tokenizer)
 
     def encode(sentences, with_labels=True):
@@ -131,23 +138,27 @@ def hf_ner(train, test, labels, hp):
         random.Random(hp["seed"] + epoch).shuffle(order)
         return [collator([train_items[i] for i in order[k:k + hp["batch"]]]) for k in range(0, len(order), hp["batch"])]
 
-    seconds = hf_train(model, batches, hp["epochs"], hp["lr"], hp["warmup"], hp["wd"], hp["seed"], hp["clip"])
+    seconds = hf_train(model, batches, hp["epochs"], hp["lr"], hp["warmup"], hp["wd"], hp["seed"], hp["clip"],
+                       device, bf16)
     model.eval()
-    predicted = []
-    encoded = encode(test, with_labels=False)
-    with torch.inference_mode():
-        for k in range(0, len(encoded), 64):
-            chunk = encoded[k:k + 64]
-            batch = collator([item for item, _ in chunk])
-            logits = model(**batch).logits.argmax(-1).numpy()
-            for row, ((_, word_ids), sentence) in enumerate(zip(chunk, test[k:k + 64])):
-                tags, previous = ["O"] * len(sentence.words), None  # truncated words: "O"
-                for position, w in enumerate(word_ids):
-                    if w is not None and w != previous:
-                        tags[w] = labels[logits[row, position]]
-                    previous = w
-                predicted.append(tags)
-    return seconds, predicted
+    predictions = []
+    for sentences in (evaluated if isinstance(evaluated, tuple) else (evaluated,)):
+        predicted = []
+        encoded = encode(sentences, with_labels=False)
+        with torch.inference_mode(), torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
+            for k in range(0, len(encoded), 64):
+                chunk = encoded[k:k + 64]
+                batch = {key: value.to(device) for key, value in collator([item for item, _ in chunk]).items()}
+                logits = model(**batch).logits.argmax(-1).cpu().numpy()
+                for row, ((_, word_ids), sentence) in enumerate(zip(chunk, sentences[k:k + 64])):
+                    tags, previous = ["O"] * len(sentence.words), None  # truncated words: "O"
+                    for position, w in enumerate(word_ids):
+                        if w is not None and w != previous:
+                            tags[w] = labels[logits[row, position]]
+                        previous = w
+                    predicted.append(tags)
+        predictions.append(predicted)
+    return seconds, predictions if isinstance(evaluated, tuple) else predictions[0]
 
 
 def hf_re(train, test, labels, markers, hp):

@@ -34,7 +34,6 @@ import copy
 import gc
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -721,11 +720,11 @@ def finetune_scores(packed, scratch, report, epochs=3, batch=32, seed=1, limit=N
     NCBI-disease, the default recipe (lr 5e-5, 10 % warmup then linear decay, weight decay 0.01
     except biases and LayerNorms, clipping at 1.0, max length 128), bf16 on both sides:
     `biozoo finetune ner --mixed-precision bfloat16` on JAX (its own process), and transformers
-    with torch's AdamW, `clip_grad_norm_` and bf16 autocast, first-sub-token labels. Both scored
+    with torch's AdamW, `clip_grad_norm_` and bf16 autocast, first-sub-token labels
+    (`finetune_vs_hf.hf_ner`, the CPU benchmark's reference side, here on the GPU). Both scored
     with the same conlleval-equal entity F1 on dev and test; training seconds side by side."""
     import torch
-    import transformers
-    from finetune_vs_hf import torch_optimizer
+    from finetune_vs_hf import hf_ner
 
     from biozoo.metrics.ner import entity_scores
 
@@ -737,10 +736,15 @@ def finetune_scores(packed, scratch, report, epochs=3, batch=32, seed=1, limit=N
         (data / name).write_text("".join("".join(f"{w}\t{t}\n" for w, t in zip(s.words, s.tags)) + "\n"
                                          for s in splits[split]), encoding="utf-8")
     output = Path(scratch) / "f1-biozoo"
+    recipe = {"epochs": epochs, "lr": 5e-5, "batch": batch, "max_len": 128, "warmup": 0.1, "wd": 0.01, "clip": 1.0,
+              "seed": seed}  # finetune_vs_hf's names; the same values go to biozoo's options
     argv = [sys.executable, "-m", "biozoo", "finetune", "ner", "--preset", str(model_dir), "--data", str(data),
-            "--output", str(output), "--overwrite", "--epochs", str(epochs), "--batch-size", str(batch),
-            "--learning-rate", "5e-5", "--warmup-ratio", "0.1", "--weight-decay", "0.01", "--clip-norm", "1.0",
-            "--seed", str(seed), "--mixed-precision", "bfloat16" if torch.cuda.is_available() else "float32"]
+            "--output", str(output), "--overwrite", "--mixed-precision",
+            "bfloat16" if torch.cuda.is_available() else "float32"]
+    for option, key in (("--epochs", "epochs"), ("--learning-rate", "lr"), ("--batch-size", "batch"),
+                        ("--max-seq-length", "max_len"), ("--warmup-ratio", "warmup"), ("--weight-decay", "wd"),
+                        ("--clip-norm", "clip"), ("--seed", "seed")):
+        argv += [option, str(recipe[key])]
     start = time.perf_counter()
     done = subprocess.run(argv, env={**os.environ, "KERAS_BACKEND": "jax"})  # its log in this one's
     if done.returncode:
@@ -751,63 +755,12 @@ def finetune_scores(packed, scratch, report, epochs=3, batch=32, seed=1, limit=N
                    "train_examples_per_second": metrics["train_examples_per_second"],
                    "precision": metrics["precision"], "micro_batches": metrics["micro_batches"]}
 
-    device = torch_device()
-    index = {label: i for i, label in enumerate(NCBI_LABELS)}
-    tokenizer = transformers.BertTokenizerFast.from_pretrained(model_dir)
-    collator = transformers.DataCollatorForTokenClassification(tokenizer)
-    torch.manual_seed(seed)  # the new head
-    model = transformers.BertForTokenClassification.from_pretrained(model_dir, num_labels=len(NCBI_LABELS)).to(device)
-
-    def encode(sentences):
-        items = []
-        for sentence in sentences:
-            encoded = tokenizer(sentence.words, is_split_into_words=True, truncation=True, max_length=128)
-            word_ids, previous, labels = encoded.word_ids(), None, []
-            for word in word_ids:
-                labels.append(-100 if word is None or word == previous else index[sentence.tags[word]])
-                previous = word
-            items.append(({"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"],
-                           "token_type_ids": encoded["token_type_ids"], "labels": labels}, word_ids))
-        return items
-
-    train = [item for item, _ in encode(splits["train"])]
+    transformers_seconds, predicted = hf_ner(splits["train"], (splits["dev"], splits["test"]), NCBI_LABELS, recipe,
+                                             str(model_dir), torch_device(), torch.cuda.is_available())
+    scores = {f"{split}_f1": entity_scores([s.tags for s in splits[split]], tags)["f1"]
+              for split, tags in zip(("dev", "test"), predicted)}
+    train = splits["train"]
     steps = epochs * -(-len(train) // batch)
-    optimizer, schedule = torch_optimizer(model, 5e-5, steps, 0.1, 0.01)
-    model.train()
-    torch_sync()
-    start = time.perf_counter()
-    for epoch in range(epochs):
-        order = list(range(len(train)))
-        random.Random(seed + epoch).shuffle(order)
-        for k in range(0, len(order), batch):
-            inputs = {key: value.to(device) for key, value in collator([train[i] for i in order[k:k + batch]]).items()}
-            with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
-                loss = model(**inputs).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
-    torch_sync()
-    transformers_seconds = time.perf_counter() - start
-    model.eval()
-    scores = {}
-    for split in ("dev", "test"):
-        encoded, predicted = encode(splits[split]), []
-        with torch.inference_mode(), torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
-            for k in range(0, len(encoded), 256):
-                chunk = encoded[k:k + 256]
-                inputs = {key: value.to(device) for key, value in collator([item for item, _ in chunk]).items()
-                          if key != "labels"}
-                best = model(**inputs).logits.argmax(-1).cpu().numpy()
-                for row, ((_, word_ids), sentence) in enumerate(zip(chunk, splits[split][k:k + 256])):
-                    tags, previous = ["O"] * len(sentence.words), None
-                    for position, word in enumerate(word_ids):
-                        if word is not None and word != previous:
-                            tags[word] = NCBI_LABELS[best[row, position]]
-                        previous = word
-                    predicted.append(tags)
-        scores[f"{split}_f1"] = entity_scores([s.tags for s in splits[split]], predicted)["f1"]
     log({"finetune_scores_ncbi_disease": {
         "checkpoint": "MiniLM-L6 (int8 rows, vocabulary cut to NCBI-disease's pieces; the same start for both)",
         "train_sentences": len(train), "epochs": epochs, "batch": batch, "seed": seed, "steps": steps,
