@@ -28,6 +28,8 @@ from keras_hub.src.layers.modeling.transformer_layer_utils import merge_padding_
 from keras_hub.src.utils.keras_utils import gelu_approximate
 from keras_hub.src.utils.preset_utils import check_file_exists, get_preset_loader
 
+from biozoo._xla import compile_all
+
 CHECKED_KERAS_VERSION = "3.15.1"
 CHECKED_KERAS_HUB_VERSION = "0.32.0"  # for the keras_hub.src names
 
@@ -62,6 +64,9 @@ CHECKED = {
     "keras.src.layers.attention.multi_head_attention.MultiHeadAttention._compute_attention": "88168a1a82dd0d31",
     "keras.src.layers.attention.multi_head_attention.MultiHeadAttention.__init__": "e35ec682b0a40265",
     "keras.src.layers.layer.Layer._flatten_layers": "662dcf281bc32c53",
+    # JAX's train function, rebuilt by `jax_train_function_compiled_ahead`
+    "keras.src.backend.jax.trainer.JAXTrainer.make_train_function": "80cf7f170ef64a78",
+    "keras.src.backend.jax.trainer.JAXTrainer._make_function": "95d093f6f8230e7e",
 }
 
 
@@ -127,6 +132,43 @@ def save_state(layer, weights_store):
 
 def unpack_x_y_sample_weight(data):
     return unpack(data)
+
+
+def jax_train_function_compiled_ahead(model, shapes):
+    """Set `model.train_function` to Keras' JAX one (`JAXTrainer.make_train_function`: the
+    jitted `train_step`, state donated, wrapped by `_make_function`), except that its first call
+    first compiles the step for each batch shape in `shapes` (`(rows, length)` pairs), all at
+    once (`biozoo._xla.compile_all`). A shape guessed wrong only costs a compilation never used."""
+    import jax
+
+    jitted = []
+
+    def train_step(state, data):
+        if not jitted:  # at the first step, when fit has built the optimizer's variables
+            out_shardings = None
+            if keras.distribution.distribution() is not None:  # the state keeps its layout, as Keras' step does
+                out_shardings = (None, jax.tree.map(lambda value: value.sharding, state))
+            jitted.append(jax.jit(model.train_step, donate_argnums=0, out_shardings=out_shardings))
+            _compile_shapes(jitted[0], state, data, sorted(shapes))
+        return jitted[0](state, data)
+
+    model.train_function = model._make_function(train_step)
+
+
+def _compile_shapes(step, state, data, shapes):
+    import jax
+
+    rows, length = next(leaf.shape[:2] for leaf in jax.tree.leaves(data) if leaf.ndim >= 2)
+
+    def reshaped(leaf, new_rows, new_length):
+        shape = list(leaf.shape)
+        if shape and shape[0] == rows:
+            shape[0] = new_rows
+        if len(shape) > 1 and shape[1] == length:
+            shape[1] = new_length
+        return jax.ShapeDtypeStruct(tuple(shape), leaf.dtype, sharding=getattr(leaf, "sharding", None))
+
+    compile_all(step.lower(state, jax.tree.map(lambda leaf: reshaped(leaf, *shape), data)) for shape in shapes)
 
 
 def unscale_loss_for_distribution(loss):

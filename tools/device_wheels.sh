@@ -6,7 +6,8 @@
 #   tools/device_wheels.sh                     # here, with the network of the package registries
 #   # there, first thing in the command:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-#       && export PYTHONPATH=/tmp/site KERAS_BACKEND=jax
+#       && python3 -m compileall -q -j 0 /tmp/site && export PYTHONPATH=/tmp/site KERAS_BACKEND=jax
+# (byte-compiled on every core at once; `benchmarks/gpu_run.sh` does all of this)
 #
 # What the image already has (numpy, scipy, scikit-learn, tokenizers, sentencepiece, h5py,
 # lxml, rich, tqdm, ...) is left out: its own builds must win. Compiled extensions are stripped

@@ -15,11 +15,14 @@ import gc
 import multiprocessing
 import os
 import pickle
+import sys
 
+import keras
 import numpy as np
 
 from biozoo.annotate._gc import collection_paused
 from biozoo.annotate.annotators import Sentences, TaggerAnnotator
+from biozoo.documents.sentences import english_tokenizer
 from biozoo.tasks.token_classifier import group_entities, token_windows, unit_probabilities
 
 # a worker's environment: no accelerator, one thread of math each (the workers are the parallelism)
@@ -72,12 +75,20 @@ def can_run_in_workers(annotators):
     return len(annotators) == 1 and type(annotators[0]) is TaggerAnnotator
 
 
+# what spaCy's thinc imports when it is installed and a worker's stages never use: PyTorch (1.8 s
+# of a worker's 7 s start on this project's CPU) and CuPy; absent, thinc runs without them
+UNUSED_IN_WORKERS = ("torch", "cupy", "cupyx")
+
 _STAGES = None
 
 
 def _start_worker(stages):
     global _STAGES
+    if keras.backend.backend() != "torch":
+        for name in UNUSED_IN_WORKERS:
+            sys.modules.setdefault(name, None)  # `import name` now fails at once
     _STAGES = pickle.loads(stages)
+    english_tokenizer()  # loaded while the calling process still reads and batches
     gc.freeze()  # what was loaded lives as long as the worker: no collection walks it again
 
 

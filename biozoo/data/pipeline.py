@@ -119,11 +119,28 @@ class FeatureBatches:
     def __len__(self):
         return len(self.plan)
 
-    def batch(self, indices):
+    def batch_shape(self, indices):
+        """(rows, padded length) of the batch of examples `indices`."""
         longest = int(self.lengths[indices].max())
         length = min(longest, self.max_length) if self.exact_lengths else padded_length(longest, self.max_length,
                                                                                           self.static)
-        rows = self.batch_size if self.fill_batches else len(indices)
+        return (self.batch_size if self.fill_batches else len(indices)), length
+
+    def batch_shapes(self, start_step, end_step):
+        """The distinct (rows, padded length) of the batches from global step `start_step` to
+        `end_step` (excluded): the shapes a jitted train step is compiled for."""
+        shapes, step = set(), start_step
+        if not self.plan:
+            return shapes
+        epoch, offset = divmod(int(start_step), len(self.plan))
+        while step < end_step:
+            plan = self.plan_for_epoch(epoch)[offset:offset + end_step - step]
+            shapes.update(self.batch_shape(indices) for indices in plan)
+            step, epoch, offset = step + len(plan), epoch + 1, 0
+        return shapes
+
+    def batch(self, indices):
+        rows, length = self.batch_shape(indices)
         out = {}
         for key, pad in self.sequences.items():
             out[key] = pad_batch([self.features[key][i] for i in indices], length, pad)

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 
 from biozoo._keras_internals import attention_without_dropout, layer_norm_replaced
+from biozoo._xla import compile_all
 
 PRECISIONS = ("float32", "bfloat16", "int8")
 
@@ -157,9 +158,36 @@ def _jax_predict_function(model, fixed_weights=False):
     runs = {True: traced(True), False: traced(False)}
     if fixed_weights:
         values = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables])
-        return lambda x: runs[has_padding(x)](*values, x)
-    return lambda x: runs[has_padding(x)]([v.value for v in model.trainable_variables],
-                                          [v.value for v in model.non_trainable_variables], x)
+        return _JaxPredict(runs, lambda: values)
+    return _JaxPredict(runs, lambda: ([v.value for v in model.trainable_variables],
+                                      [v.value for v in model.non_trainable_variables]))
+
+
+class _JaxPredict:
+    """`x -> logits` through the jitted call for padded or unpadded batches (`runs`), with the
+    weights `weights()` returns."""
+
+    def __init__(self, runs, weights):
+        self.runs, self.weights = runs, weights
+
+    def __call__(self, x):
+        return self.runs[has_padding(x)](*self.weights(), x)
+
+    def compile_ahead(self, batches):
+        """Compile the padded-batch call for every batch shape of `batches` (a `FeatureBatches`
+        of model inputs) at once (`biozoo._xla.compile_all`)."""
+        import jax
+
+        weights = self.weights()
+        compile_all(self.runs[True].lower(*weights, {key: jax.ShapeDtypeStruct(shape, "int32") for key in batches.x_keys})
+                    for shape in {batches.batch_shape(indices) for indices in batches.plan})
+
+
+def compile_ahead(predict, batches):
+    """Before `predict` (a `compiled_predict`) runs on `batches`: under JAX, compile it for all
+    their shapes at once; elsewhere nothing."""
+    if hasattr(predict, "compile_ahead"):
+        predict.compile_ahead(batches)
 
 
 def _torch_predict_function(model):

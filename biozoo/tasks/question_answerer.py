@@ -17,7 +17,7 @@ from biozoo.data.pipeline import model_input_batches
 from biozoo.optim import default_optimizer
 from biozoo.tasks._qa_pipeline import answer_chars, decode_spans, pipeline_tokens, span_probabilities
 from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
-from biozoo.tasks.inference import compiled_predict
+from biozoo.tasks.inference import compile_ahead, compiled_predict
 from biozoo.tokenizers.base import Tokenizer
 
 
@@ -284,6 +284,7 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, keras_hub.models.T
         )
         out = [None] * len(features.token_ids)
         predict = compiled_predict(self)
+        compile_ahead(predict, batches)
         for indices in batches.plan:
             logits = np.asarray(predict(batches.batch(indices)))
             for row, window in enumerate(indices):

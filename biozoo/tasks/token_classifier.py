@@ -15,7 +15,7 @@ from biozoo.optim import default_optimizer
 from biozoo.tasks._aggregation import Piece, aggregate, is_subword
 from biozoo.tasks._util import softmax
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
-from biozoo.tasks.inference import compiled_predict, compiles_predictions
+from biozoo.tasks.inference import compile_ahead, compiled_predict, compiles_predictions
 from biozoo.tokenizers.base import Tokenizer, text_list
 
 CONFIDENCE_MEASURES = ("probability", "margin")
@@ -247,6 +247,7 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
             extra={"index": list(range(len(token_ids)))}, scalars=("index",), batch_size=batch_size,
             max_length=self.preprocessor.sequence_length, exact_lengths=not compiles_predictions())
         predict = compiled_predict(self)
+        compile_ahead(predict, batches)
         pending = [(indices, predict(batches.batch(indices))) for indices in batches.plan]
         logits_per_window = [None] * len(token_ids)
         for indices, logits in pending:

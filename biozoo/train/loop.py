@@ -24,6 +24,7 @@ import re
 import keras
 import numpy as np
 
+from biozoo._keras_internals import jax_train_function_compiled_ahead
 from biozoo.errors import CheckpointError, TrainingError
 from biozoo.train.distribution import local_rows, process_count
 
@@ -156,6 +157,13 @@ class NpzCheckpoints:
         return RestoreGenerator()
 
 
+def compiles_ahead(model):
+    """Whether `train`'s step can be compiled for every batch shape ahead: Keras' own jitted
+    step on JAX (not biozoo's micro-batch step, whose parts have shapes of their own), one host."""
+    return (keras.backend.backend() == "jax" and model.jit_compile and not model.run_eagerly
+            and getattr(model, "micro_batches", 1) <= 1 and process_count() == 1)
+
+
 def fit_spans(start, total_steps, steps_per_epoch):
     """(epoch, first step, steps) of each `fit` call from step `start`: one call per epoch, the
     first from mid-epoch when a run resumes there."""
@@ -173,10 +181,12 @@ def _take(iterator, count):
 
 
 def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_epoch=None, checkpoint_every=None,
-          keep=3, save=True, verbose=1, log=print, distribution=None):
+          keep=3, save=True, verbose=1, log=print, distribution=None, batch_shapes=None):
     """Train the compiled `model` for `total_steps` steps on JAX or PyTorch, resuming from
     `checkpoint_dir`. Built and compiled under `distribution.scope()` when given. Returns
     {"losses": [loss of each step run now], "resumed_from": step or 0, "steps": total_steps}.
+    `batch_shapes(start, end)`: the (rows, length) of the batches of those steps; on JAX the
+    step is then compiled for all of them at once, in parallel, before the first runs.
 
     Example:
         >>> result = train(task, batches.batches_from, 300, "out/checkpoints", checkpoint_every=50)
@@ -200,6 +210,8 @@ def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_ep
             if restored is not None:
                 start = optimizer_step(model)
                 log(f"resuming from step {start} of {total_steps} ({checkpoint_dir}/step-{restored}.npz)")
+        if batch_shapes is not None and compiles_ahead(model):
+            jax_train_function_compiled_ahead(model, batch_shapes(start, total_steps))
         recorder = StepLog(model, manager if save else None, checkpoint_every, start, log)
         callbacks = [c for c in (manager and manager.rng_callback(), recorder.callback) if c is not None]
         epochs = math.ceil(total_steps / steps_per_epoch)

@@ -252,7 +252,7 @@ class TrainingRun:
             distribution = None if self.strategy.replicas == 1 else self.strategy.strategy
             result = train(model, batches.batches_from, total_steps, checkpoint_dir, steps_per_epoch=steps_per_epoch,
                            checkpoint_every=checkpoint_every, save=self.chief, verbose=verbose, log=log,
-                           distribution=distribution)
+                           distribution=distribution, batch_shapes=getattr(batches, "batch_shapes", None))
         result["seconds"] = time.time() - start
         return result
 

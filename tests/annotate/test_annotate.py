@@ -3,6 +3,8 @@ shared document, several models, overlaps, gold kept apart, errors that name the
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -244,6 +246,28 @@ def test_worker_processes_annotate_as_one_process_does(tagger_dir, example_pubta
     assert in_workers == alone
     assert len(skipped_in_workers) == 1 and "in.txt:7 (id bad)" in skipped_in_workers[0]
     assert skipped_in_workers == skipped_alone
+
+
+def test_a_worker_starts_without_pytorch_which_its_stages_never_use(tagger_dir, example_pubtator):
+    """spaCy's thinc imports PyTorch (and CuPy) when they are installed, as here: 1.8 s of a
+    worker's start. A worker (Keras not on PyTorch) blocks them, and still splits and tokenizes."""
+    script = """if True:
+        import pickle, sys
+        from biozoo.annotate import load_annotator
+        from biozoo.annotate._workers import TaggerHostStages, _prepare, _start_worker
+        from biozoo.documents import read_documents
+        assert "torch" not in sys.modules and "spacy" not in sys.modules
+        _start_worker(pickle.dumps(TaggerHostStages(load_annotator(sys.argv[1]))))
+        ids, _ = _prepare(list(read_documents([sys.argv[2]])))
+        print(sys.modules["torch"] is None, "thinc" in sys.modules, len(ids[0]) > 100)
+    """
+    done = subprocess.run([sys.executable, "-c", script, str(tagger_dir), str(example_pubtator)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True", "True"]
+    import importlib.util
+
+    assert importlib.util.find_spec("torch") is not None  # installed: what is blocked is there
 
 
 def test_workers_and_batch_size_options_take_a_count_or_auto(tmp_path, example_pubtator, capsys, monkeypatch):

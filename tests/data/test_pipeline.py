@@ -2,9 +2,11 @@
 (buckets would give each batch its bucket's label mix), and every example is used once per
 epoch in both."""
 
+import itertools
+
 import numpy as np
 
-from biozoo.data.pipeline import BOUNDARIES, plan_batches
+from biozoo.data.pipeline import BOUNDARIES, FeatureBatches, plan_batches
 
 
 def bucket_of(length):
@@ -30,3 +32,17 @@ def test_training_batches_are_random_samples_of_every_example():
     assert not np.array_equal(np.concatenate(epochs[0]), np.concatenate(epochs[1]))
     again = plan_batches(LENGTHS, 32, 128, shuffle=True, seed=0)  # a seed gives the same plan (resume)
     assert all(np.array_equal(a, b) for a, b in zip(again, epochs[0]))
+
+
+def test_batch_shapes_are_those_of_the_batches_a_run_gets():
+    """What a jitted step is compiled for ahead: the shapes of the batches themselves, from a
+    mid-epoch start across epochs (reshuffled), with short batches filled or not."""
+    rng = np.random.default_rng(4)
+    ids = [np.ones(n, np.int32) for n in [*rng.integers(1, 30, 33), 40, 70, 100, 130]]
+    for fill in (True, False):
+        batches = FeatureBatches({"token_ids": ids}, {"token_ids": 0}, x_keys=("token_ids",), batch_size=8,
+                                 max_length=128, shuffle=True, seed=2, fill_batches=fill)
+        for start, end in ((0, 5), (3, 11), (7, 8)):
+            seen = {x["token_ids"].shape for x in itertools.islice(batches.batches_from(start), end - start)}
+            assert batches.batch_shapes(start, end) == seen
+    assert len({length for _, length in batches.batch_shapes(0, 40)}) >= 3  # several lengths, here and above
