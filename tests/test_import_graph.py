@@ -97,6 +97,7 @@ LAYERS = [
     "biozoo.verification", "biozoo.export", "biozoo.train", "biozoo.linking",
     "biozoo", "biozoo.tasks", "biozoo.metrics", "biozoo.api", "biozoo.presets", "biozoo.convert", "biozoo.models",
     "biozoo.documents", "biozoo.data", "biozoo.tokenizers", "biozoo.optim", "biozoo.tf_optim", "biozoo._keras_internals",
+    "biozoo._xla",
     "biozoo.registry",
     "biozoo.task_kinds", "biozoo.preset_files", "biozoo.mapping", "biozoo.downloads", "biozoo._io", "biozoo.tf_gfile",
     "biozoo._environment", "biozoo._lazy", "biozoo.errors",

@@ -169,18 +169,22 @@ class _JaxPredict:
 
     def __init__(self, runs, weights):
         self.runs, self.weights = runs, weights
+        self.compiled = set()  # batch shapes compiled ahead
 
     def __call__(self, x):
         return self.runs[has_padding(x)](*self.weights(), x)
 
     def compile_ahead(self, batches):
-        """Compile the padded-batch call for every batch shape of `batches` (a `FeatureBatches`
-        of model inputs) at once (`biozoo._xla.compile_all`)."""
+        """Compile the padded-batch call for every new batch shape of `batches` (a
+        `FeatureBatches` of model inputs) at once (`biozoo._xla.compile_all`)."""
         import jax
 
-        weights = self.weights()
-        compile_all(self.runs[True].lower(*weights, {key: jax.ShapeDtypeStruct(shape, "int32") for key in batches.x_keys})
-                    for shape in {batches.batch_shape(indices) for indices in batches.plan})
+        shapes = {batches.batch_shape(indices) for indices in batches.plan} - self.compiled
+        if shapes:
+            weights = self.weights()
+            compile_all(self.runs[True].lower(*weights, {key: jax.ShapeDtypeStruct(shape, "int32")
+                                                         for key in batches.x_keys}) for shape in shapes)
+            self.compiled |= shapes
 
 
 def compile_ahead(predict, batches):
