@@ -10,6 +10,8 @@
 #   .venv/bin/python benchmarks/gpu_figures.py --pack .gpu/minilm-ncbi --pack-source <that model folder>
 # There:
 #   PARTS="annotate scores" T_ANN=180 T_SC=220 bash benchmarks/gpu_run.sh
+# T_ANN/T_SC/T_INF/T_FT: each part's seconds; DOCS, STEPS; EXTRA_ANNOTATE, EXTRA_SCORES,
+# EXTRA_INFERENCE, EXTRA_FINETUNE: more options of gpu_figures.py for that part (e.g. "--shapes bert_base").
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
