@@ -450,7 +450,8 @@ def stage_seconds(annotator, corpus, predicted, batch_size, scratch):
     return stages, sentences, placed, parsed
 
 
-def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, report, lean=3.25):
+def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, report, lean=3.25, worker_repeat=4,
+             without_model=False):
     from biozoo.annotate import AnnotationRun, load_annotator
     from biozoo.documents import read_documents, write_documents
 
@@ -501,14 +502,62 @@ def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, repor
             "entities": len(found[precision]), "entities_per_abstract": round(len(found[precision]) / len(documents), 1),
             "entities_placed_by_stages": sum(map(len, placed))}}, report)
         if precision == "bfloat16" and workers:
-            log({"annotate_bfloat16_workers": in_workers(annotator, documents, workers, scratch, found[precision])},
-                report)
-            log({"annotate_workers_without_model": in_workers(annotator, documents, workers, scratch, None,
-                                                              model=False)}, report)
+            log({"annotate_worker_start": worker_start(1), "annotate_workers_start": worker_start(workers)}, report)
+            log({"annotate_bfloat16_workers": in_workers(annotator, documents, workers, scratch, found[precision],
+                                                         repeat=worker_repeat)}, report)
+            if without_model:
+                log({"annotate_workers_without_model": in_workers(annotator, documents, workers, scratch, None,
+                                                                  repeat=worker_repeat, model=False)}, report)
     float32, bfloat16 = set(found["float32"]), set(found["bfloat16"])
     log({"annotate_bfloat16_vs_float32": {"float32_entities": len(float32), "bfloat16_entities": len(bfloat16),
                                           "same": len(float32 & bfloat16), "only_float32": len(float32 - bfloat16),
                                           "only_bfloat16": len(bfloat16 - float32)}}, report)
+
+
+WORKER_START = """
+import sys, time
+start = time.perf_counter()
+import biozoo.annotate._workers as workers
+imported = time.perf_counter()
+for name in workers.UNUSED_IN_WORKERS:
+    sys.modules.setdefault(name, None)
+workers.english_tokenizer()
+print(round(imported - start, 3), round(time.perf_counter() - imported, 3))
+"""
+
+
+def worker_start(workers):
+    """What starting `workers` annotate workers at once costs, as the pool starts them (spawned,
+    `WORKER_ENVIRONMENT`): each one's seconds to import the worker module and to load spaCy's
+    tokenizer, and the imports that cost the first one most (`-X importtime`, cumulative ms)."""
+    from biozoo.annotate._workers import WORKER_ENVIRONMENT
+
+    environment = {**os.environ, **WORKER_ENVIRONMENT}
+    # files, not pipes: a pipe read only after the process before it ended would stall this one
+    files = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in range(workers)]
+    start = time.perf_counter()
+    processes = [subprocess.Popen([sys.executable, "-X", "importtime", "-c", WORKER_START], env=environment,
+                                  stdout=out, stderr=err, text=True) for out, err in files]
+    for process in processes:
+        process.wait(timeout=300)
+    wall = time.perf_counter() - start
+    outputs = []
+    for out, err in files:
+        out.seek(0), err.seek(0)
+        outputs.append((out.read(), err.read()))
+        out.close(), err.close()
+    costs = []
+    for line in outputs[0][1].splitlines():
+        parts = line.split("|")
+        if line.startswith("import time:") and len(parts) == 3 and parts[1].strip().isdigit():
+            name = parts[2].rstrip()
+            costs.append((int(parts[1]) // 1000, name.strip()))
+    timings = [tuple(map(float, out.split())) if out.strip() else None for out, _ in outputs]
+    return {"workers": workers, "wall_seconds": round(wall, 2),
+            "import_seconds": [t[0] if t else None for t in timings],
+            "spacy_seconds": [t[1] if t else None for t in timings],
+            "first_worker_costliest_imports_ms": sorted(costs, reverse=True)[:40],
+            "errors": [err[-500:] for out, err in outputs if not out.strip()][:1]}
 
 
 def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model=True):
@@ -529,37 +578,67 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model
             repeated.append(twin)
     write_documents(repeated, str(corpus), "pubtator")
     output = Path(scratch) / "annotated-workers.pubtator"
-    run = AnnotationRun([annotator], progress=False, chunk_size=256, drop_existing=True, workers=workers)
+    chunk_size = 256
+    run = AnnotationRun([annotator], progress=False, chunk_size=chunk_size, drop_existing=True, workers=workers)
     compiled = token_classifier.compiled_predict
     if not model:
         token_classifier.compiled_predict = lambda task: lambda x: np.zeros(x["token_ids"].shape + (len(LABELS),), np.float32)
+    task, dispatch = annotator.task, annotator.task.dispatch_window_logits
+    model_calls = []  # per chunk: (when dispatched, seconds dispatching, seconds reading the logits back)
+
+    def timed_dispatch(token_ids, batch_size=64):
+        started = time.perf_counter()
+        collect = dispatch(token_ids, batch_size)
+        call = [started, time.perf_counter() - started, None]
+        model_calls.append(call)
+
+        def timed_collect():
+            began = time.perf_counter()
+            logits = collect()
+            call[2] = time.perf_counter() - began
+            return logits
+
+        return timed_collect
+
+    task.dispatch_window_logits = timed_dispatch
     start, cpu = time.perf_counter(), time.process_time()
-    first = None
+    chunk_times = []  # when the first document of each chunk came out
 
     def stream():
-        nonlocal first
-        for document in run.annotate(read_documents([str(corpus)])):
-            if first is None:
-                first = time.perf_counter()
+        for n, document in enumerate(run.annotate(read_documents([str(corpus)]))):
+            if n % chunk_size == 0:
+                chunk_times.append(time.perf_counter())
             yield document
 
     try:
         write_documents(stream(), str(output), "pubtator")
     finally:
         token_classifier.compiled_predict = compiled
+        del task.dispatch_window_logits
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    after_first = len(repeated) - min(256, len(repeated))  # documents after the first chunk
-    steady = after_first / (time.perf_counter() - first) if after_first else len(repeated) / seconds
+    # steady state: between the chunks a quarter and three quarters of the way through (the
+    # pipeline holds up to `workers` chunks on each side of the model, filled at the start and
+    # drained at the end)
+    low, high = len(chunk_times) // 4, (3 * len(chunk_times)) // 4
+    steady = ((high - low) * chunk_size / (chunk_times[high] - chunk_times[low]) if high > low
+              else len(repeated) / seconds)
     annotated = list(read_documents([str(output)]))
     result = {"workers": workers, "model": model, "abstracts": len(repeated), "seconds": round(seconds, 2),
               "abstracts_per_second": round(len(repeated) / seconds, 1),
-              "seconds_to_first_chunk": round(first - start, 2),
-              "abstracts_per_second_after_first_chunk": round(steady, 1),
+              "seconds_to_first_model_call": round(model_calls[0][0] - start, 2) if model_calls else None,
+              "seconds_to_first_chunk": round(chunk_times[0] - start, 2),
+              "abstracts_per_second_steady": round(steady, 1),
+              "steady_chunks": [low, high, len(chunk_times)],
               "pubmed_hours": round(PUBMED_ABSTRACTS / steady / 3600, 2),
               # the calling process' CPU seconds (all its threads): reading, batching, the model's
               # dispatch, writing, and the traffic to the workers
               "calling_process_cpu_seconds": round(cpu, 2),
               "calling_process_cap_abstracts_per_second": round(len(repeated) / cpu, 1),
+              # the model's part of the calling process: dispatching the batches, and waiting for
+              # and reading back the logits (the accelerator's time not hidden behind the host's)
+              "model_dispatch_seconds": round(sum(call[1] for call in model_calls), 2),
+              "model_collect_seconds": round(sum(call[2] or 0 for call in model_calls), 2),
+              "model_seconds_from_first_call": round(model_calls[-1][0] - model_calls[0][0], 2) if model_calls else None,
               "documents_out": len(annotated)}
     if model:
         first_copy = [(d.id[:-1], a.start, a.end, a.type) for d in annotated[:len(documents)]
@@ -715,7 +794,7 @@ def unpack_checkpoint(packed, output):
     return output
 
 
-def finetune_scores(packed, scratch, report, epochs=3, batch=32, seed=1, limit=None):
+def finetune_scores(packed, scratch, report, epochs=3, batch=32, seed=1, limit=None, static=False):
     """Issue 35's "equal dev F1 after the same steps": NER fine-tuning of the packed MiniLM-L6 on
     NCBI-disease, the default recipe (lr 5e-5, 10 % warmup then linear decay, weight decay 0.01
     except biases and LayerNorms, clipping at 1.0, max length 128), bf16 on both sides:
@@ -745,6 +824,8 @@ def finetune_scores(packed, scratch, report, epochs=3, batch=32, seed=1, limit=N
                         ("--max-seq-length", "max_len"), ("--warmup-ratio", "warmup"), ("--weight-decay", "wd"),
                         ("--clip-norm", "clip"), ("--seed", "seed")):
         argv += [option, str(recipe[key])]
+    if static:  # one padded length, one compiled program (and the last partial batch dropped)
+        argv += ["--static-shapes", "on"]
     start = time.perf_counter()
     done = subprocess.run(argv, env={**os.environ, "KERAS_BACKEND": "jax"})  # its log in this one's
     if done.returncode:
@@ -753,7 +834,9 @@ def finetune_scores(packed, scratch, report, epochs=3, batch=32, seed=1, limit=N
     biozoo_side = {"dev_f1": metrics["dev"]["f1"], "test_f1": metrics["test"]["f1"],
                    "train_seconds": metrics["train_seconds"], "process_seconds": round(time.perf_counter() - start, 1),
                    "train_examples_per_second": metrics["train_examples_per_second"],
-                   "precision": metrics["precision"], "micro_batches": metrics["micro_batches"]}
+                   "precision": metrics["precision"], "micro_batches": metrics["micro_batches"],
+                   "steps": metrics["train_steps"], "static_shapes": static,
+                   "xla_compilations": metrics.get("xla_compilations")}
 
     transformers_seconds, predicted = hf_ner(splits["train"], (splits["dev"], splits["test"]), NCBI_LABELS, recipe,
                                              str(model_dir), torch_device(), torch.cuda.is_available())
@@ -804,6 +887,12 @@ def main():
     parser.add_argument("--report", help="also write every figure to this JSON file")
     parser.add_argument("--checkpoint", help="scores: a folder that --pack wrote")
     parser.add_argument("--scores-sentences", type=int, help="scores: the first N sentences of each split (default all)")
+    parser.add_argument("--scores-static", action="store_true",
+                        help="scores: biozoo with --static-shapes on (every batch padded to 128: one compiled step)")
+    parser.add_argument("--worker-repeat", type=int, default=4,
+                        help="annotate: the --workers pass reads the abstracts this many times over")
+    parser.add_argument("--without-model", action="store_true",
+                        help="annotate: also a --workers pass with the model replaced by zeros")
     parser.add_argument("--pack", metavar="FOLDER", help="write the `scores` checkpoint from --pack-source and stop")
     parser.add_argument("--pack-source", help="--pack: a BERT checkpoint folder (the real MiniLM-L6)")
     args = parser.parse_args()
@@ -834,13 +923,14 @@ def main():
         if "annotate" in parts:
             annotate(SMOKE_SHAPE if args.smoke else SHAPES["bioformer_8l"], abstracts, args.vocab,
                      args.documents or (8 if args.smoke else 5000), args.annotate_batch, args.workers, scratch,
-                     report, lean=1.0 if args.smoke else 3.25)  # the tiny smoke model's logits spread less
+                     report, lean=1.0 if args.smoke else 3.25,  # the tiny smoke model's logits spread less
+                     worker_repeat=args.worker_repeat, without_model=args.without_model)
         if "finetune" in parts:
             finetune(shapes, (2, 4) if args.smoke else tuple(int(b) for b in args.batches.split(",")), length,
                      3 if args.smoke else args.train_steps, scratch, report)
         if "scores" in parts:
             finetune_scores(args.checkpoint, scratch, report, epochs=1 if args.smoke else 3,
-                            limit=args.scores_sentences or (24 if args.smoke else None))
+                            limit=args.scores_sentences or (24 if args.smoke else None), static=args.scores_static)
     if args.report:
         write_report(report)
 

@@ -5,6 +5,7 @@ state is) and compiled in threads, several shapes take about the time of the lon
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 
 
@@ -17,3 +18,32 @@ def compile_all(lowered):
         return
     with concurrent.futures.ThreadPoolExecutor(min(len(lowered), os.cpu_count() or 1)) as pool:
         list(pool.map(lambda program: program.compile(), lowered))
+
+
+@contextlib.contextmanager
+def compilations():
+    """The seconds of each XLA compilation JAX makes while inside (its monitoring events, from
+    every thread), as a list that grows.
+
+    Example:
+        >>> with compilations() as seconds:
+        ...     train()
+        >>> len(seconds), sum(seconds)
+    """
+    import jax
+
+    try:
+        from jax._src.dispatch import BACKEND_COMPILE_EVENT
+    except ImportError:  # a JAX that moved it: the event's name, as JAX 0.10-0.11 call it
+        BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+    seconds = []
+
+    def listener(event, duration, **kwargs):
+        if event == BACKEND_COMPILE_EVENT:
+            seconds.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield seconds
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)

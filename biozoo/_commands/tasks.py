@@ -113,7 +113,8 @@ def add_training_arguments(parser):
                        help="compile train steps with XLA (jit_compile; auto: on GPU/TPU only, on CPUs the "
                        "compile time outweighs the gain)")
     group.add_argument("--static-shapes", choices=["auto", "on", "off"], default="auto",
-                       help="pad every batch to --max-seq-length and drop the last partial batch (auto: on TPU)")
+                       help="pad every batch to --max-seq-length and drop the last partial batch (auto: on TPU; "
+                       "on a JAX GPU every batch padded to --max-seq-length, none dropped: one compiled step)")
     group.add_argument("--micro-batches", default="auto", type=_auto_or_count,
                        help="run each replica's batch as this many micro-batches sorted by length, each padded "
                        "only to its own longest example, with one update from their summed gradients (the "

@@ -1,6 +1,7 @@
 """A tagger's host stages in worker processes, so that one process feeding an accelerator is not
 the bottleneck: sentence splitting, tokenization and windows before the model; probabilities,
-entity grouping and placing after it. The model runs in the calling process.
+entity grouping and placing after it. The model runs in the calling process, which dispatches a
+chunk's batches before it reads back the chunk before it.
 
 Workers are started with "spawn" (the caller already runs JAX or TensorFlow threads, which a
 fork would copy mid-flight) and never touch an accelerator: JAX and CUDA see only the CPU there.
@@ -152,17 +153,31 @@ def predictions_in_workers(annotator, chunks, workers):
     stages = pickle.dumps(TaggerHostStages(annotator))
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=_WorkerContext(), initializer=_start_worker,
                                                 initargs=(stages,)) as pool:
-        prepared, finishing = collections.deque(), collections.deque()
+        # chunks being prepared, on the accelerator (one dispatched while the one before is
+        # read back and handed on), and being finished
+        prepared, running, finishing = collections.deque(), collections.deque(), collections.deque()
 
         def run_model():
             chunk, future = prepared.popleft()
             try:
                 token_ids, state = future.result()
-                logits = annotator.task.window_logits(unpacked_windows(*token_ids), annotator.batch_size)
-                finishing.append((chunk, pool.submit(_finish, state, packed_windows(logits), len(chunk))))
+                collect = annotator.task.dispatch_window_logits(unpacked_windows(*token_ids), annotator.batch_size)
+                running.append((chunk, state, collect))
             except concurrent.futures.process.BrokenProcessPool as error:
                 raise _worker_died(error) from error
             except Exception as error:  # noqa: BLE001 - handed to the caller, which finds the document
+                running.append((chunk, error, None))
+
+        def hand_on():
+            chunk, state, collect = running.popleft()
+            if collect is None:
+                finishing.append((chunk, state))
+                return
+            try:
+                finishing.append((chunk, pool.submit(_finish, state, packed_windows(collect()), len(chunk))))
+            except concurrent.futures.process.BrokenProcessPool as error:
+                raise _worker_died(error) from error
+            except Exception as error:  # noqa: BLE001
                 finishing.append((chunk, error))
 
         def finished():
@@ -182,12 +197,18 @@ def predictions_in_workers(annotator, chunks, workers):
                 prepared.append((chunk, pool.submit(_prepare, chunk)))
                 if len(prepared) > workers:
                     run_model()
+                while len(running) > 1:
+                    hand_on()
                 while len(finishing) > workers:
                     yield finished()
         except Exception as error:  # noqa: BLE001 - the chunks read before it are annotated first
             reading_error = error
         while prepared:
             run_model()
+            while len(running) > 1:
+                hand_on()
+        while running:
+            hand_on()
         while finishing:
             yield finished()
         if reading_error is not None:

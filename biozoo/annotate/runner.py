@@ -18,7 +18,7 @@ import time
 
 from tqdm.auto import tqdm
 
-from biozoo.annotate._gc import collection_paused
+from biozoo.annotate._gc import collection_paused, heap_frozen
 from biozoo.annotate._workers import can_run_in_workers, predictions_in_workers
 from biozoo.documents.model import Annotation
 
@@ -85,17 +85,18 @@ class AnnotationRun:
         bar = self._bar()
         started = time.perf_counter()
         try:
-            if self.workers > 0 and can_run_in_workers(self.annotators):
-                for chunk, found in predictions_in_workers(self.annotators[0], self._chunks(documents), self.workers):
-                    if isinstance(found, Exception):
-                        found = self.predict_chunk(chunk)  # again here, to find the document at fault
-                    yield from self.finish_chunk(chunk, found, bar)
-            else:
-                if self.workers > 0:
-                    print("note: annotating in one process: worker processes take one tagger (not a cascade, "
-                          "AIONER or several models)", file=sys.stderr)
-                for chunk in self._chunks(documents):
-                    yield from self._annotate_chunk(chunk, bar)
+            with heap_frozen():  # the process's objects so far: out of the collections a run starts
+                if self.workers > 0 and can_run_in_workers(self.annotators):
+                    for chunk, found in predictions_in_workers(self.annotators[0], self._chunks(documents), self.workers):
+                        if isinstance(found, Exception):
+                            found = self.predict_chunk(chunk)  # again here, to find the document at fault
+                        yield from self.finish_chunk(chunk, found, bar)
+                else:
+                    if self.workers > 0:
+                        print("note: annotating in one process: worker processes take one tagger (not a cascade, "
+                              "AIONER or several models)", file=sys.stderr)
+                    for chunk in self._chunks(documents):
+                        yield from self._annotate_chunk(chunk, bar)
         finally:
             self.seconds = time.perf_counter() - started
             if bar is not None:

@@ -160,11 +160,14 @@ class FeatureBatches:
             return x, out[self.y_key], out[self.w_key].astype(np.float32)
         return x, out[self.y_key]
 
-    def make_static(self):
-        """Pad every batch to the maximum length and drop the last partial batch: one shape,
-        as TPUs and XLA want."""
-        self.static = self.drop_remainder = True
-        self.plan = plan_batches(self.lengths, self.batch_size, self.max_length, self.shuffle, self.seed, True, True)
+    def make_static(self, drop_remainder=True):
+        """Pad every batch to the maximum length: one shape, as TPUs and XLA want. The last partial
+        batch is dropped, or with `drop_remainder=False` filled with padding rows (`fill_batches`)."""
+        self.static, self.drop_remainder = True, drop_remainder
+        if not drop_remainder:
+            self.fill_batches = True
+        self.plan = plan_batches(self.lengths, self.batch_size, self.max_length, self.shuffle, self.seed, True,
+                                 drop_remainder)
         if not self.plan:
             raise ValueError(f"static shapes drop partial batches, and the {len(self.lengths)} examples do not "
                              f"fill one batch of {self.batch_size}")

@@ -240,8 +240,20 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         holds them), `[tokens, labels]` arrays: the part of prediction that runs the model.
         Every batch is dispatched before the first is read, so an accelerator is not kept
         waiting on the host."""
+        return self.dispatch_window_logits(token_ids, batch_size)()
+
+    def dispatch_window_logits(self, token_ids, batch_size=64):
+        """`window_logits` in two halves: the batches are dispatched now, and the function
+        returned waits for them and gives the logits, so that the host can do other work (a
+        pipeline's next chunk) while an accelerator runs these.
+
+        Example:
+            >>> collect = task.dispatch_window_logits(windows.token_ids, 256)
+            >>> ...  # the host prepares the next chunk meanwhile
+            >>> logits = collect()
+        """
         if not len(token_ids):
-            return []
+            return list
         batches = model_input_batches(
             token_ids, self.preprocessor.tokenizer.pad_token_id,
             extra={"index": list(range(len(token_ids)))}, scalars=("index",), batch_size=batch_size,
@@ -249,12 +261,16 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         predict = compiled_predict(self)
         compile_ahead(predict, batches)
         pending = [(indices, predict(batches.batch(indices))) for indices in batches.plan]
-        logits_per_window = [None] * len(token_ids)
-        for indices, logits in pending:
-            logits = np.asarray(logits)
-            for row, window in enumerate(indices):
-                logits_per_window[window] = logits[row, :len(token_ids[window])]
-        return logits_per_window
+
+        def collect():
+            logits_per_window = [None] * len(token_ids)
+            for indices, logits in pending:
+                logits = np.asarray(logits)
+                for row, window in enumerate(indices):
+                    logits_per_window[window] = logits[row, :len(token_ids[window])]
+            return logits_per_window
+
+        return collect
 
     def predict_tags(self, sentences, batch_size=64):
         """Word lists in, `(tags, scores)` per sentence out."""

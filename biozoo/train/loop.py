@@ -25,6 +25,7 @@ import keras
 import numpy as np
 
 from biozoo._keras_internals import jax_train_function_compiled_ahead
+from biozoo._xla import compilations
 from biozoo.errors import CheckpointError, TrainingError
 from biozoo.train.distribution import local_rows, process_count
 
@@ -184,7 +185,8 @@ def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_ep
           keep=3, save=True, verbose=1, log=print, distribution=None, batch_shapes=None):
     """Train the compiled `model` for `total_steps` steps on JAX or PyTorch, resuming from
     `checkpoint_dir`. Built and compiled under `distribution.scope()` when given. Returns
-    {"losses": [loss of each step run now], "resumed_from": step or 0, "steps": total_steps}.
+    {"losses": [loss of each step run now], "resumed_from": step or 0, "steps": total_steps}, and on
+    JAX "compilations": the XLA compilations made meanwhile (count, seconds summed, longest).
     `batch_shapes(start, end)`: the (rows, length) of the batches of those steps; on JAX the
     step is then compiled for all of them at once, in parallel, before the first runs.
 
@@ -200,7 +202,8 @@ def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_ep
 
     steps_per_epoch = steps_per_epoch or total_steps
     manager, start = None, 0
-    with scope:
+    watch = compilations() if keras.backend.backend() == "jax" else contextlib.nullcontext(None)
+    with watch as compiled, scope:
         if checkpoint_dir and checkpoint_every:
             first = next(batches_from(0))
             model(first[0], training=False)  # build every layer before the optimizer and the restore
@@ -222,5 +225,9 @@ def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_ep
     check_finite_weights(model, finished)
     if save and manager is not None and finished % checkpoint_every:
         manager.save(checkpoint_number=finished)
-    return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}
+    result = {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}
+    if compiled is not None:  # side by side when compiled ahead: the seconds overlap
+        result["compilations"] = {"count": len(compiled), "seconds_summed": round(sum(compiled), 2),
+                                  "longest_seconds": round(max(compiled, default=0.0), 2)}
+    return result
 

@@ -300,6 +300,43 @@ class _EndsTheProcessWhenUnpickled(str):
         return (os._exit, (3,))
 
 
+def test_with_workers_a_chunk_is_dispatched_to_the_model_before_the_one_before_is_read_back(tagger_dir,
+                                                                                            example_pubtator):
+    """The calling process keeps the accelerator busy: chunk k+1's batches are dispatched before
+    chunk k's logits are read back (JAX and PyTorch on a GPU return at once from a dispatch), and
+    the entities are those of one process."""
+    from biozoo.annotate import AnnotationRun, load_annotator
+
+    annotator = load_annotator(tagger_dir)
+    documents = list(read_documents([example_pubtator]))
+    alone = [[(a.start, a.end, a.type) for a in d.predictions]
+             for d in AnnotationRun([annotator], progress=False, chunk_size=1).annotate(documents)]
+    dispatch, events = annotator.task.dispatch_window_logits, []
+
+    def recorded(token_ids, batch_size=64):
+        chunk = len([e for e in events if e[0] == "dispatch"])
+        events.append(("dispatch", chunk))
+        collect = dispatch(token_ids, batch_size)
+
+        def collected():
+            events.append(("collect", chunk))
+            return collect()
+
+        return collected
+
+    annotator.task.dispatch_window_logits = recorded
+    try:
+        run = AnnotationRun([annotator], progress=False, chunk_size=1, workers=2)
+        in_workers = [[(a.start, a.end, a.type) for a in d.predictions] for d in run.annotate(documents)]
+    finally:
+        del annotator.task.dispatch_window_logits
+    assert in_workers == alone and sum(map(len, alone)) > 0
+    chunks = len(documents)
+    assert sorted(events) == sorted([("dispatch", k) for k in range(chunks)] + [("collect", k) for k in range(chunks)])
+    for k in range(chunks - 1):
+        assert events.index(("dispatch", k + 1)) < events.index(("collect", k)), events
+
+
 def test_a_worker_that_dies_stops_the_run_with_what_to_do(tagger_dir):
     from biozoo.annotate import AnnotationRun, load_annotator
 
@@ -393,3 +430,44 @@ def test_the_collector_is_paused_while_a_chunk_is_annotated_and_restored_after()
         assert not gc.isenabled()  # left as it was found
     finally:
         gc.enable()
+
+
+def test_a_run_keeps_the_objects_it_started_with_out_of_full_collections_and_releases_them_after():
+    """`gc.freeze` for the run: a full collection between chunks walks only what the run made
+    (counted: the objects gc tracks in its collected generations), and the heap is as it was
+    after the run, also when it ends in an error."""
+    import gc
+
+    from biozoo.annotate import AnnotationRun
+
+    walked = []
+
+    class Recording:
+        name = "recording"
+
+        def annotate(self, documents):
+            walked.append((gc.get_freeze_count(), len(gc.get_objects())))
+            return [[(0, 3, "Gene", 0.9, None)] for _ in documents]
+
+    documents = [Document(str(i), [Passage(0, "ABC text")]) for i in range(4)]
+    assert gc.get_freeze_count() == 0
+    before = len(gc.get_objects())
+    out = list(AnnotationRun([Recording()], progress=False, chunk_size=2).annotate(documents))
+    assert len(out) == 4 and len(walked) == 2 and gc.get_freeze_count() == 0
+    for frozen, tracked in walked:
+        assert frozen >= before * 0.9 and tracked < before * 0.1, (frozen, tracked, before)
+
+    class Failing(Recording):
+        def annotate(self, documents):
+            raise RuntimeError("the model failed")
+
+    with pytest.raises(ValueError, match="the model failed"):
+        list(AnnotationRun([Failing()], progress=False).annotate(documents[:1]))
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # frozen by someone else already: left as it is
+    try:
+        frozen = gc.get_freeze_count()
+        list(AnnotationRun([Recording()], progress=False).annotate(documents[:1]))
+        assert gc.get_freeze_count() > 0.9 * frozen  # not unfrozen by the run (a few objects freed meanwhile)
+    finally:
+        gc.unfreeze()

@@ -25,7 +25,7 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path, minilm_dir)
            "BIOZOO_CACHE": str(tmp_path / "cache")}
     (tmp_path / "profile").mkdir()
     result = subprocess.run([sys.executable, "-S", str(ROOT / "benchmarks" / "gpu_figures.py"), "--smoke",
-                             "--vocab", str(minilm_dir / "vocab.txt"), "--workers", "1", "--profile", str(tmp_path / "profile"), "--report", str(report)],
+                             "--vocab", str(minilm_dir / "vocab.txt"), "--workers", "1", "--without-model", "--profile", str(tmp_path / "profile"), "--report", str(report)],
                             env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     figures = json.loads(report.read_text())
@@ -48,7 +48,11 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path, minilm_dir)
         assert abs(sum(run["stage_share_percent"].values()) - 100) < 0.5
     workers = figures["annotate_bfloat16_workers"]  # the corpus 4 times over through 1 worker process
     assert workers["documents_out"] == workers["abstracts"] == 32 and workers["entities_equal_one_process"]
-    assert workers["abstracts_per_second_after_first_chunk"] > 0
+    assert workers["abstracts_per_second_steady"] > 0 and workers["model_collect_seconds"] > 0
+    assert 0 < workers["seconds_to_first_model_call"] <= workers["seconds_to_first_chunk"]
+    for start in (figures["annotate_worker_start"], figures["annotate_workers_start"]):
+        assert start["workers"] == len(start["import_seconds"]) == 1 and not start["errors"]
+        assert 0 < start["import_seconds"][0] < start["wall_seconds"] and start["first_worker_costliest_imports_ms"]
     host_only = figures["annotate_workers_without_model"]  # the model replaced by zeros: no entity, every document
     assert host_only["documents_out"] == host_only["abstracts"] == 32 and host_only["calling_process_cpu_seconds"] > 0
     compared = figures["annotate_bfloat16_vs_float32"]

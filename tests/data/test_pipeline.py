@@ -46,3 +46,19 @@ def test_batch_shapes_are_those_of_the_batches_a_run_gets():
             seen = {x["token_ids"].shape for x in itertools.islice(batches.batches_from(start), end - start)}
             assert batches.batch_shapes(start, end) == seen
     assert len({length for _, length in batches.batch_shapes(0, 40)}) >= 3  # several lengths, here and above
+
+
+def test_static_batches_have_one_shape_and_drop_the_last_partial_batch_or_fill_it():
+    ids = [np.arange(1, n + 1, dtype=np.int32) for n in LENGTHS[:100]]  # 100 examples: 3 batches of 32 and 4
+    for drop, steps in ((True, 3), (False, 4)):
+        batches = FeatureBatches({"token_ids": ids}, {"token_ids": 0}, x_keys=("token_ids",), batch_size=32,
+                                 max_length=128, shuffle=True, seed=1).make_static(drop_remainder=drop)
+        for epoch in (0, 1):
+            plan = batches.plan_for_epoch(epoch)
+            assert len(plan) == steps
+            used = sorted(np.concatenate(plan))
+            assert used == list(range(100)) if not drop else len(used) == 96 == len(set(used))
+        xs = list(itertools.islice(batches.batches_from(0), steps))
+        assert {x["token_ids"].shape for x in xs} == {(32, 128)} == batches.batch_shapes(0, 2 * steps)
+        real_rows = sum(int((x["token_ids"] != 0).any(axis=1).sum()) for x in xs)
+        assert real_rows == (96 if drop else 100)  # the filled rows are padding only

@@ -51,7 +51,8 @@ def counting_calls(function, events, counts):
 
 def fine_tune(ahead, preset, data, output, monkeypatch, *options):
     """`biozoo finetune ner` with or without the ahead compilation: (batch shapes, compilations
-    made by each step's call, losses)."""
+    made by each step's call, losses). Checks the compilations metrics.json reports against
+    the ones counted here."""
     import biozoo.train.loop as loop
     from biozoo.cli import main
 
@@ -71,7 +72,11 @@ def fine_tune(ahead, preset, data, output, monkeypatch, *options):
         assert main(["finetune", "ner", "--preset", str(preset), "--data", str(data), "--output", str(output),
                      "--epochs", "2", "--batch-size", "4", "--max-seq-length", "64", "--micro-batches", "1",
                      "--seed", "3", *options]) == 0
-    assert len(per_step) == json.loads((output / "metrics.json").read_text())["train_steps"] > 2
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert len(per_step) == metrics["train_steps"] > 2
+    reported = metrics["xla_compilations"]  # training's (the ahead ones in the first step's call); evaluation's after
+    assert max(sum(per_step), len(set(shapes))) <= reported["count"] <= len(events), (reported, events)
+    assert 0 < reported["longest_seconds"] <= reported["seconds_summed"] <= sum(events) + 0.01  # rounded to 0.01 s
     return shapes, per_step, json.loads((output / "train_losses.json").read_text())["losses"]
 
 
@@ -131,3 +136,23 @@ def test_data_parallel_fine_tuning_compiles_ahead_too(tmp_path, request, tiny_be
                                     "--strategy", "mirrored")
     assert json.loads((tmp_path / "two" / "metrics.json").read_text())["replicas"] == 2
     assert per_step[0] >= len(shapes) >= 2 and not any(per_step[1:]), per_step
+
+
+def test_on_a_jax_gpu_fine_tuning_pads_every_batch_to_one_length_and_drops_none(tmp_path, request,
+                                                                               tiny_bert_real_vocab, monkeypatch):
+    """`--static-shapes auto` on a JAX GPU (here the CPU reported as one): every batch padded to
+    --max-seq-length, one program compiled, the same steps as dynamic padding (the last partial
+    batch filled with padding rows, not dropped as static shapes drop it)."""
+    import biozoo.train.finetune as finetune
+
+    data = H.task_data("ner", request, tmp_path / "data")
+    batch = ("--batch-size", "3")  # the later option wins over fine_tune's 4
+    dynamic_shapes, dynamic_per_step, _ = fine_tune(True, tiny_bert_real_vocab, data, tmp_path / "cpu", monkeypatch,
+                                                    *batch)
+    monkeypatch.setattr(finetune, "accelerators", lambda: ["gpu:0"])
+    shapes, per_step, losses = fine_tune(True, tiny_bert_real_vocab, data, tmp_path / "gpu", monkeypatch, *batch)
+    metrics = json.loads((tmp_path / "gpu" / "metrics.json").read_text())
+    assert metrics["train_examples"] % 3, "a partial last batch is what tells filling from dropping"
+    assert len({length for _, length in dynamic_shapes}) >= 2
+    assert set(shapes) == {(3, 64)} and per_step[0] == 1 and not any(per_step[1:]), (shapes, per_step)
+    assert len(per_step) == len(dynamic_per_step) and all(np.isfinite(losses))

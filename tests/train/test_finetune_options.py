@@ -124,3 +124,25 @@ def test_seeding_again_keeps_sentencepiece_tokenizers_working(tmp_path, tiny_spi
     before = [list(ids) for ids in tokenizer.ids(["cancer cells and tumour growth"])]
     set_seed(3)
     assert [list(ids) for ids in tokenizer.ids(["cancer cells and tumour growth"])] == before
+
+
+def test_static_shapes_auto_pads_to_one_length_on_a_jax_gpu_and_statically_on_tpus(monkeypatch):
+    import keras
+
+    from biozoo.train import finetune
+
+    def padding(option, strategy, jit, backend, devices):
+        with monkeypatch.context() as patch:
+            patch.setattr(keras.backend, "backend", lambda: backend)
+            patch.setattr(finetune, "accelerators", lambda: devices)
+            return finetune.training_padding(option, strategy, jit)
+
+    assert padding("auto", "tpu", True, "jax", ["tpu:0"]) == "static"
+    assert padding("auto", "tpu", True, "tensorflow", []) == "static"
+    assert padding("auto", "mirrored", True, "jax", ["gpu:0"]) == "one length"
+    assert padding("auto", "mirrored", False, "jax", ["gpu:0"]) == "dynamic"  # no jitted step: no compilations
+    assert padding("auto", "mirrored", True, "jax", []) == "dynamic"  # CPUs
+    assert padding("auto", "mirrored", True, "torch", []) == "dynamic"
+    assert padding("auto", "mirrored", True, "tensorflow", []) == "dynamic"
+    assert padding("on", "mirrored", False, "torch", []) == "static"
+    assert padding("off", "tpu", True, "jax", ["tpu:0"]) == "dynamic"
