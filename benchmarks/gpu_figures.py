@@ -517,10 +517,10 @@ def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, repor
 WORKER_START = """
 import sys, time
 start = time.perf_counter()
+for name in filter(None, sys.argv[1].split(",")):  # as biozoo._worker_start.start blocks them
+    sys.modules.setdefault(name, None)
 import biozoo.annotate._workers as workers
 imported = time.perf_counter()
-for name in workers.UNUSED_IN_WORKERS:
-    sys.modules.setdefault(name, None)
 workers.english_tokenizer()
 print(round(imported - start, 3), round(time.perf_counter() - imported, 3))
 """
@@ -530,13 +530,15 @@ def worker_start(workers):
     """What starting `workers` annotate workers at once costs, as the pool starts them (spawned,
     `WORKER_ENVIRONMENT`): each one's seconds to import the worker module and to load spaCy's
     tokenizer, and the imports that cost the first one most (`-X importtime`, cumulative ms)."""
-    from biozoo.annotate._workers import WORKER_ENVIRONMENT
+    from biozoo._worker_start import WORKER_ENVIRONMENT
+    from biozoo.annotate._workers import blocked_in_workers
 
     environment = {**os.environ, **WORKER_ENVIRONMENT}
+    blocked = ",".join(blocked_in_workers())
     # files, not pipes: a pipe read only after the process before it ended would stall this one
     files = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in range(workers)]
     start = time.perf_counter()
-    processes = [subprocess.Popen([sys.executable, "-X", "importtime", "-c", WORKER_START], env=environment,
+    processes = [subprocess.Popen([sys.executable, "-X", "importtime", "-c", WORKER_START, blocked], env=environment,
                                   stdout=out, stderr=err, text=True) for out, err in files]
     for process in processes:
         process.wait(timeout=300)

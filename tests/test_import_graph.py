@@ -100,7 +100,7 @@ LAYERS = [
     "biozoo._xla",
     "biozoo.registry",
     "biozoo.task_kinds", "biozoo.preset_files", "biozoo.mapping", "biozoo.downloads", "biozoo._io", "biozoo.tf_gfile",
-    "biozoo._environment", "biozoo._lazy", "biozoo.errors",
+    "biozoo._environment", "biozoo._worker_start", "biozoo._lazy", "biozoo.errors",
 ]
 
 

@@ -3,33 +3,26 @@ the bottleneck: sentence splitting, tokenization and windows before the model; p
 entity grouping and placing after it. The model runs in the calling process, which dispatches a
 chunk's batches before it reads back the chunk before it.
 
-Workers are started with "spawn" (the caller already runs JAX or TensorFlow threads, which a
-fork would copy mid-flight) and never touch an accelerator: JAX and CUDA see only the CPU there.
+Workers are started with "spawn" from `biozoo._worker_start`, which blocks the modules they never
+use before Keras is imported; they never touch an accelerator (JAX and CUDA see only the CPU).
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
-import contextlib
 import gc
-import multiprocessing
-import os
 import pickle
-import sys
 
 import keras
 import numpy as np
 
+from biozoo._worker_start import WorkerContext
+from biozoo._worker_start import start as worker_start
 from biozoo.annotate._gc import collection_paused
 from biozoo.annotate.annotators import Sentences, TaggerAnnotator
 from biozoo.documents.sentences import english_tokenizer
 from biozoo.tasks.token_classifier import group_entities, token_windows, unit_probabilities
-
-# a worker's environment: no accelerator, one thread of math each (the workers are the parallelism)
-WORKER_ENVIRONMENT = {"JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2",
-                      "OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
-                      "TOKENIZERS_PARALLELISM": "false"}
 
 
 class TaggerHostStages:
@@ -76,18 +69,22 @@ def can_run_in_workers(annotators):
     return len(annotators) == 1 and type(annotators[0]) is TaggerAnnotator
 
 
-# what spaCy's thinc imports when it is installed and a worker's stages never use: PyTorch (1.8 s
-# of a worker's 7 s start on this project's CPU) and CuPy; absent, thinc runs without them
-UNUSED_IN_WORKERS = ("torch", "cupy", "cupyx")
+# what a worker's stages never use, and Keras (scikit-learn 1.1 s, matplotlib 0.8 s, pandas 0.3 s
+# of a worker's 7 s start on one H100's host) and spaCy's thinc (PyTorch 1.8 s here, CuPy) import
+# when installed: blocked in workers (`biozoo._worker_start`), PyTorch not when Keras runs on it
+UNUSED_IN_WORKERS = ("sklearn", "pandas", "matplotlib", "torch", "cupy", "cupyx")
 
 _STAGES = None
 
 
-def _start_worker(stages):
+def blocked_in_workers():
+    """The modules workers block, for this process's Keras backend."""
+    return tuple(name for name in UNUSED_IN_WORKERS if name != "torch" or keras.backend.backend() != "torch")
+
+
+def load_stages(stages):
+    """A worker's start, after `biozoo._worker_start.start`: its host stages from `stages`."""
     global _STAGES
-    if keras.backend.backend() != "torch":
-        for name in UNUSED_IN_WORKERS:
-            sys.modules.setdefault(name, None)  # `import name` now fails at once
     _STAGES = pickle.loads(stages)
     english_tokenizer()  # loaded while the calling process still reads and batches
     gc.freeze()  # what was loaded lives as long as the worker: no collection walks it again
@@ -113,46 +110,14 @@ def _worker_died(error):
                         "fewer --workers, or --workers 0 to annotate in this process alone")
 
 
-class _WorkerProcess(multiprocessing.get_context("spawn").Process):
-    """A spawned process that starts with `WORKER_ENVIRONMENT` (this process's own is changed
-    only while it starts)."""
-
-    def start(self):
-        with _environment(WORKER_ENVIRONMENT):
-            super().start()
-
-
-class _WorkerContext:
-    """The "spawn" context, making `_WorkerProcess`es."""
-
-    Process = _WorkerProcess
-
-    def __getattr__(self, name):
-        return getattr(multiprocessing.get_context("spawn"), name)
-
-
-@contextlib.contextmanager
-def _environment(values):
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def predictions_in_workers(annotator, chunks, workers):
     """Yield `(chunk, found)` for each chunk of documents in order: `found` per document its
     entities `(start, end, type, score, model)`, or, where a stage of the chunk failed, the
     exception (the caller annotates that chunk again in its own process to name the document
     at fault). `workers` processes prepare chunks ahead of the model and finish them behind it."""
     stages = pickle.dumps(TaggerHostStages(annotator))
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=_WorkerContext(), initializer=_start_worker,
-                                                initargs=(stages,)) as pool:
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=WorkerContext(), initializer=worker_start,
+                                                initargs=(blocked_in_workers(), f"{__name__}:load_stages", stages)) as pool:
         # chunks being prepared, on the accelerator (one dispatched while the one before is
         # read back and handed on), and being finished
         prepared, running, finishing = collections.deque(), collections.deque(), collections.deque()

@@ -248,26 +248,46 @@ def test_worker_processes_annotate_as_one_process_does(tagger_dir, example_pubta
     assert skipped_in_workers == skipped_alone
 
 
-def test_a_worker_starts_without_pytorch_which_its_stages_never_use(tagger_dir, example_pubtator):
-    """spaCy's thinc imports PyTorch (and CuPy) when they are installed, as here: 1.8 s of a
-    worker's start. A worker (Keras not on PyTorch) blocks them, and still splits and tokenizes."""
-    script = """if True:
-        import pickle, sys
-        from biozoo.annotate import load_annotator
-        from biozoo.annotate._workers import TaggerHostStages, _prepare, _start_worker
-        from biozoo.documents import read_documents
-        assert "torch" not in sys.modules and "spacy" not in sys.modules
-        _start_worker(pickle.dumps(TaggerHostStages(load_annotator(sys.argv[1]))))
-        ids, _ = _prepare(list(read_documents([sys.argv[2]])))
-        print(sys.modules["torch"] is None, "thinc" in sys.modules, len(ids[0]) > 100)
-    """
-    done = subprocess.run([sys.executable, "-c", script, str(tagger_dir), str(example_pubtator)], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["True", "True", "True"]
+def test_a_worker_blocks_what_its_stages_never_use_before_keras_imports_it(tagger_dir, example_pubtator, tmp_path):
+    """Keras imports scikit-learn, pandas and matplotlib, spaCy's thinc PyTorch (and CuPy), when
+    they are installed, as here: seconds of a worker's start. A worker process starts from
+    `biozoo._worker_start` (Keras not imported yet), blocks them (Keras not on PyTorch), and still
+    splits and tokenizes; the pool starts its workers that way."""
     import importlib.util
+    import pickle
+    from unittest import mock
 
-    assert importlib.util.find_spec("torch") is not None  # installed: what is blocked is there
+    from biozoo.annotate import AnnotationRun, _workers, load_annotator
+
+    blocked = _workers.blocked_in_workers()
+    assert set(blocked) == {"sklearn", "pandas", "matplotlib", "torch", "cupy", "cupyx"}
+    stages = tmp_path / "stages.pickle"
+    stages.write_bytes(pickle.dumps(_workers.TaggerHostStages(load_annotator(tagger_dir))))
+    script = """if True:
+        import sys
+        import biozoo._worker_start as start
+        assert "keras" not in sys.modules and "spacy" not in sys.modules
+        start.start(sys.argv[1].split(","), "biozoo.annotate._workers:load_stages", open(sys.argv[2], "rb").read())
+        from biozoo.annotate._workers import _prepare
+        from biozoo.documents import read_documents
+        ids, _ = _prepare(list(read_documents([sys.argv[3]])))
+        print(*[sys.modules[name] is None for name in sys.argv[1].split(",")], "keras" in sys.modules,
+              "thinc" in sys.modules, len(ids[0]) > 100)
+    """
+    done = subprocess.run([sys.executable, "-c", script, ",".join(blocked), str(stages), str(example_pubtator)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True"] * (len(blocked) + 3)
+    for name in ("sklearn", "pandas", "matplotlib", "torch"):
+        assert importlib.util.find_spec(name) is not None  # installed: what is blocked is there
+    with mock.patch.object(_workers.concurrent.futures, "ProcessPoolExecutor",
+                           wraps=_workers.concurrent.futures.ProcessPoolExecutor) as pool:
+        run = AnnotationRun([load_annotator(tagger_dir)], progress=False, workers=1)
+        assert len(list(run.annotate(read_documents([example_pubtator])))) > 0
+    options = pool.call_args.kwargs
+    assert options["initializer"].__module__ == "biozoo._worker_start"
+    assert options["initargs"][:2] == (blocked, "biozoo.annotate._workers:load_stages")
+    assert options["mp_context"].Process.__module__ == "biozoo._worker_start"
 
 
 def test_workers_and_batch_size_options_take_a_count_or_auto(tmp_path, example_pubtator, capsys, monkeypatch):
