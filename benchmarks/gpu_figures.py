@@ -451,7 +451,7 @@ def stage_seconds(annotator, corpus, predicted, batch_size, scratch):
 
 
 def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, report, lean=3.25, worker_repeat=4,
-             without_model=False):
+             without_model=False, worker_chunks=(256,)):
     from biozoo.annotate import AnnotationRun, load_annotator
     from biozoo.documents import read_documents, write_documents
 
@@ -503,8 +503,10 @@ def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, repor
             "entities_placed_by_stages": sum(map(len, placed))}}, report)
         if precision == "bfloat16" and workers:
             log({"annotate_worker_start": worker_start(1), "annotate_workers_start": worker_start(workers)}, report)
-            log({"annotate_bfloat16_workers": in_workers(annotator, documents, workers, scratch, found[precision],
-                                                         repeat=worker_repeat)}, report)
+            for n, chunk_size in enumerate(worker_chunks):  # the first under the key earlier runs used
+                key = "annotate_bfloat16_workers" + (f"_chunk{chunk_size}" if n else "")
+                log({key: in_workers(annotator, documents, workers, scratch, found[precision], repeat=worker_repeat,
+                                     chunk_size=chunk_size)}, report)
             if without_model:
                 log({"annotate_workers_without_model": in_workers(annotator, documents, workers, scratch, None,
                                                                   repeat=worker_repeat, model=False)}, report)
@@ -562,7 +564,7 @@ def worker_start(workers):
             "errors": [err[-500:] for out, err in outputs if not out.strip()][:1]}
 
 
-def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model=True):
+def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model=True, chunk_size=256):
     """`biozoo annotate --workers`: the corpus `repeat` times over (so that starting the workers,
     timed apart, weighs little), read, annotated and written; the entities must be one process's.
     With `model=False` the model is replaced by zeros (no entity found): what the host stages
@@ -580,30 +582,29 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model
             repeated.append(twin)
     write_documents(repeated, str(corpus), "pubtator")
     output = Path(scratch) / "annotated-workers.pubtator"
-    chunk_size = 256
     run = AnnotationRun([annotator], progress=False, chunk_size=chunk_size, drop_existing=True, workers=workers)
     compiled = token_classifier.compiled_predict
     if not model:
         token_classifier.compiled_predict = lambda task: lambda x: np.zeros(x["token_ids"].shape + (len(LABELS),), np.float32)
-    task, dispatch = annotator.task, annotator.task.dispatch_window_logits
-    model_calls = []  # per chunk: (when dispatched, seconds dispatching, seconds reading the logits back)
+    task, dispatch = annotator.task, annotator.task.dispatch_window_batches
+    model_calls = []  # per chunk: (when dispatched, seconds dispatching, seconds reading the logits back, batches)
 
-    def timed_dispatch(token_ids, batch_size=64):
+    def timed_dispatch(batches, window_lengths=None):
         started = time.perf_counter()
-        collect = dispatch(token_ids, batch_size)
-        call = [started, time.perf_counter() - started, None]
+        collect = dispatch(batches, window_lengths)
+        call = [started, time.perf_counter() - started, None, len(batches)]
         model_calls.append(call)
 
-        def timed_collect():
+        def timed_collect(per_window=True):
             began = time.perf_counter()
-            logits = collect()
+            logits = collect(per_window)
             call[2] = time.perf_counter() - began
             return logits
 
         return timed_collect
 
-    task.dispatch_window_logits = timed_dispatch
-    start, cpu = time.perf_counter(), time.process_time()
+    task.dispatch_window_batches = timed_dispatch
+    start, cpu, thread_cpu = time.perf_counter(), time.process_time(), time.thread_time()
     chunk_times = []  # when the first document of each chunk came out
 
     def stream():
@@ -616,8 +617,8 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model
         write_documents(stream(), str(output), "pubtator")
     finally:
         token_classifier.compiled_predict = compiled
-        del task.dispatch_window_logits
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        del task.dispatch_window_batches
+    seconds, cpu, thread_cpu = time.perf_counter() - start, time.process_time() - cpu, time.thread_time() - thread_cpu
     # steady state: between the chunks a quarter and three quarters of the way through (the
     # pipeline holds up to `workers` chunks on each side of the model, filled at the start and
     # drained at the end)
@@ -636,10 +637,15 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model
               # dispatch, writing, and the traffic to the workers
               "calling_process_cpu_seconds": round(cpu, 2),
               "calling_process_cap_abstracts_per_second": round(len(repeated) / cpu, 1),
+              # its Python thread alone (JAX's runtime threads aside), and the seconds that thread
+              # waited for the workers' batches, the model and finished chunks: which side is slower
+              "calling_thread_cpu_seconds": round(thread_cpu, 2),
+              "calling_thread_waited_seconds": {wait: round(t, 2) for wait, t in run.waited.items()},
               # the model's part of the calling process: dispatching the batches, and waiting for
               # and reading back the logits (the accelerator's time not hidden behind the host's)
               "model_dispatch_seconds": round(sum(call[1] for call in model_calls), 2),
               "model_collect_seconds": round(sum(call[2] or 0 for call in model_calls), 2),
+              "model_calls": sum(call[3] for call in model_calls), "chunk_size": chunk_size,
               "model_seconds_from_first_call": round(model_calls[-1][0] - model_calls[0][0], 2) if model_calls else None,
               "documents_out": len(annotated)}
     if model:
@@ -893,6 +899,8 @@ def main():
                         help="scores: biozoo with --static-shapes on (every batch padded to 128: one compiled step)")
     parser.add_argument("--worker-repeat", type=int, default=4,
                         help="annotate: the --workers pass reads the abstracts this many times over")
+    parser.add_argument("--worker-chunks", default="256",
+                        help="annotate: the --workers pass with each of these chunk sizes (documents per chunk)")
     parser.add_argument("--without-model", action="store_true",
                         help="annotate: also a --workers pass with the model replaced by zeros")
     parser.add_argument("--pack", metavar="FOLDER", help="write the `scores` checkpoint from --pack-source and stop")
@@ -926,7 +934,8 @@ def main():
             annotate(SMOKE_SHAPE if args.smoke else SHAPES["bioformer_8l"], abstracts, args.vocab,
                      args.documents or (8 if args.smoke else 5000), args.annotate_batch, args.workers, scratch,
                      report, lean=1.0 if args.smoke else 3.25,  # the tiny smoke model's logits spread less
-                     worker_repeat=args.worker_repeat, without_model=args.without_model)
+                     worker_repeat=args.worker_repeat, without_model=args.without_model,
+                     worker_chunks=tuple(int(n) for n in args.worker_chunks.split(",")))
         if "finetune" in parts:
             finetune(shapes, (2, 4) if args.smoke else tuple(int(b) for b in args.batches.split(",")), length,
                      3 if args.smoke else args.train_steps, scratch, report)

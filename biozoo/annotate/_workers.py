@@ -13,27 +13,37 @@ import collections
 import concurrent.futures
 import gc
 import pickle
+import time
 
 import keras
-import numpy as np
 
 from biozoo._worker_start import WorkerContext
 from biozoo._worker_start import start as worker_start
 from biozoo.annotate._gc import collection_paused
 from biozoo.annotate.annotators import Sentences, TaggerAnnotator
 from biozoo.documents.sentences import english_tokenizer
-from biozoo.tasks.token_classifier import group_entities, token_windows, unit_probabilities
+from biozoo.tasks.inference import compiles_predictions
+from biozoo.tasks.token_classifier import (
+    group_entities,
+    logits_per_window,
+    token_windows,
+    unit_probabilities,
+    window_batches,
+)
 
 
 class TaggerHostStages:
     """What a `TaggerAnnotator` does off the model, picklable for a worker: its tokenizer and
-    windowing (the task's preprocessor), label names, aggregation and name."""
+    windowing (the task's preprocessor), batching, label names, aggregation and name."""
 
     def __init__(self, annotator):
         self.preprocessor = annotator.task.preprocessor
         self.label_names = list(annotator.task.label_names)
         self.aggregation = annotator.aggregation
         self.name = annotator.name
+        self.batch_size = annotator.batch_size
+        # decided here: the workers see no accelerator
+        self.exact_lengths = not compiles_predictions()
 
     def prepare(self, documents):
         """`documents` -> their sentences, each sentence's tokens, and the model windows."""
@@ -41,27 +51,19 @@ class TaggerHostStages:
         spans, windows = token_windows(self.preprocessor, sentences.texts)
         return sentences, spans, windows
 
-    def finish(self, sentences, spans, owner, word_positions, logits, count):
-        """The model's logits per window (`packed_windows`) -> per document `(start, end, type,
-        score, model)`."""
-        logits = unpacked_windows(*logits)
-        probabilities = unit_probabilities(owner, word_positions, [len(row) for row in spans], logits,
+    def batches(self, windows):
+        """The windows' padded model batches (`window_batches`)."""
+        return window_batches(self.preprocessor, windows.token_ids, self.batch_size, self.exact_lengths)
+
+    def finish(self, sentences, spans, windows, batch_logits, count):
+        """The model's logits per batch, `[(window indices, logits), ...]` -> per document
+        `(start, end, type, score, model)`."""
+        logits = logits_per_window(batch_logits, [len(ids) for ids in windows.token_ids])
+        probabilities = unit_probabilities(windows.owner, windows.word_positions, [len(row) for row in spans], logits,
                                            len(self.label_names))
         grouped = group_entities(self.preprocessor.tokenizer, self.label_names, sentences.texts,
                                  zip(spans, probabilities), self.aggregation)
         return sentences.place([g["entities"] for g in grouped], count, [self.name] * len(sentences.texts))
-
-
-def packed_windows(arrays):
-    """Per-window arrays as one array and their lengths: what crosses to a worker, since pickling
-    thousands of small arrays costs the calling process more than the copy of one."""
-    lengths = [len(array) for array in arrays]
-    return (np.concatenate(arrays) if arrays else np.zeros((0,), np.float32)), lengths
-
-
-def unpacked_windows(joined, lengths):
-    ends = np.cumsum(lengths).tolist()
-    return [joined[end - length:end] for length, end in zip(lengths, ends)]
 
 
 def can_run_in_workers(annotators):
@@ -91,18 +93,18 @@ def load_stages(stages):
 
 
 def _prepare(documents):
-    """A chunk's model windows, packed, and what finishing it needs, pickled here: the calling
-    process passes those bytes on to the finishing worker without reading them (unpickling
-    thousands of small per-window objects cost it more than the model's dispatch)."""
+    """A chunk's model batches, padded, and what finishing it needs, pickled here: the calling
+    process only dispatches the batches and passes those bytes on to the finishing worker unread
+    (padding batches, unpickling thousands of small per-window objects, or cutting the logits
+    per window cost it more than the model's dispatch)."""
     with collection_paused():
         sentences, spans, windows = _STAGES.prepare(documents)
-        state = pickle.dumps((sentences, spans, windows.owner, windows.word_positions), pickle.HIGHEST_PROTOCOL)
-        return packed_windows(windows.token_ids), state
+        return _STAGES.batches(windows), pickle.dumps((sentences, spans, windows), pickle.HIGHEST_PROTOCOL)
 
 
-def _finish(state, logits, count):
+def _finish(state, batch_logits, count):
     with collection_paused():
-        return _STAGES.finish(*pickle.loads(state), logits, count)
+        return _STAGES.finish(*pickle.loads(state), batch_logits, count)
 
 
 def _worker_died(error):
@@ -110,11 +112,25 @@ def _worker_died(error):
                         "fewer --workers, or --workers 0 to annotate in this process alone")
 
 
-def predictions_in_workers(annotator, chunks, workers):
+WAITS = ("the workers' batches", "the model", "finished chunks")
+
+
+def predictions_in_workers(annotator, chunks, workers, waited=None):
     """Yield `(chunk, found)` for each chunk of documents in order: `found` per document its
     entities `(start, end, type, score, model)`, or, where a stage of the chunk failed, the
     exception (the caller annotates that chunk again in its own process to name the document
-    at fault). `workers` processes prepare chunks ahead of the model and finish them behind it."""
+    at fault). `workers` processes prepare chunks ahead of the model and finish them behind it.
+    `waited` (a dict), if given, adds up the seconds this process waited for each of `WAITS`:
+    what is slower than the model's dispatch."""
+    waited = {} if waited is None else waited
+
+    def timed(wait, result):
+        start = time.perf_counter()
+        try:
+            return result()
+        finally:
+            waited[wait] = waited.get(wait, 0.0) + time.perf_counter() - start
+
     stages = pickle.dumps(TaggerHostStages(annotator))
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=WorkerContext(), initializer=worker_start,
                                                 initargs=(blocked_in_workers(), f"{__name__}:load_stages", stages)) as pool:
@@ -125,8 +141,8 @@ def predictions_in_workers(annotator, chunks, workers):
         def run_model():
             chunk, future = prepared.popleft()
             try:
-                token_ids, state = future.result()
-                collect = annotator.task.dispatch_window_logits(unpacked_windows(*token_ids), annotator.batch_size)
+                batches, state = timed(WAITS[0], future.result)
+                collect = annotator.task.dispatch_window_batches(batches)
                 running.append((chunk, state, collect))
             except concurrent.futures.process.BrokenProcessPool as error:
                 raise _worker_died(error) from error
@@ -139,7 +155,8 @@ def predictions_in_workers(annotator, chunks, workers):
                 finishing.append((chunk, state))
                 return
             try:
-                finishing.append((chunk, pool.submit(_finish, state, packed_windows(collect()), len(chunk))))
+                logits = timed(WAITS[1], lambda: collect(per_window=False))
+                finishing.append((chunk, pool.submit(_finish, state, logits, len(chunk))))
             except concurrent.futures.process.BrokenProcessPool as error:
                 raise _worker_died(error) from error
             except Exception as error:  # noqa: BLE001
@@ -150,7 +167,7 @@ def predictions_in_workers(annotator, chunks, workers):
             if isinstance(future, Exception):
                 return chunk, future
             try:
-                return chunk, future.result()
+                return chunk, timed(WAITS[2], future.result)
             except concurrent.futures.process.BrokenProcessPool as error:
                 raise _worker_died(error) from error
             except Exception as error:  # noqa: BLE001

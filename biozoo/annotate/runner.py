@@ -19,7 +19,7 @@ import time
 from tqdm.auto import tqdm
 
 from biozoo.annotate._gc import collection_paused, heap_frozen
-from biozoo.annotate._workers import can_run_in_workers, predictions_in_workers
+from biozoo.annotate._workers import WAITS, can_run_in_workers, predictions_in_workers
 from biozoo.documents.model import Annotation
 
 OVERLAP_RULES = ("keep", "longest", "score")
@@ -76,6 +76,7 @@ class AnnotationRun:
     skipped: int = 0
     entities: int = 0
     seconds: float = 0.0
+    waited: dict = dataclasses.field(default_factory=dict)  # with workers: seconds waited for each of `WAITS`
     dead_letters: list = dataclasses.field(default_factory=list)  # {"id", "source", "reason"} of each skipped
 
     def annotate(self, documents):
@@ -87,7 +88,8 @@ class AnnotationRun:
         try:
             with heap_frozen():  # the process's objects so far: out of the collections a run starts
                 if self.workers > 0 and can_run_in_workers(self.annotators):
-                    for chunk, found in predictions_in_workers(self.annotators[0], self._chunks(documents), self.workers):
+                    for chunk, found in predictions_in_workers(self.annotators[0], self._chunks(documents), self.workers,
+                                                                   self.waited):
                         if isinstance(found, Exception):
                             found = self.predict_chunk(chunk)  # again here, to find the document at fault
                         yield from self.finish_chunk(chunk, found, bar)
@@ -104,8 +106,9 @@ class AnnotationRun:
 
     def summary(self):
         rate = self.documents / self.seconds if self.seconds else 0.0
+        waits = ", ".join(f"{self.waited[wait]:.1f} s for {wait}" for wait in WAITS if wait in self.waited)
         return (f"annotated {self.documents} documents, {self.entities} entities in {self.seconds:.1f} s "
-                f"({rate:.1f} documents/s)")
+                f"({rate:.1f} documents/s)" + (f"; this process waited {waits}" if waits else ""))
 
     def _bar(self):
         if not self.progress:

@@ -126,6 +126,10 @@ class FeatureBatches:
                                                                                           self.static)
         return (self.batch_size if self.fill_batches else len(indices)), length
 
+    def planned_shapes(self):
+        """The distinct (rows, padded length) of this epoch's plan: what prediction compiles."""
+        return {self.batch_shape(indices) for indices in self.plan}
+
     def batch_shapes(self, start_step, end_step):
         """The distinct (rows, padded length) of the batches from global step `start_step` to
         `end_step` (excluded): the shapes a jitted train step is compiled for."""

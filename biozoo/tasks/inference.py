@@ -174,24 +174,25 @@ class _JaxPredict:
     def __call__(self, x):
         return self.runs[has_padding(x)](*self.weights(), x)
 
-    def compile_ahead(self, batches):
-        """Compile the padded-batch call for every new batch shape of `batches` (a
-        `FeatureBatches` of model inputs) at once (`biozoo._xla.compile_all`)."""
+    def compile_ahead(self, shapes, keys):
+        """Compile the padded-batch call at once (`biozoo._xla.compile_all`) for each batch shape
+        of `shapes` (rows, tokens) not compiled yet, the inputs named `keys` int32 of that shape."""
         import jax
 
-        shapes = {batches.batch_shape(indices) for indices in batches.plan} - self.compiled
+        shapes = set(shapes) - self.compiled
         if shapes:
             weights = self.weights()
-            compile_all(self.runs[True].lower(*weights, {key: jax.ShapeDtypeStruct(shape, "int32")
-                                                         for key in batches.x_keys}) for shape in shapes)
+            compile_all(self.runs[True].lower(*weights, {key: jax.ShapeDtypeStruct(shape, "int32") for key in keys})
+                        for shape in shapes)
             self.compiled |= shapes
 
 
-def compile_ahead(predict, batches):
-    """Before `predict` (a `compiled_predict`) runs on `batches`: under JAX, compile it for all
-    their shapes at once; elsewhere nothing."""
+def compile_ahead(predict, shapes, keys):
+    """Before `predict` (a `compiled_predict`) runs on batches of `shapes` (e.g. a
+    `FeatureBatches`' `planned_shapes()`) with the int32 inputs `keys`: under JAX, compile it
+    for all of them at once; elsewhere nothing."""
     if hasattr(predict, "compile_ahead"):
-        predict.compile_ahead(batches)
+        predict.compile_ahead(shapes, keys)
 
 
 def _torch_predict_function(model):

@@ -284,7 +284,7 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, keras_hub.models.T
         )
         out = [None] * len(features.token_ids)
         predict = compiled_predict(self)
-        compile_ahead(predict, batches)
+        compile_ahead(predict, batches.planned_shapes(), batches.x_keys)
         for indices in batches.plan:
             logits = np.asarray(predict(batches.batch(indices)))
             for row, window in enumerate(indices):

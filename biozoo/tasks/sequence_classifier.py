@@ -193,7 +193,7 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
             batch_size=batch_size, max_length=self.preprocessor.sequence_length,
         )
         predict = compiled_predict(self)
-        compile_ahead(predict, batches)
+        compile_ahead(predict, batches.planned_shapes(), batches.x_keys)
         probs = np.zeros((len(encoded), len(self.label_names)), np.float32)
         for indices in batches.plan:
             logits = np.asarray(predict(batches.batch(indices)))[: len(indices)]

@@ -9,7 +9,7 @@ import keras_hub
 import numpy as np
 
 from biozoo.data import IGNORE_LABEL
-from biozoo.data.pipeline import model_input_batches
+from biozoo.data.pipeline import MODEL_INPUTS, model_input_batches
 from biozoo.errors import CheckpointError
 from biozoo.optim import default_optimizer
 from biozoo.tasks._aggregation import Piece, aggregate, is_subword
@@ -252,23 +252,20 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
             >>> ...  # the host prepares the next chunk meanwhile
             >>> logits = collect()
         """
-        if not len(token_ids):
-            return list
-        batches = model_input_batches(
-            token_ids, self.preprocessor.tokenizer.pad_token_id,
-            extra={"index": list(range(len(token_ids)))}, scalars=("index",), batch_size=batch_size,
-            max_length=self.preprocessor.sequence_length, exact_lengths=not compiles_predictions())
-        predict = compiled_predict(self)
-        compile_ahead(predict, batches)
-        pending = [(indices, predict(batches.batch(indices))) for indices in batches.plan]
+        batches = window_batches(self.preprocessor, token_ids, batch_size, exact_lengths=not compiles_predictions())
+        return self.dispatch_window_batches(batches, [len(ids) for ids in token_ids])
 
-        def collect():
-            logits_per_window = [None] * len(token_ids)
-            for indices, logits in pending:
-                logits = np.asarray(logits)
-                for row, window in enumerate(indices):
-                    logits_per_window[window] = logits[row, :len(token_ids[window])]
-            return logits_per_window
+    def dispatch_window_batches(self, batches, window_lengths=None):
+        """`dispatch_window_logits` from the batches `window_batches` made: dispatched now, and
+        read back by the function returned, per window (`window_lengths`: each one's tokens) or,
+        with `per_window=False`, per batch as `[(window indices, logits [rows, length, labels])]`."""
+        predict = compiled_predict(self)
+        compile_ahead(predict, {x["token_ids"].shape for _, x in batches}, MODEL_INPUTS)
+        pending = [(indices, predict(x)) for indices, x in batches]
+
+        def collect(per_window=True):
+            read = [(indices, np.asarray(logits)) for indices, logits in pending]
+            return logits_per_window(read, window_lengths) if per_window else read
 
         return collect
 
@@ -337,10 +334,31 @@ def token_windows(preprocessor, texts, truncate=False):
     return spans, preprocessor.piece_windows([[[i] for i, _, _ in row] for row in spans])
 
 
-def unit_probabilities(owner, word_positions, counts, logits_per_window, num_labels):
+def window_batches(preprocessor, token_ids, batch_size=64, exact_lengths=False):
+    """The windows `token_ids` as padded model inputs, `[(window indices, x), ...]`, for
+    `TokenClassifier.dispatch_window_batches`: length buckets, or with `exact_lengths` (where
+    prediction is not compiled per shape) each batch padded to its longest window."""
+    if not len(token_ids):
+        return []
+    batches = model_input_batches(token_ids, preprocessor.tokenizer.pad_token_id, batch_size=batch_size,
+                                  max_length=preprocessor.sequence_length, exact_lengths=exact_lengths)
+    return [(indices, batches.batch(indices)) for indices in batches.plan]
+
+
+def logits_per_window(batch_logits, window_lengths):
+    """Per window its `[tokens, labels]` logits, from `[(window indices, logits [rows, length,
+    labels]), ...]` (`TokenClassifier.dispatch_window_batches`) and each window's length."""
+    out = [None] * len(window_lengths)
+    for indices, logits in batch_logits:
+        for row, window in enumerate(indices):
+            out[window] = logits[row, :window_lengths[window]]
+    return out
+
+
+def unit_probabilities(owner, word_positions, counts, window_logits, num_labels):
     """Per sentence (`counts`: its units), `[units, labels]` probabilities from each window's logits,
     each unit read in the window that owns it (`Windows.owner`, `Windows.word_positions`)."""
-    probabilities = [softmax(logits) for logits in logits_per_window]
+    probabilities = [softmax(logits) for logits in window_logits]
     out = []
     for s, count in enumerate(counts):
         probs = np.zeros((count, num_labels), np.float32)

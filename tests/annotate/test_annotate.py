@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -270,9 +271,9 @@ def test_a_worker_blocks_what_its_stages_never_use_before_keras_imports_it(tagge
         start.start(sys.argv[1].split(","), "biozoo.annotate._workers:load_stages", open(sys.argv[2], "rb").read())
         from biozoo.annotate._workers import _prepare
         from biozoo.documents import read_documents
-        ids, _ = _prepare(list(read_documents([sys.argv[3]])))
+        batches, _ = _prepare(list(read_documents([sys.argv[3]])))
         print(*[sys.modules[name] is None for name in sys.argv[1].split(",")], "keras" in sys.modules,
-              "thinc" in sys.modules, len(ids[0]) > 100)
+              "thinc" in sys.modules, sum(len(indices) for indices, _ in batches) > 10)
     """
     done = subprocess.run([sys.executable, "-c", script, ",".join(blocked), str(stages), str(example_pubtator)],
                           capture_output=True, text=True, timeout=300)
@@ -331,30 +332,36 @@ def test_with_workers_a_chunk_is_dispatched_to_the_model_before_the_one_before_i
     documents = list(read_documents([example_pubtator]))
     alone = [[(a.start, a.end, a.type) for a in d.predictions]
              for d in AnnotationRun([annotator], progress=False, chunk_size=1).annotate(documents)]
-    dispatch, events = annotator.task.dispatch_window_logits, []
+    dispatch, events = annotator.task.dispatch_window_batches, []
 
-    def recorded(token_ids, batch_size=64):
+    def recorded(batches, window_lengths=None):
         chunk = len([e for e in events if e[0] == "dispatch"])
         events.append(("dispatch", chunk))
-        collect = dispatch(token_ids, batch_size)
+        collect = dispatch(batches, window_lengths)
 
-        def collected():
+        def collected(per_window=True):
             events.append(("collect", chunk))
-            return collect()
+            time.sleep(0.2)  # a slow accelerator: the run says it waited for the model
+            return collect(per_window)
 
         return collected
 
-    annotator.task.dispatch_window_logits = recorded
+    annotator.task.dispatch_window_batches = recorded
     try:
         run = AnnotationRun([annotator], progress=False, chunk_size=1, workers=2)
         in_workers = [[(a.start, a.end, a.type) for a in d.predictions] for d in run.annotate(documents)]
     finally:
-        del annotator.task.dispatch_window_logits
+        del annotator.task.dispatch_window_batches
     assert in_workers == alone and sum(map(len, alone)) > 0
     chunks = len(documents)
     assert sorted(events) == sorted([("dispatch", k) for k in range(chunks)] + [("collect", k) for k in range(chunks)])
     for k in range(chunks - 1):
         assert events.index(("dispatch", k + 1)) < events.index(("collect", k)), events
+    assert set(run.waited) == {"the workers' batches", "the model", "finished chunks"}
+    assert run.waited["the model"] >= 0.2 * chunks and run.waited["the workers' batches"] > 0
+    waits = run.summary().split("; this process waited ")[1]
+    assert f"{run.waited['the model']:.1f} s for the model" in waits and "s for finished chunks" in waits
+    assert "waited" not in AnnotationRun([annotator], progress=False).summary()  # one process: no such line
 
 
 def test_a_worker_that_dies_stops_the_run_with_what_to_do(tagger_dir):
@@ -385,22 +392,48 @@ def test_an_input_error_comes_after_the_documents_read_before_it(tagger_dir, exa
     assert out == [d.id for d in documents[:2]]
 
 
-def test_windows_cross_to_workers_packed_and_come_back_equal():
-    from biozoo.annotate._workers import packed_windows, unpacked_windows
+def test_window_batches_pad_every_window_once_and_logits_come_back_per_window(tagger_dir):
+    """The batches a worker pads hold each window once, as its ids then padding, in length
+    buckets (or, `exact_lengths`, padded to their longest); the logits read per batch come back
+    per window cut to its length."""
+    from biozoo.annotate import load_annotator
+    from biozoo.data.pipeline import BOUNDARIES
+    from biozoo.tasks.token_classifier import logits_per_window, window_batches
 
+    preprocessor = load_annotator(tagger_dir).task.preprocessor
+    pad = preprocessor.tokenizer.pad_token_id
     rng = np.random.default_rng(0)
-    windows = [rng.normal(size=(n, 5)).astype(np.float32) for n in (3, 1, 7, 2)]
-    joined, lengths = packed_windows(windows)
-    assert joined.shape == (13, 5) and lengths == [3, 1, 7, 2]
-    back = unpacked_windows(joined, lengths)
-    assert len(back) == len(windows) and all(np.array_equal(a, b) for a, b in zip(back, windows))
-    assert unpacked_windows(*packed_windows([])) == []
+    windows = [rng.integers(pad + 1, 90, size=n).astype(np.int32) for n in (3, 17, 1, 40, 17, 5, 33, 2)]
+    for exact in (False, True):
+        batches = window_batches(preprocessor, windows, batch_size=3, exact_lengths=exact)
+        seen = sorted(int(i) for indices, _ in batches for i in indices)
+        assert seen == list(range(len(windows)))
+        for indices, x in batches:
+            longest = max(len(windows[i]) for i in indices)
+            rows, length = x["token_ids"].shape
+            assert rows <= 3 and (length == longest if exact else length == min(b for b in BOUNDARIES if b >= longest))
+            for row, window in enumerate(indices):
+                n = len(windows[window])
+                assert np.array_equal(x["token_ids"][row, :n], windows[window])
+                assert (x["token_ids"][row, n:] == pad).all()
+                assert x["padding_mask"][row].tolist() == [1] * n + [0] * (length - n)
+                assert not x["segment_ids"][row].any()
+        # logits whose every entry says (window, token): each window's must come back in order
+        batch_logits = [(indices, np.stack([np.stack([np.full(4, 1000 * w + t, np.float32)
+                                                      for t in range(x["token_ids"].shape[1])]) for w in indices]))
+                        for indices, x in batches]
+        per_window = logits_per_window(batch_logits, [len(w) for w in windows])
+        for w, logits in enumerate(per_window):
+            assert logits.shape == (len(windows[w]), 4)
+            assert logits[:, 0].tolist() == [1000 * w + t for t in range(len(windows[w]))]
+    assert window_batches(preprocessor, [], 3) == [] and logits_per_window([], []) == []
 
 
-def test_a_chunk_crosses_to_workers_as_packed_ids_and_bytes_that_finish_as_one_process(tagger_dir, example_pubtator,
-                                                                                     monkeypatch):
-    """What a worker hands the calling process is the chunk's window ids, packed, and the rest as
-    bytes it passes on unread; finished from them, the entities are one process's."""
+def test_a_chunk_crosses_to_workers_as_padded_batches_and_bytes_that_finish_as_one_process(tagger_dir,
+                                                                                         example_pubtator, monkeypatch):
+    """What a worker hands the calling process is the chunk's padded model batches and the rest
+    as bytes it passes on unread; the logits go back per batch, and the entities finished from
+    them are one process's."""
     from biozoo.annotate import _workers, load_annotator
     from biozoo.annotate.annotators import Sentences
     from biozoo.tasks.token_classifier import token_windows
@@ -409,14 +442,15 @@ def test_a_chunk_crosses_to_workers_as_packed_ids_and_bytes_that_finish_as_one_p
     stages = _workers.TaggerHostStages(annotator)
     monkeypatch.setattr(_workers, "_STAGES", stages)
     documents = list(read_documents([example_pubtator]))
-    (joined, lengths), state = _workers._prepare(documents)
+    batches, state = _workers._prepare(documents)
     assert isinstance(state, bytes)
     sentences = Sentences.of(documents)
     _, windows = token_windows(annotator.task.preprocessor, sentences.texts)
-    ids = _workers.unpacked_windows(joined, lengths)
-    assert len(ids) == len(windows.token_ids) and all(np.array_equal(a, b) for a, b in zip(ids, windows.token_ids))
-    logits = annotator.task.window_logits(ids)
-    found = _workers._finish(state, _workers.packed_windows(logits), len(documents))
+    rows = {int(w): x["token_ids"][row] for indices, x in batches for row, w in enumerate(indices)}
+    assert sorted(rows) == list(range(len(windows.token_ids)))
+    assert all(np.array_equal(rows[w][:len(ids)], ids) for w, ids in enumerate(windows.token_ids))
+    batch_logits = annotator.task.dispatch_window_batches(batches)(per_window=False)
+    found = _workers._finish(state, batch_logits, len(documents))
     assert found == annotator.annotate(documents) and sum(map(len, found)) > 0
 
 

@@ -25,7 +25,7 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path, minilm_dir)
            "BIOZOO_CACHE": str(tmp_path / "cache")}
     (tmp_path / "profile").mkdir()
     result = subprocess.run([sys.executable, "-S", str(ROOT / "benchmarks" / "gpu_figures.py"), "--smoke",
-                             "--vocab", str(minilm_dir / "vocab.txt"), "--workers", "1", "--without-model", "--profile", str(tmp_path / "profile"), "--report", str(report)],
+                             "--vocab", str(minilm_dir / "vocab.txt"), "--workers", "1", "--worker-chunks", "256,3", "--without-model", "--profile", str(tmp_path / "profile"), "--report", str(report)],
                             env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     figures = json.loads(report.read_text())
@@ -50,6 +50,11 @@ def test_the_gpu_script_runs_every_part_without_tensorflow(tmp_path, minilm_dir)
     assert workers["documents_out"] == workers["abstracts"] == 32 and workers["entities_equal_one_process"]
     assert workers["abstracts_per_second_steady"] > 0 and workers["model_collect_seconds"] > 0
     assert 0 < workers["seconds_to_first_model_call"] <= workers["seconds_to_first_chunk"]
+    small = figures["annotate_bfloat16_workers_chunk3"]  # a second pass, 3 documents per chunk: more calls
+    assert small["chunk_size"] == 3 and small["documents_out"] == 32 and small["entities_equal_one_process"]
+    assert workers["chunk_size"] == 256 and small["model_calls"] > workers["model_calls"] > 0
+    assert 0 < workers["calling_thread_cpu_seconds"] <= workers["calling_process_cpu_seconds"]
+    assert set(workers["calling_thread_waited_seconds"]) == {"the workers' batches", "the model", "finished chunks"}
     for start in (figures["annotate_worker_start"], figures["annotate_workers_start"]):
         assert start["workers"] == len(start["import_seconds"]) == 1 and not start["errors"]
         assert 0 < start["import_seconds"][0] < start["wall_seconds"] and start["first_worker_costliest_imports_ms"]

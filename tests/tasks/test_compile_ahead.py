@@ -103,7 +103,7 @@ def predictions(ahead, task, sentences, monkeypatch):
     per_batch, call = [], inference._JaxPredict.__call__
     with monkeypatch.context() as patch, compilations() as events:
         if not ahead:
-            patch.setattr(inference._JaxPredict, "compile_ahead", lambda self, batches: None)
+            patch.setattr(inference._JaxPredict, "compile_ahead", lambda self, shapes, keys: None)
         patch.setattr(inference._JaxPredict, "__call__",
                       lambda self, x: counting_calls(lambda x: call(self, x), events, per_batch)(x))
         result = task.predict_tags(sentences, batch_size=2)
