@@ -257,15 +257,24 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
 
     def dispatch_window_batches(self, batches, window_lengths=None):
         """`dispatch_window_logits` from the batches `window_batches` made: dispatched now, and
-        read back by the function returned, per window (`window_lengths`: each one's tokens) or,
-        with `per_window=False`, per batch as `[(window indices, logits [rows, length, labels])]`."""
+        read back by the function returned, per window (`window_lengths`: each one's tokens, by
+        default read from the padding masks) or, with `per_window=False`, per batch as
+        `[(window indices, logits [rows, length, labels])]`."""
         predict = compiled_predict(self)
         compile_ahead(predict, {x["token_ids"].shape for _, x in batches}, MODEL_INPUTS)
         pending = [(indices, predict(x)) for indices, x in batches]
 
         def collect(per_window=True):
             read = [(indices, np.asarray(logits)) for indices, logits in pending]
-            return logits_per_window(read, window_lengths) if per_window else read
+            if not per_window:
+                return read
+            lengths = window_lengths
+            if lengths is None:
+                lengths = [0] * sum(len(indices) for indices, _ in batches)
+                for indices, x in batches:
+                    for window, length in zip(indices, x["padding_mask"].sum(axis=1).tolist()):
+                        lengths[window] = length
+            return logits_per_window(read, lengths)
 
         return collect
 

@@ -450,6 +450,10 @@ def test_a_chunk_crosses_to_workers_as_padded_batches_and_bytes_that_finish_as_o
     assert sorted(rows) == list(range(len(windows.token_ids)))
     assert all(np.array_equal(rows[w][:len(ids)], ids) for w, ids in enumerate(windows.token_ids))
     batch_logits = annotator.task.dispatch_window_batches(batches)(per_window=False)
+    per_window = annotator.task.dispatch_window_batches(batches)()  # window lengths from the padding masks
+    expected = annotator.task.window_logits(windows.token_ids, annotator.batch_size)
+    assert len(per_window) == len(expected) and all(a.shape == b.shape and np.allclose(a, b, atol=1e-5)
+                                                    for a, b in zip(per_window, expected))
     found = _workers._finish(state, batch_logits, len(documents))
     assert found == annotator.annotate(documents) and sum(map(len, found)) > 0
 
