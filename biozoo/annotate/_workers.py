@@ -55,11 +55,11 @@ class TaggerHostStages:
         """The windows' padded model batches (`window_batches`)."""
         return window_batches(self.preprocessor, windows.token_ids, self.batch_size, self.exact_lengths)
 
-    def finish(self, sentences, spans, windows, batch_logits, count):
+    def finish(self, sentences, spans, owner, word_positions, window_lengths, batch_logits, count):
         """The model's logits per batch, `[(window indices, logits), ...]` -> per document
         `(start, end, type, score, model)`."""
-        logits = logits_per_window(batch_logits, [len(ids) for ids in windows.token_ids])
-        probabilities = unit_probabilities(windows.owner, windows.word_positions, [len(row) for row in spans], logits,
+        logits = logits_per_window(batch_logits, window_lengths)
+        probabilities = unit_probabilities(owner, word_positions, [len(row) for row in spans], logits,
                                            len(self.label_names))
         grouped = group_entities(self.preprocessor.tokenizer, self.label_names, sentences.texts,
                                  zip(spans, probabilities), self.aggregation)
@@ -99,7 +99,8 @@ def _prepare(documents):
     per window cost it more than the model's dispatch)."""
     with collection_paused():
         sentences, spans, windows = _STAGES.prepare(documents)
-        return _STAGES.batches(windows), pickle.dumps((sentences, spans, windows), pickle.HIGHEST_PROTOCOL)
+        state = (sentences, spans, windows.owner, windows.word_positions, [len(ids) for ids in windows.token_ids])
+        return _STAGES.batches(windows), pickle.dumps(state, pickle.HIGHEST_PROTOCOL)
 
 
 def _finish(state, batch_logits, count):
