@@ -509,7 +509,8 @@ def annotate(shape, abstracts, vocab, count, batch_size, workers, scratch, repor
                                      chunk_size=chunk_size)}, report)
             if without_model:
                 log({"annotate_workers_without_model": in_workers(annotator, documents, workers, scratch, None,
-                                                                  repeat=worker_repeat, model=False)}, report)
+                                                                  repeat=worker_repeat, model=False,
+                                                                  chunk_size=worker_chunks[0])}, report)
     float32, bfloat16 = set(found["float32"]), set(found["bfloat16"])
     log({"annotate_bfloat16_vs_float32": {"float32_entities": len(float32), "bfloat16_entities": len(bfloat16),
                                           "same": len(float32 & bfloat16), "only_float32": len(float32 - bfloat16),

@@ -259,20 +259,24 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         """`dispatch_window_logits` from the batches `window_batches` made: dispatched now, and
         read back by the function returned, per window (`window_lengths`: each one's tokens, by
         default read from the padding masks) or, with `per_window=False`, per batch as
-        `[(window indices, logits [rows, length, labels])]`."""
+        `[(window indices, logits [windows, longest, labels])]` (filler rows and the padding past
+        the batch's longest window cut off)."""
+        if not batches:
+            return lambda per_window=True: []
         predict = compiled_predict(self)
         compile_ahead(predict, {x["token_ids"].shape for _, x in batches}, MODEL_INPUTS)
-        pending = [(indices, predict(x)) for indices, x in batches]
+        pending = [(indices, x["padding_mask"][:len(indices)].sum(axis=1), predict(x)) for indices, x in batches]
 
         def collect(per_window=True):
-            read = [(indices, np.asarray(logits)) for indices, logits in pending]
+            read = [(indices, np.asarray(logits)[:len(indices), :int(lengths.max())])
+                    for indices, lengths, logits in pending]
             if not per_window:
                 return read
             lengths = window_lengths
             if lengths is None:
-                lengths = [0] * sum(len(indices) for indices, _ in batches)
-                for indices, x in batches:
-                    for window, length in zip(indices, x["padding_mask"].sum(axis=1).tolist()):
+                lengths = [0] * sum(len(indices) for indices, _, _ in pending)
+                for indices, batch_lengths, _ in pending:
+                    for window, length in zip(indices, batch_lengths.tolist()):
                         lengths[window] = length
             return logits_per_window(read, lengths)
 

@@ -361,7 +361,9 @@ def test_with_workers_a_chunk_is_dispatched_to_the_model_before_the_one_before_i
     assert run.waited["the model"] >= 0.2 * chunks and run.waited["the workers' batches"] > 0
     waits = run.summary().split("; this process waited ")[1]
     assert f"{run.waited['the model']:.1f} s for the model" in waits and "s for finished chunks" in waits
-    assert "waited" not in AnnotationRun([annotator], progress=False).summary()  # one process: no such line
+    one_process = AnnotationRun([annotator], progress=False)
+    assert len(list(one_process.annotate(documents))) == chunks
+    assert one_process.waited == {} and "waited" not in one_process.summary()  # no workers: no such line
 
 
 def test_a_worker_that_dies_stops_the_run_with_what_to_do(tagger_dir):
@@ -396,6 +398,9 @@ def test_window_batches_pad_every_window_once_and_logits_come_back_per_window(ta
     """The batches a worker pads hold each window once, as its ids then padding, in length
     buckets (or, `exact_lengths`, padded to their longest); the logits read per batch come back
     per window cut to its length."""
+    from unittest import mock
+
+    import biozoo.tasks.token_classifier as token_classifier
     from biozoo.annotate import load_annotator
     from biozoo.data.pipeline import BOUNDARIES
     from biozoo.tasks.token_classifier import logits_per_window, window_batches
@@ -411,22 +416,32 @@ def test_window_batches_pad_every_window_once_and_logits_come_back_per_window(ta
         for indices, x in batches:
             longest = max(len(windows[i]) for i in indices)
             rows, length = x["token_ids"].shape
-            assert rows <= 3 and (length == longest if exact else length == min(b for b in BOUNDARIES if b >= longest))
+            # bucketed batches are filled to 3 rows with padding-only rows: one shape per bucket
+            assert rows == (len(indices) if exact else 3)
+            assert length == longest if exact else length == min(b for b in BOUNDARIES if b >= longest)
             for row, window in enumerate(indices):
                 n = len(windows[window])
                 assert np.array_equal(x["token_ids"][row, :n], windows[window])
                 assert (x["token_ids"][row, n:] == pad).all()
                 assert x["padding_mask"][row].tolist() == [1] * n + [0] * (length - n)
                 assert not x["segment_ids"][row].any()
-        # logits whose every entry says (window, token): each window's must come back in order
+            assert (x["token_ids"][len(indices):] == pad).all() and not x["padding_mask"][len(indices):].any()
+        assert not exact or any(x["token_ids"].shape[0] < 3 for _, x in batches)
+        assert exact or any(len(indices) < 3 for indices, _ in batches)  # some filler rows were checked
+        # logits whose every entry says (window, token), filler rows -1: each window's must come back in order
         batch_logits = [(indices, np.stack([np.stack([np.full(4, 1000 * w + t, np.float32)
-                                                      for t in range(x["token_ids"].shape[1])]) for w in indices]))
+                                                      for t in range(x["token_ids"].shape[1])])
+                                            for w in list(indices) + [-1] * (x["token_ids"].shape[0] - len(indices))]))
                         for indices, x in batches]
         per_window = logits_per_window(batch_logits, [len(w) for w in windows])
         for w, logits in enumerate(per_window):
             assert logits.shape == (len(windows[w]), 4)
             assert logits[:, 0].tolist() == [1000 * w + t for t in range(len(windows[w]))]
     assert window_batches(preprocessor, [], 3) == [] and logits_per_window([], []) == []
+    # nothing to predict: no prediction function built (a bfloat16 copy, or int8's converter)
+    task = load_annotator(tagger_dir).task
+    with mock.patch.object(token_classifier, "compiled_predict", side_effect=AssertionError("built")):
+        assert task.dispatch_window_batches([])() == [] and task.window_logits([]) == []
 
 
 def test_a_chunk_crosses_to_workers_as_padded_batches_and_bytes_that_finish_as_one_process(tagger_dir,
@@ -436,7 +451,7 @@ def test_a_chunk_crosses_to_workers_as_padded_batches_and_bytes_that_finish_as_o
     them are one process's."""
     from biozoo.annotate import _workers, load_annotator
     from biozoo.annotate.annotators import Sentences
-    from biozoo.tasks.token_classifier import token_windows
+    from biozoo.tasks.token_classifier import token_windows, window_batches
 
     annotator = load_annotator(tagger_dir)
     stages = _workers.TaggerHostStages(annotator)
@@ -450,6 +465,12 @@ def test_a_chunk_crosses_to_workers_as_padded_batches_and_bytes_that_finish_as_o
     assert sorted(rows) == list(range(len(windows.token_ids)))
     assert all(np.array_equal(rows[w][:len(ids)], ids) for w, ids in enumerate(windows.token_ids))
     batch_logits = annotator.task.dispatch_window_batches(batches)(per_window=False)
+    # what crosses back: the windows' rows, up to the longest one's tokens (filler rows and bucket padding cut)
+    bucketed = window_batches(annotator.task.preprocessor, windows.token_ids, 4, exact_lengths=False)
+    trimmed = annotator.task.dispatch_window_batches(bucketed)(per_window=False)
+    for (indices, x), (_, logits) in zip(bucketed, trimmed):
+        assert logits.shape[:2] == (len(indices), max(len(windows.token_ids[w]) for w in indices))
+    assert any(x["token_ids"].shape != logits.shape[:2] for (_, x), (_, logits) in zip(bucketed, trimmed))
     per_window = annotator.task.dispatch_window_batches(batches)()  # window lengths from the padding masks
     expected = annotator.task.window_logits(windows.token_ids, annotator.batch_size)
     assert len(per_window) == len(expected) and all(a.shape == b.shape and np.allclose(a, b, atol=1e-5)
