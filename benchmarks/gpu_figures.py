@@ -590,9 +590,9 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model
     task, dispatch = annotator.task, annotator.task.dispatch_window_batches
     model_calls = []  # per chunk: (when dispatched, seconds dispatching, seconds reading the logits back, batches)
 
-    def timed_dispatch(batches, window_lengths=None):
+    def timed_dispatch(batches):
         started = time.perf_counter()
-        collect = dispatch(batches, window_lengths)
+        collect = dispatch(batches)
         call = [started, time.perf_counter() - started, None, len(batches)]
         model_calls.append(call)
 

@@ -253,12 +253,11 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
             >>> logits = collect()
         """
         batches = window_batches(self.preprocessor, token_ids, batch_size, exact_lengths=not compiles_predictions())
-        return self.dispatch_window_batches(batches, [len(ids) for ids in token_ids])
+        return self.dispatch_window_batches(batches)
 
-    def dispatch_window_batches(self, batches, window_lengths=None):
+    def dispatch_window_batches(self, batches):
         """`dispatch_window_logits` from the batches `window_batches` made: dispatched now, and
-        read back by the function returned, per window (`window_lengths`: each one's tokens, by
-        default read from the padding masks) or, with `per_window=False`, per batch as
+        read back by the function returned, per window or, with `per_window=False`, per batch as
         `[(window indices, logits [windows, longest, labels])]` (filler rows and the padding past
         the batch's longest window cut off)."""
         if not batches:
@@ -272,13 +271,11 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
                     for indices, lengths, logits in pending]
             if not per_window:
                 return read
-            lengths = window_lengths
-            if lengths is None:
-                lengths = [0] * sum(len(indices) for indices, _, _ in pending)
-                for indices, batch_lengths, _ in pending:
-                    for window, length in zip(indices, batch_lengths.tolist()):
-                        lengths[window] = length
-            return logits_per_window(read, lengths)
+            window_lengths = [0] * sum(len(indices) for indices, _, _ in pending)
+            for indices, lengths, _ in pending:
+                for window, length in zip(indices, lengths.tolist()):
+                    window_lengths[window] = length
+            return logits_per_window(read, window_lengths)
 
         return collect
 

@@ -334,10 +334,10 @@ def test_with_workers_a_chunk_is_dispatched_to_the_model_before_the_one_before_i
              for d in AnnotationRun([annotator], progress=False, chunk_size=1).annotate(documents)]
     dispatch, events = annotator.task.dispatch_window_batches, []
 
-    def recorded(batches, window_lengths=None):
+    def recorded(batches):
         chunk = len([e for e in events if e[0] == "dispatch"])
         events.append(("dispatch", chunk))
-        collect = dispatch(batches, window_lengths)
+        collect = dispatch(batches)
 
         def collected(per_window=True):
             events.append(("collect", chunk))
@@ -471,7 +471,7 @@ def test_a_chunk_crosses_to_workers_as_padded_batches_and_bytes_that_finish_as_o
     for (indices, x), (_, logits) in zip(bucketed, trimmed):
         assert logits.shape[:2] == (len(indices), max(len(windows.token_ids[w]) for w in indices))
     assert any(x["token_ids"].shape != logits.shape[:2] for (_, x), (_, logits) in zip(bucketed, trimmed))
-    per_window = annotator.task.dispatch_window_batches(batches)()  # window lengths from the padding masks
+    per_window = annotator.task.dispatch_window_batches(batches)()
     expected = annotator.task.window_logits(windows.token_ids, annotator.batch_size)
     assert len(per_window) == len(expected) and all(a.shape == b.shape and np.allclose(a, b, atol=1e-5)
                                                     for a, b in zip(per_window, expected))
