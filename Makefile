@@ -47,19 +47,22 @@ install-demo: $(VENV)/.installed-demo
 # split into two devices (data-parallel training), and under PyTorch: one process per backend, as KerasHub's CI.
 BACKEND_TESTS ?= tests/models tests/tasks/test_micro_batches.py tests/tasks/test_compile_ahead.py tests/train/test_optim.py tests/train/test_finetune_backends.py tests/train/test_training_vs_transformers.py tests/train/test_pretrain_backends.py tests/train/test_distill.py
 NO_TF_SITE := $(VENV)/site-without-tensorflow
-# One torch thread per pytest worker: two workers with torch's default of a thread per core oversubscribe the cores,
-# and torch's OpenMP threads spin while they wait (the PyTorch pass took 1,986 s so, 271 s with one thread each).
-TORCH_THREADS := $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=1)
+# One torch thread per pytest worker, in every pass: two workers with torch's default of a thread per core
+# oversubscribe the cores, and torch's OpenMP threads spin while they wait (the PyTorch pass took 1,986 s so, 271 s
+# with one thread each; the TensorFlow pass, whose tests compare against transformers, 2,031 s -> 1,926 s). One
+# TensorFlow or XLA thread as well was mixed (subsets 10-14 % faster; the whole suite not, in a run where this
+# machine was slower throughout), so their pools keep their defaults: a child process a test waits on gets both cores.
+ONE_THREAD := $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=1)
 
 test: install-test
-	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(ONE_THREAD) $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 	$(PY) tools/site_without_tensorflow.py $(NO_TF_SITE) > /dev/null
-	KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
-	KERAS_BACKEND=torch $(TORCH_THREADS) $(PY) -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
+	KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 $(ONE_THREAD) PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
+	KERAS_BACKEND=torch $(ONE_THREAD) $(PY) -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
 
 # Only the fast tests (no real-data fine-tuning, no subprocess exports).
 test-fast: install-test
-	$(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
+	$(ONE_THREAD) $(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 demo: install-demo
 	$(PY) -m biozoo demo --preset $(PRESET)
