@@ -45,9 +45,9 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
     """Per-step training losses (biozoo, transformers) from one start on the same batches.
 
     `clip_norm`: both clip at this global norm (transformers through clip_grad_norm_, appending the
-    norm it saw to `hf_norms`). `hf_variants`: more transformers models from the same start take the same steps, each
-    with its own learning-rate factor or clipping norm ({"lr_factor": 1.1}, {"clip_norm": None}); their
-    losses follow, in order."""
+    norm it saw to `hf_norms`). `hf_variants`: more transformers models from the same start take the
+    same steps, each with its own learning-rate factor or clipping norm ({"lr_factor": 1.1},
+    {"clip_norm": None}); their losses follow, in order."""
     import copy
 
     import keras
@@ -119,9 +119,9 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
             return loss.item()
         return step
 
-    runs = [transformers_run(copy.deepcopy(hf), variant.get("clip_norm", clip_norm), None,
-                             variant.get("lr_factor", 1.0)) for variant in hf_variants]
-    runs.insert(0, transformers_run(hf, clip_norm, hf_norms, 1.0))
+    runs = [transformers_run(hf, clip_norm, hf_norms, 1.0)] + [
+        transformers_run(copy.deepcopy(hf), variant.get("clip_norm", clip_norm), None, variant.get("lr_factor", 1.0))
+        for variant in hf_variants]
     ours, theirs = [], [[] for _ in runs]
     for x, y in itertools.islice(batches.batches_from(0), steps):
         ours.append(float(task.train_on_batch(x, y, return_dict=True)["loss"]))
