@@ -52,13 +52,20 @@ NO_TF_SITE := $(VENV)/site-without-tensorflow
 # with one thread each; the TensorFlow pass, whose tests compare against transformers, 2,031 s -> 1,926 s). One
 # TensorFlow or XLA thread as well was mixed (subsets 10-14 % faster; the whole suite not, in a run where this
 # machine was slower throughout), so their pools keep their defaults: a child process a test waits on gets both cores.
+# Handing the files out longest first (xdist's own order goes by test count) ended the TensorFlow pass's idle tail
+# (100 s -> 30 s) but paired long multi-threaded files: no faster in two whole runs (2026-11-27), so not kept.
 ONE_THREAD := $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=1)
 
+# transformers' side of a comparison is the same torch computation in every pass: what the first pass of this run
+# computed, the later ones read, by a digest of all it depends on (tests/train/test_training_vs_transformers.py).
+TEST_REFERENCES := build/test-references
+
 test: install-test
-	$(ONE_THREAD) $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	rm -rf $(TEST_REFERENCES)
+	BIOZOO_TEST_REFERENCES=$(TEST_REFERENCES) $(ONE_THREAD) $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 	$(PY) tools/site_without_tensorflow.py $(NO_TF_SITE) > /dev/null
-	KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 $(ONE_THREAD) PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
-	KERAS_BACKEND=torch $(ONE_THREAD) $(PY) -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
+	BIOZOO_TEST_REFERENCES=$(TEST_REFERENCES) KERAS_BACKEND=jax XLA_FLAGS=--xla_force_host_platform_device_count=2 $(ONE_THREAD) PYTHONPATH=$(NO_TF_SITE):. $(PY) -S -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
+	BIOZOO_TEST_REFERENCES=$(TEST_REFERENCES) KERAS_BACKEND=torch $(ONE_THREAD) $(PY) -m pytest $(XDIST) -m "backends and not tensorflow" $(BACKEND_TESTS) $(PYTEST_ARGS)
 
 # Only the fast tests (no real-data fine-tuning, no subprocess exports).
 test-fast: install-test

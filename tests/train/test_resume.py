@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def command(preset, data, output):
     return [sys.executable, "-m", "biozoo", "finetune", "re", "--preset", str(preset), "--data", str(data),
-            "--output", str(output), "--epochs", "2", "--batch-size", "8", "--learning-rate", "1e-4",
+            "--output", str(output), "--epochs", "2", "--batch-size", "8", "--learning-rate", "1e-3",
             "--max-seq-length", "64", "--checkpoint-every", "5", "--deterministic", "--strategy", "cpu"]
 
 
@@ -42,17 +42,17 @@ def latest_checkpoint_step(checkpoints):
 
 
 @pytest.mark.slow
-def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_weights(tmp_path, shared_data, minilm_dir):
+def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_weights(tmp_path, shared_data, tiny_bert_real_vocab):
     data = chemprot_subset(shared_data, tmp_path / "data", {"train": 96, "dev": 16, "test": 16})
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
-    reference = subprocess.run(command(minilm_dir, data, tmp_path / "reference"), capture_output=True, text=True,
+    reference = subprocess.run(command(tiny_bert_real_vocab, data, tmp_path / "reference"), capture_output=True, text=True,
                                env=env, cwd=REPO, timeout=900)
     assert reference.returncode == 0, reference.stderr[-3000:]
 
     steps_per_epoch = json.loads((tmp_path / "reference" / "metrics.json").read_text())["train_steps"] // 2
     output = tmp_path / "resumed"
-    victim = subprocess.Popen(command(minilm_dir, data, output), stdout=subprocess.DEVNULL,
+    victim = subprocess.Popen(command(tiny_bert_real_vocab, data, output), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=env, cwd=REPO)
     deadline = time.time() + 600
     def mid_second_epoch(step):  # the second epoch is reshuffled: resuming must replay its order
@@ -68,7 +68,7 @@ def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_weights(tmp_path,
     assert not (output / "metrics.json").exists()
     assert mid_second_epoch(killed_at)
 
-    resumed = subprocess.run(command(minilm_dir, data, output), capture_output=True, text=True, env=env, cwd=REPO,
+    resumed = subprocess.run(command(tiny_bert_real_vocab, data, output), capture_output=True, text=True, env=env, cwd=REPO,
                              timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming from step" in resumed.stderr

@@ -48,11 +48,9 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
     norm it saw to `hf_norms`). `hf_variants`: more transformers models from the same start take the
     same steps, each with its own learning-rate factor or clipping norm ({"lr_factor": 1.1},
     {"clip_norm": None}); their losses follow, in order."""
-    import copy
-
     import keras
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from biozoo import presets
     from biozoo.optim import make_optimizer
@@ -92,43 +90,89 @@ def train_both(model_dir, examples, steps, lr, batch_size=8, max_seq_length=32, 
     task.compile(optimizer=(keras_optimizer or make_optimizer)("adamw", lr, steps, hp.warmup_ratio, hp.weight_decay,
                                                                clip_norm=clip_norm),
                  jit_compile=keras.backend.backend() == "jax")  # JAX unjitted runs op by op: slow
+
+    steps_batches = list(itertools.islice(batches.batches_from(0), steps))
+    ours = []
+    for x, y in steps_batches:
+        ours.append(float(task.train_on_batch(x, y, return_dict=True)["loss"]))
+        task.reset_metrics()
+    arms = [{"clip_norm": clip_norm, "lr_factor": 1.0}] + [
+        {"clip_norm": variant.get("clip_norm", clip_norm), "lr_factor": variant.get("lr_factor", 1.0)}
+        for variant in hf_variants]
+    recipe = {"lr": lr, "steps": steps, "warmup_steps": round(hp.warmup_ratio * steps),
+              "weight_decay": hp.weight_decay, "arms": arms}
+    theirs, norms = transformers_losses(hf, steps_batches, recipe)
+    if hf_norms is not None:
+        hf_norms.extend(norms)
+    return (np.array(ours), *map(np.array, theirs))
+
+
+def transformers_losses(model, batches, recipe):
+    """transformers' losses at every step of each arm of `recipe` (a copy of `model` each, with its
+    own clip norm and learning-rate factor), and the first arm's gradient norms.
+
+    `make test` runs this file under TensorFlow, JAX and PyTorch, and this side is the same torch
+    computation in each: a later pass of one run reads what an earlier one computed from identical
+    inputs, from the folder BIOZOO_TEST_REFERENCES (the Makefile empties it when `make test` starts),
+    under a digest of the start weights, every batch, the recipe and the torch and transformers
+    versions. Without the variable, always computed."""
+    import copy
+    import hashlib
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    import torch
+    import transformers
+    from transformers import get_linear_schedule_with_warmup
+
+    digest = hashlib.sha256(json.dumps([recipe, torch.__version__, transformers.__version__]).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode() + tensor.detach().numpy().tobytes())
+    for x, y in batches:
+        for array in [*(x[key] for key in sorted(x)), y]:
+            array = np.asarray(array)
+            digest.update(f"{array.dtype}{array.shape}".encode() + array.tobytes())
+    folder = os.environ.get("BIOZOO_TEST_REFERENCES")
+    stored = Path(folder) / f"{digest.hexdigest()}.json" if folder else None
+    if stored is not None and stored.exists():
+        saved = json.loads(stored.read_text(encoding="utf-8"))
+        return saved["losses"], saved["norms"]
+
     no_decay = ("bias", "LayerNorm.weight", "LayerNorm.bias")
-
-    def transformers_run(model, clip, norms, lr_factor):
-        named = list(model.named_parameters())
+    models = [model] + [copy.deepcopy(model) for _ in recipe["arms"][1:]]  # all from the same start
+    losses, norms = [], []
+    for index, (arm, arm_model) in enumerate(zip(recipe["arms"], models)):
+        named = list(arm_model.named_parameters())
         optimizer = torch.optim.AdamW(
-            [{"params": [p for n, p in named if not any(k in n for k in no_decay)], "weight_decay": hp.weight_decay},
+            [{"params": [p for n, p in named if not any(k in n for k in no_decay)],
+              "weight_decay": recipe["weight_decay"]},
              {"params": [p for n, p in named if any(k in n for k in no_decay)], "weight_decay": 0.0}],
-            lr=lr * lr_factor, eps=1e-8)
-        schedule = get_linear_schedule_with_warmup(optimizer, round(hp.warmup_ratio * steps), steps)
-        model.train()
-
-        def step(x, y):
-            loss = model(input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
-                         attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
-                         token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
-                         labels=torch.tensor(y, dtype=torch.long)).loss
+            lr=recipe["lr"] * arm["lr_factor"], eps=1e-8)
+        schedule = get_linear_schedule_with_warmup(optimizer, recipe["warmup_steps"], recipe["steps"])
+        arm_model.train()
+        losses.append([])
+        for x, y in batches:
+            loss = arm_model(input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+                             attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
+                             token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
+                             labels=torch.tensor(y, dtype=torch.long)).loss
             loss.backward()
-            if clip:
-                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-                if norms is not None:
+            if arm["clip_norm"]:
+                norm = torch.nn.utils.clip_grad_norm_(arm_model.parameters(), arm["clip_norm"])
+                if index == 0:
                     norms.append(float(norm))
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
-            return loss.item()
-        return step
-
-    runs = [transformers_run(hf, clip_norm, hf_norms, 1.0)] + [
-        transformers_run(copy.deepcopy(hf), variant.get("clip_norm", clip_norm), None, variant.get("lr_factor", 1.0))
-        for variant in hf_variants]
-    ours, theirs = [], [[] for _ in runs]
-    for x, y in itertools.islice(batches.batches_from(0), steps):
-        ours.append(float(task.train_on_batch(x, y, return_dict=True)["loss"]))
-        task.reset_metrics()
-        for run, losses in zip(runs, theirs):
-            losses.append(run(x, y))
-    return (np.array(ours), *map(np.array, theirs))
+            losses[-1].append(loss.item())
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=stored.parent, suffix=".tmp", delete=False) as out:
+            json.dump({"losses": losses, "norms": norms}, out)
+        os.replace(out.name, stored)
+    return losses, norms
 
 
 def stock_keras_adamw(name, lr, steps, warmup_ratio, weight_decay, clip_norm=None):
