@@ -114,8 +114,8 @@ def transformers_losses(model, batches, recipe):
     `make test` runs this file under TensorFlow, JAX and PyTorch, and this side is the same torch
     computation in each: a later pass of one run reads what an earlier one computed from identical
     inputs, from the folder BIOZOO_TEST_REFERENCES (the Makefile empties it when `make test` starts),
-    under a digest of the start weights, every batch, the recipe and the torch and transformers
-    versions. Without the variable, always computed."""
+    under a digest of the model's config and start weights, every batch, the recipe and the torch
+    and transformers versions. Without the variable, always computed."""
     import copy
     import hashlib
     import json
@@ -127,7 +127,8 @@ def transformers_losses(model, batches, recipe):
     import transformers
     from transformers import get_linear_schedule_with_warmup
 
-    digest = hashlib.sha256(json.dumps([recipe, torch.__version__, transformers.__version__]).encode())
+    digest = hashlib.sha256(json.dumps([recipe, torch.__version__, transformers.__version__]).encode()
+                            + model.config.to_json_string().encode())  # dropout, loss and labels live there
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode() + tensor.detach().numpy().tobytes())
     for x, y in batches:
