@@ -4,8 +4,11 @@ agree with it (loss falls; top-1 agreement on held-out masked tokens beats a ran
 The tests marked `backends` run under TensorFlow, JAX (TensorFlow not importable) and PyTorch."""
 
 import argparse
+import hashlib
 import json
 import os
+import shutil
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -15,6 +18,7 @@ import biozoo
 from biozoo.errors import BiozooError
 from biozoo.models.bert.backbone import BertBackbone
 from biozoo.tasks.pretraining import MaskedLM
+from biozoo.testing import read_sentences
 from biozoo.train import distill as D
 
 VOCAB = 60
@@ -262,6 +266,9 @@ def test_fit_updates_only_the_student_and_projection_on_jax_and_torch():
 # ---- from a small trained teacher -----------------------------------------------------------
 
 SEQ, BATCH, TEACHER_STEPS, STUDENT_STEPS = 64, 16, 600, 150
+TEACHER = {"vocabulary": 256, "num_layers": 4, "num_heads": 4, "hidden_dim": 64, "intermediate_dim": 128,
+           "learning_rate": 2e-3, "warmup": 0.05, "weight_decay": 0.01, "seed": 0, "sequence": SEQ, "batch": BATCH,
+           "steps": TEACHER_STEPS}
 
 
 def write_corpus(path, sentences, per_document=8):
@@ -277,33 +284,52 @@ def trained_teacher(tmp_path_factory, ncbi_disease):
     as a MaskedLM preset, with the corpus and 300 held-out (dev) sentences.
 
     A 256-piece SentencePiece vocabulary and single-piece masking let so small a model get past
-    the unigram plateau in a few hundred steps: its predictions depend on the context."""
+    the unigram plateau in a few hundred steps: its predictions depend on the context.
+
+    `make test` runs this file under TensorFlow, JAX and PyTorch: the later passes of one run distil
+    from the teacher the first pass trained (a preset written under one backend loads under the
+    others), kept in BIOZOO_TEST_REFERENCES (emptied when `make test` starts) under a digest of the
+    corpus and TEACHER. Without the variable, trained here."""
+    root = tmp_path_factory.mktemp("distill")
+    sentences = read_sentences(ncbi_disease / "train.tsv")
+    corpus = write_corpus(root / "train.txt", sentences)
+    held_out = write_corpus(root / "dev.txt", read_sentences(ncbi_disease / "devel.tsv", 300))
+    digest = hashlib.sha256(json.dumps(TEACHER, sort_keys=True).encode() + Path(corpus).read_bytes())
+    folder = os.environ.get("BIOZOO_TEST_REFERENCES")
+    stored = Path(folder) / f"distill-teacher-{digest.hexdigest()[:16]}" if folder else None
+    if stored is None or not stored.exists():
+        preset = train_teacher(root, corpus, sentences)
+        if stored is not None:
+            partial = stored.with_name(f"{stored.name}.{os.getpid()}.partial")
+            shutil.copytree(preset, partial)
+            os.replace(partial, stored)
+    return {"preset": str(stored or preset), "corpus": corpus, "held_out": held_out}
+
+
+def train_teacher(root, corpus, sentences):
     from biozoo.data.pretraining import MaskedBatches, write_instance_shards
     from biozoo.optim import adamw
-    from biozoo.testing import read_sentences, train_spiece
+    from biozoo.testing import train_spiece
     from biozoo.tokenizers import SentencePieceTokenizer
 
-    root = tmp_path_factory.mktemp("distill")
-    ncbi = ncbi_disease
-    sentences = read_sentences(ncbi / "train.tsv")
-    corpus = write_corpus(root / "train.txt", sentences)
-    held_out = write_corpus(root / "dev.txt", read_sentences(ncbi / "devel.tsv", 300))
-    keras.utils.set_random_seed(0)  # before the tokenizer: re-seeding drops SentencePiece's TF resource
-    spiece = train_spiece(root / "spiece", [s.lower() for s in sentences], 256)
+    keras.utils.set_random_seed(TEACHER["seed"])  # before the tokenizer: re-seeding drops SentencePiece's TF resource
+    spiece = train_spiece(root / "spiece", [s.lower() for s in sentences], TEACHER["vocabulary"])
     tokenizer = SentencePieceTokenizer(proto=str(spiece), lowercase=True)
-    prefixes = write_instance_shards([corpus], tokenizer, root / "shards", SEQ, None, seed=0)
-    backbone = BertBackbone(vocabulary_size=tokenizer.vocabulary_size(), num_layers=4, num_heads=4, hidden_dim=64,
-                            intermediate_dim=128, max_sequence_length=SEQ, dropout=0.0)
+    prefixes = write_instance_shards([corpus], tokenizer, root / "shards", SEQ, None, seed=TEACHER["seed"])
+    backbone = BertBackbone(vocabulary_size=tokenizer.vocabulary_size(), num_layers=TEACHER["num_layers"],
+                            num_heads=TEACHER["num_heads"], hidden_dim=TEACHER["hidden_dim"],
+                            intermediate_dim=TEACHER["intermediate_dim"], max_sequence_length=SEQ, dropout=0.0)
     teacher = MaskedLM(backbone=backbone)
-    teacher.compile(optimizer=adamw(2e-3, TEACHER_STEPS, 0.05, 0.01))
-    batches = MaskedBatches(prefixes, tokenizer, SEQ, BATCH, seed=0, whole_words=False).batches_from(0)
+    teacher.compile(optimizer=adamw(TEACHER["learning_rate"], TEACHER_STEPS, TEACHER["warmup"],
+                                    TEACHER["weight_decay"]))
+    batches = MaskedBatches(prefixes, tokenizer, SEQ, BATCH, seed=TEACHER["seed"], whole_words=False).batches_from(0)
     keras.Model.fit(teacher, ((x, y["mask_labels"]) for x, y in batches), steps_per_epoch=TEACHER_STEPS, epochs=1,
                     verbose=0)  # Keras' own fit: KerasHub's would preprocess a generator through tf.data or Grain
     teacher.compile()  # the preset keeps the model, not Adam's moments
     preset = root / "teacher"
     teacher.save_to_preset(preset)
     tokenizer.save_to_preset(preset)
-    return {"preset": str(preset), "corpus": corpus, "held_out": held_out}
+    return preset
 
 
 def check_distilled(metrics, output, num_layers=2, k=3):
