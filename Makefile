@@ -60,7 +60,7 @@ ONE_THREAD := $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=1)
 # computed, the later ones read, by a digest of all it depends on (tests/train/test_training_vs_transformers.py).
 TEST_REFERENCES := build/test-references
 # Every JAX process of the run (the JAX pass and the TensorFlow pass's JAX children, both workers) keeps what XLA
-# compiles in one persistent compilation cache, as biozoo's command line does in $$BIOZOO_CACHE: a program compiled
+# compiles in one persistent compilation cache, as biozoo's command line does in $BIOZOO_CACHE: a program compiled
 # once (the same tiny model's train step, a tagger's batch shapes) is read back, not compiled again. JAX keys it by
 # the program, its options, the devices and JAX's version, and still reports a read as a compilation. Under JAX,
 # XLA compilation took 274 of the 430 s the micro-batch and compile-ahead files spent; with the cache they ran in
