@@ -64,6 +64,8 @@ def finetuned(dictionary, output, lr, epochs):
 
 
 def accuracy(linker, documents, types, dictionary):
+    if types is None:  # every gold type (evaluate_linking's default would be the dictionary's types)
+        types = tuple(sorted({a.type for d in documents for a in d.existing_annotations()}))
     result = evaluate_linking(linker, documents, types, details=True)
     known = {c.id for c in dictionary.concepts}
     rows = [m for m in result.pop("mentions_linked") if ids_of(m[5])]

@@ -52,6 +52,9 @@ def fetch_file(url, destination, spec, trust_unverified=False, progress=True, va
     hash for is refused unless `trust_unverified`. `validate(path)`, when given, reads the
     downloaded file before it is kept and raises (DownloadError or DataFormatError) to refuse
     it: a truncated or corrupt file leaves nothing at `destination`."""
+    if not (spec.get("sha256") or spec.get("git_blob_sha1")) and not trust_unverified:
+        raise DownloadError(f"{url}: no checksum is recorded for it, so it is not downloaded; pass "
+                            "--trust-unverified to accept it (its sha256 is then printed and recorded)")
     directory = os.path.dirname(os.path.abspath(destination))
     os.makedirs(directory, exist_ok=True)
     fd, partial = tempfile.mkstemp(prefix=f".{os.path.basename(destination)}.partial-", dir=directory)
@@ -60,9 +63,6 @@ def fetch_file(url, destination, spec, trust_unverified=False, progress=True, va
             stream_url(url, out, desc=os.path.basename(destination), progress=progress)
         problem = check(partial, spec)
         if isinstance(problem, tuple):
-            if not trust_unverified:
-                raise DownloadError(f"{url}: no checksum is recorded for it (its sha256 is {problem[1]}); "
-                                    "pass --trust-unverified to accept it")
             digest = problem[1]
         elif problem:
             raise DownloadError(f"{url} -> {destination}: refused, the download has {problem}")

@@ -75,6 +75,16 @@ for _layout in ("v0", "v1", "v2"):
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
+    """One row of a `Table`: a source tensor name pattern (`{i}`, `{j}` match indices), its Keras
+    target(s) with the same placeholders, and the transform applied on the way.
+
+    Example:
+        >>> rule = Rule("encoder.layer.{i}.output.dense.weight", "transformer_layer_{i}/feedforward_output_dense/kernel",
+        ...             "linear")
+        >>> rule.targets(rule.regex.match("encoder.layer.3.output.dense.weight").groupdict())
+        'transformer_layer_3/feedforward_output_dense/kernel'
+    """
+
     pattern: str  # source name with {i}, {j} placeholders for indices
     target: object  # Keras variable path or heads/<...> (same placeholders); a tuple for splits
     transform: str = "copy"

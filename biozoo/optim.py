@@ -8,6 +8,7 @@ import re
 import keras
 
 from biozoo import _keras_internals
+from biozoo.choices import OPTIMIZERS
 
 NO_DECAY = ("bias", "gamma", "beta")  # biases and LayerNorm parameters: no weight decay
 
@@ -218,8 +219,6 @@ def _with_layerwise_rates(optimizer_cls):
     LayerwiseRates.__name__ = f"Layerwise{optimizer_cls.__name__}"
     return LayerwiseRates
 
-
-OPTIMIZERS = ("adamw", "lamb")
 
 
 def make_optimizer(name="adamw", learning_rate=5e-5, total_steps=1, warmup_ratio=0.1, weight_decay=0.01,

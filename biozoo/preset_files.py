@@ -17,6 +17,7 @@ from biozoo.errors import CheckpointError
 HEADS_FILE = "heads.safetensors"
 HEADS_CONFIG_FILE = "heads.json"
 PROVENANCE_FILE = "biozoo.json"
+METRICS_FILE = "metrics.json"  # a training run's scores beside its preset (`biozoo finetune / pretrain / distill`)
 PARITY_CERTIFICATE_FILE = "parity_certificate.json"  # written by `biozoo verify`
 OLD_PARITY_CERTIFICATE_FILE = "certificate.json"  # its earlier name: presets written before still show theirs
 # A task preset's kind and the options of the task adapter that wrote it: {"kind": "ner", "options": {...}}.

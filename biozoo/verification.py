@@ -23,13 +23,17 @@ import sys
 import tempfile
 from importlib.metadata import PackageNotFoundError, version
 
+import keras
 import numpy as np
 
+import biozoo
+from biozoo import presets
 from biozoo._io import atomic_write_json
 from biozoo.errors import CheckpointError
 from biozoo.export.certificate import FIXED_SENTENCES, packed_fixed_inputs
 from biozoo.preset_files import PARITY_CERTIFICATE_FILE, read_heads, read_provenance
 from biozoo.task_kinds import task_kind
+from biozoo.tasks.finetuned import load_task
 
 __all__ = ["verify", "PARITY_CERTIFICATE_FILE", "sequence_length", "TOLERANCE"]
 
@@ -50,20 +54,21 @@ EXTRA_SENTENCES = (
 )
 
 _CHILD = r"""
-import json, sys
+import inspect, json, sys
 import numpy as np
 import torch, transformers
 hf_dir, inputs_path, out_path, heads, lowercase = sys.argv[1:6]
 heads = [h for h in heads.split(",") if h]
 data = np.load(inputs_path)
 config = transformers.AutoConfig.from_pretrained(hf_dir)
+model = transformers.AutoModel.from_pretrained(hf_dir).eval()
 kwargs = {"input_ids": torch.tensor(data["token_ids"], dtype=torch.long),
           "attention_mask": torch.tensor(data["padding_mask"], dtype=torch.long)}
-if config.model_type not in ("distilbert",):
+if "token_type_ids" in inspect.signature(model.forward).parameters:  # DistilBERT has no token types
     kwargs["token_type_ids"] = torch.tensor(data["segment_ids"], dtype=torch.long)
 out = {}
 with torch.no_grad():
-    o = transformers.AutoModel.from_pretrained(hf_dir).eval()(**kwargs)
+    o = model(**kwargs)
     out["sequence_output"] = o.last_hidden_state.float().numpy()
     if getattr(o, "pooler_output", None) is not None:
         out["pooled_output"] = o.pooler_output.float().numpy()
@@ -95,8 +100,6 @@ json.dump({"ids": ids, "transformers": transformers.__version__, "torch": torch.
 
 def _hf_source(handle):
     """(HF directory of `handle`, its registry entry or None)."""
-    from biozoo import presets
-
     try:
         return presets.hf_source_directory(handle)
     except ValueError:
@@ -130,11 +133,6 @@ def _transformers_side(hf_dir, inputs, sentences, heads, lowercase):
 def verify(handle, sentences=(), write=True):
     """Compare `handle` under biozoo and under transformers; return the certificate (and write
     it into the converted preset as parity_certificate.json unless `write` is False)."""
-    import keras
-
-    import biozoo
-    from biozoo import presets
-
     hf_dir, entry = _hf_source(handle)
     preset_dir = presets.resolve_preset(handle)
     tokenizer = biozoo.Tokenizer.from_preset(handle)
@@ -164,8 +162,6 @@ def verify(handle, sentences=(), write=True):
         kernel, bias = heads[f"{sentence_task}/dense/kernel"], heads[f"{sentence_task}/dense/bias"]
         ours[f"{sentence_task}_logits"] = ours["pooled_output"].astype(np.float32) @ kernel + bias
     if {"classifier", "qa"} & set(compared):
-        from biozoo.tasks.finetuned import load_task
-
         task = load_task(handle)
         ours["task_logits"] = np.asarray(task.task(inputs))
         if task_kind(task.kind).logits_per == "sequence":

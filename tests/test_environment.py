@@ -72,8 +72,7 @@ def test_reading_a_bin_checkpoint_loads_no_dynamo_or_triton(tmp_path):
 def test_import_help_list_and_info_load_neither_keras_nor_tensorflow():
     """`import biozoo` hands its names out lazily: the registry commands stay light."""
     code = textwrap.dedent("""
-        import contextlib, io, sys, time
-        start = time.process_time()
+        import contextlib, io, sys
         from biozoo.cli import main
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             for argv in (["list"], ["list", "--kind", "task"], ["info", "bioformer_8l"]):
@@ -82,14 +81,11 @@ def test_import_help_list_and_info_load_neither_keras_nor_tensorflow():
                 main(["--help"])
             except SystemExit:
                 pass
-        print(time.process_time() - start)
         print(sorted(m for m in ("keras", "keras_hub", "tensorflow", "jax", "torch") if m in sys.modules))
     """)
     run = child(code)
     assert run.returncode == 0, run.stderr
-    seconds, loaded = run.stdout.strip().splitlines()[-2:]
-    assert loaded == "[]"
-    assert float(seconds) < 1.0
+    assert run.stdout.strip().splitlines()[-1] == "[]"
     control = child("import sys, biozoo; biozoo.TokenClassifier; print('keras' in sys.modules)")  # the check can fail
     assert control.stdout.strip().splitlines()[-1] == "True"
 

@@ -99,7 +99,8 @@ LAYERS = [
     "biozoo.documents", "biozoo.data", "biozoo.tokenizers", "biozoo.optim", "biozoo.tf_optim", "biozoo._keras_internals",
     "biozoo._xla",
     "biozoo.registry",
-    "biozoo.task_kinds", "biozoo.preset_files", "biozoo.mapping", "biozoo.downloads", "biozoo._io", "biozoo.tf_gfile",
+    "biozoo.task_kinds", "biozoo.choices", "biozoo.preset_files", "biozoo.mapping", "biozoo.downloads", "biozoo._io",
+    "biozoo.tf_gfile",
     "biozoo._environment", "biozoo._worker_start", "biozoo._lazy", "biozoo.errors",
 ]
 

@@ -222,6 +222,11 @@ def test_notebook_02_squad2_bioasq(tmp_path, monkeypatch, tiny_data, tiny_bert_r
     assert set(summary["squad2_dev"]) == {"exact", "f1"}
     metrics = json.loads((tmp_path / "runs" / "bioasq" / "metrics.json").read_text())
     assert metrics["preset"] == str(tmp_path / "runs" / "squad2")  # BioASQ continued from the SQuAD2.0 model
+    # the summary's numbers are the runs' metrics.json (SQuAD2.0's as the finetune command printed them)
+    assert factoid == {k: metrics["dev"]["bioasq_factoid"][k]
+                       for k in ("strict_accuracy", "lenient_accuracy", "mrr", "questions")}
+    squad2 = json.loads((tmp_path / "runs" / "squad2" / "metrics.json").read_text())
+    assert summary["squad2_dev"] == {k: squad2["dev"]["squad_v2"][k] for k in ("exact", "f1")}
     assert "BioASQ starts from" in _outputs(nb)
 
 
@@ -249,4 +254,10 @@ def test_notebook_03_distill(tmp_path, monkeypatch, tiny_data, tiny_mlm_teacher)
     distilled = json.loads((tmp_path / "runs" / "student" / "metrics.json").read_text())
     assert distilled["method"] == "distilbert" and distilled["student_config"] == {"num_layers": 1}
     assert distilled["steps"] == 4
+    # the summary's numbers are the runs' metrics.json (the student's NER as the finetune command printed it)
+    assert summary["parameters"] == distilled["parameters"]
+    assert summary["distill_loss"] == distilled["loss"]["loss"]
+    assert summary["agreement_with_teacher"] == distilled["agreement"]
+    student_ner = json.loads((tmp_path / "runs" / "student-ner" / "metrics.json").read_text())
+    assert summary["student_ner"] == {"dev_f1": student_ner["dev"]["f1"], "test_f1": student_ner["test"]["f1"]}
     assert "$ biozoo distill" in _outputs(nb)

@@ -154,7 +154,9 @@ def test_a_damaged_head_fails(tmp_path):
     certificate = verify(str(directory))
     assert not certificate["passed"]
     assert certificate["max_abs_diff"]["nsp_logits"] == pytest.approx(0.01, abs=1e-4)
-    assert certificate["max_abs_diff"]["mlm_logits"] <= 1e-3
+    # the undamaged head as the battery holds a tiny case's heads (the certificate's own 1e-3 for
+    # mlm_logits is for real vocabularies' larger logits); measured 3.7e-6 here
+    assert certificate["max_abs_diff"]["mlm_logits"] <= H.TOLERANCE
 
 
 def test_a_damaged_preset_fails(tmp_path, capsys):

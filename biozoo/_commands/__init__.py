@@ -2,8 +2,6 @@
 import argparse
 import os
 
-# biozoo.tasks.inference.PRECISIONS, repeated so that building the parser imports no TensorFlow
-PRECISION_CHOICES = ("float32", "bfloat16", "int8")
 PRECISION_HELP = ("inference precision: float32 (default), bfloat16 (Keras' bfloat16 policy) or int8 (LiteRT "
                   "dynamic-range quantization, run by the LiteRT interpreter)")
 

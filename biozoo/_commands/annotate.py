@@ -4,10 +4,19 @@ import json
 import os
 import sys
 
-from biozoo._commands import PRECISION_CHOICES, PRECISION_HELP, data_argument
+from biozoo._commands import PRECISION_HELP, data_argument
+from biozoo.choices import AGGREGATION_STRATEGIES, CONFIDENCE_MEASURES, OVERLAP_RULES, PRECISIONS
+from biozoo.documents import (
+    INPUT_FORMATS,
+    OUTPUT_FORMATS,
+    check_not_an_input,
+    output_format_for,
+    read_documents,
+    write_documents,
+)
+from biozoo.linking.abbreviations import ENGINES
+from biozoo.linking.species import TAXON_RULES
 
-INPUT_FORMATS = ("auto", "text", "jsonl", "pubtator", "bioc-xml", "bioc-json", "pubmed-xml")
-OUTPUT_FORMATS = ("jsonl", "pubtator", "bioc-xml", "bioc-json")
 DEFAULT_MODEL = "aioner_bioformer"
 DEFAULT_NOTICE = ("no --model given: using aioner_bioformer (AIONER, the NER of PubTator3: Gene, Chemical, Disease, "
                   "Species, Variant, CellLine; MIT licence, github ncbi/AIONER)")
@@ -29,13 +38,13 @@ def register(subparsers):
                         help="a NER model: aioner_bioformer / aioner_pubmedbert, a registry task name, "
                         "hf://org/repo[@rev], a local HF directory or a `biozoo finetune ner` output; repeat for "
                         f"several (default: {DEFAULT_MODEL})")
-    parser.add_argument("--input-format", choices=INPUT_FORMATS, default="auto")
+    parser.add_argument("--input-format", choices=("auto", *INPUT_FORMATS), default="auto")
     parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default=None,
                         help="default: from the --output file's extension (.jsonl, .pubtator, .bioc.xml, .bioc.json; "
                         "an ambiguous one such as .json is refused), jsonl on stdout")
     parser.add_argument("--output", default="-", help="output file (written atomically; never one of the inputs), "
                         "or - for stdout (default)")
-    parser.add_argument("--overlaps", choices=("keep", "longest", "score"), default="keep",
+    parser.add_argument("--overlaps", choices=OVERLAP_RULES, default="keep",
                         help="overlapping predictions (of several models): keep all (default), the longest, or "
                         "the highest-scoring")
     parser.add_argument("--drop-existing", action="store_true", help="remove the annotations the input carries")
@@ -49,13 +58,13 @@ def register(subparsers):
     parser.add_argument("--entity-types", default="ALL",
                         help="AIONER models: ALL (default) or types among Gene, Chemical, Disease, Species, Variant, "
                         "CellLine, comma-separated (one AIONER pass per type)")
-    parser.add_argument("--aggregation", choices=["first", "average", "max", "simple", "none"], default="first",
+    parser.add_argument("--aggregation", choices=AGGREGATION_STRATEGIES, default="first",
                         help="token-classification models: how tokens become entities, as transformers' pipeline's "
                         "aggregation_strategy")
     parser.add_argument("--batch-size", default="auto",
                         help="sentences per model call: a number, or auto (256 where the model runs on a GPU or TPU, "
                         "which calls of 64 would leave waiting on the host; else 64)")
-    parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32",
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32",
                         help=PRECISION_HELP)
     parser.add_argument("--chunk-size", type=int, default=256, help="documents read and annotated together")
     parser.add_argument("--workers", default="auto",
@@ -70,7 +79,7 @@ def register(subparsers):
     cascade.add_argument("--escalate-below", type=float, metavar="P",
                          help="escalate a sentence whose least confident word is below P "
                          "(`biozoo cascade-calibrate` picks P)")
-    cascade.add_argument("--escalate-measure", choices=["probability", "margin"], default="probability",
+    cascade.add_argument("--escalate-measure", choices=CONFIDENCE_MEASURES, default="probability",
                          help="a word's confidence: its top label's probability (default) or the margin over the "
                          "second label")
     beam = parser.add_argument_group("PubMed scale (Apache Beam)")
@@ -102,18 +111,15 @@ def register(subparsers):
     parser.add_argument("--split", default="dev", help="NER data folder: the split to read (default dev)")
     parser.add_argument("--target", type=float, default=0.99,
                         help="share of the large model's entities the cascade must keep (default 0.99)")
-    parser.add_argument("--escalate-measure", choices=["probability", "margin"], default="probability")
+    parser.add_argument("--escalate-measure", choices=CONFIDENCE_MEASURES, default="probability")
     parser.add_argument("--plot", default="cascade-calibration.png", help="the PNG plot to write")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32", help=PRECISION_HELP)
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32", help=PRECISION_HELP)
     parser.set_defaults(func=calibrate_command)
 
 
 def add_link_arguments(parser):
     """annotate's concept-id options (biozoo.linking)."""
-    from biozoo.linking.abbreviations import ENGINES
-    from biozoo.linking.species import TAXON_RULES
-
     group = parser.add_argument_group("concept ids (entity linking)")
     group.add_argument("--link", action="append", metavar="[TYPE[,TYPE]=]DICTIONARY",
                        help="give each predicted mention of TYPE a concept id from DICTIONARY: a name (mesh-diseases, "
@@ -150,11 +156,7 @@ def _link_options(args):
 
 
 def annotate_command(args):
-    from biozoo.documents import check_not_an_input, output_format_for
-
     if args.xla != "auto":
-        import os
-
         os.environ["BIOZOO_XLA"] = args.xla
     if args.runner != "beam":
         args.output_format = output_format_for(args.output, args.output_format)
@@ -163,8 +165,6 @@ def annotate_command(args):
     job = job_from_arguments(args)
     if args.runner == "beam":
         return _annotate_on_beam(args, job)
-    from biozoo.documents import read_documents, write_documents
-
     workers = host_workers(args.workers)
     annotators = job.annotators()
     _warn_entity_types(job, annotators)
@@ -304,7 +304,6 @@ def calibrate_command(args):
 def _calibration_sentences(data, split):
     """Texts (and gold spans, for a NER data folder) to calibrate on."""
     from biozoo.annotate.annotators import Sentences
-    from biozoo.documents import read_documents
 
     if os.path.isdir(data):
         from biozoo.data.ner import find_split, read_ner

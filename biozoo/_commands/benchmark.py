@@ -1,12 +1,18 @@
-"""`biozoo benchmark` and `biozoo data download`."""
+"""`biozoo benchmark` and `biozoo data download` (the benchmark grid, which imports Keras, is imported
+when a benchmark runs)."""
 
 import json
 import sys
 
+from biozoo import registry
+from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
+from biozoo._io import read_json
+from biozoo.benchmark.download import download
+from biozoo.benchmark.suites import SIZES, load_suite, model_size, suite_names
+from biozoo.linking.sources import dictionary_table, download_dictionary, load_dictionary, raw_directory
+
 
 def register(subparsers):
-    from biozoo.benchmark.suites import SIZES, suite_names
-
     parser = subparsers.add_parser(
         "benchmark",
         help="reproduce a paper's table: every task x seed fine-tuned, measured against published",
@@ -32,8 +38,6 @@ def register(subparsers):
                         "(by offsets on gold documents where DATA has them, else on test sentences)")
     parser.add_argument("--checkpoint-every", type=int, help="steps; a killed cell resumes from its checkpoint")
     parser.add_argument("--dry-run", action="store_true", help="print the cells and their commands; run nothing")
-    from biozoo._commands.train import add_strategy_arguments
-
     add_strategy_arguments(parser)
     parser.set_defaults(func=benchmark_command)
 
@@ -65,7 +69,6 @@ def register(subparsers):
 
 def benchmark_command(args):
     from biozoo.benchmark.grid import BenchmarkPlan, plan_cells, run_benchmark
-    from biozoo.benchmark.suites import load_suite
 
     plan = BenchmarkPlan(args.suite, args.preset, data=args.data, output=args.output, tasks=tuple(args.tasks or ()),
                          seeds=args.seeds, first_seed=args.first_seed, size=args.size, epochs=args.epochs,
@@ -87,8 +90,6 @@ def benchmark_command(args):
         for name, note in notes.items():
             print(f"note ({name}): {note}")
         return 0
-    from biozoo._commands.train import resolve_strategy_from
-
     report = run_benchmark(plan, strategy=resolve_strategy_from(args, lambda m: print(m, file=sys.stderr)))
     print(json.dumps({name: {k: t[k] for k in ("n", "mean", "sd", "difference")}
                       for name, t in report["tasks"].items()}))
@@ -102,9 +103,6 @@ def benchmark_command(args):
 
 def _registry_size(preset):
     """The recipe size of a registry checkpoint, from the registry alone (no download)."""
-    from biozoo import registry
-    from biozoo.benchmark.suites import model_size
-
     if not registry.is_registered(preset):
         return None
     config = registry.get_entry(preset)["config"]
@@ -112,8 +110,6 @@ def _registry_size(preset):
 
 
 def download_command(args):
-    from biozoo.benchmark.download import download
-
     if _is_dictionary(args.name, args.sources):
         return _download_dictionary(args)
     result = download(args.name, args.output or "data", sources_file=args.sources,
@@ -125,9 +121,6 @@ def download_command(args):
 def _is_dictionary(name, sources_file):
     """Whether `name` names a dictionary of biozoo's table, or of `sources_file` when that is a
     dictionaries table ({"dictionaries": ...}) rather than data sources."""
-    from biozoo._io import read_json
-    from biozoo.linking.sources import dictionary_table
-
     if sources_file:
         document = read_json(sources_file, "sources file", error_class=ValueError)
         if not (isinstance(document, dict) and "dictionaries" in document):
@@ -136,15 +129,13 @@ def _is_dictionary(name, sources_file):
 
 
 def _download_dictionary(args):
-    from biozoo.linking.sources import download_dictionary, load_dictionary, raw_directory
-
     if args.output:
         raise ValueError(f"{args.name} is a dictionary: it goes to biozoo's cache ({raw_directory(args.name)}), "
                          "not --output (set BIOZOO_CACHE to move the cache)")
     name = args.name.split(":")[0]
     record = download_dictionary(name, trust_unverified=args.trust_unverified, table_path=args.sources)
     result = {"dictionary": name, "complete": True, "cache": raw_directory(name), **record}
-    if ":" in args.name or name != "ncbi-gene":  # the concept table; every species' genes would not fit in memory
+    if ":" in args.name or not dictionary_table(args.sources)[name].get("taxa_required"):  # the concept table too
         dictionary = load_dictionary(args.name, table_path=args.sources)
         result.update(label=dictionary.label, table_concepts=len(dictionary), table_names=len(dictionary.names()))
     print(json.dumps(result))

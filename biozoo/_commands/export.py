@@ -5,6 +5,7 @@ import json
 import os
 
 from biozoo._commands import data_argument
+from biozoo.export.formats import IDS_FORMATS, OPSET, QUANTIZATIONS
 
 
 def register(subparsers):
@@ -53,12 +54,10 @@ def register(subparsers):
     _output_arguments(garden)
     garden.set_defaults(func=export_garden_command)
 
-    for fmt, quantizations, runtime in (("onnx", ["int8"], "onnxruntime (tf2onnx converts; opset 17 unless --opset)"),
-                                        ("litert", ["int8", "float16"], "the LiteRT interpreter (ai-edge-litert)")):
+    for fmt in IDS_FORMATS.values():
         sub = formats.add_parser(
-            fmt, help=f"an {fmt.upper() if fmt == 'onnx' else 'LiteRT'} model taking token ids, with an accuracy "
-            "certificate",
-            description=f"Writes OUT/{'model.onnx' if fmt == 'onnx' else 'model.tflite'} for {runtime}: inputs "
+            fmt.name, help=f"an {fmt.title} model taking token ids, with an accuracy certificate",
+            description=f"Writes OUT/{fmt.file} for {fmt.runtime}: inputs "
             "input_word_ids, input_mask, input_type_ids (int32 [batch, seq]); outputs logits (--model) or "
             "sequence_output and pooled_output (--preset). The model takes ids, not text: OUT/tokenizer holds the "
             "tokenizer's files and OUT/README.md says how to use them. OUT/accuracy_certificate.json compares it with "
@@ -69,17 +68,16 @@ def register(subparsers):
         source.add_argument("--model", help="a fine-tuned model directory or task checkpoint")
         source.add_argument("--preset", help="a backbone preset handle")
         _output_arguments(sub)
-        sub.add_argument("--quantize", choices=quantizations,
-                         help="int8: int8 weights, activations quantized at run time" +
-                         ("; float16: float16 weights" if "float16" in quantizations else ""))
+        offered = [q for q in fmt.quantizations if q]
+        sub.add_argument("--quantize", choices=offered, help="; ".join(f"{q}: {QUANTIZATIONS[q]}" for q in offered))
         sub.add_argument("--data", type=data_argument, help="a data folder whose --split the certificate scores both models on")
         sub.add_argument("--split", default="dev", help="the split of --data (default: dev)")
         sub.add_argument("--max-f1-drop", type=float, metavar="POINTS",
                          help="fail, writing nothing, when the export's F1 on --data is lower than float32's by more "
                          "than POINTS (e.g. 0.5)")
-        if fmt == "onnx":
-            sub.add_argument("--opset", type=int, default=None, help="ONNX opset (default: 17)")
-        sub.set_defaults(func=export_ids_command, export_format=fmt)
+        if fmt.name == "onnx":
+            sub.add_argument("--opset", type=int, default=None, help=f"ONNX opset (default: {OPSET})")
+        sub.set_defaults(func=export_ids_command, export_format=fmt.name)
 
     card = subparsers.add_parser(
         "card", help="a model card in the hub's format for a registry checkpoint",

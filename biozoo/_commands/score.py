@@ -7,8 +7,8 @@
     biozoo score bioasq --gold golden.json (--pred system.json | --nbest nbest_predictions.json)
     biozoo score doc    --gold HoC/test.tsv --pred predictions.txt
 
-All scores are percentages (0-100). Imports happen inside the handlers; the scorers are
-in biozoo.metrics.
+All scores are percentages (0-100). The scorers, in biozoo.metrics, are imported inside the
+handlers.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from biozoo.data.relation import RELATION_FORMATS, read_relation
 from biozoo.errors import DataFormatError
 
 
@@ -111,6 +112,10 @@ def _score_ner_documents(args) -> int:
         if ids:
             print(f"warning: {len(ids)} document(s) only in {side}, counted as "
                   f"{'missed (FN)' if side == 'gold' else 'false positives (FP)'}", file=sys.stderr)
+    for side, path in (("gold", args.gold), ("pred", args.pred)):
+        if result["abbreviations_left_out"][side]:
+            print(f"note: {path}: {result['abbreviations_left_out'][side]} ShortForm / LongForm annotation(s) "
+                  "(abbreviation definitions, not entities) left out of the scores", file=sys.stderr)
     if result["text_differs"]:
         print(f"warning: {len(result['text_differs'])} document(s) have a different text in gold and pred "
               f"(offsets may not compare the same characters): {', '.join(result['text_differs'][:10])}",
@@ -120,6 +125,7 @@ def _score_ner_documents(args) -> int:
 
 def _linked_scores(gold, pred, pred_from):
     """`score ner --ids`: end-to-end NER + id scores and accuracy@1 of the gold mentions found."""
+    from biozoo.documents import ABBREVIATION_TYPES
     from biozoo.metrics.linking import mention_accuracy, score_linked
 
     def by_document(documents, source):
@@ -128,7 +134,8 @@ def _linked_scores(gold, pred, pred_from):
             annotations = document.existing_annotations() if source == "existing" else (
                 list(document.predictions) if source == "predictions" else
                 document.existing_annotations() + list(document.predictions))
-            out[document.id] = [(a.start, a.end, a.type, a.concept_id) for a in annotations]
+            out[document.id] = [(a.start, a.end, a.type, a.concept_id) for a in annotations
+                                if a.type not in ABBREVIATION_TYPES]
         return out
 
     gold_mentions, pred_mentions = by_document(gold, "existing"), by_document(pred, pred_from)
@@ -137,7 +144,6 @@ def _linked_scores(gold, pred, pred_from):
 
 
 def _score_re(args) -> int:
-    from biozoo.data.relation import read_relation
     from biozoo.metrics.relation import micro_prf
 
     examples = read_relation(args.gold, fmt=args.gold_format)
@@ -310,7 +316,7 @@ def register(subparsers):
     re_.add_argument(
         "--gold-format",
         default="auto",
-        choices=("auto", "blurb", "electra", "biobert", "biobert_test"),
+        choices=RELATION_FORMATS,
         help="layout of GOLD (default: detected)",
     )
     re_.set_defaults(func=_score_re)

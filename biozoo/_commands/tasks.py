@@ -5,7 +5,10 @@ import json
 import os
 import sys
 
-from biozoo._commands import DATA_HELP, PRECISION_CHOICES, PRECISION_HELP, data_argument
+from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument
+from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
+from biozoo.choices import OPTIMIZERS, PRECISIONS
+from biozoo.linking.abbreviations import ENGINES
 from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
 
 LINK = "link"  # entity linking (biozoo.linking): its own options below
@@ -83,7 +86,7 @@ def register(subparsers):
     parser.add_argument("--strict", action="store_true", help="with --documents: refuse a gold document whose "
                         "annotation's text differs from the document's at its offsets (default: drop that "
                         "annotation with a warning, counted in gold_dropped)")
-    parser.add_argument("--precision", choices=PRECISION_CHOICES, default="float32", help=PRECISION_HELP)
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32", help=PRECISION_HELP)
     parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
                         "for large inputs once each bucket shape is compiled)")
@@ -92,7 +95,7 @@ def register(subparsers):
     link.add_argument("--types", help="link: only gold mentions of these types (comma-separated)")
     link.add_argument("--threshold", type=float, help="link: the linker's threshold (default: its own)")
     link.add_argument("--sparse-weight", type=float, default=0.0, help="link: BioSyn's sparse weight (default 0)")
-    link.add_argument("--abbreviations", choices=("schwartz-hearst", "ab3p", "none"), default="schwartz-hearst",
+    link.add_argument("--abbreviations", choices=ENGINES + ("none",), default="schwartz-hearst",
                       help="link: expand short forms before linking (default schwartz-hearst)")
     link.add_argument("--trust-unverified", action="store_true",
                       help="link: accept dictionary downloads with no recorded sha256")
@@ -102,8 +105,6 @@ def register(subparsers):
 def add_training_arguments(parser):
     """finetune's options for where and how the steps run (pretrain and distill share
     --strategy / --tpu)."""
-    from biozoo._commands.train import add_strategy_arguments
-
     group = add_strategy_arguments(parser)
     group.add_argument("--mixed-precision", "--precision", dest="mixed_precision",
                        choices=["auto", "float32", "bfloat16", "float16"], default="auto",
@@ -122,7 +123,7 @@ def add_training_arguments(parser):
                        "bucket above it; auto: 4, or 1 with TensorFlow's XLA, static shapes, a JAX or PyTorch GPU/TPU, or several JAX hosts)")
     group.add_argument("--steps-per-execution", type=int, default=1,
                        help="train steps per call into the compiled function (TPUs want tens to hundreds)")
-    group.add_argument("--optimizer", choices=["adamw", "lamb"], default="adamw")
+    group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
     group.add_argument("--layer-decay", type=float, default=None,
                        help="layer-wise learning-rate decay (ELECTRA fine-tuning: 0.8 base, 0.9 large)")
     group.add_argument("--clip-norm", type=float, default=None,
@@ -148,7 +149,6 @@ def finetune_command(args):
         return _finetune_link(args)
     if not args.data:
         raise ValueError(f"finetune {args.kind} needs --data (a folder with train / dev / test files)")
-    from biozoo._commands.train import resolve_strategy_from
     from biozoo._io import check_output
     from biozoo.train.finetune import Hyperparameters, check_hyperparameters, run_finetune, run_seeds
     from biozoo.train.run import check_values
@@ -161,8 +161,6 @@ def finetune_command(args):
     defaults = {k: getattr(Hyperparameters, k) for k in ("epochs", "batch_size", "learning_rate")}
     extra = {}
     if args.recipe == "biom":
-        import os
-
         from biozoo.train.recipes import biom_recipe  # the BioM-Transformers hyperparameter table
 
         recipe = biom_recipe(args.preset, args.kind, dataset=os.path.basename(os.path.normpath(args.data)))
@@ -227,10 +225,12 @@ def _evaluate_link(args):
     linker = Linker(load_dictionary(args.dictionary, trust_unverified=args.trust_unverified), encoder,
                     threshold=args.threshold, sparse_weight=args.sparse_weight)
     types = tuple(t.strip() for t in args.types.split(",") if t.strip()) if args.types else None
-    documents = list(read_documents(args.documents))
+    stream = read_documents(args.documents, strict=args.strict)
+    documents = list(stream)
     engine = None if args.abbreviations == "none" else args.abbreviations
     result = evaluate_linking(linker, documents, types, engine)
     result["documents"] = len(documents)
+    result["gold_dropped"] = stream.dropped
     print(json.dumps(result))
     return 0
 

@@ -5,7 +5,7 @@ options -> their hyperparameter dataclasses -> `run_pretrain` / `run_distill`.""
 import json
 import sys
 
-from biozoo.train import STRATEGIES
+from biozoo.train import DISTILL_METHODS, PRETRAIN_METHODS, STRATEGIES
 
 
 def register(subparsers):
@@ -16,7 +16,7 @@ def register(subparsers):
         "shards (TFRecords on TensorFlow, NumPy arrays on JAX and PyTorch) and pretrain with masked language modelling or ELECTRA's replaced-token detection, from a "
         "config or continuing from a preset. The metrics JSON is printed last on stdout.",
     )
-    parser.add_argument("method", choices=["mlm", "electra"])
+    parser.add_argument("method", choices=PRETRAIN_METHODS)
     add_pretrain_arguments(parser)
     add_strategy_arguments(parser)
     parser.set_defaults(func=pretrain_command)
@@ -100,7 +100,7 @@ def add_distill_arguments(parser):
                         "local directory (its MLM head is used)")
     parser.add_argument("--student-config", required=True,
                         help='JSON file (or inline JSON) of changes to the teacher\'s config, e.g. {"num_layers": 6}')
-    parser.add_argument("--method", required=True, choices=["distilbert", "tinybert", "compact"],
+    parser.add_argument("--method", required=True, choices=tuple(DISTILL_METHODS),
                         help="distilbert: MLM + output KL + last-layer cosine; tinybert: per-layer hidden/attention "
                         "MSE + embedding MSE + output cross-entropy; compact: MLM + per-layer cosine and "
                         "attention KL + output KL")

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from biozoo.choices import CONFIDENCE_MEASURES
 from biozoo.documents.sentences import split_sentences
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.finetuned import load_task
-from biozoo.tasks.token_classifier import CONFIDENCE_MEASURES
 
 
 def _units(document, whole_pubtator_text, skip_types=()):
     """`(text, offset)` pieces of a document that a model reads independently."""
-    if whole_pubtator_text and document.source_format in ("pubtator", "pubmed-xml"):
+    if whole_pubtator_text and document.whole_text:
         return [(document.text, 0)]
     return [(p.text, p.offset) for p in document.passages
             if p.text.strip() and (p.type or p.infons.get("type")) not in skip_types]

@@ -20,9 +20,8 @@ from tqdm.auto import tqdm
 
 from biozoo.annotate._gc import collection_paused, heap_frozen
 from biozoo.annotate._workers import WAITS, can_run_in_workers, predictions_in_workers
+from biozoo.choices import OVERLAP_RULES
 from biozoo.documents.model import Annotation
-
-OVERLAP_RULES = ("keep", "longest", "score")
 
 
 def _overlap(a, b):

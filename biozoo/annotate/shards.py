@@ -24,10 +24,10 @@ import sys
 
 from biozoo._io import atomic_write_bytes, is_remote, remote_files
 from biozoo.documents import encode_documents, read_documents
+from biozoo.documents.io import EXTENSION
 
 JOB_FILE = "job.json"
 SUMMARY_FILE = "summary.json"
-EXTENSIONS = {"jsonl": "jsonl", "pubtator": "pubtator", "bioc-xml": "bioc.xml", "bioc-json": "bioc.json"}
 
 
 @dataclasses.dataclass
@@ -95,8 +95,8 @@ class ShardStore:
     """The output folder of a corpus run (local or `gs://`)."""
 
     def __init__(self, root, output_format="jsonl"):
-        if output_format not in EXTENSIONS:
-            raise ValueError(f"unknown output format {output_format!r}; one of {', '.join(EXTENSIONS)}")
+        if output_format not in EXTENSION:
+            raise ValueError(f"unknown output format {output_format!r}; one of {', '.join(EXTENSION)}")
         self.root = os.fspath(root).rstrip("/")
         self.output_format = output_format
 
@@ -170,7 +170,7 @@ class ShardStore:
     # -- committing a chunk
     def commit(self, chunk, documents, dead_letters, complete=True):
         """Write `chunk`'s annotated `documents` and `dead_letters`, then its manifest."""
-        shard = f"shards/{chunk.key}.{EXTENSIONS[self.output_format]}"
+        shard = f"shards/{chunk.key}{EXTENSION[self.output_format]}"
         letters = self.path("dead-letters", f"{chunk.key}.jsonl")
         if documents:
             data, _ = encode_documents(documents, self.output_format)

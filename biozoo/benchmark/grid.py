@@ -28,6 +28,7 @@ from biozoo._io import atomic_write_json
 from biozoo.benchmark.report import cross_corpus_path, write_report
 from biozoo.benchmark.suites import load_suite, model_size
 from biozoo.data.ner import find_split
+from biozoo.preset_files import METRICS_FILE
 from biozoo.presets import registry_name_of
 from biozoo.task_kinds import task_kind
 from biozoo.train import finetune
@@ -41,6 +42,16 @@ _IDENTITY = ("suite", "preset", "data", "first_seed", "size", "epochs")
 
 @dataclasses.dataclass(frozen=True)
 class BenchmarkPlan:
+    """What `biozoo benchmark` runs (its options): every task of `suite` (or `tasks`) x seed, fine-tuned
+    from `preset` on the data sets under `data`, into `output`.
+
+    Example:
+        >>> plan = BenchmarkPlan("blurb", "bioformer_8l", data="data", output="bench", tasks=("ncbi_disease",), seeds=2)
+        >>> cells, skipped, notes = plan_cells(plan, load_suite("blurb"), "base")
+        >>> [(cell.task, cell.seed) for cell in cells]
+        [('ncbi_disease', 42), ('ncbi_disease', 43)]
+    """
+
     suite: str
     preset: str
     data: str
@@ -58,6 +69,17 @@ class BenchmarkPlan:
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
+    """One cell of the grid: a task at one seed, a `biozoo finetune` run into `directory` with the
+    recipe's `hyperparameters` (`recipe` says where each came from).
+
+    Example:
+        >>> cell = cells[0]  # from `plan_cells` (see `BenchmarkPlan`)
+        >>> cell.directory, cell.done
+        ('bench/cells/ncbi_disease/seed-42', False)
+        >>> cell.command().split()[:3]
+        ['biozoo', 'finetune', 'ner']
+    """
+
     task: str
     seed: int
     kind: str
@@ -70,7 +92,7 @@ class Cell:
 
     @property
     def done(self):
-        return os.path.isfile(os.path.join(self.directory, "metrics.json"))
+        return os.path.isfile(os.path.join(self.directory, METRICS_FILE))
 
     def command(self):
         """The `biozoo finetune` command line that makes this cell on its own."""
@@ -229,7 +251,7 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
 
 def _run_cell(plan, cell, log, verbose, strategy):
     error_path = cell.directory + ".error.json"
-    if cell.preset != plan.preset and not os.path.isfile(os.path.join(cell.preset, "metrics.json")):
+    if cell.preset != plan.preset and not os.path.isfile(os.path.join(cell.preset, METRICS_FILE)):
         atomic_write_json(error_path, {"error": f"the cell it continues ({cell.preset}) did not finish"})
         log(f"cell {cell.task} seed {cell.seed}: not run, {cell.preset} did not finish")
         return False

@@ -18,6 +18,7 @@ import numpy as np
 
 from biozoo._io import atomic_binary_file, atomic_write_json, atomic_write_text
 from biozoo.benchmark.suites import load_suite, score_value
+from biozoo.preset_files import METRICS_FILE
 
 __all__ = ["build_report", "write_report", "mean_sd"]
 
@@ -69,7 +70,7 @@ def build_report(output):
                  "missing_seeds": [], "errors": {}, "dev_scores": []}
         average_scores = []
         for cell in sorted(cells, key=lambda c: c["seed"]):
-            metrics_path = os.path.join(cell["directory"], "metrics.json")
+            metrics_path = os.path.join(cell["directory"], METRICS_FILE)
             entry["commands"][str(cell["seed"])] = cell["command"]
             if not os.path.isfile(metrics_path):
                 entry["missing_seeds"].append(cell["seed"])

@@ -21,6 +21,7 @@ import json
 import os
 import re
 
+from biozoo import registry
 from biozoo.task_kinds import task_kind
 
 __all__ = ["Suite", "SuiteTask", "CrossCorpusTarget", "load_suite", "suite_names", "model_size", "score_value",
@@ -45,6 +46,15 @@ class CrossCorpusTarget:
 
 @dataclasses.dataclass(frozen=True)
 class SuiteTask:
+    """One task of a suite: its data folder (under `--data`), task kind, the score it reports and
+    the registry result it is compared with.
+
+    Example:
+        >>> task = load_suite("blurb").tasks["ncbi_disease"]
+        >>> task.kind, task.data, task.score
+        ('ner', 'ner/NCBI-disease', 'f1')
+    """
+
     name: str
     title: str
     kind: str
@@ -63,6 +73,14 @@ class SuiteTask:
 
 @dataclasses.dataclass(frozen=True)
 class Suite:
+    """A paper's table to reproduce: its tasks, runs per task and fine-tuning recipes.
+
+    Example:
+        >>> suite = load_suite("biom-table2")
+        >>> suite.seeds, suite.recipe("ncbi_disease", "base")["learning_rate"]
+        (5, 0.0002)
+    """
+
     name: str
     title: str
     paper: str
@@ -174,8 +192,6 @@ def score_value(scores, spec):
 
 
 def published_results(registry_name):
-    from biozoo import registry
-
     return registry.get_entry(registry_name).get("reported_results", [])
 
 

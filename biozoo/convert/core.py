@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 from biozoo._io import check_output, scratch_directory
 from biozoo._keras_internals import unallocated_variables
 from biozoo.convert.sink import H5WeightsSink
+from biozoo.convert.sniff import describe
 from biozoo.errors import CheckpointError
 from biozoo.mapping import apply_table, mapped_targets
 from biozoo.preset_files import write_preset
@@ -119,8 +120,6 @@ def wordpiece_tokenizer(family, vocab_path, lowercase=None, strip_accents=None):
         with open(vocab_path, encoding="utf-8") as f:
             tokens = [line.rstrip("\n") for line in f]
     except UnicodeDecodeError:
-        from biozoo.convert.sniff import describe
-
         raise CheckpointError(
             f"{vocab_path}: {describe(vocab_path)}; the {family.name} family expects a WordPiece "
             "vocab.txt (UTF-8 text, one token a line) as its vocabulary (--vocab).") from None

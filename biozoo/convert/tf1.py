@@ -3,22 +3,21 @@
 Read tensor by tensor with `tf.train.load_checkpoint` (local paths or `gs://`); optimizer
 slots (`adam_m`, `adam_v`, LAMB), `global_step` and ELECTRA's generator temperature are
 skipped. BERT and ALBERT take their sizes from `bert_config.json` / `albert_config.json`;
-ELECTRA releases ship none, so sizes are read off the tensors.
+ELECTRA releases ship none, so sizes are read off the tensors. TensorFlow is imported by the
+functions that read a checkpoint: it is optional under JAX and PyTorch.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 
 from biozoo._io import check_output, read_json
 from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
+from biozoo.convert.sniff import describe, is_sentencepiece
 from biozoo.errors import CheckpointError
-from biozoo.models import get_family
+from biozoo.models import FAMILIES, get_family
 from biozoo.tokenizers import SentencePieceTokenizer
-
-CONFIG_FILES = {"bert": ("bert_config.json", "config.json"), "albert": ("albert_config.json", "config.json"),
-                "electra": ("config.json",)}
-
 
 EXPECTED_TF1 = "a TF1 checkpoint: a prefix PREFIX with PREFIX.index and PREFIX.data-*-of-* beside it, or their directory"
 
@@ -45,8 +44,6 @@ def checkpoint_prefix(path):
     if ".data-" in path.rsplit("/", 1)[-1]:
         path = path[: path.rindex(".data-")]
     if not tf.io.gfile.exists(path + ".index"):
-        from biozoo.convert.sniff import describe
-
         found = describe(path)
         hint = ""
         if "GluonNLP" in found or "npz" in found.lower():
@@ -74,13 +71,11 @@ def open_tf1(path):
 
 
 def guess_family(shapes):
+    """The name of the family whose `tf1_scope` the checkpoint's variable names start with."""
     names = [n[len("module/"):] if n.startswith("module/") else n for n in shapes]
-    if any(n.startswith("electra/") for n in names):
-        return "electra"
-    if any(n.startswith("bert/encoder/transformer/group_") for n in names):
-        return "albert"
-    if any(n.startswith("bert/encoder/layer_") for n in names):
-        return "bert"
+    for family in FAMILIES.values():
+        if family.tf1_scope and any(n.startswith(family.tf1_scope) for n in names):
+            return family.name
     raise CheckpointError("cannot tell the family from the variable names; pass --family.")
 
 
@@ -94,7 +89,7 @@ def _read_config(family, path, config_path):
     import tensorflow as tf
 
     candidates = [config_path] if config_path else [
-        os.path.join(_checkpoint_dir(path), name) for name in CONFIG_FILES.get(family, ())
+        os.path.join(_checkpoint_dir(path), name) for name in family.tf1_config_files
     ]
     for candidate in candidates:
         if candidate and tf.io.gfile.exists(candidate):
@@ -114,8 +109,6 @@ def _tokenizer(family, path, vocab, config, lowercase):
             if not models:
                 raise CheckpointError(f"{directory}: no SentencePiece .model file; pass --vocab.")
             vocab = os.path.join(directory, models[0])
-        from biozoo.convert.sniff import describe, is_sentencepiece
-
         if not tf.io.gfile.exists(vocab) or not is_sentencepiece(vocab):
             raise CheckpointError(
                 f"{vocab}: {describe(vocab)}; the {family.name} family expects a SentencePiece .model file "
@@ -125,8 +118,6 @@ def _tokenizer(family, path, vocab, config, lowercase):
         return family.tokenizer_cls(proto=proto, lowercase=True if lowercase is None else lowercase)
     vocab = vocab or os.path.join(directory, "vocab.txt")
     if not os.path.exists(vocab) and tf.io.gfile.exists(vocab):  # gs://: copy locally first
-        import tempfile
-
         local = os.path.join(tempfile.mkdtemp(prefix="biozoo-vocab-"), "vocab.txt")
         tf.io.gfile.copy(vocab, local)
         vocab = local
@@ -141,22 +132,20 @@ def convert_tf1(path, out_dir, family=None, config=None, vocab=None, num_heads=N
     shapes, reader = open_tf1(path)
     family_name = family or guess_family(shapes)
     fam = get_family(family_name)
-    hf_config = _read_config(family_name, path, config)
-    if family_name == "electra":
-        from biozoo.models.electra.convert_tf1 import infer_config
-
-        inferred = infer_config(shapes, part, num_heads)
+    table = fam.source_tables.get("tf1_generator" if part == "generator" else "tf1")
+    if table is None:
+        raise CheckpointError(f"no TF1 mapping for the {family_name} family{' generator' if part == 'generator' else ''}.")
+    hf_config = _read_config(fam, path, config)
+    if fam.tf1_config is not None:
+        inferred = fam.tf1_config(shapes, part, num_heads)
         hf_config = {**inferred, **(hf_config or {})} if hf_config else inferred
     elif hf_config is None:
         raise CheckpointError(
-            f"{path}: no {' or '.join(CONFIG_FILES[family_name])} beside the checkpoint; pass --config."
+            f"{path}: no {' or '.join(fam.tf1_config_files)} beside the checkpoint; pass --config."
         )
     hf_config = {**hf_config, "model_type": fam.model_types[0]}
     if num_heads:
         hf_config["num_attention_heads"] = num_heads
-    table = fam.source_tables.get("tf1_generator" if part == "generator" else "tf1")
-    if table is None:
-        raise CheckpointError(f"no TF1 mapping for the {family_name} family{' generator' if part == 'generator' else ''}.")
     tokenizer = _tokenizer(fam, path, vocab, hf_config, lowercase)
     names = sorted(shapes)
     tensors = ((name, reader.get_tensor(name)) for name in names)

@@ -42,6 +42,16 @@ _LABEL_START = re.compile(r"^\s*\d+_")
 
 @dataclass
 class HocSentence:
+    """One row of a HoC file: its id (``PMID_sentidx``), text, the 10 labels (1: the hallmark of
+    `LABELS` at that index holds), and the file and 1-based line it was read from.
+
+    Example:
+        >>> sentence = HocSentence("10064741_3", "Apoptosis was induced.", parse_hoc_labels("0_0,1_0,2_0,3_0,4_0,"
+        ...                        "5_0,6_0,7_1,8_0,9_0"))
+        >>> [LABELS[j] for j, v in enumerate(sentence.labels) if v]
+        ['resisting cell death']
+    """
+
     id: str
     text: str
     labels: tuple
@@ -51,6 +61,17 @@ class HocSentence:
 
 @dataclass
 class HocAbstract:
+    """The sentences of one abstract joined (`group_by_abstract`): the PMID, their text, their labels
+    OR-ed and their ids.
+
+    Example:
+        >>> none = (0,) * 10
+        >>> abstract, = group_by_abstract([HocSentence("10064741_0", "Tumours grew.", none),
+        ...                                HocSentence("10064741_1", "Cells died.", none[:7] + (1, 0, 0))])
+        >>> abstract.id, abstract.text, abstract.labels[7], abstract.sentence_ids
+        ('10064741', 'Tumours grew. Cells died.', 1, ['10064741_0', '10064741_1'])
+    """
+
     id: str
     text: str
     labels: tuple

@@ -46,7 +46,8 @@ from biozoo.data._files import open_text
 from biozoo.data.embedded import resolve_data_path
 from biozoo.errors import DataFormatError, DataWarning
 
-__all__ = ["Sentence", "read_ner", "find_split", "infer_entity_type", "FOLDER_ENTITY_TYPES", "NER_FORMATS"]
+__all__ = ["Sentence", "read_ner", "find_split", "infer_entity_type", "tag_kind", "FOLDER_ENTITY_TYPES",
+           "NER_FORMATS"]
 
 NER_FORMATS = ("auto", "tsv", "blurb", "biobert")
 
@@ -92,8 +93,11 @@ def infer_entity_type(path):
     )
 
 
-def _tag_kind(tag):
-    """'O', 'bare', 'typed' or None (invalid)."""
+def tag_kind(tag):
+    """What an IOB tag is: 'O', 'bare' (``B``, ``I``), 'typed' (``B-TYPE``, ``I-TYPE``) or None (not
+    an IOB tag: ``E-X``, ``X``, a non-string...)."""
+    if not isinstance(tag, str):
+        return None
     if tag == "O":
         return "O"
     if tag in ("B", "I"):
@@ -166,7 +170,7 @@ def read_ner(path, entity_type=None, fmt="auto") -> list[Sentence]:
                 word, tag = cols[0], cols[-1]
             if not tag:
                 raise DataFormatError(f"{path}:{lineno}: empty label: {line!r}")
-            kind = _tag_kind(tag)
+            kind = tag_kind(tag)
             if kind is None:
                 raise DataFormatError(
                     f"{path}:{lineno}: label {tag!r} is not O, B, I, B-TYPE or I-TYPE: {line!r}"

@@ -14,10 +14,10 @@ from biozoo.documents.io import (
     read_documents,
     write_documents,
 )
-from biozoo.documents.model import Annotation, Collection, Document, Passage, Relation
+from biozoo.documents.model import ABBREVIATION_TYPES, Annotation, Collection, Document, Passage, Relation
 
 __all__ = [
-    "Annotation", "Collection", "Document", "Passage", "Relation",
+    "ABBREVIATION_TYPES", "Annotation", "Collection", "Document", "Passage", "Relation",
     "INPUT_FORMATS", "OUTPUT_FORMATS", "DocumentStream",
     "check_not_an_input", "detect_format", "encode_documents", "iter_input_files", "output_format_for",
     "read_documents", "write_documents",

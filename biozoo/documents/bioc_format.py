@@ -14,8 +14,9 @@ untouched (a passage's type is its infon "type", an annotation's type its infon 
 concept id "identifier" or a key such as "MESH"), several locations (discontinuous), document-
 level annotations and relations. Predictions are written as annotations of the passage holding
 them (else of the document) with infons type, identifier, annotator (the model) and score, and
-ids "p0", "p1", ... that no input id uses; reading such a file gives them back as the input's
-annotations.
+ids "p0", "p1", ... that no input id uses; an abbreviation's ShortForm and LongForm predictions
+are joined by a document-level relation of type "ABBR" (roles ShortForm, LongForm). Reading such
+a file gives them back as the input's annotations and relations.
 """
 
 from __future__ import annotations
@@ -29,7 +30,15 @@ from bioc.biocxml import BioCXMLDocumentWriter
 from lxml import etree
 
 from biozoo.documents._checks import concept_id_from, container, fit_annotations
-from biozoo.documents.model import Annotation, Collection, Document, Passage, Relation
+from biozoo.documents.model import (
+    ABBREVIATION_RELATION,
+    LONG_FORM_SPAN,
+    Annotation,
+    Collection,
+    Document,
+    Passage,
+    Relation,
+)
 from biozoo.errors import DataFormatError
 
 
@@ -326,12 +335,23 @@ def document_to_bioc(document: Document):
         result.add_passage(item)
     for annotation in document.annotations:
         result.add_annotation(_bioc_annotation(annotation, annotation.id or next(annotation_ids)))
+    long_forms, short_forms = {}, []
     for prediction in document.predictions:
         passage = container(document, prediction)
         target = by_passage[id(passage)] if passage is not None else result
-        target.add_annotation(_bioc_annotation(prediction, next(prediction_ids), prediction=True))
+        ident = next(prediction_ids)
+        target.add_annotation(_bioc_annotation(prediction, ident, prediction=True))
+        if prediction.type == "LongForm":
+            long_forms[(prediction.start, prediction.end)] = ident
+        elif prediction.type == "ShortForm":
+            short_forms.append((prediction, ident))
     for relation in document.relations:
         result.add_relation(_bioc_relation(relation, relation.id or next(relation_ids)))
+    for short, ident in short_forms:
+        long_ident = long_forms.get(tuple(int(short.infons.get(key, -1)) for key in LONG_FORM_SPAN))
+        if long_ident is not None:
+            result.add_relation(_bioc_relation(Relation({"type": ABBREVIATION_RELATION}, [
+                (ident, "ShortForm"), (long_ident, "LongForm")]), next(relation_ids)))
     return result
 
 

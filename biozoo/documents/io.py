@@ -227,8 +227,8 @@ def read_documents(inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=Non
 # -------------------------------------------------------------------------------- writing
 
 
-_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".pubtator": "pubtator", ".xml": "bioc-xml",
-               ".bioc.xml": "bioc-xml", ".bioc.json": "bioc-json"}
+EXTENSION = {"jsonl": ".jsonl", "pubtator": ".pubtator", "bioc-xml": ".bioc.xml", "bioc-json": ".bioc.json"}  # written
+_EXTENSIONS = {**{extension: fmt for fmt, extension in EXTENSION.items()}, ".ndjson": "jsonl", ".xml": "bioc-xml"}
 _AMBIGUOUS = {".json": "bioc-json or jsonl", ".txt": "pubtator, jsonl or another format"}
 
 

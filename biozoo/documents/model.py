@@ -13,6 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# An abbreviation definition written as two annotations and, in BioC, a relation between them (as
+# BioC's abbreviation corpora write it); the ShortForm's infons give its LongForm's offsets. Not
+# entities: mention scores leave them out.
+ABBREVIATION_TYPES = ("ShortForm", "LongForm")
+ABBREVIATION_RELATION = "ABBR"
+LONG_FORM_SPAN = ("long_form_start", "long_form_end")
+# Formats whose documents are one text (title + " " + abstract) cut into passages: a model reads
+# it whole, and a span may cross from title to abstract.
+WHOLE_TEXT_FORMATS = ("pubtator", "pubmed-xml")
+
 
 @dataclass
 class Annotation:
@@ -97,12 +107,17 @@ class Document:
         """The text of [start, end); raises ValueError naming the document when no passage
         holds the span (a PubTator document's span may cross from title to abstract)."""
         passage = self.passage_at(start, end)
-        if passage is None and self.source_format in ("pubtator", "pubmed-xml") and 0 <= start <= end <= len(self.text):
+        if passage is None and self.whole_text and 0 <= start <= end <= len(self.text):
             return self.text[start:end]  # title + " " + abstract is one text: a span may cross it
         if passage is None or start > end:
             raise ValueError(f"document {self.id}: offsets {start}-{end} are outside every passage "
                              f"({', '.join(f'{p.offset}-{p.end}' for p in self.passages)})")
         return passage.text[start - passage.offset:end - passage.offset]
+
+    @property
+    def whole_text(self) -> bool:
+        """Whether the document is one text cut into passages (`WHOLE_TEXT_FORMATS`)."""
+        return self.source_format in WHOLE_TEXT_FORMATS
 
     @property
     def text(self) -> str:

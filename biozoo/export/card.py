@@ -35,8 +35,6 @@ def _front_matter(entry):
             "library_name": "keras-hub",
             "tags": ["biozoo", "keras", "biomedical", entry["family"].replace("_", "-")]})
     if entry.get("task"):
-        from biozoo import registry
-
         meta["pipeline_tag"] = task_kind(entry["task"]["kind"]).pipeline_tag or "feature-extraction"
         meta["base_model"] = registry.get_entry(entry["task"]["base"])["sources"]["hf"]["repo"]
     else:

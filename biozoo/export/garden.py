@@ -21,7 +21,7 @@ import numpy as np
 import biozoo
 from biozoo._io import atomic_directory, atomic_write_json, check_output, read_json
 from biozoo.errors import BiozooError
-from biozoo.models import family_for_backbone
+from biozoo.models import FAMILIES, family_for_backbone
 
 # Model Garden weight name (without the encoder's scope) -> biozoo variable path. `{layer}`
 # is the family's block prefix; alternatives are tried in order.
@@ -48,8 +48,6 @@ GARDEN_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "Text>gelu", "relu": "relu"}
 def _encoder_spec(family, config):
     """(class name, kwargs, block prefix) for a biozoo backbone config, or a clear error."""
     if family.garden_encoder is None:
-        from biozoo.models import FAMILIES
-
         supported = ", ".join(name for name, f in FAMILIES.items() if f.garden_encoder)
         raise BiozooError(
             f"Model Garden export supports the {supported} families, not "

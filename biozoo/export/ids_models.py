@@ -23,11 +23,10 @@ from biozoo import Tokenizer, from_preset
 from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, check_output
 from biozoo.errors import BiozooError
 from biozoo.export.certificate import ACCURACY_CERTIFICATE_FILE, make_certificate
-from biozoo.export.onnx import OPSET
+from biozoo.export.formats import IDS_FORMATS, OPSET, QUANTIZATIONS
 from biozoo.tasks.tf_inference import INPUT_NAMES
 
-FORMATS = {"onnx": "model.onnx", "litert": "model.tflite"}
-QUANTIZATIONS = {"onnx": (None, "int8"), "litert": (None, "int8", "float16")}
+FORMATS = {name: fmt.file for name, fmt in IDS_FORMATS.items()}  # format -> its model file (IDS_FORMATS' view)
 
 
 def _source(model, preset):
@@ -65,10 +64,9 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     `max_f1_drop`: the export fails, writing nothing, when F1 drops by more points).
     An earlier biozoo output at `output` is replaced only with `overwrite`. Returns the certificate.
     """
-    if fmt not in FORMATS:
-        raise ValueError(f"export format {fmt!r}: choose {' or '.join(FORMATS)}")
-    if quantize not in QUANTIZATIONS[fmt]:
-        raise ValueError(f"{fmt} exports quantize to {', '.join(q for q in QUANTIZATIONS[fmt] if q)}, not {quantize!r}")
+    if fmt not in IDS_FORMATS:
+        raise ValueError(f"export format {fmt!r}: choose {' or '.join(IDS_FORMATS)}")
+    IDS_FORMATS[fmt].check_quantization(quantize)
     if max_f1_drop is not None and data is None:
         raise ValueError("max_f1_drop needs dev data (--data) to measure the F1 of both models")
     opset = opset or OPSET
@@ -95,11 +93,11 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
             f"{dev['f1_drop']:.2f} points ({dev['f1_float32']:.2f} -> {dev['f1_export']:.2f}), more than "
             f"--max-f1-drop {max_f1_drop}; nothing was written to {output}.")
     names = sorted(runner(_one_row(tokenizer)))
-    info = {"format": fmt, "file": FORMATS[fmt], "quantize": quantize, "task": kind, "source": str(model or preset),
+    info = {"format": fmt, "file": IDS_FORMATS[fmt].file, "quantize": quantize, "task": kind, "source": str(model or preset),
             "inputs": {name: "int32 [batch, seq]" for name in INPUT_NAMES}, "outputs": names,
             "label_names": labels, "tokenizer": "tokenizer/", **({"opset": opset} if fmt == "onnx" else {})}
     with atomic_directory(output, overwrite, inputs) as tmp:
-        with open(os.path.join(tmp, FORMATS[fmt]), "wb") as f:
+        with open(os.path.join(tmp, IDS_FORMATS[fmt].file), "wb") as f:
             f.write(blob)
         atomic_write_json(os.path.join(tmp, ACCURACY_CERTIFICATE_FILE), certificate)
         atomic_write_json(os.path.join(tmp, "export.json"), info)
@@ -115,8 +113,7 @@ def _one_row(tokenizer):
 
 def _readme(info, certificate):
     fmt, quantize = info["format"], info["quantize"]
-    kind = "int8 weights, activations quantized at run time" if quantize == "int8" else (
-        "float16 weights" if quantize == "float16" else "float32")
+    kind = QUANTIZATIONS[quantize]
     if fmt == "onnx":
         load = ("import onnxruntime\n"
                 "session = onnxruntime.InferenceSession(\"model.onnx\")\n"

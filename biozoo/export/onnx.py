@@ -18,10 +18,7 @@ import tempfile
 import numpy as np
 
 from biozoo import _keras_internals
-
-OPSET = 17
-ONNX_QUANTIZATIONS = (None, "int8")
-
+from biozoo.export.formats import IDS_FORMATS, OPSET
 
 _erfc_registered = False
 
@@ -56,8 +53,7 @@ def onnx_model_bytes(model, quantize=None, opset=OPSET):
 
     from biozoo.tasks.tf_inference import ids_function, ids_signature
 
-    if quantize not in ONNX_QUANTIZATIONS:
-        raise ValueError(f"ONNX quantization {quantize!r}: choose int8 (or none for float32)")
+    IDS_FORMATS["onnx"].check_quantization(quantize)
     import tf2onnx
 
     _keras_internals.patch_tf2onnx()

@@ -23,11 +23,8 @@ import tensorflow as tf
 from biozoo._io import check_output
 from biozoo.errors import BiozooError
 from biozoo.export import tfhub as H
-from biozoo.task_kinds import task_kind
+from biozoo.task_kinds import TASK_KINDS, task_kind
 from biozoo.tasks import load_task
-from biozoo.tasks.question_answerer import QuestionAnswerer
-from biozoo.tasks.sequence_classifier import SequenceClassifier
-from biozoo.tasks.token_classifier import TokenClassifier
 
 NEG = -1e9
 
@@ -233,6 +230,35 @@ def _qa_signature(task, tokenization, seq_length, special, max_query_length, max
 # --------------------------------------------------------------------------- export
 
 
+def _ner_module(task, tokenization, seq_length, special):
+    return _ner_signature(task, tokenization, seq_length, special), {"labels": task.label_names}
+
+
+def _classifier_module(task, tokenization, seq_length, special):
+    return _classifier_signatures(task, tokenization, seq_length, special), {
+        "labels": task.label_names, "multi_label": task.multi_label, "thresholds": list(map(float, task.thresholds))}
+
+
+def _qa_module(task, tokenization, seq_length, special):
+    max_query = int(task.preprocessor.max_query_length)
+    if seq_length - max_query - 3 < 8:
+        raise BiozooError(f"--seq-length {seq_length} leaves no room for the context after a {max_query}-token question.")
+    return _qa_signature(task, tokenization, seq_length, special, max_query, 30), {
+        "null_threshold": float(task.null_threshold), "max_query_length": max_query, "max_answer_length": 30}
+
+
+# TaskKind.serving -> (signatures, the facts `get_metadata` reports beside them)
+_SIGNATURES = {"ner": _ner_module, "classification": _classifier_module, "qa": _qa_module}
+
+
+def _serving_kind(task):
+    """The first task kind with a serving signature whose task class `task` is (None: there is none)."""
+    for kind in TASK_KINDS.values():
+        if kind.serving is not None and isinstance(task, kind.load_task_class()):
+            return kind
+    return None
+
+
 def build_task_module(task, seq_length=None):
     """(trackable root, signatures, info) for a fine-tuned biozoo task."""
     tokenizer = task.preprocessor.tokenizer
@@ -244,22 +270,11 @@ def build_task_module(task, seq_length=None):
     special = {"cls_id": int(tokenizer.cls_token_id), "sep_id": int(tokenizer.sep_token_id),
                "pad_id": int(tokenizer.pad_token_id)}
     info = {"seq_length": seq_length, "family": type(task.backbone).__name__}
-    if isinstance(task, TokenClassifier):
-        signatures = _ner_signature(task, tokenization, seq_length, special)
-        info.update(task="ner", labels=task.label_names)
-    elif isinstance(task, SequenceClassifier):
-        signatures = _classifier_signatures(task, tokenization, seq_length, special)
-        info.update(task="classification", labels=task.label_names, multi_label=task.multi_label,
-                    thresholds=list(map(float, task.thresholds)))
-    elif isinstance(task, QuestionAnswerer):
-        max_query = int(task.preprocessor.max_query_length)
-        if seq_length - max_query - 3 < 8:
-            raise BiozooError(f"--seq-length {seq_length} leaves no room for the context after a {max_query}-token question.")
-        signatures = _qa_signature(task, tokenization, seq_length, special, max_query, 30)
-        info.update(task="qa", null_threshold=float(task.null_threshold), max_query_length=max_query,
-                    max_answer_length=30)
-    else:
+    kind = _serving_kind(task)
+    if kind is None:
         raise BiozooError(f"no serving export for {type(task).__name__}.")
+    signatures, facts = _SIGNATURES[kind.serving](task, tokenization, seq_length, special)
+    info.update(task=kind.serving, **facts)
     for name, function in signatures.items():
         setattr(root, name, function)
     root.get_metadata = H._metadata_function(info)

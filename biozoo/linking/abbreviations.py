@@ -108,7 +108,15 @@ def _best_long_form(short, long):
             return None
         l -= 1
         s -= 1
-    return long.rfind(" ", 0, l + 1) + 1
+    return _word_start(long, l + 1)
+
+
+def _word_start(text, end):
+    """Where the word holding text[end - 1] starts: after the last whitespace of any kind
+    (a newline or a no-break space ends a word as a space does)."""
+    while end > 0 and not text[end - 1].isspace():
+        end -= 1
+    return end
 
 
 def _closing(sentence, open_at):
@@ -146,7 +154,7 @@ def _schwartz_hearst(text, start, end):
         if len(short.split()) > 2 or len(short) > len(before):
             # "SF (long form)": the word before the parenthesis is the short form, with a capital
             long = inner.strip()
-            word_start = before.rfind(" ") + 1
+            word_start = _word_start(before, len(before))
             short, short_start = before[word_start:], word_start
             if not any(c.isupper() for c in short) or not _is_short_form(short):
                 continue

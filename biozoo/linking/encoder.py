@@ -128,7 +128,9 @@ def pool(sequence, mask, pooling):
     """[batch, seq, hidden] -> [batch, hidden]: the first token, or the masked mean (NumPy or keras.ops)."""
     if pooling == "cls":
         return sequence[:, 0]
-
+    if isinstance(sequence, np.ndarray):  # in NumPy: keras.ops would move it to the backend's device (a GPU)
+        mask = mask[..., None].astype(sequence.dtype)
+        return (sequence * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
     mask = keras.ops.cast(keras.ops.expand_dims(mask, -1), sequence.dtype)
     return keras.ops.sum(sequence * mask, axis=1) / keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)
 

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from biozoo.documents.sentences import split_sentences
 from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
 from biozoo.linking.concepts import Concept, Dictionary, clean_name
-from biozoo.linking.species import TAXON_RULES, assign_taxa
+from biozoo.linking.species import SPECIES_TYPES, TAXON_RULES, assign_taxa, gene_taxon
 from biozoo.metrics.linking import accuracy_at_1, ids_of
 
 
@@ -60,10 +60,17 @@ def dictionary_from_documents(documents, name, types=None, version="gold"):
     return Dictionary(concepts, name, version)
 
 
-def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hearst", details=False):
-    """Accuracy@1 of `linker` on the gold mentions of `documents`: accuracy_at_1's result plus
-    "methods" ({method: [mentions, correct]}) and "unlinked" (mentions given no id); with
-    `details`, "mentions_linked": [doc id, start, end, type, text, gold id, id, method, score]."""
+def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hearst", details=False,
+                     taxon_rule="preceding"):
+    """Accuracy@1 of `linker` on the gold mentions of `documents` of `types` (default: the entity
+    types of the linker's dictionary; every type when some concept has none): accuracy_at_1's
+    result plus "types", "methods" ({method: [mentions, correct]}) and "unlinked" (mentions
+    given no id); with `details`, "mentions_linked": [doc id, start, end, type, text, gold id,
+    id, method, score]. A linker that searches genes by taxon gets each mention's taxon from the
+    document's gold species mentions under `taxon_rule`, as annotation does from predicted ones."""
+    if types is None:
+        kinds = {concept.type for concept in linker.dictionary.concepts}
+        types = None if None in kinds or "" in kinds else tuple(sorted(kinds))
     pairs = gold_mentions(documents, types)
     tables = {}
     queries = []
@@ -71,7 +78,8 @@ def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hear
         if document.id not in tables:
             tables[document.id] = _expansions(document, abbreviations)
         queries.append(expand(annotation.text, tables[document.id]))
-    links = linker.link(queries)
+    taxa = _gold_taxa(pairs, taxon_rule) if linker.by_taxon else None
+    links = linker.link(queries, taxa)
     gold = [a.concept_id for _, a in pairs]
     result = accuracy_at_1(gold, [link.id for link in links], [a.type for _, a in pairs])
     methods = defaultdict(lambda: [0, 0])
@@ -81,6 +89,7 @@ def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hear
             methods[link.method][1] += bool(ids_of(link.id) & ids_of(annotation.concept_id))
     result["methods"] = {k: {"mentions": v[0], "correct": v[1]} for k, v in sorted(methods.items())}
     result["unlinked"] = sum(1 for link in links if link.id is None)
+    result["types"] = list(types) if types is not None else None
     result["dictionary"] = linker.dictionary.label
     if details:
         result["mentions_linked"] = [[d.id, a.start, a.end, a.type, a.text, a.concept_id, link.id, link.method,
@@ -88,25 +97,42 @@ def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hear
     return result
 
 
+def _gold_taxa(pairs, rule):
+    """The taxon of each (document, gene mention) from the document's linked species mentions."""
+    taxa, by_document = [None] * len(pairs), defaultdict(list)
+    for i, (document, _) in enumerate(pairs):
+        by_document[id(document)].append(i)
+    for members in by_document.values():
+        document = pairs[members[0]][0]
+        species = [(a.start, a.end, a.concept_id) for a in document.existing_annotations()
+                   if a.type in SPECIES_TYPES and ids_of(a.concept_id)]
+        spans = [(pairs[i][1].start, pairs[i][1].end) for i in members]
+        sentences = split_sentences(document.text) if rule == "preceding" else None
+        for i, taxon in zip(members, assign_taxa(spans, species, rule, sentences)):
+            taxa[i] = gene_taxon(taxon)
+    return taxa
+
+
 def _expansions(document, engine):
     if engine is None:
         return {}
-    units = [(document.text, 0)] if document.source_format in ("pubtator", "pubmed-xml") else \
+    units = [(document.text, 0)] if document.whole_text else \
         [(p.text, p.offset) for p in document.passages]
     return expansions([a for text, offset in units for a in find_abbreviations(text, engine, offset)])
 
 
 def abbreviation_scores(gold, found):
     """Precision, recall and F1 (0-100) of (short form, long form) pairs: `gold` and `found`
-    map a document id to its pairs; a pair counts once per document; surrounding quotes are no
-    part of a long form."""
+    map a document id to its pairs (a document found but not in `gold` counts as one without
+    abbreviations: its pairs are wrong); a pair counts once per document; surrounding quotes are
+    no part of a long form."""
     def clean(pairs):
         return {(short, long.strip("\"'“”‘’")) for short, long in pairs}
 
     tp = n_gold = n_found = 0
     missed, wrong = [], []
-    for doc_id in gold:
-        g, f = clean(gold[doc_id]), clean(found.get(doc_id, ()))
+    for doc_id in sorted(set(gold) | set(found)):
+        g, f = clean(gold.get(doc_id, ())), clean(found.get(doc_id, ()))
         tp += len(g & f)
         n_gold += len(g)
         n_found += len(f)

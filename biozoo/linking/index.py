@@ -91,9 +91,17 @@ class CharNgramIndex:
     `TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3))`), kept as an inverted index:
     `search` retrieves names by cosine, `similarity` scores pairs for re-ranking."""
 
-    def __init__(self, names, n=3):
+    def __init__(self, names, n=3, progress=False):
         self.n, self.size = n, len(names)
-        counts = [_counts(name, n) for name in names]
+        bar = _bar(len(names), f"char {n}-grams", progress)
+        counts = []
+        for name in names:
+            counts.append(_counts(name, n))
+            if bar is not None and len(counts) % 4096 == 0:
+                bar.update(4096)
+        if bar is not None:
+            bar.update(len(counts) % 4096)
+            bar.close()
         self.vocabulary = {}
         for grams in counts:
             for gram in grams:

@@ -62,13 +62,14 @@ class Linker:
         if by_taxon is None:  # genes are searched within their taxon; cell lines and species are not
             by_taxon = bool(dictionary.concepts) and all(c.type == "Gene" and c.taxon for c in dictionary.concepts)
         self.by_taxon = by_taxon
+        self.progress = progress
         self._sparse = None
         self.dense = embedded_names(dictionary, encoder, method, progress) if encoder is not None else None
 
     @property
     def sparse(self):
         if self._sparse is None:
-            self._sparse = CharNgramIndex(self.table.names)
+            self._sparse = CharNgramIndex(self.table.names, progress=self.progress)
         return self._sparse
 
     def link(self, mentions, taxa=None):

@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 
-from biozoo.documents.model import Annotation
+from biozoo.documents.model import ABBREVIATION_TYPES, LONG_FORM_SPAN, Annotation
 from biozoo.documents.sentences import split_sentences
+from biozoo.errors import DataWarning
 from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
 from biozoo.linking.encoder import NameEncoder
 from biozoo.linking.linker import Linker
 from biozoo.linking.sources import dictionary_table, load_dictionary, parse_dictionary_handle
-from biozoo.linking.species import TAXON_RULES, assign_taxa, gene_taxon
+from biozoo.linking.species import HUMAN, SPECIES_TYPES, TAXON_RULES, assign_taxa, gene_taxon
 
-SPECIES_TYPES = ("Species", "Organism")
-ABBREVIATION_TYPES = ("ShortForm", "LongForm")
 ANY_TYPE = "*"
 
 
@@ -64,6 +64,7 @@ class DocumentLinker:
     taxon_rule: str = "preceding"
     mentions: int = 0
     linked: int = 0
+    _warned: bool = dataclasses.field(default=False, repr=False)
 
     def __post_init__(self):
         if self.taxon_rule not in TAXON_RULES:
@@ -100,7 +101,7 @@ class DocumentLinker:
     def _abbreviations(self, document):
         if self.abbreviations is None:
             return []
-        units = [(document.text, 0)] if document.source_format in ("pubtator", "pubmed-xml") else \
+        units = [(document.text, 0)] if document.whole_text else \
             [(p.text, p.offset) for p in document.passages]
         return [a for text, offset in units for a in find_abbreviations(text, self.abbreviations, offset)]
 
@@ -111,16 +112,22 @@ class DocumentLinker:
                                                    infons={"short_form": a.short}))
             document.predictions.append(Annotation(
                 a.short_start, a.short_end, "ShortForm", a.short, model=model,
-                infons={"long_form": a.long, "long_form_start": str(a.long_start), "long_form_end": str(a.long_end)}))
+                infons={"long_form": a.long, LONG_FORM_SPAN[0]: str(a.long_start), LONG_FORM_SPAN[1]: str(a.long_end)}))
         document.predictions.sort(key=lambda x: (x.start, x.end))
 
     def _taxa(self, documents, jobs):
-        """The taxon of each job whose linker searches by taxon (None for the others)."""
+        """The taxon of each job whose linker searches by taxon (None for the others), from the
+        linked species mentions: predicted ones and those the input carries with an id."""
         taxa = [None] * len(jobs)
         by_document = {}
         for j, (d, annotation, linker) in enumerate(jobs):
             if linker.by_taxon:
                 by_document.setdefault(d, []).append(j)
+        if by_document and not any(self.linker_for(kind) for kind in SPECIES_TYPES) and not self._warned:
+            self._warned = True
+            warnings.warn("genes are linked within a species' genes, but no dictionary links Species mentions "
+                          "(e.g. --link Species=ncbi-taxonomy): only species ids the input carries give genes "
+                          f"their taxon, else {HUMAN} (human)", DataWarning, stacklevel=3)
         for d, members in by_document.items():
             document = documents[d]
             species = [(a.start, a.end, a.concept_id) for a in document.predictions + document.existing_annotations()
@@ -148,8 +155,7 @@ class DocumentLinker:
 
 
 def _record(annotation, link):
-    if link.id is not None:
-        annotation.concept_id = link.id
+    annotation.concept_id = link.id
     infons = {"link_method": link.method, "dictionary": link.dictionary}
     if link.name is not None:
         infons.update(link_name=link.name, link_score=format(link.score, ".4f"))

@@ -32,6 +32,7 @@ import re
 import sys
 
 from filelock import FileLock
+from tqdm.auto import tqdm
 
 from biozoo._io import atomic_directory, atomic_write_json, read_json, sha256_file
 from biozoo.downloads import DownloadError, fetch_file
@@ -79,12 +80,12 @@ def _lock(path):
 
 # ------------------------------------------------------------------ downloads
 
-def _validator(fmt, counts):
+def _validator(fmt, counts, progress=True):
     """`validate(path)` for fetch_file: the file is read through its reader (every concept,
     counted into `counts`); a file that cannot be read, or holds none, is refused."""
     def validate(path):
         try:
-            count = sum(1 for _ in read_concepts(fmt, [path]))
+            count = sum(1 for _ in _counted(read_concepts(fmt, [path]), "checking", progress))
         except DataFormatError as error:
             raise DownloadError(f"refused, not a readable {fmt} file: {error}") from None
         if count == 0:
@@ -115,7 +116,7 @@ def download_dictionary(name, trust_unverified=False, progress=True, table_path=
                                "(BIOZOO_OFFLINE / HF_HUB_OFFLINE): run `biozoo data download "
                                f"{name} --trust-unverified` once with network access")
         counts = []
-        validate = _validator(entry["format"], counts)
+        validate = _validator(entry["format"], counts, progress)
         record = {"name": name, "version": entry["version"], "files": {}, "concepts": {}}
         with atomic_directory(directory) as staging:
             for spec in entry["files"]:
@@ -167,6 +168,9 @@ def load_dictionary(handle, trust_unverified=False, progress=True, table_path=No
     kind, info = parse_dictionary_handle(handle, table_path)
     if kind == "table":
         entry = _entry(info["name"], table_path)
+        if entry.get("taxa_required") and not info["taxa"]:
+            raise ValueError(f"{handle}: choose taxa ({handle}:9606,10090, NCBI Taxonomy ids): "
+                             f"{entry['taxa_required']}")
         raw = download_dictionary(info["name"], trust_unverified, progress, table_path)
         paths = [os.path.join(raw_directory(info["name"]), spec["name"]) for spec in entry["files"]]
         options = dict(entry.get("options") or {})
@@ -175,7 +179,8 @@ def load_dictionary(handle, trust_unverified=False, progress=True, table_path=No
         digests = [raw["files"][spec["name"]]["sha256"] for spec in entry["files"]]
         version = f"{entry['version']}/{_short(digests)}"
         name = info["name"] + (":" + ",".join(info["taxa"]) if info["taxa"] else "")
-        return _table(name, version, entry["format"], paths, options, digests, source=[s["url"] for s in entry["files"]])
+        return _table(name, version, entry["format"], paths, options, digests, source=[s["url"] for s in entry["files"]],
+                      progress=progress)
     paths = info["paths"] if kind == "files" else (info["path"],)
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
@@ -184,7 +189,7 @@ def load_dictionary(handle, trust_unverified=False, progress=True, table_path=No
     digests = [sha256_file(p) for p in paths]
     name = os.path.basename(paths[0]).split(".")[0] or "dictionary"
     return _table(name, f"sha256:{_short(digests)}", fmt, [os.path.abspath(p) for p in paths], {}, digests,
-                  source=[os.path.abspath(p) for p in paths])
+                  source=[os.path.abspath(p) for p in paths], progress=progress)
 
 
 def _short(digests):
@@ -199,13 +204,18 @@ def _sniff_user_format(path):
     raise DataFormatError(f"{path}: an empty dictionary file")
 
 
-def _table(name, version, fmt, paths, options, digests, source):
+def _counted(concepts, desc, progress):
+    """`concepts`, with a progress bar of how many were read when `progress`."""
+    return tqdm(concepts, desc=desc, unit=" concepts", file=sys.stderr, dynamic_ncols=True) if progress else concepts
+
+
+def _table(name, version, fmt, paths, options, digests, source, progress=True):
     key = hashlib.sha256(json.dumps([fmt, options, digests], sort_keys=True).encode()).hexdigest()[:16]
     directory = os.path.join(cache_root(), name.replace(":", "--"), f"table-{key}")
     record_path = os.path.join(directory, TABLE_RECORD)
     with _lock(directory):
         if not os.path.isfile(record_path):
-            concepts = list(read_concepts(fmt, paths, options))
+            concepts = list(_counted(read_concepts(fmt, paths, options), f"reading {name}", progress))
             if not concepts:
                 raise DataFormatError(f"{', '.join(map(str, paths))}: no concept read ({fmt}, options {options})")
             table = Dictionary(concepts, name, version, source=source)

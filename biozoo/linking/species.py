@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+SPECIES_TYPES = ("Species", "Organism")  # the entity types whose mentions give genes their taxon
 TAXON_RULES = ("nearest", "preceding", "frequent", "human")
 HUMAN = "9606"
 GENE_TAXON = {"4932": "559292", "562": "511145"}  # S. cerevisiae -> S288C; E. coli -> K-12 MG1655

@@ -35,7 +35,7 @@ from biozoo._io import atomic_directory, atomic_write_json
 from biozoo.linking.encoder import LINKING_FILE, NameEncoder, pool
 from biozoo.linking.index import DenseIndex
 from biozoo.optim import LinearWarmupDecay
-from biozoo.preset_files import write_preset
+from biozoo.preset_files import METRICS_FILE, write_preset
 
 LOSSES = ("multi-similarity", "infonce")
 
@@ -220,7 +220,7 @@ def finetune_linker(dictionary, preset, output, settings=LinkTraining(), log=pri
         write_preset(staging, encoder.backbone, encoder.tokenizer,
                      provenance={"format": "biozoo-link", "base": os.fspath(preset), "linking": linking})
         atomic_write_json(os.path.join(staging, LINKING_FILE), linking)
-        atomic_write_json(os.path.join(staging, "metrics.json"), metrics)
+        atomic_write_json(os.path.join(staging, METRICS_FILE), metrics)
     return metrics
 
 

@@ -28,6 +28,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from biozoo._io import read_json
+from biozoo.errors import DataFormatError
+
 __all__ = ["factoid_scores", "aggregate_factoid", "question_group_id", "snippet_golden", "snippet_factoid_scores"]
 
 
@@ -156,9 +159,6 @@ def aggregate_factoid(nbest_by_qid, top_k: int = 5) -> dict:
         ``{"questions": [{"id", "type": "factoid", "exact_answer": [[a1], ...], "ideal_answer": "Dummy"}]}``.
     """
     if isinstance(nbest_by_qid, (str, Path)):
-        from biozoo._io import read_json
-        from biozoo.errors import DataFormatError
-
         nbest_by_qid = read_json(nbest_by_qid, "n-best predictions", DataFormatError)
     if not isinstance(nbest_by_qid, dict):
         raise ValueError("n-best predictions must be a dict {question id: [entries]}")

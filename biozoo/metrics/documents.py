@@ -29,6 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from typing import Iterable, Mapping, NamedTuple
 
+from biozoo.documents.model import ABBREVIATION_TYPES
 from biozoo.metrics.ner import prf
 
 __all__ = ["Mention", "document_mentions", "match_overlapping", "resolve_source", "score_mentions", "score_offsets"]
@@ -74,11 +75,14 @@ def _annotations(doc, source: str):
     return doc.existing_annotations() + list(doc.predictions)
 
 
+
+
 def document_mentions(documents, source: str = "existing") -> dict[str, list[Mention]]:
     """The mentions of each document, by document id, in input order (duplicates kept).
 
     ``source``: ``"existing"`` (the annotations the input carried), ``"predictions"`` (what a
-    model added) or ``"all"`` (both). A document id given twice raises ``ValueError``.
+    model added) or ``"all"`` (both). Abbreviation definitions (``ABBREVIATION_TYPES``) are no
+    entity mentions and are left out. A document id given twice raises ``ValueError``.
 
         >>> from biozoo.documents import Annotation, Document, Passage
         >>> doc = Document("7", [Passage(0, "Aspirin helps.")])
@@ -93,7 +97,7 @@ def document_mentions(documents, source: str = "existing") -> dict[str, list[Men
         if doc.id in by_id:
             where = f" ({doc.source})" if getattr(doc, "source", None) else ""
             raise ValueError(f"document id {doc.id!r} appears twice{where}")
-        by_id[doc.id] = [_as_mention(a, doc.id) for a in _annotations(doc, source)]
+        by_id[doc.id] = [_as_mention(a, doc.id) for a in _annotations(doc, source) if a.type not in ABBREVIATION_TYPES]
     return by_id
 
 
@@ -340,8 +344,10 @@ def score_mentions(
 
     Returns:
         :func:`score_offsets`' result plus ``"sources"``: ``{"gold", "pred"}``, the annotations
-        used on each side (``"auto"`` resolved), and ``"text_differs"``: ids of documents present
-        on both sides whose texts differ (a warning sign: offsets then compare different characters).
+        used on each side (``"auto"`` resolved), ``"abbreviations_left_out"``: ``{"gold", "pred"}``,
+        the ShortForm / LongForm annotations not scored (see :func:`document_mentions`), and
+        ``"text_differs"``: ids of documents present on both sides whose texts differ (a warning
+        sign: offsets then compare different characters).
 
         >>> from biozoo.documents import Annotation, Document, Passage
         >>> def doc(*annotations):
@@ -356,5 +362,8 @@ def score_mentions(
     result = score_offsets(document_mentions(gold, gold_from), document_mentions(pred, pred_from),
                            allow_missing=allow_missing)
     result["sources"] = {"gold": gold_from, "pred": pred_from}
+    result["abbreviations_left_out"] = {
+        side: sum(a.type in ABBREVIATION_TYPES for d in documents for a in _annotations(d, source))
+        for side, documents, source in (("gold", gold, gold_from), ("pred", pred, pred_from))}
     result["text_differs"] = _texts_differ(gold, pred)
     return result

@@ -2,15 +2,20 @@
 
 A predicted id is correct when it is one of the gold ids: gold ids and predicted ids are
 split at "|" (composite mentions such as "D001|D002") and correct when the two sets meet, as
-BioSyn's and SapBERT's evaluation (`check_label`) counts. A gold mention without an id (none,
-"" or "-1", BC5CDR's unlinkable mentions) is left out of both scores and counted.
+BioSyn's and SapBERT's evaluation (`check_label`) counts; "MESH:D001" and "D001" are one id
+(PubTator3 and HunFlair2 write the prefix, BC5CDR does not, NCBI-disease both). A gold mention
+without an id (none, "", "-" or "-1": BC5CDR's unlinkable mentions) is left out of both scores
+and counted, and so is a prediction of its type and span (overlapping it, in the approximate
+score) that meets no gold mention with an id: the entity is found, and there is no id to be
+right or wrong about.
 
 End-to-end (NER + id), per entity type and micro over all types:
 - strict: same document, type and spans, and a correct id;
 - approximate: same document and type, spans overlapping by a character, and a correct id;
   gold and predicted mentions paired one to one (a maximum bipartite matching).
 A prediction without an id (nothing above the linker's threshold) is a false positive like
-a wrong id (counted in `pred_without_id`).
+a wrong id (counted in `pred_without_id`). A mention given twice counts once (the copies are
+counted in `duplicates_removed`).
 
     >>> accuracy_at_1(["D001|D002", "D003", "-1"], ["D002", "D004", None])["accuracy"]
     50.0
@@ -22,14 +27,17 @@ from collections import defaultdict
 
 from biozoo.metrics.ner import prf
 
-NO_ID = ("", "-1", None)
+NO_ID = ("", "-", "-1", None)
+MESH_PREFIX = "MESH:"
 
 
 def ids_of(value):
-    """The set of ids in a concept id field ("D001|D002" -> {"D001", "D002"}); empty for no id."""
+    """The set of ids in a concept id field ("D001|MESH:D002" -> {"D001", "D002"}); empty for no id."""
     if value in NO_ID:
         return frozenset()
-    return frozenset(part.strip() for part in str(value).split("|") if part.strip() and part.strip() != "-1")
+    parts = (part.strip() for part in str(value).split("|"))
+    return frozenset(part[len(MESH_PREFIX):] if part.upper().startswith(MESH_PREFIX) else part
+                     for part in parts if part not in NO_ID)
 
 
 def correct(predicted, gold):
@@ -66,6 +74,13 @@ def _overlap(a, b):
     return a[0] < b[1] and b[0] < a[1] or (a[0] == b[0] and a[1] == b[1])
 
 
+def _meets(mention, spans, approximate):
+    """Whether `mention` has the type and span of one of `spans` ((start, end, type)), or, when
+    `approximate`, overlaps one of its type."""
+    return any(mention[2] == kind and ((mention[0], mention[1]) == (start, end) or
+                                       approximate and _overlap(mention[:2], (start, end))) for start, end, kind in spans)
+
+
 def _max_matching(edges, n_gold):
     """Kuhn's augmenting paths: the largest set of (gold, pred) pairs, none used twice."""
     pred_of_gold, gold_of_pred = {}, {}
@@ -91,26 +106,34 @@ def score_linked(gold, pred):
     `gold`, `pred`: {doc_id: [(start, end, type, concept_id), ...]} (documents on one side
     only count: gold as misses, pred as false positives). Returns {"strict", "approximate"}
     (each {"precision", "recall", "f1", "per_type", "counts"}), the gold mentions left out
-    (`gold_without_id`) and the predictions without an id, scored as false positives
-    (`pred_without_id`)."""
+    (`gold_without_id`), the predictions left out on them (`pred_on_gold_without_id`, per
+    section), the predictions without an id, scored as false positives (`pred_without_id`),
+    and the repeated mentions counted once (`duplicates_removed`)."""
     sections = {}
-    left_out = {"gold_without_id": 0, "pred_without_id": 0}
-    cleaned = {}
-    for side, data, key in (("gold", gold, "gold_without_id"), ("pred", pred, "pred_without_id")):
-        cleaned[side] = {}
+    left_out = {"gold_without_id": 0, "pred_without_id": 0, "pred_on_gold_without_id": {}, "duplicates_removed": 0}
+    cleaned, unlinkable = {"gold": {}, "pred": {}}, {}
+    for side, data in (("gold", gold), ("pred", pred)):
         for doc_id, mentions in data.items():
             kept = []
             for start, end, kind, concept in mentions:
                 if not ids_of(concept):
-                    left_out[key] += 1
+                    left_out[f"{side}_without_id"] += 1
                     if side == "gold":
+                        unlinkable.setdefault(doc_id, []).append((int(start), int(end), kind))
                         continue
                 kept.append((int(start), int(end), kind, concept))
             cleaned[side][doc_id] = list(dict.fromkeys(kept))
+            left_out["duplicates_removed"] += len(kept) - len(cleaned[side][doc_id])
     for approximate in (False, True):
+        section = "approximate" if approximate else "strict"
         counts = defaultdict(lambda: [0, 0, 0])  # type: gold, pred, tp
+        left_out["pred_on_gold_without_id"][section] = 0
         for doc_id in sorted(set(cleaned["gold"]) | set(cleaned["pred"])):
             g, p = cleaned["gold"].get(doc_id, []), cleaned["pred"].get(doc_id, [])
+            without_id, with_id = unlinkable.get(doc_id, ()), [m[:3] for m in g]
+            scored = [m for m in p if not _meets(m, without_id, approximate) or _meets(m, with_id, approximate)]
+            left_out["pred_on_gold_without_id"][section] += len(p) - len(scored)
+            p = scored
             for m in g:
                 counts[m[2]][0] += 1
             for m in p:
@@ -124,7 +147,7 @@ def score_linked(gold, pred):
                         edges[gi].append(pi)
             for gi in _max_matching(edges, len(g)):
                 counts[g[gi][2]][2] += 1
-        sections["approximate" if approximate else "strict"] = _section(counts)
+        sections[section] = _section(counts)
     return {**sections, **left_out}
 
 

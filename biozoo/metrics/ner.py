@@ -20,6 +20,7 @@ from pathlib import Path
 
 from seqeval.metrics.sequence_labeling import get_entities
 
+from biozoo.data.ner import tag_kind
 from biozoo.errors import DataFormatError
 
 __all__ = ["entity_scores", "read_conlleval", "prf"]
@@ -35,14 +36,6 @@ def prf(correct: int, pred: int, gold: int) -> tuple[float, float, float]:
     return precision, recall, f1
 
 
-def _is_iob_tag(tag) -> bool:
-    if not isinstance(tag, str):
-        return False
-    if tag in ("O", "B", "I"):
-        return True
-    return tag[:2] in ("B-", "I-") and len(tag) > 2
-
-
 def _check_sequences(gold, pred):
     if isinstance(gold, (str, bytes)) or isinstance(pred, (str, bytes)):
         raise ValueError("entity_scores expects lists of tag sequences, not strings")
@@ -55,7 +48,7 @@ def _check_sequences(gold, pred):
             raise ValueError(f"sentence {i}: gold has {len(g)} tags but pred has {len(p)}")
         for side, seq in (("gold", g), ("pred", p)):
             for j, tag in enumerate(seq):
-                if not _is_iob_tag(tag):
+                if tag_kind(tag) is None:
                     raise ValueError(
                         f"sentence {i}, token {j}: {side} tag {tag!r} is not an IOB tag "
                         "(O, B, I, B-TYPE or I-TYPE); map model-specific labels (X, [PAD], ...) to O first"
@@ -139,7 +132,7 @@ def read_conlleval(path) -> tuple[list[list[str]], list[list[str]]]:
                     f"got {len(fields)}: {line.rstrip()!r}"
                 )
             for side, tag in (("gold", fields[-2]), ("pred", fields[-1])):
-                if not _is_iob_tag(tag):
+                if tag_kind(tag) is None:
                     raise DataFormatError(
                         f"{path}:{lineno}: {side} tag {tag!r} is not an IOB tag (O, B, I, B-TYPE, I-TYPE)"
                     )

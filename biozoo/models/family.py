@@ -56,6 +56,12 @@ class Family:
     # Garden weights it lacks (written as zeros), with the reason.
     garden_encoder: Optional[str] = None
     garden_absent: dict = dataclasses.field(default_factory=dict)
+    # TF1 releases: the config files they ship beside the checkpoint (the first found is read), the
+    # variable-name prefix that tells the family from a checkpoint, and, for releases that ship no
+    # sizes, `tf1_config(shapes, part, num_heads)` reading an HF-style config off the tensors (ELECTRA).
+    tf1_config_files: tuple = ()
+    tf1_scope: Optional[str] = None
+    tf1_config: Optional[Callable] = None
 
     def backbone_arguments(self, hf_config, tensor_names=(), use_pooler=None):
         """The backbone's constructor arguments for an HF config.json. The pooler is kept when

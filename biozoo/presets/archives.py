@@ -55,7 +55,8 @@ def _found(root, suffix):
 
 
 def _convert_tf1_archive(root, target, entry, part, provenance):
-    from biozoo.convert.tf1 import CONFIG_FILES, convert_tf1
+    from biozoo.convert.tf1 import convert_tf1
+    from biozoo.models import get_family
 
     indexes = _found(root, ".index")
     if not indexes:
@@ -63,9 +64,10 @@ def _convert_tf1_archive(root, target, entry, part, provenance):
     step = lambda path: int((re.search(r"-(\d+)\.index$", path) or [0, 0])[1])  # noqa: E731
     prefix = max(indexes, key=step)[: -len(".index")]
     directory = os.path.dirname(prefix)
-    config = next((os.path.join(directory, f) for f in CONFIG_FILES.get(entry["family"], ())
+    family = get_family(entry["family"])
+    config = next((os.path.join(directory, f) for f in family.tf1_config_files
                    if os.path.exists(os.path.join(directory, f))), None)
-    if config is None and entry["family"] != "electra":  # the registry's config has the same keys
+    if config is None and family.tf1_config is None:  # the registry's config has the same keys
         config = os.path.join(root, "registry_config.json")
         atomic_write_json(config, entry["config"])
     vocab = next(iter(_found(directory, "vocab.txt") + _found(directory, ".model")), None)

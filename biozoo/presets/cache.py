@@ -86,7 +86,7 @@ def _resized_files(preset_dir):
     try:
         recorded = read_provenance(preset_dir).get("files_bytes") or {}
     except CheckpointError:
-        return ["biozoo.json"]
+        return [PROVENANCE_FILE]
     paths = {name: os.path.join(preset_dir, name) for name in recorded}
     return [name for name, size in recorded.items()
             if not os.path.exists(paths[name]) or os.path.getsize(paths[name]) != size]
@@ -97,7 +97,7 @@ def _damaged_files(preset_dir):
     try:
         recorded = read_provenance(preset_dir).get("files_sha256") or {}
     except CheckpointError:
-        return ["biozoo.json"]
+        return [PROVENANCE_FILE]
     return [name for name, digest in recorded.items() if not os.path.exists(os.path.join(preset_dir, name))
             or sha256_file(os.path.join(preset_dir, name)) != digest]
 

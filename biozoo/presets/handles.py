@@ -17,7 +17,7 @@ import re
 from biozoo import registry
 from biozoo._io import is_remote, read_json
 from biozoo.errors import CheckpointError
-from biozoo.preset_files import is_keras_preset
+from biozoo.preset_files import METRICS_FILE, PROVENANCE_FILE, is_keras_preset
 
 # hf://org/repo[@revision]; `hf_repo` also reads the bare org/repo of an HF id
 _HF_HANDLE = re.compile(r"^hf://(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(?:@(?P<revision>[^/\s]+))?$")
@@ -96,8 +96,8 @@ def _local_registry_name(path, depth=0):
     """Registry name a local directory records: a converted preset's `biozoo.json` provenance,
     an HF directory's `_name_or_path`, or the `preset` a `biozoo finetune` output (its
     `metrics.json`) started from, followed through chains of fine-tuning runs."""
-    for file_name, keys in (("biozoo.json", ("registry_name", "hf_repo", "source")),
-                            ("metrics.json", ("preset",)),
+    for file_name, keys in ((PROVENANCE_FILE, ("registry_name", "hf_repo", "source")),
+                            (METRICS_FILE, ("preset",)),
                             ("config.json", ("_name_or_path",))):
         full = os.path.join(path, file_name)
         if not os.path.isfile(full):

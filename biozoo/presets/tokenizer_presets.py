@@ -1,5 +1,6 @@
 """Tokenizer-only presets: the tokenizer of a handle without downloading or converting its weights
-(the converted preset is used when it is cached)."""
+(the converted preset is used when it is cached). The converter and the families, which import
+Keras, are imported when a tokenizer is built, so that resolving a handle stays light."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from biozoo.preset_files import PROVENANCE_FILE
 from biozoo.presets.cache import cache_root, cached, is_complete
 from biozoo.presets.handles import local_key, parse_handle, safe_key
 from biozoo.presets.hub import TOKENIZER_FILES, hf_download, registry_source
+from biozoo.presets.resolve import resolve_preset
 
 
 def resolve_tokenizer_preset(handle):
@@ -46,9 +48,7 @@ def resolve_tokenizer_preset(handle):
             _tokenizer_only(source, casing)(target)
 
         return cached(safe_key(f"hf/{repo}@{revision}"), build, section="tokenizers")
-    from biozoo.presets.resolve import resolve_preset  # a remote handle: the whole preset
-
-    return resolve_preset(handle)
+    return resolve_preset(handle)  # a remote handle: the whole preset
 
 
 def _tokenizer_only(source_dir, casing, entry=None):

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-STRATEGIES = ("none", "simple", "first", "average", "max")
+from biozoo.choices import AGGREGATION_STRATEGIES
 
 
 class Piece(NamedTuple):
@@ -111,8 +111,8 @@ def _group(entities):
 def aggregate(pieces, probs, label_names, strategy="first", ignore=("O",)):
     """Entities `{"start", "end", "type", "score"}`; for "none", "type" is the token's label and
     "index" its position in the model input ([CLS] is 0), as the pipeline gives them."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"aggregation {strategy!r} is none of {', '.join(STRATEGIES)}")
+    if strategy not in AGGREGATION_STRATEGIES:
+        raise ValueError(f"aggregation {strategy!r} is none of {', '.join(AGGREGATION_STRATEGIES)}")
     if strategy not in ("none", "simple"):
         return _word_entities(pieces, probs, label_names, strategy, ignore)
     entities = _token_entities(pieces, probs, label_names)

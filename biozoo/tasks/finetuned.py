@@ -17,6 +17,15 @@ from biozoo.task_kinds import task_kind
 
 
 class FinetunedTask(NamedTuple):
+    """What `load_task` returns: the task kind's name, the adapter options recorded with the
+    model ({} where none were) and the task model.
+
+    Example:
+        >>> kind, options, task = load_task("out/ncbi-disease")  # written by `biozoo finetune ner`
+        >>> kind
+        'ner'
+    """
+
     kind: str
     options: dict
     task: object

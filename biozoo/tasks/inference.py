@@ -23,8 +23,7 @@ import numpy as np
 
 from biozoo._keras_internals import attention_without_dropout, layer_norm_replaced
 from biozoo._xla import compile_all
-
-PRECISIONS = ("float32", "bfloat16", "int8")
+from biozoo.choices import PRECISIONS
 
 
 def check_precision(precision):

@@ -25,7 +25,6 @@ import tensorflow as tf
 
 # TF Hub's input names (Model Garden's BERT encoders), used by every ids-in export
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-LITERT_QUANTIZATIONS = (None, "int8", "float16")
 
 
 def use_xla():
@@ -76,9 +75,11 @@ def ids_function(model):
 
 def litert_flatbuffer(model, quantize=None):
     """A LiteRT (.tflite) model of `ids_function(model)`, with dynamic batch and length:
-    float32, or quantized with LiteRT's dynamic-range int8 or float16 weights."""
-    if quantize not in LITERT_QUANTIZATIONS:
-        raise ValueError(f"LiteRT quantization {quantize!r}: choose int8 or float16 (or none for float32)")
+    float32, or quantized with LiteRT's dynamic-range int8 or float16 weights (what `biozoo export
+    litert` offers is `biozoo.export.formats.IDS_FORMATS`; this is how the converter makes each)."""
+    weight_types = {None: [], "int8": [], "float16": [tf.float16]}  # the converter's target weight types
+    if quantize not in weight_types:
+        raise ValueError(f"LiteRT quantization {quantize!r}: the converter makes {', '.join(map(str, weight_types))}")
     with tempfile.TemporaryDirectory(prefix="biozoo-litert-") as saved_model:
         archive = keras.export.ExportArchive()
         archive.track(model)
@@ -87,8 +88,7 @@ def litert_flatbuffer(model, quantize=None):
         converter = tf.lite.TFLiteConverter.from_saved_model(saved_model)
         if quantize:
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        if quantize == "float16":
-            converter.target_spec.supported_types = [tf.float16]
+        converter.target_spec.supported_types = weight_types[quantize]
         return converter.convert()
 
 

@@ -8,6 +8,7 @@ import keras
 import keras_hub
 import numpy as np
 
+from biozoo.choices import CONFIDENCE_MEASURES
 from biozoo.data import IGNORE_LABEL
 from biozoo.data.pipeline import MODEL_INPUTS, model_input_batches
 from biozoo.errors import CheckpointError
@@ -17,8 +18,6 @@ from biozoo.tasks._util import softmax
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tasks.inference import compile_ahead, compiled_predict, compiles_predictions
 from biozoo.tokenizers.base import Tokenizer, text_list
-
-CONFIDENCE_MEASURES = ("probability", "margin")
 
 
 @dataclasses.dataclass

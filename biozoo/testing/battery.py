@@ -1,12 +1,25 @@
 """The battery: a case's backbone, converted heads, task heads and ids-in exports against
-transformers. It runs under every Keras backend (the exports need TensorFlow)."""
+transformers. It runs under every Keras backend (the exports need TensorFlow). torch (the
+`biozoo[test]` extra), TensorFlow and the TensorFlow-written exports are imported by the tests
+that use them."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from unittest import mock
 
+import keras
 import numpy as np
 
+import biozoo
+from biozoo import presets
+from biozoo._keras_internals import count_attention_paths
+from biozoo.documents.sentences import split_sentences
+from biozoo.export.formats import IDS_FORMATS
+from biozoo.models import FAMILIES, never
+from biozoo.preset_files import read_heads
+from biozoo.tasks import inference
+from biozoo.tasks.inference import compiled_predict
 from biozoo.testing.cases import CONVERTED_HEADS, MIXED_POLICIES, MIXED_TOLERANCE, TASKS, TOLERANCE, get_case
 from biozoo.testing.checkpoints import (
     HEAD_TENSORS,
@@ -24,8 +37,6 @@ from biozoo.testing.processes import run_exported_without_keras
 
 def to_numpy(value):
     """A backend tensor (or a structure of them) as NumPy, whatever the Keras backend."""
-    import keras
-
     return keras.tree.map_structure(lambda v: np.asarray(keras.ops.convert_to_numpy(v)), value)
 
 
@@ -55,15 +66,13 @@ def _assert_matches_transformers(outputs, model, inputs, what):
 def run_parity_test(name, hf_class, fmt, directory, spiece_model=None):
     """`biozoo.from_preset(hf_dir)` of a published class saved as `fmt` equals transformers to
     max |diff| <= 1e-4 (sequence and pooled output); ELECTRA and DistilBERT invent no pooler."""
-    import biozoo
-
     case = get_case(name)
     model, hf_dir = save_case(case, hf_class, directory, fmt, spiece_model)
     backbone = biozoo.from_preset(str(hf_dir))
     inputs = case_inputs(model)
     outputs = _numpy(backbone(inputs))
     _assert_matches_transformers(outputs, model, inputs, f"{case.name} {hf_class} {fmt}")
-    if case.family in ("electra", "distilbert"):
+    if FAMILIES[case.family].use_pooler is never:
         assert set(outputs) == {"sequence_output"}  # no invented pooler
     return backbone
 
@@ -71,9 +80,6 @@ def run_parity_test(name, hf_class, fmt, directory, spiece_model=None):
 def run_converted_heads_test(name, hf_class, directory, spiece_model=None):
     """The preset of a published class keeps exactly its heads (`Case.published`), each
     tensor converted with the layout rules of `HEAD_TENSORS`, checked against torch."""
-    from biozoo import presets
-    from biozoo.preset_files import read_heads
-
     case = get_case(name)
     expected_heads = set(case.published[hf_class])
     model, hf_dir = save_case(case, hf_class, directory, "safetensors", spiece_model)
@@ -104,10 +110,6 @@ def run_backbone_test(name, directory, spiece_model=None, sequence_lengths=(8, 2
     outputs have the compute dtype, the variables stay float32, and the outputs are finite and close
     to float32 (`MIXED_TOLERANCE`). It runs under every Keras backend.
     """
-    import keras
-
-    import biozoo
-
     case = get_case(name)
     directory = Path(directory)
     model, hf_dir = save_case(case, case.model_class, directory, "safetensors", spiece_model)
@@ -195,8 +197,6 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     """
     import torch
 
-    import biozoo
-
     case = get_case(name)
     task_cls = getattr(biozoo, TASKS[kind])
     what = f"{case.name} {hf_class} ({TASKS[kind]})"
@@ -259,14 +259,6 @@ def _check_compiled_prediction(task, inputs, eager, mask, what, unpadded, unpadd
     attention goes through `keras.ops.dot_product_attention` although the model has dropout, and
     a batch without padding (`unpadded`) goes there without a mask, to transformers' logits for
     it (`unpadded_reference`)."""
-    from unittest import mock
-
-    import keras
-
-    from biozoo._keras_internals import count_attention_paths
-    from biozoo.tasks import inference
-    from biozoo.tasks.inference import compiled_predict
-
     with count_attention_paths() as (fused, computed), \
             mock.patch.object(inference, "_fused_layer_norm", wraps=inference._fused_layer_norm) as norms:
         compiled = to_numpy(compiled_predict(task)(inputs))
@@ -295,8 +287,6 @@ def annotate_by_sentence(task, texts, model, aggregation="first"):
     """What `biozoo annotate` must write for one-line documents: `task.annotate` of their
     sentences (split_sentences; all in one call, batched as the command batches them), shifted to
     each line's offsets, named by the model."""
-    from biozoo.documents.sentences import split_sentences
-
     spans = [split_sentences(text) for text in texts]
     sentences = [text[start:end] for text, row in zip(texts, spans) for start, end in row]
     results = iter(task.annotate(sentences, aggregation=aggregation))
@@ -317,7 +307,7 @@ def run_ids_export_test(name, fmt, directory, spiece_model=None):
     (<= 1e-4 on real tokens); its certificate's max |diff| to biozoo float32 is also <= 1e-4."""
     import torch
 
-    from biozoo.export.ids_models import FORMATS, export_ids_model
+    from biozoo.export.ids_models import export_ids_model
 
     case = get_case(name)
     hf_class = case.tasks["ner"]
@@ -337,7 +327,7 @@ def run_ids_export_test(name, fmt, directory, spiece_model=None):
     inputs = case_inputs(model)
     feed = {"input_word_ids": inputs["token_ids"], "input_mask": inputs["padding_mask"],
             "input_type_ids": inputs["segment_ids"]}
-    outputs = run_exported_without_keras(fmt, directory / fmt / FORMATS[fmt], feed, directory)
+    outputs = run_exported_without_keras(fmt, directory / fmt / IDS_FORMATS[fmt].file, feed, directory)
     with torch.no_grad():
         expected = model(**torch_inputs(model, inputs)).logits.numpy()
     diff = max_diff(outputs["logits"], expected, inputs["padding_mask"])

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from biozoo.export.formats import IDS_FORMATS
+from biozoo.task_kinds import TASK_KINDS
+
 VOCAB_SIZE = 99
 
 
@@ -17,16 +20,16 @@ TOLERANCE = 1e-4  # max |diff| against transformers, float32
 FORMATS = ("safetensors", "bin")
 
 
-# biozoo task class per task kind; "mlm", "rtd" and "qa" heads come from the converter,
+# biozoo task class per task kind (and pretraining head); "mlm", "rtd" and "qa" heads come from the converter,
 # "ner" and "re" (sequence classification) heads are copied from the HF model by `run_task_test`.
-TASKS = {"ner": "TokenClassifier", "re": "SequenceClassifier", "qa": "QuestionAnswerer",
+TASKS = {**{name: TASK_KINDS[name].task_class_name for name in ("ner", "re", "qa")},
          "mlm": "MaskedLM", "rtd": "ReplacedTokenDetector"}
 
 
 CONVERTED_HEADS = ("mlm", "rtd", "qa")
 
 
-IDS_EXPORTS = ("onnx", "litert")
+IDS_EXPORTS = tuple(IDS_FORMATS)
 
 
 MIXED_POLICIES = ("mixed_bfloat16", "mixed_float16")
@@ -80,7 +83,7 @@ def _bert_like(prefix):
     """The published classes (-> heads kept) and task heads of a BERT-style family's HF classes."""
     published = {f"{prefix}Model": (), f"{prefix}ForMaskedLM": ("mlm",),
                  f"{prefix}ForPreTraining": ("mlm", "nsp"), f"{prefix}ForQuestionAnswering": ("qa",)}
-    heads = {"ner": f"{prefix}ForTokenClassification", "re": f"{prefix}ForSequenceClassification"}
+    heads = {kind: prefix + TASK_KINDS[kind].hf_suffixes[0] for kind in ("ner", "re")}
     return published, heads
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from biozoo import registry
 from biozoo.testing.checkpoints import make_model, populate_hf_cache, save_hf_directory
 
 
@@ -13,8 +14,6 @@ def offline_registry_mirror(monkeypatch, directory, name, model=None):
     """An offline HF cache under `directory` holding registry checkpoint `name` as the small
     `model` (default: a random tiny BERT) at the entry's pinned revision, with the entry made to
     describe it; returns the model's HF directory."""
-    from biozoo import registry
-
     cache = Path(directory) / "hf-cache"
     cache.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
@@ -32,8 +31,6 @@ def registry_entry_describes(monkeypatch, name, source_dir):
     becomes that config.json's and its recorded weight digests are dropped, so a hub mirror of it
     agrees with the registry, as the real checkpoint agrees with the real entry (restored by
     `monkeypatch` after the test)."""
-    from biozoo import registry
-
     config = json.loads((Path(source_dir) / "config.json").read_text())
     keep = ("id2label", "label2id", "architectures", "torch_dtype", "transformers_version")
     config = {k: v for k, v in config.items() if k not in keep}

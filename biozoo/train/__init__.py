@@ -17,9 +17,33 @@ The command lines are in `biozoo._commands`; scoring is in `biozoo.metrics`.
 
 import dataclasses
 
-# What `--strategy` accepts (`tf_strategy.resolve_strategy` builds them); here so that the command
-# line is built without importing TensorFlow.
+# What the command line accepts, here so that it is built without importing Keras or TensorFlow.
+# `--strategy` (`tf_strategy.resolve_strategy` builds them):
 STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu")
+# `biozoo pretrain METHOD`:
+PRETRAIN_METHODS = ("mlm", "electra")
+# `biozoo distill --method`, per method: the loss terms reported, default loss weights, temperature
+# and weight decay (from the authors' DistilBioBERT / TinyBioBERT / CompactBioBERT scripts).
+DISTILL_METHODS = {
+    "distilbert": {
+        "terms": ("mlm", "output", "align"),
+        "weights": {"mlm": 2.0, "output": 5.0, "align": 1.0},
+        "temperature": 2.0,
+        "weight_decay": 0.0,
+    },
+    "tinybert": {
+        "terms": ("embedding", "hidden", "attention", "output"),
+        "weights": {"embedding": 1.0, "layer": 1.0, "output": 1.0},
+        "temperature": 1.0,
+        "weight_decay": 1e-4,
+    },
+    "compact": {
+        "terms": ("mlm", "hidden", "attention", "output"),
+        "weights": {"mlm": 1.0, "compact": 3.0, "output": 5.0},
+        "temperature": 1.0,
+        "weight_decay": 1e-4,
+    },
+}
 
 
 @dataclasses.dataclass

@@ -38,35 +38,14 @@ from biozoo._io import read_json
 from biozoo.data import IGNORE_LABEL, pretraining
 from biozoo.errors import BiozooError
 from biozoo.optim import adamw
+from biozoo.preset_files import METRICS_FILE
 from biozoo.tasks.inference import compiled_predict
 from biozoo.tasks.pretraining import MaskedLM
+from biozoo.train import DISTILL_METHODS
 from biozoo.train.loss_history import TENSORFLOW, LabelsInInputs, LossHistoryStep, freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
-
-# Per method: loss terms reported, default loss weights, temperature and weight decay (from the
-# authors' DistilBioBERT / TinyBioBERT / CompactBioBERT scripts).
-METHODS = {
-    "distilbert": {
-        "terms": ("mlm", "output", "align"),
-        "weights": {"mlm": 2.0, "output": 5.0, "align": 1.0},
-        "temperature": 2.0,
-        "weight_decay": 0.0,
-    },
-    "tinybert": {
-        "terms": ("embedding", "hidden", "attention", "output"),
-        "weights": {"embedding": 1.0, "layer": 1.0, "output": 1.0},
-        "temperature": 1.0,
-        "weight_decay": 1e-4,
-    },
-    "compact": {
-        "terms": ("mlm", "hidden", "attention", "output"),
-        "weights": {"mlm": 1.0, "compact": 3.0, "output": 5.0},
-        "temperature": 1.0,
-        "weight_decay": 1e-4,
-    },
-}
 
 
 @dataclasses.dataclass
@@ -245,14 +224,14 @@ class Distiller(LossHistoryStep, keras.Model):
     def __init__(self, teacher, student, method, layer_map=None, temperature=None, loss_weights=None,
                  layer_weights=None, total_steps=None, log_every=1, **kwargs):
         super().__init__(**kwargs)
-        if method not in METHODS:
-            raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(METHODS)}")
+        if method not in DISTILL_METHODS:
+            raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(DISTILL_METHODS)}")
         teacher.trainable = False
         freeze_unused_pooler(student.backbone)
         self.teacher, self.student, self.method = teacher, student, method
         t_layers, s_layers = len(teacher.backbone.transformer_layers), len(student.backbone.transformer_layers)
         self.layer_map = parse_layer_map(layer_map, s_layers, t_layers)
-        spec = METHODS[method]
+        spec = DISTILL_METHODS[method]
         self.temperature = float(spec["temperature"] if temperature is None else temperature)
         unknown = sorted(set(loss_weights or {}) - set(spec["weights"]))
         if unknown:
@@ -298,7 +277,7 @@ class Distiller(LossHistoryStep, keras.Model):
         f32 = lambda v: ops.cast(v, "float32")  # noqa: E731
         temperature = self.temperature
         terms = {}
-        if "mlm" in METHODS[self.method]["terms"]:
+        if "mlm" in DISTILL_METHODS[self.method]["terms"]:
             ce = keras.losses.sparse_categorical_crossentropy(ops.cast(y, "int32"), s_logits, from_logits=True)
             terms["mlm"] = _weighted_mean(ce, w)
         t_log_p = ops.log_softmax(t_logits / temperature, -1)
@@ -512,8 +491,8 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
         ...             steps=100000, batch_size=192)
     """
     hp = dataclasses.replace(hp or DistillHyperparameters(), **hyperparameters)
-    if method not in METHODS:
-        raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(METHODS)}")
+    if method not in DISTILL_METHODS:
+        raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(DISTILL_METHODS)}")
     if hp.masking not in ("wwm", "token"):
         raise BiozooError(f"masking must be 'wwm' or 'token', got {hp.masking!r}")
     check_values([("--steps", hp.steps, "whole"), ("--batch-size", hp.batch_size, "whole"),
@@ -588,7 +567,7 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
         student.save_to_preset(directory)
         tokenizer.save_to_preset(directory)
 
-    run.write(save, {"metrics.json": metrics})
+    run.write(save, {METRICS_FILE: metrics})
     return metrics
 
 
@@ -619,7 +598,7 @@ def _build_models(run, method, teacher, changes, hp, log_every):
         distiller = Distiller(teacher_task, student, method, layer_map=g, temperature=hp.temperature,
                               loss_weights=hp.loss_weights, layer_weights=hp.layer_weights, total_steps=hp.steps,
                               log_every=log_every)
-        decay = METHODS[method]["weight_decay"] if hp.weight_decay is None else hp.weight_decay
+        decay = DISTILL_METHODS[method]["weight_decay"] if hp.weight_decay is None else hp.weight_decay
         distiller.compile(optimizer=adamw(hp.learning_rate, hp.steps, hp.warmup_ratio, decay),
                           jit_compile=run.jit("auto"))
     return _Models(teacher_task, student, distiller, g, copied, (backbone_cls, config))

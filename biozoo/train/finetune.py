@@ -21,7 +21,7 @@ from biozoo import presets
 from biozoo._io import atomic_write_json, check_output, write_marker
 from biozoo.metrics.seeds import mean_std
 from biozoo.optim import make_optimizer
-from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
+from biozoo.preset_files import METRICS_FILE, TASK_KIND_FILE, task_kind_record
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
 from biozoo.train.distribution import accelerators, has_gpu, process_count
@@ -33,6 +33,14 @@ __all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seed
 
 @dataclasses.dataclass
 class Hyperparameters:
+    """How `run_finetune` trains: the options of `biozoo finetune`, with its defaults.
+
+    Example:
+        >>> hp = Hyperparameters(epochs=1, batch_size=16, learning_rate=3e-5)
+        >>> check_hyperparameters(hp)
+        >>> metrics = run_finetune("ner", "bioformer_8l", "data/ner/NCBI-disease", "out/ncbi", hp)
+    """
+
     epochs: float = 3.0
     batch_size: int = 8  # the global batch, split over the replicas (the HF Trainer's default)
     learning_rate: float = 5e-5  # for the global batch
@@ -186,7 +194,7 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         task.compile()  # a fresh optimizer: the preset keeps the model, not Adam's moments
     if not run.chief:
         return metrics
-    run.write(task.save_to_preset, {"metrics.json": metrics, "train_losses.json": losses,
+    run.write(task.save_to_preset, {METRICS_FILE: metrics, "train_losses.json": losses,
                                     TASK_KIND_FILE: task_kind_record(kind, adapter.options())})
     return metrics
 
@@ -232,7 +240,7 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
         if split in runs[0]:
             summary[split] = mean_std([r[split] for r in runs])
     summary["runs"] = runs
-    atomic_write_json(os.path.join(output, "metrics.json"), summary)
+    atomic_write_json(os.path.join(output, METRICS_FILE), summary)
     return summary
 
 

@@ -47,12 +47,11 @@ from biozoo.errors import CheckpointError
 from biozoo.models import FAMILIES, family_for_backbone, get_family, run_layers
 from biozoo.models.electra.backbone import ElectraBackbone
 from biozoo.optim import adamw
-from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, PROVENANCE_FILE, read_heads
+from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, METRICS_FILE, PROVENANCE_FILE, read_heads
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
+from biozoo.train import PRETRAIN_METHODS
 from biozoo.train.loss_history import LabelsInInputs, LossHistoryStep, freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second
-
-METHODS = ("mlm", "electra")
 
 
 @dataclasses.dataclass
@@ -317,8 +316,8 @@ def backbone_from_config(config, tokenizer):
     """A freshly initialised backbone from {"family": ..., constructor arguments}."""
     config = load_config(config)
     if "family" not in config:
-        raise ValueError('the backbone config needs a "family" (bert, albert, electra, distilbert, mobilebert, '
-                         'megatron_bert) beside the backbone\'s constructor arguments.')
+        raise ValueError(f'the backbone config needs a "family" ({", ".join(FAMILIES)}) beside the backbone\'s '
+                         'constructor arguments.')
     family = get_family(config.pop("family"))
     config.setdefault("vocabulary_size", tokenizer.vocabulary_size())
     try:
@@ -481,7 +480,7 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
 
     if run.chief:
         run.write(lambda directory: save_pretrained(trainer, method, tok, directory, metrics),
-                  {"metrics.json": metrics})
+                  {METRICS_FILE: metrics})
     return metrics
 
 
@@ -510,8 +509,8 @@ def _masked_batches(run, corpus_files, tokenizer, records_dir, hp, log):
 
 
 def _check_arguments(method, hp, preset, config, tokenizer):
-    if method not in METHODS:
-        raise ValueError(f"unknown pretraining method {method!r}; choose mlm or electra.")
+    if method not in PRETRAIN_METHODS:
+        raise ValueError(f"unknown pretraining method {method!r}; choose {' or '.join(PRETRAIN_METHODS)}.")
     if hp.masking not in ("wwm", "token"):
         raise ValueError(f"masking must be 'wwm' or 'token', got {hp.masking!r}")
     if preset is None and config is None:

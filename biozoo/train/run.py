@@ -11,6 +11,9 @@ Example:
     >>> result = run.train(model, stream, 1000, checkpoint_every=100)
     >>> if run.chief:
     ...     run.write(model.save_to_preset, {"metrics.json": {"seconds": result["seconds"]}})
+
+The TensorFlow modules (tf_strategy, tf_loop, tf_inference) are imported on the TensorFlow backend
+only, torch on PyTorch only.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import numpy as np
 
 from biozoo import _keras_internals
 from biozoo._io import atomic_directory, atomic_write_json, check_output, is_remote, remote_files
-from biozoo.train import ResolvedStrategy
+from biozoo.train import ResolvedStrategy, distribution, loop
 
 PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -55,8 +58,7 @@ def precision_policy(precision, strategy_name):
         if keras.backend.backend() == "tensorflow":
             from biozoo.train.tf_strategy import has_gpu
         else:
-            from biozoo.train.distribution import has_gpu
-
+            has_gpu = distribution.has_gpu
         if strategy_name == "tpu":
             precision = "bfloat16"
         elif strategy_name != "cpu" and has_gpu():
@@ -73,9 +75,9 @@ def resolve_strategy(name="auto", tpu=None):
     (`biozoo.train.tf_strategy`), a keras.distribution on JAX and PyTorch (`biozoo.train.distribution`)."""
     if keras.backend.backend() == "tensorflow":
         from biozoo.train.tf_strategy import resolve_strategy as resolve
-    else:
-        from biozoo.train.distribution import resolve_distribution as resolve
-    return resolve(name, tpu)
+
+        return resolve(name, tpu)
+    return distribution.resolve_distribution(name, tpu)
 
 
 def check_values(rules, error=ValueError):
@@ -170,9 +172,8 @@ class TrainingRun:
 
             self.strategy = resolved_strategy(strategy)
         else:
-            from biozoo.train.distribution import resolve_distribution
-
-            self.strategy = strategy if isinstance(strategy, ResolvedStrategy) else resolve_distribution("auto")
+            self.strategy = (strategy if isinstance(strategy, ResolvedStrategy)
+                             else distribution.resolve_distribution("auto"))
         if batch_size % self.strategy.replicas:
             raise error(f"--batch-size {batch_size} is not a multiple of the {self.strategy.replicas} replicas "
                         f"of strategy {self.strategy.name}")
@@ -188,9 +189,7 @@ class TrainingRun:
     def chief(self):
         """True on the worker that writes OUTPUT and checkpoints."""
         if not self.tensorflow:
-            from biozoo.train.distribution import is_chief
-
-            return is_chief()
+            return distribution.is_chief()
         from biozoo.train.tf_strategy import is_chief
 
         return is_chief(self.strategy.strategy)
@@ -245,14 +244,13 @@ class TrainingRun:
                            checkpoint_every=checkpoint_every, save=self.chief, verbose=verbose, log=log,
                            strategy=self.strategy.strategy)
         else:
-            from biozoo.train.loop import train
-
             if not hasattr(batches, "batches_from"):
                 raise ValueError(f"this training runs on TensorFlow only, not on KERAS_BACKEND={keras.backend.backend()}")
-            distribution = None if self.strategy.replicas == 1 else self.strategy.strategy
-            result = train(model, batches.batches_from, total_steps, checkpoint_dir, steps_per_epoch=steps_per_epoch,
-                           checkpoint_every=checkpoint_every, save=self.chief, verbose=verbose, log=log,
-                           distribution=distribution, batch_shapes=getattr(batches, "batch_shapes", None))
+            data_parallel = None if self.strategy.replicas == 1 else self.strategy.strategy
+            result = loop.train(model, batches.batches_from, total_steps, checkpoint_dir,
+                                steps_per_epoch=steps_per_epoch, checkpoint_every=checkpoint_every, save=self.chief,
+                                verbose=verbose, log=log, distribution=data_parallel,
+                                batch_shapes=getattr(batches, "batch_shapes", None))
         result["seconds"] = time.time() - start
         return result
 

@@ -224,6 +224,7 @@ def test_aioner_model_takes_a_precision(taggers):
     assert {w.dtype for w in copy.weights if w.path.endswith("kernel")} == {"bfloat16"}
     bf16 = np.abs(np.asarray(predict_function(tagger.model, "bfloat16")(x), np.float32) - reference).max() / scale
     int8 = np.abs(np.asarray(predict_function(tagger.model, "int8")(x), np.float32) - reference).max() / scale
+    # int8 measured 2.5e-2 (of max(1, |logits|), TF CPU); 0.1 is a margin (~4x), not a derived bound
     assert bf16 <= MIXED_TOLERANCE["mixed_bfloat16"] and 0 < int8 <= 0.1, (bf16, int8)
 
 

@@ -56,10 +56,12 @@ def float32_gold(model_dir, sentences, tmp_path_factory):
 
 
 def test_precision_choices_of_the_cli_are_the_tasks():
-    from biozoo._commands import PRECISION_CHOICES
+    from biozoo.cli import build_parser
     from biozoo.tasks.inference import PRECISIONS
 
-    assert PRECISION_CHOICES == PRECISIONS
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    offered = {a.choices for name in ("evaluate", "annotate") for a in commands[name]._actions if a.dest == "precision"}
+    assert offered == {PRECISIONS}
 
 
 def test_unknown_precision_is_refused(model_dir):
@@ -90,6 +92,7 @@ def test_bfloat16_and_int8_logits_stay_near_float32(model_dir, sentences):
         found[precision] = np.abs(np.asarray(compiled_predict(float32)(x), np.float32) - reference)[mask].max() / scale
     float32.precision = "float32"
     assert found["bfloat16"] <= MIXED_TOLERANCE["mixed_bfloat16"], found
+    # int8 measured 5.2e-3 (of max(1, |logits|), TF CPU); 0.1 is a margin (~20x), not a derived bound
     assert 0 < found["int8"] <= 0.1, found
     tensors = Interpreter(model_content=litert_flatbuffer(float32, "int8")).get_tensor_details()
     assert sum(t["dtype"] == np.int8 for t in tensors) >= 12, "int8 weight tensors (2 layers x 6 matmuls)"
@@ -97,7 +100,7 @@ def test_bfloat16_and_int8_logits_stay_near_float32(model_dir, sentences):
     int8 = biozoo.TokenClassifier.from_preset(str(model_dir), precision="int8")
     tags8, _ = int8.predict_tags(sentences)
     agree = np.mean([a == b for x, y in zip(tags, tags8) for a, b in zip(x, y)])
-    assert agree > 0.9, agree
+    assert agree > 0.9, agree  # measured 0.9995 (1 of 2,001 tags differs); 0.9 is a margin
 
 
 def _batch(task, windows):
@@ -258,6 +261,7 @@ def test_every_task_takes_a_precision(task_name, tiny_bert_real_vocab):
         got = np.asarray(compiled_predict(task)(x), np.float32)[valid]
         found[precision] = float(np.abs(got - reference).max()) / scale
     assert found["bfloat16"] <= MIXED_TOLERANCE["mixed_bfloat16"], found
+    # int8 measured 2.5e-4 (SequenceClassifier), 1.7e-3 (QuestionAnswerer); 0.1: the NER test's margin
     assert 0 < found["int8"] <= 0.1, found
     if task_name == "QuestionAnswerer":
         answers = task.answer(["What causes breast cancer?"], ["BRCA1 mutations cause breast cancer."])

@@ -26,6 +26,10 @@ GOLD = Path(__file__).resolve().parents[1] / "fixtures" / "linking" / "abbreviat
     ("The myotonic dystrophy (DM) locus.", []),  # letters in the wrong order: S&H finds none
     ('We studied it in the "real world" (RW).', [("RW", "real world")]),
     ("A new gene (ABC) was seen.", []),  # A, B, C not the initials of "A new gene"
+    # a newline or a no-break space ends a word as a space does
+    ("Rare in the\u00a0Wilson disease (WD) cohort.", [("WD", "Wilson disease")]),
+    ("Levels of\ntumour necrosis factor (TNF) rose.", [("TNF", "tumour necrosis factor")]),
+    ("Levels of\u00a0TNF (tumour necrosis factor) rose.", [("TNF", "tumour necrosis factor")]),
 ])
 def test_schwartz_hearst_cases(text, pairs):
     found = find_abbreviations(text)
@@ -93,6 +97,14 @@ def test_precision_and_recall_on_hand_checked_abstracts(shared_documents, engine
         found[i] = [(a.short, a.long) for a in abbreviations]
     scores = abbreviation_scores(gold, found)
     assert scores["precision"] >= precision and scores["recall"] >= recall, scores  # the README's figures
+
+
+def test_abbreviation_scores_by_hand():
+    gold = {"1": [("WD", "Wilson disease")], "2": []}
+    found = {"1": [("WD", '"Wilson disease"')], "2": [("AB", "a b")], "3": [("CD", "c d")]}
+    scores = abbreviation_scores(gold, found)  # document 3 is not in gold: its pair is wrong too
+    assert (scores["tp"], scores["gold"], scores["found"], scores["precision"], scores["recall"]) == (1, 1, 3, 33.33, 100.0)
+    assert scores["wrong"] == [("2", "AB", "a b"), ("3", "CD", "c d")]
 
 
 def test_ab3p_offsets_survive_runs_of_spaces_and_multibyte_characters():

@@ -42,6 +42,17 @@ def test_evaluate_link_counts_by_hand(tmp_path, capsys):
     assert main(["evaluate", "link", "--model", "none", "--documents", str(tmp_path / "gold.pubtator"),
                  "--dictionary", str(tmp_path / "dict.tsv"), "--abbreviations", "none"]) == 0
     assert json.loads(capsys.readouterr().out)["correct"] == 3  # "WD" alone is nothing's name
+    # a gold mention whose text is not the document's at its offsets: dropped and counted, or refused
+    (tmp_path / "gold.pubtator").write_text(GOLD.replace("\n\n", "\n1\t24\t30\tbreast\tDisease\tD001943\n"
+                                                                  "1\t0\t6\tWilsen\tDisease\tD006527\n\n"))
+    argv = ["evaluate", "link", "--model", "none", "--documents", str(tmp_path / "gold.pubtator"),
+            "--dictionary", str(tmp_path / "dict.tsv")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["gold_dropped"] == 1 and result["mentions"] == 6 and "Wilsen" in captured.err
+    assert main(argv + ["--strict"]) == 2
+    assert "Wilsen" in capsys.readouterr().err
 
 
 def test_score_ner_ids_by_hand(tmp_path, capsys):

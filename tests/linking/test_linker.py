@@ -12,6 +12,7 @@ import pytest
 from biozoo.documents import Annotation, Document, Passage, read_documents, write_documents
 from biozoo.linking import DocumentLinker, Linker, assign_taxa, parse_link_spec
 from biozoo.linking.concepts import Concept, Dictionary
+from biozoo.linking.evaluation import evaluate_linking
 from biozoo.linking.species import GENE_TAXON, most_frequent
 
 
@@ -127,10 +128,49 @@ def test_the_document_linker_uses_abbreviations_species_and_writes_every_format(
     back = next(iter(read_documents([str(tmp_path / "out.xml")])))
     p53_back = next(a for a in back.existing_annotations() if a.text == "p53")
     assert p53_back.infons["identifier"] == "22059" and p53_back.infons["link_name"] == "p53"
+    # the abbreviation as BioC's abbreviation corpora write it: a relation joins its two forms
+    by_id = {a.id: a for a in back.existing_annotations()}
+    (relation,) = back.relations
+    assert relation.infons == {"type": "ABBR"} and [(by_id[refid].text, by_id[refid].type, role)
+                                                     for refid, role in relation.nodes] == [
+        ("HA", "ShortForm", "ShortForm"), ("Heart attack", "LongForm", "LongForm")]
     write_documents([doc], str(tmp_path / "out.jsonl"), "jsonl")
     record = json.loads((tmp_path / "out.jsonl").read_text())
     ha_json = next(p for p in record["predictions"] if p["text"] == "HA" and p["type"] == "Disease")
     assert ha_json["concept_id"] == "D009203" and ha_json["infons"]["link_score"] == "1.0000"
+
+
+def test_a_missing_species_linker_is_said_and_stale_ids_go():
+    text = "In mice p53 rose."
+    gene_linker = Linker(genes(), KeyEncoder(), threshold=0.5, progress=False)
+    only_genes = DocumentLinker([(("Gene",), gene_linker)], abbreviations=None)
+    with pytest.warns(UserWarning, match="no dictionary links Species mentions"):
+        only_genes.link_documents([document(text, (8, 11, "Gene"))])
+    doc = document(text, (8, 11, "Gene"))
+    doc.passages[0].annotations.append(Annotation(3, 7, "Species", "mice", concept_id="10090"))  # the input's id
+    only_genes.link_documents([doc])
+    assert doc.predictions[0].infons["taxon"] == "10090" and doc.predictions[0].concept_id == "22059"
+    relinked = document(text, (8, 11, "Gene"))
+    relinked.predictions[0].concept_id = "stale"
+    DocumentLinker([(("Gene",), Linker(genes(), KeyEncoder(), threshold=0.99, progress=False, by_taxon=False))],
+                   abbreviations=None).link_documents([document("x", (0, 1, "Gene")), relinked])
+    assert relinked.predictions[0].concept_id == "7157"
+    below = document("xyz", (0, 3, "Gene"))
+    below.predictions[0].concept_id = "stale"
+    DocumentLinker([(("Gene",), Linker(genes(), None, progress=False, by_taxon=False))],
+                   abbreviations=None).link_documents([below])
+    assert below.predictions[0].concept_id is None and below.predictions[0].infons["link_method"] == "none"
+
+
+def test_evaluate_linking_searches_genes_in_the_gold_species_and_scores_the_dictionarys_types():
+    text = "In mice p53 rose; aspirin did not."
+    doc = Document("1", [Passage(0, text, annotations=[
+        Annotation(3, 7, "Species", "mice", concept_id="10090"), Annotation(8, 11, "Gene", "p53", concept_id="22059"),
+        Annotation(18, 25, "Chemical", "aspirin", concept_id="D001241")])], source_format="pubtator")
+    result = evaluate_linking(Linker(genes(), KeyEncoder(), threshold=0.5, progress=False), [doc])
+    assert result["types"] == ["Gene"] and (result["correct"], result["mentions"]) == (1, 1)  # the mouse gene
+    assert evaluate_linking(Linker(genes(), KeyEncoder(), threshold=0.5, progress=False), [doc], taxon_rule="human")[
+        "correct"] == 0
 
 
 def test_link_specs():

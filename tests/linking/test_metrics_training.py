@@ -40,13 +40,29 @@ def test_with_every_id_right_linked_scores_are_the_ner_scores():
 
 
 def test_wrong_and_missing_ids_are_errors_and_gold_without_ids_is_left_out():
-    gold = {"d": [(0, 5, "X", "D1"), (10, 15, "X", "D2|D3"), (20, 25, "X", "-1")]}
-    pred = {"d": [(0, 5, "X", "D9"), (9, 15, "X", "D3"), (20, 25, "X", "D5"), (30, 31, "X", None)]}
+    gold = {"d": [(0, 5, "X", "D1"), (10, 15, "X", "D2|D3"), (20, 25, "X", "-1"), (40, 45, "X", "-")]}
+    pred = {"d": [(0, 5, "X", "D9"), (9, 15, "X", "D3"), (20, 25, "X", "D5"), (30, 31, "X", None),
+                  (41, 45, "X", "D6"), (41, 45, "X", "D6")]}
     result = score_linked(gold, pred)
+    # the predictions on the id-less gold mentions (20-25 exactly; 41-45 overlaps 40-45) are left
+    # out: the entity was found and there is no id to be right or wrong about
     assert result["strict"]["counts"] == {"gold": 2, "pred": 4, "tp": 0, "fp": 4, "fn": 2}
-    assert result["approximate"]["counts"]["tp"] == 1
-    assert (result["gold_without_id"], result["pred_without_id"]) == (1, 1)
+    assert result["approximate"]["counts"] == {"gold": 2, "pred": 3, "tp": 1, "fp": 2, "fn": 1}
+    assert result["pred_on_gold_without_id"] == {"strict": 1, "approximate": 2}
+    assert (result["gold_without_id"], result["pred_without_id"], result["duplicates_removed"]) == (2, 1, 1)
     assert mention_accuracy(gold, pred) == {"accuracy": 0.0, "correct": 0, "mentions": 1, "gold_mentions": 2}
+    # a prediction overlapping an id-less gold mention and a linked one is scored (approximate: right)
+    both = score_linked({"d": [(0, 10, "X", "D1"), (8, 15, "X", "-1")]}, {"d": [(5, 12, "X", "D1")]})
+    assert both["approximate"]["counts"]["tp"] == 1 and both["pred_on_gold_without_id"]["approximate"] == 0
+
+
+def test_mesh_prefixed_and_bare_ids_are_one_id():
+    """PubTator3 and HunFlair2 write "MESH:D001", BC5CDR "D001"; NCBI-disease writes both."""
+    assert correct("MESH:D003920", "D003920") and correct("D003920|OMIM:1", "MESH:D003920")
+    assert not correct("OMIM:1", "1") and not correct("-", "-")
+    gold = {"d": [(0, 5, "Disease", "MESH:C535575"), (6, 9, "Disease", " D1")]}
+    pred = {"d": [(0, 5, "Disease", "C535575"), (6, 9, "Disease", "MESH:D1")]}
+    assert score_linked(gold, pred)["strict"]["counts"]["tp"] == 2
 
 
 def pml_losses(labels, embeddings):

@@ -69,9 +69,10 @@ def sha(path):
 
 def test_an_unrecorded_file_needs_trust_then_is_kept_with_its_digest(server, source_files, tmp_path):
     path = table(tmp_path, server, "toy-ctd", "ctd-tsv", [("CTD_diseases.tsv.gz", "CTD_diseases.tsv.gz", None)])
-    with pytest.raises(DownloadError, match="no checksum is recorded"):
+    asked = len(REQUESTS)
+    with pytest.raises(DownloadError, match="no checksum is recorded for it, so it is not downloaded"):
         download_dictionary("toy-ctd", table_path=path, progress=False)
-    assert not os.path.exists(raw_directory("toy-ctd"))
+    assert not os.path.exists(raw_directory("toy-ctd")) and len(REQUESTS) == asked  # refused before downloading
     record = download_dictionary("toy-ctd", trust_unverified=True, table_path=path, progress=False)
     expected = sha(source_files["CTD_diseases.tsv.gz"])
     assert record["files"]["CTD_diseases.tsv.gz"]["sha256"] == expected
@@ -162,4 +163,6 @@ def test_every_dictionary_of_the_table_is_complete():
             # no digest could be measured where the table was written: none is made up
             assert file["sha256"] is None and file["size"] is None, name
     assert dictionary_table()["cellosaurus"]["licence"]["spdx"] == "CC-BY-4.0"
+    with pytest.raises(ValueError, match=r"ncbi-gene: choose taxa \(ncbi-gene:9606,10090"):
+        sources.load_dictionary("ncbi-gene")  # refused before anything is downloaded (no network here)
     assert dictionary_table()["mesh-diseases"]["files"][0]["url"].endswith("/2025/xmlmesh/desc2025.gz")

@@ -1,31 +1,12 @@
 """`biozoo score ...` on small files: JSON on stdout, one-line errors."""
 
-import argparse
 import json
 
 import pytest
 
 
 def run_cli(argv):
-    """biozoo.cli.main when the package is complete, else `score` registered on a bare parser."""
-    try:
-        from biozoo import __version__  # noqa: F401  (biozoo/cli.py needs it)
-        from biozoo.cli import main
-    except ImportError:
-        from biozoo._commands.score import register
-
-        def main(argv):
-            parser = argparse.ArgumentParser(prog="biozoo")
-            sub = parser.add_subparsers(dest="command")
-            register(sub)
-            args = parser.parse_args(argv)
-            try:
-                return args.func(args)
-            except (ValueError, FileNotFoundError) as error:
-                import sys
-
-                print(f"biozoo {args.command}: error: {error}", file=sys.stderr)
-                return 2
+    from biozoo.cli import main
 
     return main(argv)
 

@@ -125,6 +125,16 @@ def test_predictions_field_and_sources():
         score_mentions(gold, gold, pred_from="model")
 
 
+def test_abbreviation_definitions_are_no_entities():
+    """`annotate --abbreviations` writes ShortForm / LongForm predictions: not scored as entities."""
+    text = "Wilson disease (WD) is rare."
+    gold = [doc("1", text, [(0, 14, "Disease")])]
+    pred = [doc("1", text, predictions=[(0, 14, "Disease"), (0, 14, "LongForm"), (16, 18, "ShortForm")])]
+    result = score_mentions(gold, pred)
+    assert counts(result["strict"]) == (1, 0, 0) and result["strict"]["precision"] == 100.0
+    assert result["abbreviations_left_out"] == {"gold": 0, "pred": 2}
+
+
 def test_greedy_alone_would_not_be_maximum():
     # gold A [0,10) and B [10,20); pred P [2,11) overlaps A by 8 and B by 1, Q [0,1) overlaps A only.
     # Greedy by overlap pairs A-P and stops at 1; the one-to-one maximum is 2 (A-Q, B-P).

@@ -80,7 +80,8 @@ class _Hub(http.server.BaseHTTPRequestHandler):
     """Answers the hub's API the way the hub answers for repositories that are missing, gated,
     private, broken or slow (huggingface_hub's own client talks to it)."""
 
-    delay = 3.0  # seconds org/slow keeps the client waiting
+    delay = 30.0  # seconds org/slow keeps the client waiting (far past BIOZOO_HUB_TIMEOUT=1; daemon threads)
+    requests = []  # the paths asked, in order (cleared by the `hub` fixture)
     answers = {  # repository -> (status, X-Error-Code)
         "org/missing": (404, "RepoNotFound"),
         "org/gated": (401, "GatedRepo"),
@@ -91,6 +92,7 @@ class _Hub(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         parts = self.path.split("?")[0].strip("/").split("/")
         repo = "/".join(parts[2:4]) if parts[:2] == ["api", "models"] else "/".join(parts[0:2])
+        self.requests.append(self.path)
         if repo == "org/slow":
             time.sleep(self.delay)
         if "revision" in parts and parts[-1] == "nope":
@@ -139,12 +141,14 @@ def hub(hub_server, monkeypatch, tmp_path):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("BIOZOO_OFFLINE", raising=False)
     monkeypatch.setenv("BIOZOO_HUB_TIMEOUT", "1")
+    _Hub.requests.clear()
 
     def use(url):
         monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", url)
 
     use(hub_server.url)
     hub_server.use = use
+    hub_server.requests = _Hub.requests
     yield hub_server
     from huggingface_hub import close_session
 

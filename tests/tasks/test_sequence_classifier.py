@@ -91,8 +91,10 @@ def test_document_classification_hoc(tmp_path, tiny_bert_real_vocab):
             rows.append((str(start + a), sentences))
         return rows
 
-    for split, n, start in (("train", 40, 1000), ("dev", 12, 2000), ("test", 12, 3000)):
-        write_hoc(tmp_path / f"{split}.tsv", abstracts(n, start))
+    splits = {split: abstracts(n, start) for split, n, start in (("train", 40, 1000), ("dev", 12, 2000),
+                                                                  ("test", 12, 3000))}
+    for split, rows in splits.items():
+        write_hoc(tmp_path / f"{split}.tsv", rows)
     hp = Hyperparameters(epochs=1, batch_size=8, learning_rate=1e-3, max_seq_length=64)
     metrics = run_finetune("doc", str(tiny_bert_real_vocab), tmp_path, tmp_path / "model", hp, log=lambda m: None)
     assert metrics["test"]["abstracts"] == 12
@@ -100,3 +102,15 @@ def test_document_classification_hoc(tmp_path, tiny_bert_real_vocab):
     _, _, task = load_with_adapter(str(tmp_path / "model"))
     assert task.multi_label and len(task.thresholds) == 10
     json.dumps(metrics)
+    from sklearn.metrics import f1_score, precision_score
+
+    # the reloaded model on the test abstracts (sentences joined with spaces, labels OR-ed)
+    texts = [" ".join(text for text, _ in sentences) for _, sentences in splits["test"]]
+    gold = np.array([[int(any(j in labels for _, labels in sentences)) for j in range(len(LABELS))]
+                     for _, sentences in splits["test"]])
+    predicted = task.predict_labels(texts)
+    pred = np.array([[int(name in p) for name in LABELS] for p in predicted])
+    reported = metrics["test"]["micro_f1_linkbert"]
+    assert reported["f1"] == pytest.approx(100 * f1_score(gold, pred, average="micro", zero_division=0), abs=1e-9)
+    assert reported["precision"] == pytest.approx(
+        100 * precision_score(gold, pred, average="micro", zero_division=0), abs=1e-9)

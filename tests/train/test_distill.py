@@ -128,14 +128,14 @@ def test_loss_terms_match_numpy_reference(method, student_shape):
     if distiller.projection is not None:
         projection = [numpy(v.value) for v in distiller.projection.weights]
     reference = reference_terms(method, teacher, student, x, y, [2, 4], distiller.temperature, projection)
-    assert set(ours) == set(D.METHODS[method]["terms"]) == set(reference)
+    assert set(ours) == set(D.DISTILL_METHODS[method]["terms"]) == set(reference)
     for term in ours:
         assert ours[term] == pytest.approx(reference[term], rel=1e-4, abs=1e-6), term
         assert reference[term] > 1e-4, term  # non-trivial values: the check means something
 
 
 @pytest.mark.backends
-@pytest.mark.parametrize("method", list(D.METHODS))
+@pytest.mark.parametrize("method", list(D.DISTILL_METHODS))
 def test_terms_vanish_when_the_student_is_the_teacher(method):
     teacher = tiny_mlm(num_layers=2)
     student = tiny_mlm(num_layers=2, seed=1)

@@ -1,0 +1,14 @@
+"""The values of options that modules importing Keras check and the command line offers, in a
+module that imports nothing, so that building the parser (`biozoo --help`) imports neither Keras
+nor TensorFlow. Each owner uses its table from here (`biozoo.optim.OPTIMIZERS` is `OPTIMIZERS`).
+
+Example:
+    >>> "lamb" in OPTIMIZERS
+    True
+"""
+
+OPTIMIZERS = ("adamw", "lamb")  # biozoo.optim.make_optimizer
+PRECISIONS = ("float32", "bfloat16", "int8")  # inference precision of task models (biozoo.tasks.inference)
+AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")  # tokens -> entities (biozoo.tasks._aggregation)
+CONFIDENCE_MEASURES = ("probability", "margin")  # a tagged word's confidence (biozoo.tasks.token_classifier)
+OVERLAP_RULES = ("keep", "longest", "score")  # overlapping predictions of several models (biozoo.annotate.runner)
