@@ -12,3 +12,6 @@ PRECISIONS = ("float32", "bfloat16", "int8")  # inference precision of task mode
 AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")  # tokens -> entities (biozoo.tasks._aggregation)
 CONFIDENCE_MEASURES = ("probability", "margin")  # a tagged word's confidence (biozoo.tasks.token_classifier)
 OVERLAP_RULES = ("keep", "longest", "score")  # overlapping predictions of several models (biozoo.annotate.runner)
+# training dtype -> the Keras policy (biozoo.train.run; "auto" picks one per device)
+TRAINING_PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+LINK_LOSSES = ("multi-similarity", "infonce")  # `finetune link` (biozoo.linking.training)

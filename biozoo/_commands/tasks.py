@@ -7,7 +7,7 @@ import sys
 
 from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument
 from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
-from biozoo.choices import OPTIMIZERS, PRECISIONS
+from biozoo.choices import LINK_LOSSES, OPTIMIZERS, PRECISIONS, TRAINING_PRECISION_POLICIES
 from biozoo.linking.abbreviations import ENGINES
 from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
 
@@ -52,7 +52,7 @@ def register(subparsers):
     link = parser.add_argument_group("link (SapBERT-style synonym training)")
     link.add_argument("--dictionary", help="link: the dictionary whose synonyms are trained (a name, FORMAT:PATH or "
                       "an id<TAB>name file; see `biozoo annotate --link`)")
-    link.add_argument("--loss", choices=("multi-similarity", "infonce"), default="multi-similarity",
+    link.add_argument("--loss", choices=LINK_LOSSES, default=LINK_LOSSES[0],
                       help="link: SapBERT's multi-similarity loss (default) or InfoNCE")
     link.add_argument("--hard-negatives", type=int, default=4, metavar="K",
                       help="link: batch each concept with its K nearest concepts in the current index (default 4; "
@@ -107,7 +107,7 @@ def add_training_arguments(parser):
     --strategy / --tpu)."""
     group = add_strategy_arguments(parser)
     group.add_argument("--mixed-precision", "--precision", dest="mixed_precision",
-                       choices=["auto", "float32", "bfloat16", "float16"], default="auto",
+                       choices=["auto", *TRAINING_PRECISION_POLICIES], default="auto",
                        help="the training dtype policy. auto: bfloat16 on TPU, float16 with loss scaling on GPU, "
                        "float32 on CPU (--precision is the old spelling)")
     group.add_argument("--xla", choices=["auto", "on", "off"], default="auto",

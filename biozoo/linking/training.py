@@ -32,12 +32,13 @@ import numpy as np
 from keras import ops
 
 from biozoo._io import atomic_directory, atomic_write_json
+from biozoo.choices import LINK_LOSSES
 from biozoo.linking.encoder import LINKING_FILE, NameEncoder, pool
 from biozoo.linking.index import DenseIndex
 from biozoo.optim import LinearWarmupDecay
 from biozoo.preset_files import METRICS_FILE, write_preset
 
-LOSSES = ("multi-similarity", "infonce")
+LOSSES = LINK_LOSSES
 
 
 @dataclasses.dataclass(frozen=True)

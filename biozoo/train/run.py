@@ -32,9 +32,8 @@ import numpy as np
 
 from biozoo import _keras_internals
 from biozoo._io import atomic_directory, atomic_write_json, check_output, is_remote, remote_files
+from biozoo.choices import TRAINING_PRECISION_POLICIES as PRECISION_POLICIES
 from biozoo.train import ResolvedStrategy, distribution, loop
-
-PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 
 def set_seed(seed):
