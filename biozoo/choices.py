@@ -15,3 +15,6 @@ OVERLAP_RULES = ("keep", "longest", "score")  # overlapping predictions of sever
 # training dtype -> the Keras policy (biozoo.train.run; "auto" picks one per device)
 TRAINING_PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 LINK_LOSSES = ("multi-similarity", "infonce")  # `finetune link` (biozoo.linking.training)
+# --xla, --static-shapes: "auto" decides per device (biozoo.tasks.tf_inference.use_xla,
+# biozoo.train.finetune.training_padding)
+SWITCHES = ("auto", "on", "off")

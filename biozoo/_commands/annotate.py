@@ -5,7 +5,7 @@ import os
 import sys
 
 from biozoo._commands import PRECISION_HELP, data_argument
-from biozoo.choices import AGGREGATION_STRATEGIES, CONFIDENCE_MEASURES, OVERLAP_RULES, PRECISIONS
+from biozoo.choices import AGGREGATION_STRATEGIES, CONFIDENCE_MEASURES, OVERLAP_RULES, PRECISIONS, SWITCHES
 from biozoo.documents import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
@@ -90,7 +90,7 @@ def register(subparsers):
                       help='Beam pipeline options, e.g. "--direct_num_workers 2 --direct_running_mode '
                       'multi_processing" (default: Beam\'s portable runner in this process), or "--runner '
                       'DataflowRunner --project P --region R --temp_location gs://B/tmp"')
-    parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
+    parser.add_argument("--xla", choices=SWITCHES, default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only)")
     add_link_arguments(parser)
     parser.set_defaults(func=annotate_command)

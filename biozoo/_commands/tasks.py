@@ -7,7 +7,7 @@ import sys
 
 from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument
 from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
-from biozoo.choices import LINK_LOSSES, OPTIMIZERS, PRECISIONS, TRAINING_PRECISION_POLICIES
+from biozoo.choices import LINK_LOSSES, OPTIMIZERS, PRECISIONS, SWITCHES, TRAINING_PRECISION_POLICIES
 from biozoo.linking.abbreviations import ENGINES
 from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
 
@@ -87,7 +87,7 @@ def register(subparsers):
                         "annotation's text differs from the document's at its offsets (default: drop that "
                         "annotation with a warning, counted in gold_dropped)")
     parser.add_argument("--precision", choices=PRECISIONS, default="float32", help=PRECISION_HELP)
-    parser.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
+    parser.add_argument("--xla", choices=SWITCHES, default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
                         "for large inputs once each bucket shape is compiled)")
     link = parser.add_argument_group("link: accuracy@1 of the gold mentions of --documents")
@@ -110,10 +110,10 @@ def add_training_arguments(parser):
                        choices=["auto", *TRAINING_PRECISION_POLICIES], default="auto",
                        help="the training dtype policy. auto: bfloat16 on TPU, float16 with loss scaling on GPU, "
                        "float32 on CPU (--precision is the old spelling)")
-    group.add_argument("--xla", choices=["auto", "on", "off"], default="auto",
+    group.add_argument("--xla", choices=SWITCHES, default="auto",
                        help="compile train steps with XLA (jit_compile; auto: on GPU/TPU only, on CPUs the "
                        "compile time outweighs the gain)")
-    group.add_argument("--static-shapes", choices=["auto", "on", "off"], default="auto",
+    group.add_argument("--static-shapes", choices=SWITCHES, default="auto",
                        help="pad every batch to --max-seq-length and drop the last partial batch (auto: on TPU; "
                        "on a JAX GPU every batch padded to --max-seq-length, none dropped: one compiled step)")
     group.add_argument("--micro-batches", default="auto", type=_auto_or_count,

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from biozoo.documents.sentences import split_sentences
 from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
 from biozoo.linking.concepts import Concept, Dictionary, clean_name
-from biozoo.linking.species import SPECIES_TYPES, TAXON_RULES, assign_taxa, gene_taxon
+from biozoo.linking.species import TAXON_RULES, assign_taxa, gene_taxa
 from biozoo.metrics.linking import accuracy_at_1, ids_of
 
 
@@ -104,12 +104,9 @@ def _gold_taxa(pairs, rule):
         by_document[id(document)].append(i)
     for members in by_document.values():
         document = pairs[members[0]][0]
-        species = [(a.start, a.end, a.concept_id) for a in document.existing_annotations()
-                   if a.type in SPECIES_TYPES and ids_of(a.concept_id)]
         spans = [(pairs[i][1].start, pairs[i][1].end) for i in members]
-        sentences = split_sentences(document.text) if rule == "preceding" else None
-        for i, taxon in zip(members, assign_taxa(spans, species, rule, sentences)):
-            taxa[i] = gene_taxon(taxon)
+        for i, taxon in zip(members, gene_taxa(spans, document.existing_annotations(), document.text, rule)):
+            taxa[i] = taxon
     return taxa
 
 

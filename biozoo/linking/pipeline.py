@@ -23,13 +23,12 @@ import functools
 import warnings
 
 from biozoo.documents.model import ABBREVIATION_TYPES, LONG_FORM_SPAN, Annotation
-from biozoo.documents.sentences import split_sentences
 from biozoo.errors import DataWarning
 from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
 from biozoo.linking.encoder import NameEncoder
 from biozoo.linking.linker import Linker
 from biozoo.linking.sources import dictionary_table, load_dictionary, parse_dictionary_handle
-from biozoo.linking.species import HUMAN, SPECIES_TYPES, TAXON_RULES, assign_taxa, gene_taxon
+from biozoo.linking.species import HUMAN, SPECIES_TYPES, TAXON_RULES, gene_taxa
 
 ANY_TYPE = "*"
 
@@ -130,14 +129,10 @@ class DocumentLinker:
                           f"their taxon, else {HUMAN} (human)", DataWarning, stacklevel=3)
         for d, members in by_document.items():
             document = documents[d]
-            species = [(a.start, a.end, a.concept_id) for a in document.predictions + document.existing_annotations()
-                       if a.type in SPECIES_TYPES and a.concept_id]
-            sentences = None
-            if self.taxon_rule == "preceding":
-                sentences = split_sentences(document.text)
             spans = [(jobs[j][1].start, jobs[j][1].end) for j in members]
-            for j, taxon in zip(members, assign_taxa(spans, species, self.taxon_rule, sentences)):
-                taxa[j] = gene_taxon(taxon)
+            annotations = document.predictions + document.existing_annotations()
+            for j, taxon in zip(members, gene_taxa(spans, annotations, document.text, self.taxon_rule)):
+                taxa[j] = taxon
         return taxa
 
     def _link(self, jobs, tables, taxa):

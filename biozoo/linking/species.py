@@ -22,6 +22,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from biozoo.documents.sentences import split_sentences
+from biozoo.metrics.linking import ids_of
+
 SPECIES_TYPES = ("Species", "Organism")  # the entity types whose mentions give genes their taxon
 TAXON_RULES = ("nearest", "preceding", "frequent", "human")
 HUMAN = "9606"
@@ -67,6 +70,16 @@ def assign_taxa(genes, species, rule="preceding", sentences=None, default=HUMAN)
             taxon = fallback
         out.append(taxon or fallback)
     return out
+
+
+def gene_taxa(genes, annotations, text, rule="preceding"):
+    """The taxon NCBI Gene lists each gene span `(start, end)` of a document under, from the
+    species mentions among `annotations` that carry an id (the document's `text` gives the
+    sentences of the `preceding` rule)."""
+    species = [(a.start, a.end, a.concept_id) for a in annotations
+               if a.type in SPECIES_TYPES and ids_of(a.concept_id)]
+    sentences = split_sentences(text) if rule == "preceding" else None
+    return [gene_taxon(taxon) for taxon in assign_taxa(genes, species, rule, sentences)]
 
 
 def gene_taxon(taxon):
