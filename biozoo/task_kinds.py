@@ -37,6 +37,11 @@ class TaskKind:
     - `data_extensions`: the file extensions of its data splits; `logits_per`: what its network's
       logits score ("token", or "sequence" for one row per input); `sequence_length`: the default
       length its models are fine-tuned at.
+
+    Example:
+        >>> kind = task_kind("token-classification")
+        >>> kind.name, kind.model, kind.logits_per
+        ('ner', 'a token classifier', 'token')
     """
 
     name: str

@@ -137,7 +137,13 @@ class DocumentStream:
     of a file that stopped parsing, with skip_bad; each told to `on_skip`), `notes` (what was
     passed over that is no document: PubMed books and deletions; told to `on_note`) and
     `dropped` (input annotations whose text differs from the document's at their offsets, each
-    told to `on_warning`; with `strict` their documents are bad instead) count as it goes."""
+    told to `on_warning`; with `strict` their documents are bad instead) count as it goes.
+
+    Example (the 4 abstracts biozoo packages):
+        >>> stream = DocumentStream([biozoo.data.embedded_corpus("example-pubtator")])
+        >>> [document.id for document in stream][:2], stream.read, stream.skipped
+        (['15485686', '16046395'], 4, 0)
+    """
 
     def __init__(self, inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=None, strict=False,
                  on_warning=None):

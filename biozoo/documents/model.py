@@ -28,7 +28,12 @@ WHOLE_TEXT_FORMATS = ("pubtator", "pubmed-xml")
 class Annotation:
     """One mention. `locations` holds every (start, end) of a discontinuous BioC mention; the
     first one is also `start`/`end`. `model` names the model that predicted it (None: it came
-    with the input)."""
+    with the input).
+
+    Example:
+        >>> Annotation(0, 7, "Chemical", "Aspirin", concept_id="MESH:D001241").spans()
+        [(0, 7)]
+    """
 
     start: int
     end: int
@@ -57,6 +62,14 @@ class Relation:
 
 @dataclass
 class Passage:
+    """A passage at `offset` (document characters), with the annotations and relations the
+    input gave it.
+
+    Example:
+        >>> Passage(9, "It helps.", "abstract").end
+        18
+    """
+
     offset: int
     text: str
     type: str | None = None
@@ -82,6 +95,15 @@ class Collection:
 
 @dataclass
 class Document:
+    """A document: its passages, what the input annotated, and what models found (`predictions`).
+
+    Example:
+        >>> doc = Document("1", [Passage(0, "Aspirin.", "title"), Passage(9, "It helps.", "abstract")])
+        >>> doc.text
+        'Aspirin. It helps.'
+        >>> doc.predictions.append(Annotation(0, 7, "Chemical", doc.text_at(0, 7), model="bc5cdr"))
+    """
+
     id: str
     passages: list[Passage]
     infons: dict = field(default_factory=dict)

@@ -32,7 +32,12 @@ ENGINES = ("schwartz-hearst", "ab3p")
 @dataclasses.dataclass(frozen=True)
 class Abbreviation:
     """One definition: `short` at [short_start, short_end) and `long` at [long_start, long_end)
-    of the text it was found in (offsets add the offset the caller gave)."""
+    of the text it was found in (offsets add the offset the caller gave).
+
+    Example:
+        >>> find_abbreviations("Wilson disease (WD) is rare.")
+        [Abbreviation(short='WD', long='Wilson disease', short_start=16, short_end=18, long_start=0, long_end=14)]
+    """
 
     short: str
     long: str

@@ -30,7 +30,12 @@ TABLE_COLUMNS = ("id", "type", "taxon", "name", "synonyms")  # synonyms: a JSON 
 class Concept:
     """One concept: `id` (as the source writes it, e.g. "D003920", "OMIM:222100", "7157",
     "CVCL_0030"), its preferred `name`, its other names, its entity `type` and, for genes,
-    cell lines and species, its NCBI `taxon` id."""
+    cell lines and species, its NCBI `taxon` id.
+
+    Example:
+        >>> Concept("D009203", "Myocardial Infarction", ("heart attack",), "Disease").all_names()
+        ['Myocardial Infarction', 'heart attack']
+    """
 
     id: str
     name: str
@@ -61,8 +66,11 @@ class Dictionary:
     `version` and where it came from (`source`: URLs or a path, for provenance).
 
     Example:
-        >>> table = Dictionary.read_tsv("concepts.tsv.gz")
-        >>> table.concepts[0].id, len(table.names())
+        >>> table = Dictionary([Concept("D009203", "Myocardial Infarction", ("heart attack",))], "diseases", "1")
+        >>> table.label, table.names().names
+        ('diseases@1', ['Myocardial Infarction', 'heart attack'])
+
+    `Dictionary.read_tsv("concepts.tsv.gz")` reads one from a file, `load_dictionary` by name.
     """
 
     def __init__(self, concepts, name, version, source=None):

@@ -52,7 +52,13 @@ def normalize_name(text):
 
 
 class StringMatcher:
-    """Rows of a name list by exact string and by `normalize_name`."""
+    """Rows of a name list by exact string and by `normalize_name`.
+
+    Example:
+        >>> matcher = StringMatcher(["Heart attack", "heart failure"])
+        >>> matcher.find("Heart attack"), matcher.find("heart-attack"), matcher.find("flu")
+        (('exact', [0]), ('normalized', [0]), (None, []))
+    """
 
     def __init__(self, names):
         self.exact, self.normalized = defaultdict(list), defaultdict(list)
@@ -89,7 +95,13 @@ def char_wb_ngrams(text, n=3):
 class CharNgramIndex:
     """TF-IDF over char 3-grams of a name list (smooth idf, l2-normalised rows: scikit-learn's
     `TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3))`), kept as an inverted index:
-    `search` retrieves names by cosine, `similarity` scores pairs for re-ranking."""
+    `search` retrieves names by cosine, `similarity` scores pairs for re-ranking.
+
+    Example:
+        >>> scores, rows = CharNgramIndex(["heart attack", "heart failure"]).search(["heart atack"], k=1)[0]
+        >>> rows.tolist(), round(float(scores[0]), 2)
+        ([0], 0.87)
+    """
 
     def __init__(self, names, n=3, progress=False):
         self.n, self.size = n, len(names)

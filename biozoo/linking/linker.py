@@ -50,7 +50,13 @@ class Linker:
     lowest score that keeps an id (default DEFAULT_THRESHOLD with an encoder, SPARSE_THRESHOLD
     without); `sparse_weight`: BioSyn's weight of the sparse score; `k`: candidate names
     looked at; `method`: the dense index ("auto", "exact", "hnsw"); `by_taxon`: search a
-    mention's taxon only (default: when every concept is a gene with a taxon)."""
+    mention's taxon only (default: when every concept is a gene with a taxon).
+
+    Example (no encoder: strings, then char 3-grams):
+        >>> table = Dictionary([Concept("D009203", "Myocardial Infarction", ("heart attack",))], "diseases", "1")
+        >>> [(link.id, link.method) for link in Linker(table, progress=False).link(["Heart-Attack", "infarction", "flu"])]
+        [('D009203', 'normalized'), ('D009203', 'sparse'), (None, 'none')]
+    """
 
     def __init__(self, dictionary, encoder=None, threshold=None, sparse_weight=0.0, k=20, method="auto",
                  progress=True, by_taxon=None):

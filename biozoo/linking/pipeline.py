@@ -55,7 +55,16 @@ def _default_types(handle):
 class DocumentLinker:
     """Linkers by entity type (`linkers`: [(types, Linker)], first match wins; `*` matches
     any type), the abbreviation engine (None: none), whether abbreviations are written as
-    predictions, and the rule giving gene mentions their taxon (`TAXON_RULES`)."""
+    predictions, and the rule giving gene mentions their taxon (`TAXON_RULES`).
+
+    Example (a short form is linked by its long form):
+        >>> table = Dictionary([Concept("D006527", "Hepatolenticular Degeneration", ("Wilson disease",))], "d", "1")
+        >>> doc = Document("1", [Passage(0, "Wilson disease (WD) is rare.", "abstract")])
+        >>> doc.predictions.append(Annotation(16, 18, "Disease", "WD"))
+        >>> _ = DocumentLinker([(("Disease",), Linker(table, progress=False))]).link_documents([doc])
+        >>> doc.predictions[0].concept_id, doc.predictions[0].infons["link_query"]
+        ('D006527', 'Wilson disease')
+    """
 
     linkers: list
     abbreviations: str | None = "schwartz-hearst"
