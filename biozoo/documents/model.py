@@ -22,6 +22,10 @@ LONG_FORM_SPAN = ("long_form_start", "long_form_end")
 # Formats whose documents are one text (title + " " + abstract) cut into passages: a model reads
 # it whole, and a span may cross from title to abstract.
 WHOLE_TEXT_FORMATS = ("pubtator", "pubmed-xml")
+# A concept id field that gives no id (BC5CDR writes -1 for an unlinkable mention, PubTator "-"),
+# and the prefix PubTator3 and HunFlair2 put before MeSH ids (BC5CDR does not).
+NO_ID = ("", "-", "-1", None)
+MESH_PREFIX = "MESH:"
 
 
 @dataclass
@@ -154,3 +158,12 @@ class Document:
             parts.append(passage.text)
             position = passage.end
         return "".join(parts)
+
+
+def ids_of(value):
+    """The set of ids in a concept id field ("D001|MESH:D002" -> {"D001", "D002"}); empty for no id."""
+    if value in NO_ID:
+        return frozenset()
+    parts = (part.strip() for part in str(value).split("|"))
+    return frozenset(part[len(MESH_PREFIX):] if part.upper().startswith(MESH_PREFIX) else part
+                     for part in parts if part not in NO_ID)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from biozoo.documents.model import ids_of
 from biozoo.documents.sentences import split_sentences
-from biozoo.metrics.linking import ids_of
 
 SPECIES_TYPES = ("Species", "Organism")  # the entity types whose mentions give genes their taxon
 TAXON_RULES = ("nearest", "preceding", "frequent", "human")

@@ -25,19 +25,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from biozoo.documents.model import ids_of
 from biozoo.metrics.ner import prf
-
-NO_ID = ("", "-", "-1", None)
-MESH_PREFIX = "MESH:"
-
-
-def ids_of(value):
-    """The set of ids in a concept id field ("D001|MESH:D002" -> {"D001", "D002"}); empty for no id."""
-    if value in NO_ID:
-        return frozenset()
-    parts = (part.strip() for part in str(value).split("|"))
-    return frozenset(part[len(MESH_PREFIX):] if part.upper().startswith(MESH_PREFIX) else part
-                     for part in parts if part not in NO_ID)
 
 
 def correct(predicted, gold):
