@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from biozoo.documents.model import Annotation, Document, Passage
 from biozoo.errors import DataFormatError, DataWarning
 
@@ -93,3 +95,16 @@ def fit_annotations(document: Document, where: str, strict: bool = False) -> lis
         if problem:
             raise DataFormatError(f"{where}: {problem}")
     return warnings
+
+
+@contextlib.contextmanager
+def writing(document: Document, format_name: str):
+    """Around one document's encoding: what cannot be written (a lone surrogate, a value JSON or
+    XML cannot hold) raised as a ValueError naming the document and where it came from."""
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        if str(error).startswith(f"document {document.id} "):  # it names the document already
+            raise
+        raise ValueError(f"document {document.id} ({document.source}): cannot be written as {format_name}: "
+                         f"{error}") from None

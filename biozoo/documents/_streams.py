@@ -10,6 +10,7 @@ import gzip
 import io
 import os
 import sys
+import uuid
 import zlib
 
 from biozoo._io import atomic_binary_file, is_remote, remote_files
@@ -307,16 +308,25 @@ def open_input(path):
 @contextlib.contextmanager
 def open_output(output):
     """Yield a binary stream for `output` (a path, a `gs://` path, or "-"/None for stdout).
-    A local path is written to a temporary file beside it and renamed into place only when
-    the writing succeeded; a path ending in `.gz` is gzip-compressed."""
+    A path, local or remote, is written to a temporary file beside it and renamed into place
+    only when the writing succeeded (a remote file closed on an error would be left complete
+    to the eye); a path ending in `.gz` is gzip-compressed."""
     if output is None or os.fspath(output) == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
     output = os.fspath(output)
     if _is_remote(output):
-        with _gfile().GFile(output, "wb") as raw:
-            yield from _maybe_gzip(raw, output)
+        gfile = _gfile(output)
+        partial = f"{output}.partial-{uuid.uuid4().hex[:12]}"
+        try:
+            with gfile.GFile(partial, "wb") as raw:
+                yield from _maybe_gzip(raw, output)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                gfile.remove(partial)
+            raise
+        gfile.rename(partial, output, overwrite=True)
         return
     with atomic_binary_file(output) as raw:
         yield from _maybe_gzip(raw, output)

@@ -29,7 +29,8 @@ from bioc.biocjson import toJSON
 from bioc.biocxml import BioCXMLDocumentWriter
 from lxml import etree
 
-from biozoo.documents._checks import concept_id_from, container, fit_annotations
+from biozoo.documents._checks import concept_id_from, container, fit_annotations, writing
+from biozoo.documents._xml import iterparse, syntax_error
 from biozoo.documents.model import (
     ABBREVIATION_RELATION,
     LONG_FORM_SPAN,
@@ -57,10 +58,15 @@ def _infons(obj) -> dict:
 
 
 def _int(value, what):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise _Bad(f"{what} {value!r} is not an integer") from None
+    """An offset or length: an integer, or its digits as XML gives them (not 2.7, which int() cuts)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise _Bad(f"{what} {value!r} is not an integer")
 
 
 def _annotation(obj) -> Annotation:
@@ -86,21 +92,25 @@ def _passage(obj) -> Passage:
     offset = _int(obj.get("offset"), "passage offset")
     infons = _infons(obj)
     text = obj.get("text")
+    if text is not None and not isinstance(text, str):
+        raise _Bad(f"passage at {offset}: its text must be a string, got {type(text).__name__}")
     annotations = [_annotation(a) for a in obj.get("annotations") or []]
     relations = [_relation(r) for r in obj.get("relations") or []]
     sentences = obj.get("sentences") or []
-    if text is None and sentences:  # sentence-level BioC: the sentences' text at their offsets
-        parts, position = [], offset
-        for sentence in sorted(sentences, key=lambda s: _int(s.get("offset"), "sentence offset")):
-            start = _int(sentence.get("offset"), "sentence offset")
-            if start < position:
-                raise _Bad(f"sentence at {start} overlaps the one before it")
-            parts += [" " * (start - position), sentence.get("text") or ""]
-            position = start + len(parts[-1])
-            annotations += [_annotation(a) for a in sentence.get("annotations") or []]
-            relations += [_relation(r) for r in sentence.get("relations") or []]
+    # sentence-level BioC: a passage's text is its sentences' at their offsets, unless it gives
+    # its own (as the bioc package writes a passage that has both); their annotations are its own
+    parts, position = [], offset
+    for sentence in sorted(sentences, key=lambda s: _int(s.get("offset"), "sentence offset")):
+        start = _int(sentence.get("offset"), "sentence offset")
+        if start < position:
+            raise _Bad(f"sentence at {start} overlaps the one before it")
+        parts += [" " * (start - position), sentence.get("text") or ""]
+        position = start + len(parts[-1])
+        annotations += [_annotation(a) for a in sentence.get("annotations") or []]
+        relations += [_relation(r) for r in sentence.get("relations") or []]
+    if text is None:
         text = "".join(parts)
-    return Passage(offset, text or "", infons.get("type"), infons, annotations, relations)
+    return Passage(offset, text, infons.get("type"), infons, annotations, relations)
 
 
 def document_from_bioc(obj, source, collection=None, strict=False, warnings=None) -> Document:
@@ -167,8 +177,7 @@ def read_bioc_xml(stream, name, strict=False):
     place of a bad one, DataWarnings before a document that lost an annotation to a quirk:
     see `document_from_bioc`); raises DataFormatError for XML that does not parse."""
     collection = Collection()
-    events = etree.iterparse(stream, events=("end",), huge_tree=True, resolve_entities=False,
-                             no_network=True, load_dtd=False, remove_comments=True, remove_pis=True)
+    events = iterparse(stream)
     checked = False
     try:
         for _, element in events:
@@ -199,7 +208,7 @@ def read_bioc_xml(stream, name, strict=False):
             while element.getprevious() is not None:
                 del parent[0]
     except etree.XMLSyntaxError as error:
-        raise DataFormatError(f"{name}:{error.lineno}: unparsable XML: {error.msg}") from None
+        raise syntax_error(name, error) from None
 
 
 # ------------------------------------------------------------------------------ BioC JSON
@@ -211,8 +220,15 @@ def _json_documents(obj, where):
         for item in obj:
             yield from _json_documents(item, where)
     elif isinstance(obj, dict) and "documents" in obj:
+        if not isinstance(obj["documents"], list):
+            raise DataFormatError(f"{where}: a collection's \"documents\" must be a list, got "
+                                  f"{type(obj['documents']).__name__}")
+        try:
+            infons = _infons(obj)
+        except _Bad as error:
+            raise DataFormatError(f"{where}: the collection's {error}") from None
         collection = Collection(str(obj.get("source") or ""), str(obj.get("date") or ""), str(obj.get("key") or ""),
-                                {k: "" if v is None else v for k, v in (obj.get("infons") or {}).items()})
+                                infons)
         for document in obj["documents"]:
             yield document, collection
     elif isinstance(obj, dict) and "passages" in obj:
@@ -223,7 +239,9 @@ def _json_documents(obj, where):
 
 
 def _json_items(stream, name):
-    """(parsed value, where) for a whole-file JSON value, or for each line of JSON lines."""
+    """(parsed value, where) for a whole-file JSON value, or for each line of JSON lines (a
+    DataFormatError in place of the value of a line that does not parse: the lines after it are
+    read on)."""
     first = stream.readline()
     lineno = 1
     while first and not first.strip():
@@ -244,9 +262,10 @@ def _json_items(stream, name):
     for lineno, line in enumerate(stream, lineno + 1):
         if line.strip():
             try:
-                yield json.loads(line), f"{name}:{lineno}"
+                value = json.loads(line)
             except (UnicodeDecodeError, json.JSONDecodeError) as error:
-                raise DataFormatError(f"{name}:{lineno}: unparsable JSON: {error}") from None
+                value = DataFormatError(f"{name}:{lineno}: unparsable JSON: {error}")
+            yield value, f"{name}:{lineno}"
 
 
 def read_bioc_json(stream, name, strict=False):
@@ -254,7 +273,17 @@ def read_bioc_json(stream, name, strict=False):
     BioC document a line); a DataFormatError in place of a bad document, DataWarnings as
     `read_bioc_xml`."""
     for value, where in _json_items(stream, name):
-        for obj, collection in _json_documents(value, where):
+        if isinstance(value, DataFormatError):
+            yield value
+            continue
+        try:
+            found = list(_json_documents(value, where))
+        except DataFormatError as error:
+            if where == name:  # the whole file is this value
+                raise
+            yield error  # one line: the next ones are read on
+            continue
+        for obj, collection in found:
             warnings = []
             try:
                 document = document_from_bioc(obj, where, collection, strict, warnings)
@@ -382,10 +411,8 @@ def write_bioc_xml(documents, out, collection: Collection | None = None) -> int:
     writer.write_collection_info(info)
     count = 0
     for document in _documents_after(first, documents):
-        try:
+        with writing(document, "BioC XML"):  # e.g. a control character XML cannot hold
             writer.write_document(document_to_bioc(document))
-        except ValueError as error:  # e.g. a control character XML cannot hold
-            raise ValueError(f"document {document.id} ({document.source}): cannot be written as XML: {error}") from None
         count += 1
     writer.close()
     return count
@@ -400,8 +427,9 @@ def write_bioc_json(documents, out, collection: Collection | None = None) -> int
     out.write(json.dumps(head, ensure_ascii=False)[:-1].encode("utf-8") + b', "documents": [')
     count = 0
     for document in _documents_after(first, documents):
-        item = json.dumps(toJSON(document_to_bioc(document)), ensure_ascii=False)
-        out.write((",\n" if count else "\n").encode("utf-8") + item.encode("utf-8"))
+        with writing(document, "BioC JSON"):
+            item = json.dumps(toJSON(document_to_bioc(document)), ensure_ascii=False).encode("utf-8")
+        out.write((",\n" if count else "\n").encode("utf-8") + item)
         count += 1
     out.write(b"\n]}\n")
     return count

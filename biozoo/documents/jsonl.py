@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from biozoo.documents._checks import fit_annotations, place
+from biozoo.documents._checks import fit_annotations, place, writing
 from biozoo.documents.model import Annotation, Document, Passage, Relation
 from biozoo.errors import DataFormatError
 
@@ -32,18 +32,28 @@ def _annotation(obj) -> Annotation:
         raise _Bad(f"annotation {obj!r:.80} lacks {', '.join(missing)}")
     locations = obj.get("locations")
     if locations is not None:
-        try:
-            locations = [(int(s), int(e)) for s, e in locations]
-        except (TypeError, ValueError):
-            raise _Bad(f"annotation {obj!r:.80}: locations must be [[start, end], ...]") from None
-    if not isinstance(obj["start"], int) or not isinstance(obj["end"], int):
+        if not isinstance(locations, list) or not all(
+                isinstance(span, list) and len(span) == 2 and all(_is_int(x) for x in span) for span in locations):
+            raise _Bad(f"annotation {obj!r:.80}: locations must be [[start, end], ...] of integers")
+        locations = [tuple(span) for span in locations]
+    if not _is_int(obj["start"]) or not _is_int(obj["end"]):
         raise _Bad(f"annotation {obj!r:.80}: start and end must be integers")
-    return Annotation(obj["start"], obj["end"], obj["type"], obj.get("text", ""), score=obj.get("score"),
+    score = obj.get("score")
+    if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
+        raise _Bad(f"annotation {obj!r:.80}: score must be a number")
+    return Annotation(obj["start"], obj["end"], obj["type"], obj.get("text", ""), score=score,
                       model=obj.get("model"), concept_id=obj.get("concept_id"), id=obj.get("id"),
                       infons=dict(obj.get("infons") or {}), locations=locations or None)
 
 
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _relation(obj) -> Relation:
+    nodes = obj.get("nodes", []) if isinstance(obj, dict) else None
+    if not isinstance(nodes, list) or not all(isinstance(node, list) and len(node) == 2 for node in nodes):
+        raise _Bad(f"a relation must be an object whose nodes are [refid, role] pairs: {obj!r:.80}")
     return Relation(infons=dict(obj.get("infons") or {}), nodes=[tuple(n) for n in obj.get("nodes", [])],
                     id=obj.get("id"), raw=obj.get("raw"))
 
@@ -92,7 +102,7 @@ def read_jsonl(stream, name, strict=False):
             continue
         try:
             document = document_from_dict(obj, where)
-        except (_Bad, KeyError, TypeError, ValueError) as error:
+        except (_Bad, AttributeError, KeyError, TypeError, ValueError) as error:
             ident = f" document {obj['id']}" if isinstance(obj, dict) and "id" in obj else ""
             yield DataFormatError(f"{where}:{ident} {error}")
             continue
@@ -160,6 +170,8 @@ def write_jsonl(documents, out) -> int:
     """Write documents to a binary stream, one JSON object a line; the number written."""
     count = 0
     for document in documents:
-        out.write(json.dumps(document_to_dict(document), ensure_ascii=False).encode("utf-8") + b"\n")
+        with writing(document, "JSONL"):
+            line = json.dumps(document_to_dict(document), ensure_ascii=False).encode("utf-8") + b"\n"
+        out.write(line)
         count += 1
     return count

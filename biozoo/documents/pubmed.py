@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from lxml import etree
 
+from biozoo.documents._xml import iterparse, syntax_error
 from biozoo.documents.model import Document, Passage
 from biozoo.errors import DataFormatError
 
@@ -59,8 +60,7 @@ def read_pubmed_xml(stream, name, report=None):
     """Yield a Document per PubmedArticle of a PubMed XML byte stream (a DataFormatError in place
     of a bad one); `report(message)` is told how many books and deletions were passed over.
     Raises DataFormatError for XML that does not parse or is not a PubmedArticleSet."""
-    events = etree.iterparse(stream, events=("end",), tag=ENTRIES, huge_tree=True, resolve_entities=False,
-                             no_network=True, load_dtd=False, remove_comments=True, remove_pis=True)
+    events = iterparse(stream, tag=ENTRIES)
     books = deletions = 0
     checked = False
     try:
@@ -78,7 +78,7 @@ def read_pubmed_xml(stream, name, report=None):
             while element.getprevious() is not None:
                 del element.getparent()[0]
     except etree.XMLSyntaxError as error:
-        raise DataFormatError(f"{name}:{error.lineno}: unparsable XML: {error.msg}") from None
+        raise syntax_error(name, error) from None
     _check_root(events.root, name)
     if (books or deletions) and report is not None:
         report(f"{name}: {books} PubmedBookArticle entries skipped (books are not read); "

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import re
 
-from biozoo.documents._checks import annotation_problem, container, quirk_warning, text_mismatch
+from biozoo.documents._checks import annotation_problem, container, quirk_warning, text_mismatch, writing
 from biozoo.documents.model import Annotation, Document, Passage, Relation
 from biozoo.errors import DataFormatError
 
@@ -158,8 +158,9 @@ def read_pubtator(stream, name, strict=False):
 
 
 def _one_line(text: str) -> str:
-    """PubTator lines cannot hold line breaks (or tabs in a column): spaces, same length."""
-    return text.replace("\r", " ").replace("\n", " ")
+    """PubTator lines cannot hold line breaks, nor tabs in a column: spaces, same length (in the
+    title and abstract too, so that a mention's text stays the document's at its offsets)."""
+    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
 
 
 def title_and_abstract(document: Document) -> tuple[str, str | None]:
@@ -184,26 +185,37 @@ def _annotation_line(pmid, annotation, text):
         mention = text[start:end]
     else:
         start, end, mention = annotation.start, annotation.end, annotation.text
-    columns = [pmid, str(start), str(end), _one_line(mention).replace("\t", " "), annotation.type]
+    columns = [pmid, str(start), str(end), _one_line(mention), _one_line(annotation.type)]
     extra = annotation.infons.get(EXTRA)
     if annotation.concept_id is not None or extra is not None:
-        columns.append(annotation.concept_id or "")
+        columns.append(_one_line(annotation.concept_id or ""))
     if extra is not None:
-        columns.append(extra)
+        columns.append(_extra(extra))
     return "\t".join(columns)
 
 
-def _relation_line(pmid, relation):
+def _extra(columns: str) -> str:
+    """The columns after PubTator's own, as read (tabs kept), on one line."""
+    return columns.replace("\r", " ").replace("\n", " ")
+
+
+def _relation_line(pmid, relation, concept_ids):
+    """PubTator's `PMID type id1 id2`: the ends are concept ids (a BioC relation's nodes name
+    annotations: their ids, `concept_ids`, are written)."""
     if relation.raw is not None:
         return relation.raw
     infons = relation.infons
     if "role1" in infons or "role2" in infons:
         ends = [infons.get("role1", ""), infons.get("role2", "")]
     else:
-        ends = [refid for refid, _ in relation.nodes]
-    columns = [pmid, infons.get("type", ""), *ends]
+        ends = [concept_ids.get(refid) or refid for refid, _ in relation.nodes]
+    kind = infons.get("type") or infons.get("relation") or ""
+    if not RELATION_TYPE.match(kind) or len(ends) != 2 or not all(ends):
+        raise ValueError(f"relation {relation.id or ''} (infons {infons}, {len(ends)} ends) is not a PubTator relation "
+                         "line `PMID type id1 id2` (a type that starts with a letter, two ends): write jsonl or BioC")
+    columns = [pmid, _one_line(kind), *map(_one_line, ends)]
     if EXTRA in infons:
-        columns.append(infons[EXTRA])
+        columns.append(_extra(infons[EXTRA]))
     return "\t".join(columns)
 
 
@@ -237,7 +249,8 @@ def pubtator_block(document: Document) -> str:
     text = title + " " + (abstract or "")
     lines += [_annotation_line(pmid, a, text) for a in annotations]
     relations = document.relations + [r for p in document.passages for r in p.relations]
-    lines += [_relation_line(pmid, r) for r in relations]
+    concept_ids = {a.id: a.concept_id for a in existing if a.id is not None and a.concept_id}
+    lines += [_relation_line(pmid, r, concept_ids) for r in relations]
     return "\n".join(lines) + "\n\n"
 
 
@@ -245,6 +258,8 @@ def write_pubtator(documents, out) -> int:
     """Write documents to a binary stream; the number written."""
     count = 0
     for document in documents:
-        out.write(pubtator_block(document).encode("utf-8"))
+        with writing(document, "PubTator"):
+            block = pubtator_block(document).encode("utf-8")
+        out.write(block)
         count += 1
     return count

@@ -1,0 +1,174 @@
+"""Inputs a reader must not cut, lose or crash on, and documents a writer must name or write so
+that its own reader reads them back (each case failed before the fix it tests)."""
+
+import json
+
+import pytest
+
+from biozoo.documents import Annotation, Document, Passage, Relation, read_documents, write_documents
+from biozoo.errors import DataFormatError
+
+
+def read_all(path, fmt="auto"):
+    """(documents, skip messages, warnings) of `path`, bad documents skipped."""
+    skipped, warned = [], []
+    documents = list(read_documents([str(path)], fmt, skip_bad=True, on_skip=skipped.append,
+                                    on_warning=warned.append))
+    return documents, skipped, warned
+
+
+def bioc_xml(doctype, passage):
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n{doctype}\n<collection><source>s</source><date>d</date>'
+            f"<key>k</key>\n<document><id>1</id>{passage}</document></collection>\n")
+
+
+# ----------------------------------------------------------------------------------- XML entities
+
+def test_an_entity_the_doctype_declares_is_read_as_its_text(tmp_path):
+    """lxml kept an entity as a node: the passage read as 'TGF-' and its annotation fell outside."""
+    path = tmp_path / "entity.bioc.xml"
+    path.write_text(bioc_xml('<!DOCTYPE collection [<!ENTITY beta "&#946;">]>',
+                             '<passage><offset>0</offset><text>TGF-&beta; signalling in fibrosis.</text>'
+                             '<annotation id="a"><infon key="type">Disease</infon><location offset="20" length="8"/>'
+                             "<text>fibrosis</text></annotation></passage>"), encoding="utf-8")
+    (document,), skipped, warned = read_all(path)
+    assert document.passages[0].text == "TGF-\u03b2 signalling in fibrosis."
+    assert [(a.start, a.end, a.text) for a in document.existing_annotations()] == [(20, 28, "fibrosis")]
+    assert skipped == warned == []
+
+
+def test_an_external_entity_is_refused_unread_and_an_undeclared_one_named_at_its_line(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET", encoding="utf-8")
+    external = tmp_path / "external.bioc.xml"
+    external.write_text(bioc_xml(f'<!DOCTYPE collection [<!ENTITY x SYSTEM "file://{secret}">]>',
+                                 "<passage><offset>0</offset><text>a &x; b</text></passage>"), encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"external\.bioc\.xml:4: unparsable XML: Entity 'x' not defined"):
+        list(read_documents([str(external)]))
+    undeclared = tmp_path / "undeclared.bioc.xml"
+    undeclared.write_text(bioc_xml("", "<passage><offset>0</offset><text>a&nbsp;b</text></passage>"),
+                          encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"undeclared\.bioc\.xml:4: unparsable XML: Entity 'nbsp' not defined"):
+        list(read_documents([str(undeclared)]))
+
+
+def test_pubmed_xml_reads_an_entity_its_doctype_declares(tmp_path):
+    path = tmp_path / "pubmed.xml"
+    path.write_text('<?xml version="1.0"?>\n<!DOCTYPE PubmedArticleSet [<!ENTITY mu "&#181;">]>\n<PubmedArticleSet>'
+                    '<PubmedArticle><MedlineCitation><PMID Version="1">7</PMID><Article><ArticleTitle>T.</ArticleTitle>'
+                    "<Abstract><AbstractText>5 &mu;M of it.</AbstractText></Abstract></Article></MedlineCitation>"
+                    "</PubmedArticle></PubmedArticleSet>\n", encoding="utf-8")
+    (document,), _, _ = read_all(path)
+    assert document.text == "T. 5 \u00b5M of it."
+
+
+# ------------------------------------------------------------------------------------------ BioC
+
+def test_a_passage_with_text_and_sentences_keeps_the_sentences_annotations(tmp_path):
+    """The bioc package writes both when a passage has both; the sentences' annotations were lost."""
+    path = tmp_path / "sentences.bioc.xml"
+    sentence = ('<sentence><offset>{0}</offset><text>{1}</text><annotation id="{2}"><infon key="type">Chemical'
+                '</infon><location offset="{0}" length="{3}"/><text>{4}</text></annotation></sentence>')
+    path.write_text(bioc_xml("", "<passage><offset>0</offset><text>Aspirin helps. Heparin too.</text>"
+                             + sentence.format(0, "Aspirin helps.", "a1", 7, "Aspirin")
+                             + sentence.format(15, "Heparin too.", "a2", 7, "Heparin") + "</passage>"),
+                    encoding="utf-8")
+    (document,), skipped, warned = read_all(path)
+    assert document.passages[0].text == "Aspirin helps. Heparin too."
+    assert [(a.start, a.text) for a in document.existing_annotations()] == [(0, "Aspirin"), (15, "Heparin")]
+    assert skipped == warned == []
+
+
+def bioc_json_document(ident, text="Aspirin helps."):
+    return {"id": str(ident), "infons": {}, "passages": [{"offset": 0, "text": text, "infons": {}, "annotations": []}]}
+
+
+def test_a_bad_line_of_bioc_json_lines_costs_that_line_alone(tmp_path):
+    path = tmp_path / "lines.bioc.json"
+    lines = [json.dumps(bioc_json_document(1)), json.dumps(bioc_json_document(2))[:-9],
+             json.dumps(bioc_json_document(3)), json.dumps({"id": "4"}), json.dumps(bioc_json_document(5))]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    documents, skipped, _ = read_all(path, "bioc-json")
+    assert [d.id for d in documents] == ["1", "3", "5"]
+    assert len(skipped) == 2
+    assert skipped[0].startswith(f"{path}:2: unparsable JSON") and skipped[1].startswith(f"{path}:4: not BioC JSON")
+
+
+@pytest.mark.parametrize("fmt, value, message", [
+    ("jsonl", {"id": "1", "text": "abc", "relations": ["x"]}, "nodes are \\[refid, role\\] pairs"),
+    ("jsonl", {"id": "1", "text": "abc", "relations": [{"nodes": [["a"]]}]}, "nodes are \\[refid, role\\] pairs"),
+    ("jsonl", {"id": "1", "text": "abc", "annotations": [{"start": 0, "end": 1, "type": "T", "score": "high"}]},
+     "score must be a number"),
+    ("jsonl", {"id": "1", "text": "abc", "annotations": [{"start": 0, "end": 2, "type": "T",
+                                                          "locations": [[0.9, 2.7]]}]}, "of integers"),
+    ("bioc-json", {"documents": None}, 'a collection\'s "documents" must be a list'),
+    ("bioc-json", {"documents": [{"id": "1", "passages": [{"offset": 0, "text": 123}]}]},
+     "its text must be a string, got int"),
+    ("bioc-json", {"documents": [{"id": "1", "passages": [{"offset": 0, "text": "abc", "annotations": [
+        {"id": "a", "infons": {}, "locations": [{"offset": 0.9, "length": 2}]}]}]}]}, "0.9 is not an integer"),
+])
+def test_a_malformed_field_is_a_format_error_naming_the_file(tmp_path, fmt, value, message):
+    path = tmp_path / f"bad.{fmt}"
+    path.write_text(json.dumps(value) + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=f"bad\\.{fmt}.*{message}"):
+        list(read_documents([str(path)], fmt))
+
+
+# --------------------------------------------------------------------------------------- writers
+
+@pytest.mark.parametrize("fmt", ["jsonl", "bioc-json", "bioc-xml"])
+def test_a_document_a_writer_cannot_encode_is_named(tmp_path, fmt):
+    document = Document("7", [Passage(0, "abc")], infons={"note": "x\ud800"}, source="in.jsonl:3")
+    with pytest.raises(ValueError, match=r"document 7 \(in\.jsonl:3\): cannot be written as"):
+        write_documents([document], str(tmp_path / f"out.{fmt}"), fmt)
+    assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_pubtator_output_with_tabs_reads_back_with_every_annotation(tmp_path):
+    text = "Aspirin\tsodium helps."
+    mention = Annotation(0, 14, "Chemical", "Aspirin\tsodium", concept_id="D001\nD002")
+    document = Document("1", [Passage(0, text, "title")], predictions=[mention], source_format="jsonl")
+    path = tmp_path / "out.pubtator"
+    write_documents([document], str(path), "pubtator")
+    (back,), skipped, warned = read_all(path)
+    assert skipped == warned == []
+    assert back.text == "Aspirin sodium helps."  # a tab in a column cannot be: a space, same length
+    assert [(a.start, a.end, a.text, a.concept_id) for a in back.existing_annotations()] == [
+        (0, 14, "Aspirin sodium", "D001 D002")]
+
+
+def test_a_bioc_relation_is_written_to_pubtator_with_its_type_and_the_ids_of_its_ends(tmp_path):
+    text = "Aspirin causes ulcers."
+    annotations = [Annotation(0, 7, "Chemical", "Aspirin", concept_id="D001241", id="T1"),
+                   Annotation(15, 21, "Disease", "ulcers", concept_id="D014456", id="T2")]
+    relation = Relation({"relation": "CID"}, [("T1", "Chemical"), ("T2", "Disease")], id="R1")
+    document = Document("9", [Passage(0, text, "title", annotations=annotations)], relations=[relation])
+    path = tmp_path / "out.pubtator"
+    write_documents([document], str(path), "pubtator")
+    assert path.read_text(encoding="utf-8").rstrip("\n").splitlines()[-1] == "9\tCID\tD001241\tD014456"
+    (back,), skipped, _ = read_all(path)
+    assert skipped == [] and [r.infons["type"] for r in back.relations] == ["CID"]
+    untyped = Document("10", [Passage(0, text, "title", annotations=annotations)],
+                       relations=[Relation({}, [("T1", "a"), ("T2", "b")], id="R2")], source="in.xml:4")
+    with pytest.raises(ValueError, match=r"document 10 \(in\.xml:4\).*relation R2.*is not a PubTator relation"):
+        write_documents([untyped], str(tmp_path / "untyped.pubtator"), "pubtator")
+
+
+@pytest.mark.tensorflow
+def test_a_remote_output_is_complete_or_absent(tmp_path):
+    """tf.io.gfile (gs://; its in-memory ram:// stands in) finishes a file it closes on an error."""
+    import tensorflow as tf
+
+    documents = [Document(str(i), [Passage(0, "Aspirin helps.", "title")]) for i in range(3)]
+
+    def failing():
+        yield from documents[:2]
+        raise RuntimeError("stopped")
+
+    for output in ("ram://biozoo-out/run.jsonl", "ram://biozoo-out/run.pubtator.gz"):
+        with pytest.raises(RuntimeError, match="stopped"):
+            write_documents(failing(), output, "jsonl")
+        assert tf.io.gfile.glob("ram://biozoo-out/*") == []
+    write_documents(documents, "ram://biozoo-out/run.jsonl", "jsonl")
+    assert tf.io.gfile.glob("ram://biozoo-out/*") == ["ram://biozoo-out/run.jsonl"]
+    assert [d.id for d in read_documents(["ram://biozoo-out/run.jsonl"])] == ["0", "1", "2"]
