@@ -248,24 +248,46 @@ def _json_items(stream, name):
         first, lineno = stream.readline(), lineno + 1
     try:
         value = json.loads(first)
-    except json.JSONDecodeError:  # one value over many lines: read it whole
-        rest = first + stream.read()
+    except json.JSONDecodeError as first_error:  # one value over many lines: read it whole
+        rest = stream.read()
         try:
-            yield json.loads(rest), name
+            value = json.loads(first + rest)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            line = getattr(error, "lineno", 0) + lineno - 1
-            raise DataFormatError(f"{name}:{line}: unparsable JSON: {error}") from None
+            lines = rest.splitlines(keepends=True)
+            if not any(_is_bioc_line(line) for line in lines):
+                line = getattr(error, "lineno", 0) + lineno - 1
+                raise DataFormatError(f"{name}:{line}: unparsable JSON: {error}") from None
+            # JSON lines (a later line is a BioC document or collection) whose first line is bad:
+            # that line alone is lost
+            yield DataFormatError(f"{name}:{lineno}: unparsable JSON: {first_error}"), f"{name}:{lineno}"
+            yield from _json_lines(lines, name, lineno + 1)
+            return
+        yield value, name
         return
     except UnicodeDecodeError as error:
         raise DataFormatError(f"{name}:{lineno}: not UTF-8: {error}") from None
     yield value, f"{name}:{lineno}"
-    for lineno, line in enumerate(stream, lineno + 1):
+    yield from _json_lines(stream, name, lineno + 1)
+
+
+def _json_lines(lines, name, first_lineno):
+    for lineno, line in enumerate(lines, first_lineno):
         if line.strip():
             try:
                 value = json.loads(line)
             except (UnicodeDecodeError, json.JSONDecodeError) as error:
                 value = DataFormatError(f"{name}:{lineno}: unparsable JSON: {error}")
             yield value, f"{name}:{lineno}"
+
+
+def _is_bioc_line(line):
+    if not line.lstrip().startswith(b"{"):
+        return False
+    try:
+        value = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(value, dict) and ("passages" in value or "documents" in value)
 
 
 def read_bioc_json(stream, name, strict=False):

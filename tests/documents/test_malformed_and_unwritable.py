@@ -92,6 +92,11 @@ def test_a_bad_line_of_bioc_json_lines_costs_that_line_alone(tmp_path):
     assert [d.id for d in documents] == ["1", "3", "5"]
     assert len(skipped) == 2
     assert skipped[0].startswith(f"{path}:2: unparsable JSON") and skipped[1].startswith(f"{path}:4: not BioC JSON")
+    lines[0] = lines[0][:-9]  # the first line bad too: it alone is lost, not read as the start of one value
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    documents, skipped, _ = read_all(path, "bioc-json")
+    assert [d.id for d in documents] == ["3", "5"]
+    assert [message.split(": ")[0] for message in skipped] == [f"{path}:1", f"{path}:2", f"{path}:4"]
 
 
 @pytest.mark.parametrize("fmt, value, message", [
