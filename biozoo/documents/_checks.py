@@ -104,7 +104,5 @@ def writing(document: Document, format_name: str):
     try:
         yield
     except (TypeError, ValueError) as error:
-        if str(error).startswith(f"document {document.id} "):  # it names the document already
-            raise
         raise ValueError(f"document {document.id} ({document.source}): cannot be written as {format_name}: "
                          f"{error}") from None

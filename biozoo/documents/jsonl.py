@@ -54,7 +54,7 @@ def _relation(obj) -> Relation:
     nodes = obj.get("nodes", []) if isinstance(obj, dict) else None
     if not isinstance(nodes, list) or not all(isinstance(node, list) and len(node) == 2 for node in nodes):
         raise _Bad(f"a relation must be an object whose nodes are [refid, role] pairs: {obj!r:.80}")
-    return Relation(infons=dict(obj.get("infons") or {}), nodes=[tuple(n) for n in obj.get("nodes", [])],
+    return Relation(infons=dict(obj.get("infons") or {}), nodes=[tuple(n) for n in nodes],
                     id=obj.get("id"), raw=obj.get("raw"))
 
 

@@ -220,23 +220,23 @@ def _relation_line(pmid, relation, concept_ids):
 
 
 def pubtator_block(document: Document) -> str:
-    """One document in PubTator, ending with its blank line. Raises ValueError when it has both
-    input annotations and predictions (PubTator cannot keep them apart)."""
+    """One document in PubTator, ending with its blank line. Raises ValueError saying what PubTator
+    cannot hold (input annotations beside predictions, overlapping passages, a relation that is
+    no PubTator relation line); `write_pubtator` names the document."""
     pmid = document.id
     if any(c in pmid for c in "|\t\r\n") or not pmid:
-        raise ValueError(f"document id {pmid!r} cannot be a PubTator PMID (empty, or has | or a tab)")
+        raise ValueError(f"its id {pmid!r} cannot be a PubTator PMID (empty, or has | or a tab)")
     passages = sorted(document.passages, key=lambda p: p.offset)
     for before, after in zip(passages, passages[1:]):
         if after.offset < before.end:
-            raise ValueError(f"document {pmid} ({document.source}): its passages overlap ({before.type or 'passage'} "
+            raise ValueError(f"its passages overlap ({before.type or 'passage'} "
                              f"at {before.offset}-{before.end}, {after.type or 'passage'} at {after.offset}-"
                              f"{after.end}); PubTator's one title and abstract cannot hold them at their offsets: "
                              "write jsonl or BioC")
     existing = document.existing_annotations()
     if existing and document.predictions:
-        raise ValueError(f"document {pmid} ({document.source}): PubTator output cannot keep the "
-                         "input's annotations apart from the predictions; drop the input's "
-                         "annotations (--drop-existing) or write jsonl or BioC")
+        raise ValueError("PubTator output cannot keep the input's annotations apart from the predictions; "
+                         "drop the input's annotations (--drop-existing) or write jsonl or BioC")
     title, abstract = title_and_abstract(document)
     lines = [f"{pmid}|t|{title}"]
     if abstract is not None:
