@@ -108,9 +108,20 @@ def _finish(state, batch_logits, count):
         return _STAGES.finish(*pickle.loads(state), batch_logits, count)
 
 
-def _worker_died(error):
-    return RuntimeError(f"a worker process of the annotation ended abruptly ({error}); out of memory? Run again with "
-                        "fewer --workers, or --workers 0 to annotate in this process alone")
+def _worker_died(error, chunks):
+    """The error of a run whose worker died, naming the documents of `chunks`: those in flight,
+    none of them handed on."""
+    documents = [document for chunk in chunks for document in chunk]
+    in_flight = ""
+    if documents:
+        count = f"{len(documents)} document{'s' if len(documents) != 1 else ''}"
+        in_flight = f" with {count} in flight, not annotated: from {_named(documents[0])} to {_named(documents[-1])}"
+    return RuntimeError(f"a worker process of the annotation ended abruptly ({error}){in_flight}; out of memory? "
+                        "Run again with fewer --workers, or --workers 0 to annotate in this process alone")
+
+
+def _named(document):
+    return f"{document.id} ({document.source})" if document.source else document.id
 
 
 WAITS = ("the workers' batches", "the model", "finished chunks")
@@ -139,6 +150,10 @@ def predictions_in_workers(annotator, chunks, workers, waited=None):
         # read back and handed on), and being finished
         prepared, running, finishing = collections.deque(), collections.deque(), collections.deque()
 
+        def died(error, *queues):
+            """`error` naming the chunks of `queues` (entries `(chunk, ...)`, oldest first)."""
+            return _worker_died(error, [entry[0] for queue in queues for entry in queue])
+
         def run_model():
             chunk, future = prepared.popleft()
             try:
@@ -146,7 +161,7 @@ def predictions_in_workers(annotator, chunks, workers, waited=None):
                 collect = annotator.task.dispatch_window_batches(batches)
                 running.append((chunk, state, collect))
             except concurrent.futures.process.BrokenProcessPool as error:
-                raise _worker_died(error) from error
+                raise died(error, finishing, running, [(chunk,)], prepared) from error
             except Exception as error:  # noqa: BLE001 - handed to the caller, which finds the document
                 running.append((chunk, error, None))
 
@@ -159,7 +174,7 @@ def predictions_in_workers(annotator, chunks, workers, waited=None):
                 logits = timed(WAITS[1], lambda: collect(per_window=False))
                 finishing.append((chunk, pool.submit(_finish, state, logits, len(chunk))))
             except concurrent.futures.process.BrokenProcessPool as error:
-                raise _worker_died(error) from error
+                raise died(error, finishing, [(chunk,)], running, prepared) from error
             except Exception as error:  # noqa: BLE001
                 finishing.append((chunk, error))
 
@@ -170,22 +185,30 @@ def predictions_in_workers(annotator, chunks, workers, waited=None):
             try:
                 return chunk, timed(WAITS[2], future.result)
             except concurrent.futures.process.BrokenProcessPool as error:
-                raise _worker_died(error) from error
+                raise died(error, [(chunk,)], finishing, running, prepared) from error
             except Exception as error:  # noqa: BLE001
                 return chunk, error
 
         reading_error = None
-        try:
-            for chunk in chunks:
+
+        def read():
+            nonlocal reading_error
+            try:
+                yield from chunks
+            except Exception as error:  # noqa: BLE001 - the chunks read before it are annotated first
+                reading_error = error
+
+        for chunk in read():
+            try:
                 prepared.append((chunk, pool.submit(_prepare, chunk)))
-                if len(prepared) > workers:
-                    run_model()
-                while len(running) > 1:
-                    hand_on()
-                while len(finishing) > workers:
-                    yield finished()
-        except Exception as error:  # noqa: BLE001 - the chunks read before it are annotated first
-            reading_error = error
+            except concurrent.futures.process.BrokenProcessPool as error:
+                raise died(error, finishing, running, prepared, [(chunk,)]) from error
+            if len(prepared) > workers:
+                run_model()
+            while len(running) > 1:
+                hand_on()
+            while len(finishing) > workers:
+                yield finished()
         while prepared:
             run_model()
             while len(running) > 1:

@@ -369,10 +369,17 @@ def test_with_workers_a_chunk_is_dispatched_to_the_model_before_the_one_before_i
 def test_a_worker_that_dies_stops_the_run_with_what_to_do(tagger_dir):
     from biozoo.annotate import AnnotationRun, load_annotator
 
-    documents = [Document("1", [Passage(0, _EndsTheProcessWhenUnpickled("Aspirin was given."))])]
-    run = AnnotationRun([load_annotator(tagger_dir)], progress=False, workers=1)
-    with pytest.raises(RuntimeError, match=r"worker process of the annotation ended abruptly.*--workers 0"):
+    documents = [Document("1", [Passage(0, "Aspirin was given.")], source="in.txt:1"),
+                 Document("2", [Passage(0, _EndsTheProcessWhenUnpickled("Aspirin was given."))], source="in.txt:3"),
+                 Document("3", [Passage(0, "Aspirin was given.")], source="in.txt:5")]
+    run = AnnotationRun([load_annotator(tagger_dir)], progress=False, workers=1, chunk_size=1)
+    with pytest.raises(RuntimeError) as raised:
         list(run.annotate(documents))
+    message = str(raised.value)
+    assert "worker process of the annotation ended abruptly" in message and "--workers 0" in message
+    # the documents not annotated, named as the input has them (a run with two chunks in
+    # flight and one being read: none yielded before the worker died)
+    assert "with 3 documents in flight, not annotated: from 1 (in.txt:1) to 3 (in.txt:5)" in message
 
 
 def test_an_input_error_comes_after_the_documents_read_before_it(tagger_dir, example_pubtator):
