@@ -1,6 +1,6 @@
 """The docstring examples that run offline print what they show, with the names of their own
-module, `biozoo` and the public names of `biozoo.documents` and `biozoo.linking` imported, as a reader would
-import them."""
+module, `biozoo` and the public names of `biozoo.data`, `biozoo.documents`, `biozoo.linking` and
+`biozoo.tokenizers` imported, as a reader would import them."""
 
 import doctest
 import io
@@ -12,28 +12,41 @@ import pytest
 import biozoo.data
 import biozoo.documents
 import biozoo.linking
+import biozoo.tokenizers
 from biozoo import task_kinds
+from biozoo.annotate import runner
+from biozoo.data import ner, qa, relation
 from biozoo.documents import io as documents_io
 from biozoo.documents import model
 from biozoo.linking import abbreviations, concepts, index, linker, pipeline
+from biozoo.tasks import question_answerer, sequence_classifier, token_classifier
+from biozoo.tasks.adapters import base as adapters
+from biozoo.tokenizers import base as tokenizer_base
+from biozoo.tokenizers import wordpiece
 
 RUNNABLE = [
     task_kinds.TaskKind,
     documents_io.DocumentStream,
-    model, model.Annotation, model.Passage, model.Document,
+    model, model.Annotation, model.Passage, model.Document, model.Relation, model.Collection,
     concepts.Concept, concepts.Dictionary,
     abbreviations.Abbreviation,
     index.StringMatcher, index.CharNgramIndex,
-    linker.Linker,
+    linker.Linker, linker.Link,
     pipeline.DocumentLinker,
+    runner.AnnotationRun,
+    ner.Sentence, qa.QAExample, relation.RelationExample,
+    adapters.TaskAdapter,
+    tokenizer_base.Tokenizer, wordpiece.WordPieceTokenizer,
+    token_classifier.TokenClassifierPreprocessor, sequence_classifier.SequenceClassifierPreprocessor,
+    question_answerer.QuestionAnswererPreprocessor,
 ]
 
 
 def names_for(owner):
     module = owner if isinstance(owner, types.ModuleType) else sys.modules[owner.__module__]
     names = {"biozoo": biozoo, **vars(module)}
-    names.update({name: getattr(biozoo.documents, name) for name in biozoo.documents.__all__})
-    names.update({name: getattr(biozoo.linking, name) for name in biozoo.linking.__all__})
+    for package in (biozoo.data, biozoo.documents, biozoo.linking, biozoo.tokenizers):
+        names.update({name: getattr(package, name) for name in package.__all__})
     return names
 
 

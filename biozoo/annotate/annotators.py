@@ -62,7 +62,13 @@ class Sentences:
 @dataclasses.dataclass
 class TaggerAnnotator:
     """A `TokenClassifier` reading every passage sentence by sentence (`split_sentences`); a
-    sentence longer than the model's window is read in overlapping windows."""
+    sentence longer than the model's window is read in overlapping windows.
+
+    Example:
+        >>> tagger = load_annotator("bioformer_8l_ncbi_disease")  # a TaggerAnnotator
+        >>> found = tagger.annotate([Document("1", [Passage(0, "Familial adenomatous polyposis.")])])
+        >>> found[0]  # the document's entities: [(start, end, type, score, model), ...]
+    """
 
     task: object
     name: str
@@ -149,7 +155,13 @@ class CascadeAnnotator:
 
 @dataclasses.dataclass
 class AionerAnnotator:
-    """AIONER on the units its own `AIONER_Run.py` tags."""
+    """AIONER on the units its own `AIONER_Run.py` tags (PubTator: title and abstract as one
+    text; BioC: each passage but references), for the `entity_types` asked for (ALL: every type).
+
+    Example:
+        >>> aioner = load_annotator("aioner_bioformer", entity_types=("Gene", "Disease"))
+        >>> aioner.annotate(read_documents(["abstracts.PubTator"]))
+    """
 
     tagger: object
     name: str

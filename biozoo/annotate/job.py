@@ -20,7 +20,14 @@ from biozoo.linking import DocumentLinker, load_document_linker
 @dataclasses.dataclass(frozen=True)
 class AnnotationJob:
     """The options of an annotation. With `cascade=(SMALL, LARGE)`, `models` is empty and the
-    small model's sentences below `escalate_below` (per `escalate_measure`) go to the large one."""
+    small model's sentences below `escalate_below` (per `escalate_measure`) go to the large one.
+
+    Example (what `biozoo annotate --model bioformer_8l_ncbi_disease --link bio=ctd-diseases` runs;
+    that model's one entity type is "bio"):
+        >>> job = AnnotationJob(models=("bioformer_8l_ncbi_disease",), link=("bio=ctd-diseases",))
+        >>> run = job.run(progress=False)  # loads the model, the dictionary and its name encoder
+        >>> write_documents(run.annotate(read_documents(["abstracts.PubTator"])), "out.jsonl")
+    """
 
     models: tuple = ()
     cascade: tuple | None = None

@@ -58,7 +58,24 @@ class AnnotationRun:
     outside its text...) stops the run with an error naming it, or, with `skip_bad`, is
     reported through `on_skip(message)`, counted in `skipped`, recorded in `dead_letters` and
     left out. With `workers` > 0 a single tagger's host stages (sentences, tokens, entity
-    grouping) run in that many processes while this one runs the model."""
+    grouping) run in that many processes while this one runs the model.
+
+    An annotator is any object with a `name` whose `annotate(documents)` gives, per document,
+    its entities `(start, end, type, score, model)` (model None: the annotator's name):
+
+    Example:
+        >>> class Aspirin:
+        ...     name = "aspirin-finder"
+        ...     def annotate(self, documents):
+        ...         return [[(at, at + 7, "Chemical", 1.0, None) for at in range(len(d.text))
+        ...                  if d.text.startswith("Aspirin", at)] for d in documents]
+        >>> run = AnnotationRun([Aspirin()], progress=False)
+        >>> [(a.start, a.end, a.text, a.model) for d in run.annotate([Document("1", [Passage(0, "Aspirin helps.")])])
+        ...  for a in d.predictions]
+        [(0, 7, 'Aspirin', 'aspirin-finder')]
+        >>> run.documents, run.entities, run.skipped
+        (1, 1, 0)
+    """
 
     annotators: list
     overlaps: str = "keep"

@@ -66,7 +66,16 @@ _KEEP = object()
 
 @dataclass
 class Sentence:
-    """One sentence: words, their tags, the file and the 1-based line of its first token."""
+    """One sentence: words, their tags, the file and the 1-based line of its first token.
+
+    Example (the packaged NCBI-disease corpus):
+        >>> first = read_ner(find_split(embedded_corpus("ncbi-disease"), "train"))[0]
+        >>> list(zip(first.words[8:12], first.tags[8:12]))  # doctest: +NORMALIZE_WHITESPACE
+        [('adenomatous', 'B-Disease'), ('polyposis', 'I-Disease'), ('coli', 'I-Disease'),
+         ('tumour', 'I-Disease')]
+        >>> Path(first.path).name, first.line, len(first)
+        ('train.tsv.gz', 1, 14)
+    """
 
     words: list = field(default_factory=list)
     tags: list = field(default_factory=list)

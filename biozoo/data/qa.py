@@ -29,7 +29,14 @@ __all__ = ["QAExample", "AnswerMismatch", "read_squad", "check_answers", "read_b
 
 @dataclass
 class QAExample:
-    """One question over one context; ``answers`` = ``[{"text", "answer_start"}]``."""
+    """One question over one context; ``answers`` = ``[{"text", "answer_start"}]``.
+
+    Example:
+        >>> example = QAExample("q1", "What inhibits COX?", "Aspirin inhibits COX.",
+        ...                     [{"text": "aspirin", "answer_start": 0}])
+        >>> [str(mismatch) for mismatch in check_answers([example])]
+        ["q1: case mismatch: answer 'aspirin' at 0, context has 'Aspirin'"]
+    """
 
     qid: str
     question: str

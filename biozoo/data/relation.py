@@ -44,7 +44,13 @@ _COLUMNS = {"blurb": 3, "electra": 2, "biobert": 2, "biobert_test": 3}
 
 @dataclass
 class RelationExample:
-    """One sentence with its relation label; ``line`` is the 1-based line in ``path``."""
+    """One sentence with its relation label; ``line`` is the 1-based line in ``path``.
+
+    Example (a BLURB ChemProt row: the two entities masked by their types):
+        >>> example = RelationExample("10064839.T1.T22", "@CHEMICAL$ inhibits @GENE$ activity.", "CPR:4")
+        >>> example.label, example.text.split()[0]
+        ('CPR:4', '@CHEMICAL$')
+    """
 
     id: str
     text: str

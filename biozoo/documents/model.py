@@ -56,7 +56,16 @@ class Annotation:
 
 @dataclass
 class Relation:
-    """A relation as the input gave it (PubTator relation lines, BioC relations), kept for output."""
+    """A relation as the input gave it (PubTator relation lines, BioC relations), kept for output.
+
+    Example (PubTator writes a relation as its type and its two ends' concept ids):
+        >>> doc = Document("1", [Passage(0, "Aspirin causes ulcers.", "title", annotations=[
+        ...     Annotation(0, 7, "Chemical", "Aspirin", concept_id="D001241", id="T1"),
+        ...     Annotation(15, 21, "Disease", "ulcers", concept_id="D014456", id="T2")])])
+        >>> doc.relations.append(Relation({"type": "CID"}, [("T1", "Chemical"), ("T2", "Disease")], id="R1"))
+        >>> encode_documents([doc], "pubtator")[0].decode().strip().splitlines()[-1].split()
+        ['1', 'CID', 'D001241', 'D014456']
+    """
 
     infons: dict = field(default_factory=dict)
     nodes: list[tuple[str, str]] = field(default_factory=list)  # (refid, role)
@@ -89,7 +98,14 @@ class Passage:
 @dataclass
 class Collection:
     """A BioC collection's header. A BioC reader sets one shared object on every document of a
-    file (`Document.collection`); a BioC writer writes the first document's (or a new one)."""
+    file (`Document.collection`); a BioC writer writes the first document's (or a new one).
+
+    Example:
+        >>> header = Collection(source="PubMed", date="20261128", key="collection.key")
+        >>> xml = encode_documents([Document("1", [Passage(0, "Aspirin.")])], "bioc-xml", collection=header)[0]
+        >>> xml.decode().splitlines()[1:4]
+        ['<collection><source>PubMed</source>', '<date>20261128</date>', '<key>collection.key</key>']
+    """
 
     source: str = ""
     date: str = ""

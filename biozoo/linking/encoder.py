@@ -53,7 +53,13 @@ def pooling_of(handle):
 class NameEncoder:
     """A backbone and its tokenizer that embed names: `encode(names)` gives float32 vectors of
     norm 1 (cosine similarity is their dot product). `identity` names the weights, pooling and
-    length (cache keys of embedded dictionaries use it)."""
+    length (cache keys of embedded dictionaries use it).
+
+    Example:
+        >>> encoder = NameEncoder.from_preset("sapbert_pubmedbert_fulltext")
+        >>> vectors = encoder.encode(["heart attack", "myocardial infarction"])
+        >>> float(vectors[0] @ vectors[1])  # their cosine similarity
+    """
 
     def __init__(self, backbone, tokenizer, pooling="cls", max_length=25, identity=None):
         if pooling not in POOLINGS:

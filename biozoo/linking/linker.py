@@ -31,7 +31,14 @@ class Link:
     `name` matched and its `score` (1.0 for string matches), the `method` (exact, normalized,
     dense, sparse, none, no-taxon), the `dictionary` (name@version), the text looked up
     (`query`: the mention, its abbreviations expanded), the `taxon` searched within, and the
-    ids of other concepts with the same matched name (`alternatives`)."""
+    ids of other concepts with the same matched name (`alternatives`).
+
+    Example:
+        >>> table = Dictionary([Concept("D009203", "Myocardial Infarction", ("heart attack",))], "diseases", "1")
+        >>> link = Linker(table, progress=False).link(["Heart-Attack"])[0]
+        >>> link.id, link.name, link.method, link.score, link.dictionary
+        ('D009203', 'heart attack', 'normalized', 1.0, 'diseases@1')
+    """
 
     id: str | None
     name: str | None

@@ -26,7 +26,14 @@ class Preset:
     """What a handle resolves to: `directory` (a local Keras preset), the registry `entry` it comes
     from (None outside the registry), its `provenance` (biozoo.json), and, for a task preset, its
     `task_kind` (a name of `biozoo.task_kinds`; None for a backbone) with the `task_options` its
-    task adapter was written with."""
+    task adapter was written with.
+
+    Example:
+        >>> preset = resolve("bioformer_8l_ncbi_disease")  # downloaded and converted once, then cached
+        >>> preset.task_kind, preset.entry["family"], preset.entry["task"]["label_names"]
+        ('ner', 'bert', ['B-bio', 'I-bio', 'O'])
+        >>> biozoo.from_preset(preset.directory)  # the TokenClassifier
+    """
 
     handle: str
     directory: str

@@ -63,7 +63,18 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
     """SQuAD features: question truncated to `max_query_length` pieces, the context cut
     into windows of `sequence_length` with `doc_stride` (BERT's run_squad defaults:
     384 / 128 / 64). Every context token keeps its character span, so answers map back to
-    the original text exactly."""
+    the original text exactly.
+
+    Example (two windows; the answer is in the first, the second points at [CLS]):
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "what", "?", "aspirin", "inhibits", "cox", "."]
+        >>> pre = QuestionAnswererPreprocessor(WordPieceTokenizer(vocabulary=vocab, lowercase=True),
+        ...                                    sequence_length=10, doc_stride=2)
+        >>> features = pre.features(["What inhibits COX?"], ["Aspirin inhibits COX."], [(0, "Aspirin")])
+        >>> [ids.tolist() for ids in features.token_ids]
+        [[2, 5, 8, 9, 6, 3, 7, 8, 9, 3], [2, 5, 8, 9, 6, 3, 9, 10, 3]]
+        >>> features.spans[0][6:9], features.start_positions.tolist(), features.end_positions.tolist()
+        ([(0, 7), (8, 16), (17, 20)], [6, 0], [6, 0])
+    """
 
     tokenizer_cls = Tokenizer
 

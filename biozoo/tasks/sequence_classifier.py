@@ -30,6 +30,15 @@ class SequenceClassifierPreprocessor(keras_hub.models.TextClassifierPreprocessor
 
     Model inputs that are already tokenized (a dict with `token_ids`) pass through, so the
     same task trains on pre-bucketed batches and predicts on raw strings.
+
+    Example:
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "aspirin", "inhibits", "cox", "."]
+        >>> pre = SequenceClassifierPreprocessor(WordPieceTokenizer(vocabulary=vocab, lowercase=True),
+        ...                                      sequence_length=8)
+        >>> [ids.tolist() for ids, segments in pre.encode(["Aspirin inhibits COX."], ["COX"])]
+        [[2, 5, 6, 7, 8, 3, 7, 3]]
+        >>> keras.ops.convert_to_numpy(pre(["Aspirin inhibits COX."])["padding_mask"]).tolist()
+        [[True, True, True, True, True, True, False, False]]
     """
 
     tokenizer_cls = Tokenizer

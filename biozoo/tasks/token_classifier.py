@@ -45,9 +45,12 @@ class TokenClassifierPreprocessor(keras_hub.models.Preprocessor):
     predicted and every gold entity is scored. A word that the tokenizer reduces to nothing
     (a lone control character) becomes `[UNK]`, so it still gets a label.
 
-    Example:
-        >>> pre = TokenClassifierPreprocessor(tokenizer, sequence_length=128)
+    Example (labels on each word's first piece; -100 elsewhere):
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "brca", "##1", "mutations"]
+        >>> pre = TokenClassifierPreprocessor(WordPieceTokenizer(vocabulary=vocab, lowercase=True), sequence_length=8)
         >>> windows = pre.windows([["BRCA1", "mutations"]], [[1, 0]])
+        >>> windows.token_ids[0].tolist(), windows.labels[0].tolist()
+        ([2, 5, 6, 7, 3], [-100, 1, -100, 0, -100])
     """
 
     tokenizer_cls = Tokenizer

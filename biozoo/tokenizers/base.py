@@ -33,10 +33,17 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
     or a `[batch, sequence_length]` array when `sequence_length` is set; in a TensorFlow graph,
     tensors (ragged without `sequence_length`).
 
-    Example:
-        >>> tokenizer = BertTokenizer(vocabulary="vocab.txt", lowercase=True)
-        >>> tokenizer.ids(["BRCA1 mutations in breast cancer."])
-        >>> tokenizer.token_spans(["BRCA1 mutations"])  # [[(id, 0, 4), (id, 4, 5), ...]]
+    Example (a WordPiece vocabulary of a few pieces; a preset's is its vocab.txt):
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "brca", "##1", "mutations", "il", "-", "2"]
+        >>> tokenizer = WordPieceTokenizer(vocabulary=vocab, lowercase=True)
+        >>> tokenizer("BRCA1 mutations")
+        array([5, 6, 7], dtype=int32)
+        >>> tokenizer(["BRCA1 mutations", "IL-2"])
+        [[5, 6, 7], [8, 9, 10]]
+        >>> tokenizer.token_spans(["BRCA1 mutations"])  # (id, start, end) per token
+        [[(5, 0, 4), (6, 4, 5), (7, 6, 15)]]
+        >>> WordPieceTokenizer(vocabulary=vocab, lowercase=True, sequence_length=5)(["IL-2"])
+        array([[ 8,  9, 10,  0,  0]], dtype=int32)
     """
 
     # Literal strings kept as single tokens (entity markers such as "@GENE$"); they are

@@ -21,9 +21,11 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
     (`strip_accents=None` follows `lowercase`); words over 100 characters (not bytes) become
     `[UNK]`; special tokens in the text are kept whole, as HF does.
 
-    Example:
-        >>> tok = WordPieceTokenizer(vocabulary="vocab.txt", lowercase=True)
-        >>> tok(["IL-2 receptor α"])
+    Example (soft hyphen removed, no-break space split on, "α" kept: HF's ids):
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "il", "-", "2", "receptor", "α"]
+        >>> tok = WordPieceTokenizer(vocabulary=vocab, lowercase=True)
+        >>> tok("IL-2 re\u00adceptor\u00a0α")
+        array([5, 6, 7, 8, 9], dtype=int32)
     """
 
     def __init__(

@@ -17,6 +17,13 @@ class TaskAdapter:
     training data, e.g. the entity markers added to the vocabulary); they are recorded beside
     the task preset (`biozoo.tasks.finetuned`), so that `biozoo evaluate` rebuilds the same
     adapter.
+
+    Example (the NER adapter on the packaged NCBI-disease corpus):
+        >>> from biozoo.task_kinds import task_kind
+        >>> adapter = task_kind("ner").load_adapter()()
+        >>> dev = adapter.load(embedded_corpus("ncbi-disease"), only="dev")["dev"]
+        >>> adapter.kind, adapter.headline_metric, len(dev), dev[0].words[:3]
+        ('ner', 'f1', 923, ['BRCA1', 'is', 'secreted'])
     """
 
     kind = None  # its name in biozoo.task_kinds
