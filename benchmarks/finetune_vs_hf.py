@@ -404,7 +404,7 @@ def main():
     if "re" in args.tasks:
         from biozoo.data.relation import read_relation
         from biozoo.metrics.relation import micro_prf
-        from biozoo.tasks.finetuned import read_kind
+        from biozoo.presets import resolve
 
         folder = data / "re" / "chemprot"
         if args.max_train:
@@ -418,7 +418,7 @@ def main():
             for backend in backends:
                 metrics, output = biozoo_run("re", folder, seeded, backend)
                 run[f"biozoo_{backend}"] = scores(metrics["test"], metrics["train_seconds"])
-            markers = read_kind(output)[1]["added_tokens"]  # the entity markers biozoo added
+            markers = resolve(output).task_options["added_tokens"]  # the entity markers biozoo added
             hf_seconds, hf_labels = hf_re(train, test, labels, markers, seeded)
             run["transformers"] = scores(micro_prf([e.label for e in test], hf_labels, "False"), hf_seconds)
             runs.append(run)

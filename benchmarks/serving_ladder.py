@@ -188,7 +188,8 @@ def hf_rows(hf_dir, labels, work, threads):
 def biozoo_rows(model_dir, work):
     from biozoo.export.ids_models import export_ids_model
     from biozoo.export.onnx import OnnxRunner
-    from biozoo.tasks._precision import LiteRtRunner, predicting_with
+    from biozoo.tasks.inference import predicting_with
+    from biozoo.tasks.tf_inference import LiteRtRunner
 
     def task_tagger(precision, xla=False, runner=None):
         os.environ["BIOZOO_XLA"] = "on" if xla else "off"
@@ -267,7 +268,7 @@ def model_gflops(task, sentences, runner=None):
     """FLOPs of the model calls biozoo float32 makes at batch 32 (padded shapes as run), and the
     seconds spent in them: dense matmuls per token plus attention scores and mixing. `runner`:
     an exported model's runtime instead of TensorFlow."""
-    from biozoo.tasks._precision import predict_function, predicting_with
+    from biozoo.tasks.inference import predict_function, predicting_with
 
     backbone = task.backbone
     config = backbone.get_config()
@@ -381,7 +382,7 @@ def main():
     float32 = by_name["biozoo float32"]
     peak = matmul_peak()
     from biozoo.export.onnx import OnnxRunner
-    from biozoo.tasks._precision import LiteRtRunner
+    from biozoo.tasks.tf_inference import LiteRtRunner
 
     engines = {"TensorFlow": None,
                "LiteRT export": LiteRtRunner((work / "export-litert-float32" / "model.tflite").read_bytes()),

@@ -117,6 +117,49 @@ def test_every_module_imports(module):
     importlib.import_module(module)
 
 
+OUTSIDE = [PACKAGE.parent / folder for folder in ("benchmarks", "tools", "tests")]
+
+
+def missing_biozoo_names(paths):
+    """`file:line: what` for each import of a biozoo module or name, anywhere in `paths`' files
+    (inside functions too: benchmarks import lazily), that does not exist."""
+    modules, missing = module_names(PACKAGE), []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                wanted = [(alias.name, None) for alias in node.names if alias.name.split(".")[0] == "biozoo"]
+            elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "biozoo":
+                wanted = [(node.module, alias.name) for alias in node.names]
+            else:
+                continue
+            for module, name in wanted:
+                try:
+                    found = importlib.import_module(module)
+                except ModuleNotFoundError as error:
+                    if (error.name or "").split(".")[0] == "biozoo":
+                        missing.append(f"{path.name}:{node.lineno}: no module {error.name}")
+                    continue  # an optional dependency absent here: nothing to check
+                if name is not None and not hasattr(found, name) and f"{module}.{name}" not in modules:
+                    missing.append(f"{path.name}:{node.lineno}: {module} has no {name}")
+    return missing
+
+
+def test_every_import_of_biozoo_outside_the_package_names_what_exists():
+    """Benchmarks and tools import biozoo inside functions, run by hand: a renamed module or
+    name breaks them unseen (benchmarks/serving_ladder.py imported tasks._precision, gone)."""
+    paths = sorted(path for folder in OUTSIDE for path in folder.rglob("*.py"))
+    assert missing_biozoo_names(paths) == []
+
+
+def test_a_missing_name_is_found(tmp_path):
+    """The check can fail."""
+    script = tmp_path / "bench.py"
+    script.write_text("def run():\n    from biozoo.tasks._precision import LiteRtRunner\n"
+                      "    from biozoo.tasks.inference import predicting_with, no_such_name\n")
+    assert missing_biozoo_names([script]) == ["bench.py:2: no module biozoo.tasks._precision",
+                                              "bench.py:3: biozoo.tasks.inference has no no_such_name"]
+
+
 def test_a_planted_cycle_is_found(tmp_path):
     """The check can fail: a copy of the package with one import added back up."""
     copy = tmp_path / "biozoo"
