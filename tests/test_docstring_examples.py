@@ -38,6 +38,7 @@ RUNNABLE = [
     adapters.TaskAdapter,
     tokenizer_base.Tokenizer, wordpiece.WordPieceTokenizer,
     token_classifier.TokenClassifierPreprocessor, sequence_classifier.SequenceClassifierPreprocessor,
+    sequence_classifier.longest_first,
     question_answerer.QuestionAnswererPreprocessor,
 ]
 

@@ -18,7 +18,7 @@ from biozoo.optim import default_optimizer
 from biozoo.tasks._qa_pipeline import answer_chars, decode_spans, pipeline_tokens, span_probabilities
 from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
 from biozoo.tasks.inference import compile_ahead, compiled_predict
-from biozoo.tokenizers.base import Tokenizer
+from biozoo.tokenizers.base import Tokenizer, text_list
 
 
 @dataclasses.dataclass
@@ -34,6 +34,14 @@ class QAFeatures:
     end_positions: np.ndarray
     words: list = None  # pipeline windows: per window, the context word of each token, -1 if none
     p_mask: list = None  # pipeline windows: per window, True where a token cannot be in an answer
+
+
+def question_context_lists(questions, contexts):
+    """`questions` and `contexts` as lists of strings (`text_list`), one context per question."""
+    questions, contexts = text_list(questions, "questions"), text_list(contexts, "contexts")
+    if len(questions) != len(contexts):
+        raise ValueError(f"{len(questions)} questions and {len(contexts)} contexts: give one context per question")
+    return questions, contexts
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
@@ -120,6 +128,9 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
 
     def features(self, questions, contexts, answers=None):
         """`answers`: per example None (no answer / inference) or (char_start, text)."""
+        questions, contexts = question_context_lists(questions, contexts)
+        if answers is not None and len(answers) != len(questions):
+            raise ValueError(f"{len(questions)} questions and {len(answers)} answers: give one (or None) per question")
         tok = self.tokenizer
         # a question never leaves less than one context token per window
         keep = min(self.max_query_length, self.sequence_length - 4)
@@ -174,6 +185,7 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         (the tokenizer's `stride`; in `features`, SQuAD's `doc_stride` is the step between
         window starts); offsets and word ids are the fast tokenizer's (`pipeline_tokens`).
         """
+        questions, contexts = question_context_lists(questions, contexts)
         tok = self.tokenizer
         # as contexts: for ALBERT, 4.x's Metaspace keeps a trailing "▁" that biozoo's ids drop
         question_ids = [ids for ids, _, _ in pipeline_tokens(tok, questions)]
@@ -306,6 +318,7 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, keras_hub.models.T
     def answer(self, questions, contexts, n_best=20, max_answer_length=30, batch_size=32):
         """Per question: {"text", "score", "null_score_diff", "nbest": [{"text", "probability",
         "start", "end"}]}; "text" is "" when the null answer wins (SQuAD v2.0)."""
+        questions, contexts = question_context_lists(questions, contexts)
         features = self.preprocessor.features(questions, contexts)
         logits = self.span_logits(features, batch_size) if features.token_ids else []
         results = []
@@ -361,6 +374,12 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, keras_hub.models.T
         `max_seq_len` defaults to min(384, the backbone's max_sequence_length) (the pipeline
         reads the tokenizer's `model_max_length`), `doc_stride` to min(max_seq_len // 2, 128).
         """
+        questions, contexts = question_context_lists(questions, contexts)
+        for what, texts in (("questions", questions), ("contexts", contexts)):
+            empty = next((i for i, text in enumerate(texts) if text == ""), None)
+            if empty is not None:  # as the pipeline: "`question` cannot be empty"
+                raise ValueError(f"{what}[{empty}] is empty: the question-answering pipeline answers no empty "
+                                 f"{what[:-1]}")
         if max_seq_len is None:
             max_seq_len = min(384, self.backbone.max_sequence_length)
         if doc_stride is None:

@@ -49,26 +49,47 @@ class SequenceClassifierPreprocessor(keras_hub.models.TextClassifierPreprocessor
         return super().call(x, y=y, sample_weight=sample_weight)
 
     def encode(self, texts, pairs=None):
-        """Packed token ids per example (NumPy, unpadded), for bucketed batching."""
+        """Packed token ids per example (NumPy, unpadded), for bucketed batching. An empty pair
+        ("") is no pair, as HF's tokenizers read it."""
         tok = self.tokenizer
         first = tok.ids(texts)
         second = tok.ids(pairs) if pairs is not None else None
-        budget = self.sequence_length - (3 if second is not None else 2)
+        if second is not None and len(second) != len(first):
+            raise ValueError(f"{len(first)} texts and {len(second)} pairs: give one pair per text")
         out = []
         for i, a in enumerate(first):
-            b = second[i] if second is not None else []
-            while len(a) + len(b) > budget:  # HF's longest_first: the longer loses; a tie, the second
-                if len(a) > len(b):
-                    a = a[:-1]
-                else:
-                    b = b[:-1]
+            paired = pairs is not None and pairs[i] != ""
+            b = second[i] if paired else []
+            a, b = longest_first(a, b, self.sequence_length - (3 if paired else 2))
             ids = [tok.cls_token_id] + a + [tok.sep_token_id]
             segments = [0] * len(ids)
-            if second is not None:
+            if paired:
                 ids += b + [tok.sep_token_id]
                 segments += [1] * (len(b) + 1)
             out.append((np.asarray(ids, np.int32), np.asarray(segments, np.int32)))
         return out
+
+
+def longest_first(first, second, budget):
+    """`first` and `second` cut to `budget` tokens together, as HF's fast tokenizers' `longest_first`
+    cuts a pair: the shorter kept whole when the longer can take the rest, else each cut to half
+    the budget, an odd token to the longer (on a tie, to the second).
+
+    Example:
+        >>> longest_first(list(range(10)), list(range(3)), 9)
+        ([0, 1, 2, 3, 4, 5], [0, 1, 2])
+        >>> [len(part) for part in longest_first(list(range(300)), list(range(301)), 509)]
+        [254, 255]
+    """
+    if len(first) + len(second) <= budget:
+        return first, second
+    shorter, longer = sorted((len(first), len(second)))
+    longer = shorter if shorter > budget else max(shorter, budget - shorter)
+    if shorter + longer > budget:
+        shorter, longer = budget // 2, budget // 2 + budget % 2
+    if len(first) > len(second):
+        return first[:longer], second[:shorter]
+    return first[:shorter], second[:longer]
 
 
 @keras.saving.register_keras_serializable(package="biozoo")

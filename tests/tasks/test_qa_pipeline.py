@@ -126,3 +126,26 @@ def test_refuses_what_the_tokenizer_refuses(family):
         qa.pipeline_answers(QUESTIONS[:1], CONTEXTS[:1], max_seq_len=40, doc_stride=41)
     # a context that fits one window needs no stride
     assert qa.pipeline_answers(QUESTIONS[:1], CONTEXTS[:1], max_seq_len=64, doc_stride=60)[0]["answer"]
+
+
+def test_refuses_what_the_pipeline_refuses(family):
+    """transformers' pipeline refuses an empty question or context ("`context` cannot be empty")
+    and questions and contexts of different lengths; biozoo did neither (an empty context gave
+    the answer "", two contexts for one question answered the second None, and bare strings
+    were read as lists of characters)."""
+    _, qa, _ = family
+    with pytest.raises(ValueError, match=r"contexts\[1\] is empty"):
+        qa.pipeline_answers(QUESTIONS[:2], [CONTEXTS[0], ""])
+    with pytest.raises(ValueError, match=r"questions\[0\] is empty"):
+        qa.pipeline_answers([""], CONTEXTS[:1])
+    for answer in (qa.pipeline_answers, qa.answer):
+        with pytest.raises(ValueError, match="1 questions and 2 contexts"):
+            answer(QUESTIONS[:1], CONTEXTS[:2])
+        with pytest.raises(ValueError, match="2 questions and 1 contexts"):
+            answer(QUESTIONS[:2], CONTEXTS[:1])
+        with pytest.raises(TypeError, match=r"questions must be a list of strings, got a string.*\[text\]"):
+            answer(QUESTIONS[0], CONTEXTS[0])
+    with pytest.raises(ValueError, match="2 questions and 1 answers"):
+        qa.preprocessor.features(QUESTIONS[:2], CONTEXTS[:2], [None])
+    # what the pipeline answers, biozoo still answers: a context of spaces only
+    assert len(qa.pipeline_answers(QUESTIONS[:1], ["   "])) == 1

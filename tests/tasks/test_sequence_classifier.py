@@ -114,3 +114,35 @@ def test_document_classification_hoc(tmp_path, tiny_bert_real_vocab):
     assert reported["f1"] == pytest.approx(100 * f1_score(gold, pred, average="micro", zero_division=0), abs=1e-9)
     assert reported["precision"] == pytest.approx(
         100 * precision_score(gold, pred, average="micro", zero_division=0), abs=1e-9)
+
+
+def test_pairs_are_cut_and_packed_as_the_pipelines_tokenizer_does(tmp_path):
+    """Text pairs over the budget are cut as HF's fast tokenizers' `longest_first` cuts them (odd
+    budgets included: the odd token goes to the longer text, on a tie to the second), and an
+    empty second text is no pair, as transformers' text-classification pipeline encodes each
+    `{"text", "text_pair"}` (one tokenizer call per example)."""
+    import transformers
+
+    from biozoo.tasks import SequenceClassifierPreprocessor
+    from biozoo.tokenizers import WordPieceTokenizer
+
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + letters
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    hf = transformers.BertTokenizerFast(str(tmp_path / "vocab.txt"), do_lower_case=True)
+    ours = WordPieceTokenizer(vocabulary=vocab, lowercase=True)
+    words = [" ".join(letters[:n]) for n in range(0, 21, 2)] + [" ".join(letters[:n]) for n in (1, 7, 19)]
+    pairs = [(a, b) for a in words for b in words]
+    odd_budgets_cut = 0
+    for length in (9, 10, 16, 17):
+        preprocessor = SequenceClassifierPreprocessor(ours, sequence_length=length)
+        got = preprocessor.encode([a for a, _ in pairs], [b for _, b in pairs])
+        for (a, b), (ids, segments) in zip(pairs, got):
+            expected = hf(text=a, text_pair=b, truncation="longest_first", max_length=length)
+            assert (ids.tolist(), segments.tolist()) == (expected["input_ids"], expected["token_type_ids"]), (length, a, b)
+            odd_budgets_cut += (length - 3) % 2 == 1 and len(a.split()) + len(b.split()) > length - 3 and b != ""
+    assert odd_budgets_cut > 50  # the case the old one-token-at-a-time rule got wrong
+    assert [ids.tolist() for ids, _ in SequenceClassifierPreprocessor(ours, sequence_length=8).encode(["a b"], [""])] \
+        == [hf(text="a b", text_pair="")["input_ids"]] == [[2, 5, 6, 3]]
+    with pytest.raises(ValueError, match="2 texts and 1 pairs"):
+        SequenceClassifierPreprocessor(ours, sequence_length=8).encode(["a", "b"], ["c"])
