@@ -201,13 +201,17 @@ def _extra(columns: str) -> str:
 
 def _relation_line(pmid, relation, concept_ids):
     """PubTator's `PMID type id1 id2`: the ends are concept ids (a BioC relation's nodes name
-    annotations: their ids, `concept_ids`, are written)."""
+    annotations: `concept_ids` maps each annotation id to its concept id, None without one)."""
     if relation.raw is not None:
         return relation.raw
     infons = relation.infons
     if "role1" in infons or "role2" in infons:
         ends = [infons.get("role1", ""), infons.get("role2", "")]
     else:
+        without = [refid for refid, _ in relation.nodes if refid in concept_ids and not concept_ids[refid]]
+        if without:
+            raise ValueError(f"relation {relation.id or ''} links annotation {without[0]}, which has no concept id: a "
+                             "PubTator relation line names its ends by concept id: write jsonl or BioC")
         ends = [concept_ids.get(refid) or refid for refid, _ in relation.nodes]
     kind = infons.get("type") or infons.get("relation") or ""
     if not RELATION_TYPE.match(kind) or len(ends) != 2 or not all(ends):
@@ -249,7 +253,7 @@ def pubtator_block(document: Document) -> str:
     text = title + " " + (abstract or "")
     lines += [_annotation_line(pmid, a, text) for a in annotations]
     relations = document.relations + [r for p in document.passages for r in p.relations]
-    concept_ids = {a.id: a.concept_id for a in existing if a.id is not None and a.concept_id}
+    concept_ids = {a.id: a.concept_id for a in existing if a.id is not None}
     lines += [_relation_line(pmid, r, concept_ids) for r in relations]
     return "\n".join(lines) + "\n\n"
 

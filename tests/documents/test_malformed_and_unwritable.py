@@ -157,6 +157,12 @@ def test_a_bioc_relation_is_written_to_pubtator_with_its_type_and_the_ids_of_its
                        relations=[Relation({}, [("T1", "a"), ("T2", "b")], id="R2")], source="in.xml:4")
     with pytest.raises(ValueError, match=r"document 10 \(in\.xml:4\).*relation R2.*is not a PubTator relation"):
         write_documents([untyped], str(tmp_path / "untyped.pubtator"), "pubtator")
+    # an end without a concept id was written as its annotation id ("T2"), read back as a concept id
+    unlinked = Document("11", [Passage(0, text, "title", annotations=[annotations[0], Annotation(
+        15, 21, "Disease", "ulcers", id="T2")])], relations=[relation], source="in.xml:9")
+    with pytest.raises(ValueError, match=r"document 11 \(in\.xml:9\).*relation R1 links annotation T2, which has no "
+                                         "concept id"):
+        write_documents([unlinked], str(tmp_path / "unlinked.pubtator"), "pubtator")
 
 
 @pytest.mark.tensorflow
