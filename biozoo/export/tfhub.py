@@ -99,15 +99,43 @@ def _char_offsets(sentences, byte_offsets):
     return byte_offsets.with_flat_values(tf.strings.length(prefix, unit="UTF8_CHAR"))
 
 
+def _longest_first(first, second, budget):
+    """A pair of ragged rows cut to `budget` tokens together as HF's fast tokenizers'
+    `longest_first` cuts them (`biozoo.tasks.sequence_classifier.longest_first`, row by row):
+    unlike round robin, an odd budget's last token goes to the longer text (a tie: the second)."""
+    first_length, second_length = first.row_lengths(), second.row_lengths()
+    budget = tf.cast(budget, first_length.dtype)
+    shorter, longer = tf.minimum(first_length, second_length), tf.maximum(first_length, second_length)
+    longer = tf.where(shorter > budget, shorter, tf.maximum(shorter, budget - shorter))
+    halves = shorter + longer > budget
+    shorter = tf.where(halves, budget // 2, shorter)
+    longer = tf.where(halves, budget // 2 + budget % 2, longer)
+    first_is_longer = first_length > second_length
+    keep_first = tf.where(first_is_longer, longer, shorter)
+    keep_second = tf.where(first_is_longer, shorter, longer)
+    fits = first_length + second_length <= budget
+    keep_first, keep_second = tf.where(fits, first_length, keep_first), tf.where(fits, second_length, keep_second)
+
+    def cut(rows, keep):
+        positions = tf.ragged.range(rows.row_lengths())
+        return tf.ragged.boolean_mask(rows, positions < tf.expand_dims(keep, 1))
+
+    return [cut(first, keep_first), cut(second, keep_second)]
+
+
 def _pack(segments, seq_length, cls_id, sep_id, pad_id):
-    """[CLS] a [SEP] b [SEP] ..., trimmed round robin (as HF's longest-first), padded."""
+    """[CLS] a [SEP] b [SEP] ..., a pair trimmed as HF's longest-first (three or more segments,
+    which HF's tokenizers do not take, round robin), padded."""
     flat = []
     for segment in segments:
         if isinstance(segment, tf.RaggedTensor) and segment.ragged_rank > 1:
             segment = segment.merge_dims(1, -1)
         flat.append(tf.cast(segment, tf.int32))
     budget = seq_length - (len(flat) + 1)
-    trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(flat)
+    if len(flat) == 2:
+        trimmed = _longest_first(*flat, budget)
+    else:
+        trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(flat)
     ids, type_ids = tf_text.combine_segments(trimmed, start_of_sequence_id=cls_id, end_of_segment_id=sep_id)
     word_ids, mask = tf_text.pad_model_inputs(ids, max_seq_length=seq_length, pad_value=pad_id)
     type_ids, _ = tf_text.pad_model_inputs(type_ids, max_seq_length=seq_length, pad_value=0)

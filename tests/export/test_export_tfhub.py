@@ -48,9 +48,13 @@ def check_export(export_dir, hf_dir, sentences, tmp_path, expect_pooler, keras_f
     import transformers
 
     pairs = [(sentences[i], sentences[-1 - i]) for i in range(len(sentences) // 2)]
-    # one pair that must be trimmed, with an odd budget: HF longest-first vs round robin
-    pairs.append((" ".join(sentences[:3]), " ".join(sentences[3:5])))
-    request = {"singles": sentences, "pairs": pairs, "pair_seq_length": SEQ_LENGTH - 1}
+    # pairs that must be trimmed, with an odd budget (SEQ_LENGTH - 2 less [CLS] and two [SEP]):
+    # HF's longest-first gives the odd token to the longer text, on a tie the second (round
+    # robin gives it to the first)
+    long, longer = " ".join(sentences[3:5]), " ".join(sentences[:3])
+    pairs += [(longer, long), (long, longer), (longer, longer)]
+    pair_length = SEQ_LENGTH - 2
+    request = {"singles": sentences, "pairs": pairs, "pair_seq_length": pair_length}
     got = run_keras_free(export_dir, request, tmp_path, keras_free_site_dir)
     assert json.loads(str(got["modules"])) == []
 
@@ -63,8 +67,10 @@ def check_export(export_dir, hf_dir, sentences, tmp_path, expect_pooler, keras_f
     np.testing.assert_array_equal(got["single/input_mask"], singles["attention_mask"])
     np.testing.assert_array_equal(got["single/input_type_ids"], type_ids(singles, hf_tokenizer))
     pair_batch = hf_tokenizer([a for a, _ in pairs], [b for _, b in pairs], truncation="longest_first",
-                              max_length=SEQ_LENGTH - 1, padding="max_length")
-    assert max(map(sum, pair_batch["attention_mask"])) == SEQ_LENGTH - 1, "no pair was trimmed"
+                              max_length=pair_length, padding="max_length")
+    budget = pair_length - 3
+    assert budget % 2 == 1 and min(len(hf_tokenizer(text, add_special_tokens=False)["input_ids"])
+                                   for text in (long, longer)) > budget // 2 + 1, "no pair cut to halves"
     np.testing.assert_array_equal(got["pair/input_word_ids"], pair_batch["input_ids"])
     np.testing.assert_array_equal(got["pair/input_type_ids"], type_ids(pair_batch, hf_tokenizer))
 
