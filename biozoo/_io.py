@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import hashlib
 import http.client
 import json
@@ -265,8 +266,19 @@ def atomic_write_json(path, obj):
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+def decode_utf8(data, path, error_class):
+    """`data` (bytes) decoded as UTF-8, or `error_class` naming `path` and the line of the first
+    byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise error_class(f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02X}): save the file as UTF-8") from None
+
+
 def read_json(path, what="file", error_class=None):
-    """Parse a JSON file; errors name the file (and line/column for syntax errors).
+    """Parse a JSON file (gzip when named .gz); errors name the file (and line/column for syntax
+    errors, the line of bytes that are not UTF-8).
 
     `error_class`: what a malformed file raises; `CheckpointError` (checkpoints, presets)
     unless a reader of data or predictions passes `DataFormatError`. A missing file raises
@@ -275,8 +287,8 @@ def read_json(path, what="file", error_class=None):
     try:
         if is_remote(path):
             return json.loads(remote_files(path).read_text(path))
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        with (gzip.open if os.fspath(path).endswith(".gz") else open)(path, "rb") as f:
+            return json.loads(decode_utf8(f.read(), path, error_class))
     except FileNotFoundError:
         raise
     except json.JSONDecodeError as error:

@@ -19,6 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from biozoo.data.files import text_lines
 from biozoo.data.relation import RELATION_FORMATS, read_relation
 from biozoo.errors import DataFormatError
 
@@ -43,8 +44,7 @@ def _read_lines(path, what):
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
-    with open(path, encoding="utf-8-sig") as handle:
-        lines = [raw.rstrip("\r\n") for raw in handle]
+    lines = [raw.rstrip("\r\n") for _, raw in text_lines(path)]
     while lines and not lines[-1].strip():
         lines.pop()
     for lineno, line in enumerate(lines, start=1):

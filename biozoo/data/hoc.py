@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from biozoo.data._files import open_text
+from biozoo.data.files import text_lines
 from biozoo.errors import DataFormatError
 
 __all__ = ["LABELS", "HocSentence", "HocAbstract", "read_hoc", "parse_hoc_labels", "group_by_abstract"]
@@ -105,30 +105,29 @@ def read_hoc(path, n_labels: int = len(LABELS)) -> list[HocSentence]:
         raise FileNotFoundError(f"no HoC file at {path}")
     sentences: list[HocSentence] = []
     first = True
-    with open_text(path, encoding="utf-8-sig") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if first:
-                first = False
-                if not _LABEL_START.match(fields[0]):
-                    continue  # the header line (its first field is not 'j_v,...')
-            if len(fields) != 3:
-                raise DataFormatError(
-                    f"{path}:{lineno}: expected 'label<TAB>sentence<TAB>id' (3 columns), got {len(fields)}"
-                )
-            try:
-                labels = parse_hoc_labels(fields[0], n_labels)
-            except ValueError as error:
-                raise DataFormatError(f"{path}:{lineno}: {error}") from None
-            text, sid = fields[1], fields[2].strip()
-            if not sid:
-                raise DataFormatError(f"{path}:{lineno}: empty sentence id")
-            if not text.strip():
-                raise DataFormatError(f"{path}:{lineno}: empty sentence")
-            sentences.append(HocSentence(sid, text, labels, str(path), lineno))
+    for lineno, raw in text_lines(path):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if first:
+            first = False
+            if not _LABEL_START.match(fields[0]):
+                continue  # the header line (its first field is not 'j_v,...')
+        if len(fields) != 3:
+            raise DataFormatError(
+                f"{path}:{lineno}: expected 'label<TAB>sentence<TAB>id' (3 columns), got {len(fields)}"
+            )
+        try:
+            labels = parse_hoc_labels(fields[0], n_labels)
+        except ValueError as error:
+            raise DataFormatError(f"{path}:{lineno}: {error}") from None
+        text, sid = fields[1], fields[2].strip()
+        if not sid:
+            raise DataFormatError(f"{path}:{lineno}: empty sentence id")
+        if not text.strip():
+            raise DataFormatError(f"{path}:{lineno}: empty sentence")
+        sentences.append(HocSentence(sid, text, labels, str(path), lineno))
     return sentences
 
 

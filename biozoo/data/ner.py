@@ -42,8 +42,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from biozoo.data._files import open_text
 from biozoo.data.embedded import resolve_data_path
+from biozoo.data.files import text_lines
 from biozoo.errors import DataFormatError, DataWarning
 
 __all__ = ["Sentence", "read_ner", "find_split", "infer_entity_type", "tag_kind", "FOLDER_ENTITY_TYPES",
@@ -90,12 +90,13 @@ def infer_entity_type(path):
     """Entity type for bare tags from the folder name of ``path`` (see module doc).
 
     Returns the type name, ``None`` for folders whose tags are kept as they are (JNLPBA),
-    and raises ``ValueError`` for an unknown folder.
+    and raises ``ValueError`` for an unknown folder. The folder named in ``path`` counts first,
+    then, for a link, the folder of the file it links to.
     """
-    folder = Path(path).resolve().parent.name
-    key = folder.lower()
-    if key in FOLDER_ENTITY_TYPES:
-        return FOLDER_ENTITY_TYPES[key]
+    folder = Path(path).absolute().parent.name
+    for named in (folder, Path(path).resolve().parent.name):
+        if named.lower() in FOLDER_ENTITY_TYPES:
+            return FOLDER_ENTITY_TYPES[named.lower()]
     raise ValueError(
         f"{path}: bare B/I tags but the entity type cannot be inferred from folder {folder!r} "
         f"(known: {', '.join(sorted(FOLDER_ENTITY_TYPES))}); pass entity_type"
@@ -148,69 +149,68 @@ def read_ner(path, entity_type=None, fmt="auto") -> list[Sentence]:
             sentences.append(Sentence(words, tags, str(path), first_line))
             words, tags = [], []
 
-    with open_text(path, encoding="utf-8") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                flush()
-                continue
-            if line.split()[0] == "-DOCSTART-":
-                flush()
-                continue
-            if resolved == "auto":
-                resolved = "tsv" if len(line.split("\t")) == 2 else "biobert"
-            if resolved in ("tsv", "blurb"):
-                cols = line.split("\t")
-                if len(cols) != 2:
-                    raise DataFormatError(
-                        f"{path}:{lineno}: expected 'token<TAB>tag' (2 tab-separated columns), "
-                        f"got {len(cols)} column(s): {line!r}"
-                    )
-                word, tag = cols[0], cols[1].strip()
-                if not word.strip():
-                    raise DataFormatError(f"{path}:{lineno}: empty token: {line!r}")
-            else:
-                cols = line.split()
-                if len(cols) < 2:
-                    raise DataFormatError(
-                        f"{path}:{lineno}: expected 'word ... label' (at least 2 whitespace-separated "
-                        f"fields), got {len(cols)}: {line!r}"
-                    )
-                word, tag = cols[0], cols[-1]
-            if not tag:
-                raise DataFormatError(f"{path}:{lineno}: empty label: {line!r}")
-            kind = tag_kind(tag)
-            if kind is None:
+    for lineno, raw in text_lines(path):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            flush()
+            continue
+        if line.split()[0] == "-DOCSTART-":
+            flush()
+            continue
+        if resolved == "auto":
+            resolved = "tsv" if len(line.split("\t")) == 2 else "biobert"
+        if resolved in ("tsv", "blurb"):
+            cols = line.split("\t")
+            if len(cols) != 2:
                 raise DataFormatError(
-                    f"{path}:{lineno}: label {tag!r} is not O, B, I, B-TYPE or I-TYPE: {line!r}"
+                    f"{path}:{lineno}: expected 'token<TAB>tag' (2 tab-separated columns), "
+                    f"got {len(cols)} column(s): {line!r}"
                 )
-            if kind != "O":
-                if resolved == "blurb" and kind == "typed":
-                    raise DataFormatError(
-                        f"{path}:{lineno}: typed label {tag!r} in a BLURB file (bare B/I/O expected); "
-                        "use fmt='tsv' for typed IOB2 files"
-                    )
-                if style is None:
-                    style, style_line = kind, lineno
-                elif kind != style:
-                    raise DataFormatError(
-                        f"{path}:{lineno}: {kind} label {tag!r} in a file whose labels are {style} "
-                        f"(since line {style_line}); a file may not mix bare and typed tags"
-                    )
-                if kind == "bare":
-                    if need_inference:
-                        try:
-                            inferred = infer_entity_type(path)
-                        except ValueError as error:
-                            raise DataFormatError(f"{path}:{lineno}: {error}") from None
-                        bare_type = _KEEP if inferred is None else inferred
-                        need_inference = False
-                    if bare_type is not _KEEP:
-                        tag = f"{tag}-{bare_type}"
-            if not words:
-                first_line = lineno
-            words.append(word)
-            tags.append(tag)
+            word, tag = cols[0], cols[1].strip()
+            if not word.strip():
+                raise DataFormatError(f"{path}:{lineno}: empty token: {line!r}")
+        else:
+            cols = line.split()
+            if len(cols) < 2:
+                raise DataFormatError(
+                    f"{path}:{lineno}: expected 'word ... label' (at least 2 whitespace-separated "
+                    f"fields), got {len(cols)}: {line!r}"
+                )
+            word, tag = cols[0], cols[-1]
+        if not tag:
+            raise DataFormatError(f"{path}:{lineno}: empty label: {line!r}")
+        kind = tag_kind(tag)
+        if kind is None:
+            raise DataFormatError(
+                f"{path}:{lineno}: label {tag!r} is not O, B, I, B-TYPE or I-TYPE: {line!r}"
+            )
+        if kind != "O":
+            if resolved == "blurb" and kind == "typed":
+                raise DataFormatError(
+                    f"{path}:{lineno}: typed label {tag!r} in a BLURB file (bare B/I/O expected); "
+                    "use fmt='tsv' for typed IOB2 files"
+                )
+            if style is None:
+                style, style_line = kind, lineno
+            elif kind != style:
+                raise DataFormatError(
+                    f"{path}:{lineno}: {kind} label {tag!r} in a file whose labels are {style} "
+                    f"(since line {style_line}); a file may not mix bare and typed tags"
+                )
+            if kind == "bare":
+                if need_inference:
+                    try:
+                        inferred = infer_entity_type(path)
+                    except ValueError as error:
+                        raise DataFormatError(f"{path}:{lineno}: {error}") from None
+                    bare_type = _KEEP if inferred is None else inferred
+                    need_inference = False
+                if bare_type is not _KEEP:
+                    tag = f"{tag}-{bare_type}"
+        if not words:
+            first_line = lineno
+        words.append(word)
+        tags.append(tag)
     flush()
     _read_iob1_as_iob2(sentences, path)
     return sentences

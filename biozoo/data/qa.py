@@ -21,7 +21,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from biozoo.data._files import open_text
+from biozoo.data.files import read_text
 from biozoo.errors import DataFormatError
 
 __all__ = ["QAExample", "AnswerMismatch", "read_squad", "check_answers", "read_bioasq_golden"]
@@ -65,8 +65,7 @@ def _load_json(path):
     if not path.is_file():
         raise FileNotFoundError(f"no json file at {path}")
     try:
-        with open_text(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        return json.loads(read_text(path))
     except json.JSONDecodeError as error:
         raise DataFormatError(f"{path}:{error.lineno}: invalid json: {error.msg}") from None
 

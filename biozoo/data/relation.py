@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from biozoo.data._files import open_text
+from biozoo.data.files import text_lines
 from biozoo.errors import DataFormatError
 
 __all__ = ["RelationExample", "read_relation", "detect_relation_format", "RELATION_FORMATS"]
@@ -64,11 +64,10 @@ def _is_header(fields) -> bool:
 
 
 def _first_line(path):
-    with open_text(path, encoding="utf-8-sig") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\r\n")
-            if line.strip():
-                return lineno, line
+    for lineno, raw in text_lines(path):
+        line = raw.rstrip("\r\n")
+        if line.strip():
+            return lineno, line
     return None, None
 
 
@@ -111,43 +110,42 @@ def read_relation(path, fmt="auto") -> list[RelationExample]:
     examples: list[RelationExample] = []
     header_seen = False
     blank_line = None
-    with open_text(path, encoding="utf-8-sig") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                if blank_line is None:
-                    blank_line = lineno
-                continue
-            if blank_line is not None:
-                raise DataFormatError(f"{path}:{blank_line}: blank line between examples")
-            fields = line.split("\t")
-            if not header_seen and not examples:
-                header_seen = True
-                is_header = _is_header(fields) and len(fields) == ncols
-                if fmt in ("electra", "biobert_test") and not is_header:
-                    expected = "sentence<TAB>label" if fmt == "electra" else "index<TAB>sentence<TAB>label"
-                    raise DataFormatError(f"{path}:{lineno}: expected the header '{expected}' for format {fmt!r}, got {line!r}")
-                if fmt == "biobert" and _is_header(fields):
-                    raise DataFormatError(
-                        f"{path}:{lineno}: header line {line!r} in a headerless BioBERT file; use fmt='electra'"
-                    )
-                if is_header:
-                    continue
-            if len(fields) != ncols:
-                layout = "id<TAB>sentence<TAB>label" if ncols == 3 else "sentence<TAB>label"
+    for lineno, raw in text_lines(path):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            if blank_line is None:
+                blank_line = lineno
+            continue
+        if blank_line is not None:
+            raise DataFormatError(f"{path}:{blank_line}: blank line between examples")
+        fields = line.split("\t")
+        if not header_seen and not examples:
+            header_seen = True
+            is_header = _is_header(fields) and len(fields) == ncols
+            if fmt in ("electra", "biobert_test") and not is_header:
+                expected = "sentence<TAB>label" if fmt == "electra" else "index<TAB>sentence<TAB>label"
+                raise DataFormatError(f"{path}:{lineno}: expected the header '{expected}' for format {fmt!r}, got {line!r}")
+            if fmt == "biobert" and _is_header(fields):
                 raise DataFormatError(
-                    f"{path}:{lineno}: expected {ncols} tab-separated columns ({layout}) for format {fmt!r}, "
-                    f"got {len(fields)}"
+                    f"{path}:{lineno}: header line {line!r} in a headerless BioBERT file; use fmt='electra'"
                 )
-            if ncols == 3:
-                ex_id, text, label = fields[0].strip(), fields[1], fields[2].strip()
-                if not ex_id:
-                    raise DataFormatError(f"{path}:{lineno}: empty id")
-            else:
-                ex_id, text, label = str(len(examples)), fields[0], fields[1].strip()
-            if not text.strip():
-                raise DataFormatError(f"{path}:{lineno}: empty sentence")
-            if not label:
-                raise DataFormatError(f"{path}:{lineno}: empty label")
-            examples.append(RelationExample(ex_id, text, label, str(path), lineno))
+            if is_header:
+                continue
+        if len(fields) != ncols:
+            layout = "id<TAB>sentence<TAB>label" if ncols == 3 else "sentence<TAB>label"
+            raise DataFormatError(
+                f"{path}:{lineno}: expected {ncols} tab-separated columns ({layout}) for format {fmt!r}, "
+                f"got {len(fields)}"
+            )
+        if ncols == 3:
+            ex_id, text, label = fields[0].strip(), fields[1], fields[2].strip()
+            if not ex_id:
+                raise DataFormatError(f"{path}:{lineno}: empty id")
+        else:
+            ex_id, text, label = str(len(examples)), fields[0], fields[1].strip()
+        if not text.strip():
+            raise DataFormatError(f"{path}:{lineno}: empty sentence")
+        if not label:
+            raise DataFormatError(f"{path}:{lineno}: empty label")
+        examples.append(RelationExample(ex_id, text, label, str(path), lineno))
     return examples

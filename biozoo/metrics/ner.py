@@ -20,6 +20,7 @@ from pathlib import Path
 
 from seqeval.metrics.sequence_labeling import get_entities
 
+from biozoo.data.files import text_lines
 from biozoo.data.ner import tag_kind
 from biozoo.errors import DataFormatError
 
@@ -117,27 +118,26 @@ def read_conlleval(path) -> tuple[list[list[str]], list[list[str]]]:
     pred: list[list[str]] = []
     cur_g: list[str] = []
     cur_p: list[str] = []
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields or fields[0] in _DOC_MARKERS:
-                if cur_g:
-                    gold.append(cur_g)
-                    pred.append(cur_p)
-                    cur_g, cur_p = [], []
-                continue
-            if len(fields) < 3:
+    for lineno, line in text_lines(path):
+        fields = line.split()
+        if not fields or fields[0] in _DOC_MARKERS:
+            if cur_g:
+                gold.append(cur_g)
+                pred.append(cur_p)
+                cur_g, cur_p = [], []
+            continue
+        if len(fields) < 3:
+            raise DataFormatError(
+                f"{path}:{lineno}: expected 'token ... gold pred' (at least 3 fields), "
+                f"got {len(fields)}: {line.rstrip()!r}"
+            )
+        for side, tag in (("gold", fields[-2]), ("pred", fields[-1])):
+            if tag_kind(tag) is None:
                 raise DataFormatError(
-                    f"{path}:{lineno}: expected 'token ... gold pred' (at least 3 fields), "
-                    f"got {len(fields)}: {line.rstrip()!r}"
+                    f"{path}:{lineno}: {side} tag {tag!r} is not an IOB tag (O, B, I, B-TYPE, I-TYPE)"
                 )
-            for side, tag in (("gold", fields[-2]), ("pred", fields[-1])):
-                if tag_kind(tag) is None:
-                    raise DataFormatError(
-                        f"{path}:{lineno}: {side} tag {tag!r} is not an IOB tag (O, B, I, B-TYPE, I-TYPE)"
-                    )
-            cur_g.append(fields[-2])
-            cur_p.append(fields[-1])
+        cur_g.append(fields[-2])
+        cur_p.append(fields[-1])
     if cur_g:
         gold.append(cur_g)
         pred.append(cur_p)

@@ -183,9 +183,11 @@ def find_best_thresh(preds, scores, na_probs, qid_to_has_ans) -> tuple[float, fl
 
     Starts from the number of no-answer questions (all answered as empty), then walks the
     question ids in ascending ``na_prob`` (stable: ties keep ``na_probs`` order), adding the
-    score of answerable questions and -1 for a non-empty answer to an unanswerable one.
+    score of answerable questions and -1 for a non-empty answer to an unanswerable one. Only
+    the scored questions (``scores``) count: the official script has a prediction for every
+    question, and an unanswerable question left unscored would be a free point.
     """
-    num_no_ans = sum(1 for k in qid_to_has_ans if not qid_to_has_ans[k])
+    num_no_ans = sum(1 for k in scores if not qid_to_has_ans[k])
     cur_score = num_no_ans
     best_score = cur_score
     best_thresh = 0.0

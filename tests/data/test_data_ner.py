@@ -2,7 +2,7 @@
 
 import pytest
 
-from biozoo.data._files import open_text
+from biozoo.data.files import open_text
 from biozoo.data.embedded import embedded_corpus
 from biozoo.data.ner import find_split, infer_entity_type, read_ner
 from biozoo.errors import DataFormatError

@@ -94,6 +94,21 @@ def test_v2_best_thresh_zero_when_answering_never_helps():
     assert res["best_exact_thresh"] == 0.0
 
 
+def test_v2_best_threshold_counts_only_the_scored_questions():
+    """An unanswerable question without a prediction is skipped, as in the breakdown: it gave the
+    threshold search a free point (best_exact 150 here, 200 with q0 alone)."""
+    data = dataset([qa("q0", "Paris"), qa("q1"), qa("q2")])
+    with pytest.warns(UserWarning, match="q2"):
+        res = evaluate_v2(data, {"q0": "Paris", "q1": ""}, na_probs={"q0": 0.2, "q1": 0.4, "q2": 0.1})
+    # scored q0, q1: start 1 (q1 as no-answer); q0 (na 0.2) adds 1 -> 2 of 2; q1 (empty) adds 0
+    assert res["total"] == 2 and res["best_exact"] == pytest.approx(100.0) and res["best_f1"] == pytest.approx(100.0)
+    assert res["best_exact_thresh"] == pytest.approx(0.2)
+    with pytest.warns(UserWarning, match="q1, q2"):
+        alone = evaluate_v2(data, {"q0": "London"}, na_probs={"q0": 0.5})
+    # scored q0 alone: start 0; q0 adds 0 -> 0
+    assert alone["best_exact"] == alone["best_f1"] == 0.0
+
+
 def test_v2_errors():
     with pytest.raises(ValueError, match="no prediction"), pytest.warns(UserWarning):
         evaluate_v2(DATA, {"zzz": "x"})
