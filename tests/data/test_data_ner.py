@@ -2,8 +2,8 @@
 
 import pytest
 
-from biozoo.data.files import open_text
 from biozoo.data.embedded import embedded_corpus
+from biozoo.data.files import open_text
 from biozoo.data.ner import find_split, infer_entity_type, read_ner
 from biozoo.errors import DataFormatError
 
