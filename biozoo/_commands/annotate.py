@@ -47,7 +47,8 @@ def register(subparsers):
     parser.add_argument("--overlaps", choices=OVERLAP_RULES, default="keep",
                         help="overlapping predictions (of several models): keep all (default), the longest, or "
                         "the highest-scoring")
-    parser.add_argument("--drop-existing", action="store_true", help="remove the annotations the input carries")
+    parser.add_argument("--drop-existing", action="store_true",
+                        help="remove the annotations the input carries (and the predictions of an earlier run in JSONL)")
     parser.add_argument("--skip-bad", action="store_true",
                         help="report a malformed document on stderr and go on (default: stop with an error); of a "
                         "damaged .gz every complete document before the damage is kept")
@@ -160,7 +161,7 @@ def annotate_command(args):
         os.environ["BIOZOO_XLA"] = args.xla
     if args.runner != "beam":
         args.output_format = output_format_for(args.output, args.output_format)
-        check_not_an_input(args.output, args.inputs or ["-"])
+    check_not_an_input(args.output, args.inputs or ["-"])
     args.batch_size = model_batch_size(args.batch_size)
     job = job_from_arguments(args)
     if args.runner == "beam":
@@ -178,7 +179,7 @@ def annotate_command(args):
                   workers=workers)
     documents = read_documents(args.inputs or ["-"], fmt=args.input_format, skip_bad=args.skip_bad, on_skip=on_skip,
                                strict=getattr(args, "strict", False))
-    written = write_documents(run.annotate(documents), args.output, args.output_format)
+    written = write_documents(run.annotate(documents), args.output, args.output_format, on_unwritable=run.unwritable)
     summary = run.summary() + (f"; {len(skipped)} bad document(s) skipped" if skipped else "")
     if documents.dropped:
         summary += (f"; {documents.dropped} input annotation(s) dropped (their text differs from the document's at "

@@ -130,6 +130,11 @@ class CascadeAnnotator:
     def name(self):
         return f"cascade({self.small.name},{self.large.name})"
 
+    @property
+    def models(self):
+        """The names its entities carry."""
+        return self.small.name, self.large.name
+
     def annotate(self, documents):
         return self.second_pass(self.first_pass(documents))
 

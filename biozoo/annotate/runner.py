@@ -190,6 +190,18 @@ class AnnotationRun:
             self.linked += sum(1 for p in asked if p.concept_id is not None)
         return finished
 
+    def unwritable(self, document, error):
+        """A finished document the output format cannot hold (`write_documents`' `on_unwritable`):
+        the run stops with `error`, which names it, or, with `skip_bad`, it is skipped (recorded in
+        `dead_letters`, and no longer counted as annotated)."""
+        if not self.skip_bad:
+            raise error
+        self.documents -= 1
+        self.entities -= len(document.predictions)
+        self.skipped += 1
+        self.dead_letters.append({"id": document.id, "source": document.source, "reason": str(error)})
+        (self.on_skip or _print_skip)(str(error))
+
     def _skip(self, document, error):
         message = f"{document.source or 'document'} (id {document.id}): {error}"
         if not self.skip_bad:
@@ -215,14 +227,19 @@ class AnnotationRun:
         return linked
 
     def finish(self, document, annotations):
-        """`document` with `annotations` as its predictions (overlaps resolved), counted."""
+        """`document` with `annotations` as this run's predictions; those of other models (an
+        earlier run's, read from JSONL) are kept unless `drop_existing`, overlaps resolved among
+        all; counted."""
+        running = {model for annotator in self.annotators for model in getattr(annotator, "models", (annotator.name,))}
+        earlier = [p for p in document.predictions if p.model not in running]
         if self.drop_existing:
             document.annotations = []
             for passage in document.passages:
                 passage.annotations = []
                 passage.relations = []
             document.relations = []
-        document.predictions = resolve_overlaps(annotations, self.overlaps)
+            earlier = []
+        document.predictions = resolve_overlaps(earlier + annotations, self.overlaps)
         self.documents += 1
         self.entities += len(document.predictions)
         return document

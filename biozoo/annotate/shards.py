@@ -169,11 +169,18 @@ class ShardStore:
 
     # -- committing a chunk
     def commit(self, chunk, documents, dead_letters, complete=True):
-        """Write `chunk`'s annotated `documents` and `dead_letters`, then its manifest."""
+        """Write `chunk`'s annotated `documents` and `dead_letters`, then its manifest; a document
+        the output format cannot hold is one more dead letter."""
         shard = f"shards/{chunk.key}{EXTENSION[self.output_format]}"
         letters = self.path("dead-letters", f"{chunk.key}.jsonl")
+        unwritable = []
+        data, _ = encode_documents(documents, self.output_format, on_unwritable=lambda document, error: unwritable.append(
+            (document, {"id": document.id, "source": document.source, "stage": "write", "reason": str(error)})))
+        if unwritable:
+            left_out = {id(document) for document, _ in unwritable}
+            documents = [document for document in documents if id(document) not in left_out]
+            dead_letters = list(dead_letters) + [letter for _, letter in unwritable]
         if documents:
-            data, _ = encode_documents(documents, self.output_format)
             self._put(self.path(shard), data)
         else:
             self._remove(self.path(shard))  # an earlier attempt's, when this one annotated nothing

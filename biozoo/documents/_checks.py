@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from biozoo.documents.model import Annotation, Document, Passage
 from biozoo.errors import DataFormatError, DataWarning
 
@@ -97,12 +95,17 @@ def fit_annotations(document: Document, where: str, strict: bool = False) -> lis
     return warnings
 
 
-@contextlib.contextmanager
-def writing(document: Document, format_name: str):
-    """Around one document's encoding: what cannot be written (a lone surrogate, a value JSON or
-    XML cannot hold) raised as a ValueError naming the document and where it came from."""
+def encoded(document: Document, format_name: str, encode, on_unwritable=None):
+    """`encode()`: `document` in `format_name`, encoded before anything of it is written. Where the
+    format cannot hold it (a lone surrogate, a character XML cannot hold, input annotations beside
+    predictions in PubTator...), a ValueError naming the document and where it came from is
+    raised, or, with `on_unwritable`, handed to `on_unwritable(document, error)` and None
+    returned: the document is left out."""
     try:
-        yield
+        return encode()
     except (TypeError, ValueError) as error:
-        raise ValueError(f"document {document.id} ({document.source}): cannot be written as {format_name}: "
-                         f"{error}") from None
+        error = ValueError(f"document {document.id} ({document.source}): cannot be written as {format_name}: {error}")
+        if on_unwritable is None:
+            raise error from None
+        on_unwritable(document, error)
+        return None

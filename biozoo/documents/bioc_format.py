@@ -29,7 +29,7 @@ from bioc.biocjson import toJSON
 from bioc.biocxml import BioCXMLDocumentWriter
 from lxml import etree
 
-from biozoo.documents._checks import concept_id_from, container, fit_annotations, writing
+from biozoo.documents._checks import concept_id_from, container, encoded, fit_annotations
 from biozoo.documents._xml import iterparse, syntax_error
 from biozoo.documents.model import (
     ABBREVIATION_RELATION,
@@ -423,8 +423,9 @@ def _documents_after(first, documents):
         yield from documents
 
 
-def write_bioc_xml(documents, out, collection: Collection | None = None) -> int:
-    """Write documents as one BioC XML collection to a binary stream; the number written."""
+def write_bioc_xml(documents, out, collection: Collection | None = None, on_unwritable=None) -> int:
+    """Write documents as one BioC XML collection to a binary stream; the number written
+    (`on_unwritable`: as `biozoo.documents.write_documents`)."""
     documents = iter(documents)
     first, header = collection_header(documents, collection)
     info = bioc.BioCCollection()
@@ -433,15 +434,17 @@ def write_bioc_xml(documents, out, collection: Collection | None = None) -> int:
     writer.write_collection_info(info)
     count = 0
     for document in _documents_after(first, documents):
-        with writing(document, "BioC XML"):  # e.g. a control character XML cannot hold
-            writer.write_document(document_to_bioc(document))
-        count += 1
+        # bioc builds the whole element (where a character XML cannot hold raises) before writing it
+        if encoded(document, "BioC XML", lambda: writer.write_document(document_to_bioc(document)) or True,
+                   on_unwritable):
+            count += 1
     writer.close()
     return count
 
 
-def write_bioc_json(documents, out, collection: Collection | None = None) -> int:
-    """Write documents as one BioC JSON collection to a binary stream; the number written."""
+def write_bioc_json(documents, out, collection: Collection | None = None, on_unwritable=None) -> int:
+    """Write documents as one BioC JSON collection to a binary stream; the number written
+    (`on_unwritable`: as `biozoo.documents.write_documents`)."""
     documents = iter(documents)
     first, header = collection_header(documents, collection)
     head = {"bioctype": "BioCCollection", "source": header.source, "date": header.date, "key": header.key,
@@ -449,9 +452,10 @@ def write_bioc_json(documents, out, collection: Collection | None = None) -> int
     out.write(json.dumps(head, ensure_ascii=False)[:-1].encode("utf-8") + b', "documents": [')
     count = 0
     for document in _documents_after(first, documents):
-        with writing(document, "BioC JSON"):
-            item = json.dumps(toJSON(document_to_bioc(document)), ensure_ascii=False).encode("utf-8")
-        out.write((",\n" if count else "\n").encode("utf-8") + item)
-        count += 1
+        item = encoded(document, "BioC JSON", lambda: json.dumps(toJSON(document_to_bioc(document)),
+                                                                 ensure_ascii=False).encode("utf-8"), on_unwritable)
+        if item is not None:
+            out.write((",\n" if count else "\n").encode("utf-8") + item)
+            count += 1
     out.write(b"\n]}\n")
     return count

@@ -290,24 +290,30 @@ def check_not_an_input(output, inputs):
                              "input; choose an output outside it")
 
 
-def encode_documents(documents, fmt="jsonl", *, collection=None) -> tuple[bytes, int]:
-    """`documents` written in `fmt` (one of OUTPUT_FORMATS) into memory: `(bytes, count)`."""
+def _write(documents, out, fmt, collection, on_unwritable):
     if fmt not in _WRITERS:
         raise ValueError(f"unknown output format {fmt!r}; one of {', '.join(OUTPUT_FORMATS)}")
+    if fmt in ("bioc-xml", "bioc-json"):
+        return _WRITERS[fmt](documents, out, collection, on_unwritable)
+    return _WRITERS[fmt](documents, out, on_unwritable)
+
+
+def encode_documents(documents, fmt="jsonl", *, collection=None, on_unwritable=None) -> tuple[bytes, int]:
+    """`documents` written in `fmt` (one of OUTPUT_FORMATS) into memory: `(bytes, count)`
+    (`collection`, `on_unwritable`: as `write_documents`)."""
     out = io.BytesIO()
-    count = _WRITERS[fmt](documents, out, collection) if fmt in ("bioc-xml", "bioc-json") else _WRITERS[fmt](documents, out)
+    count = _write(documents, out, fmt, collection, on_unwritable)
     return out.getvalue(), count
 
 
-def write_documents(documents, output=None, fmt="jsonl", *, collection=None) -> int:
+def write_documents(documents, output=None, fmt="jsonl", *, collection=None, on_unwritable=None) -> int:
     """Write `documents` (any iterable, consumed once) to `output` (a path, written atomically,
     gzip-compressed when it ends in .gz; a `gs://` path; or "-"/None for stdout) in `fmt` (one
     of OUTPUT_FORMATS); returns the number written. `collection` is the BioC collection header
-    (default: the first document's). PubTator raises ValueError for a document with both input
-    annotations and predictions."""
+    (default: the first document's). A document the format cannot hold (PubTator: input
+    annotations beside predictions; XML: a control character) raises ValueError naming it, or,
+    with `on_unwritable`, is handed to `on_unwritable(document, error)` and left out."""
     if fmt not in _WRITERS:
         raise ValueError(f"unknown output format {fmt!r}; one of {', '.join(OUTPUT_FORMATS)}")
     with open_output(output) as out:
-        if fmt in ("bioc-xml", "bioc-json"):
-            return _WRITERS[fmt](documents, out, collection)
-        return _WRITERS[fmt](documents, out)
+        return _write(documents, out, fmt, collection, on_unwritable)

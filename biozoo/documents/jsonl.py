@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from biozoo.documents._checks import fit_annotations, place, writing
+from biozoo.documents._checks import encoded, fit_annotations, place
 from biozoo.documents.model import Annotation, Document, Passage, Relation
 from biozoo.errors import DataFormatError
 
@@ -166,12 +166,14 @@ def document_to_dict(document: Document) -> dict:
     return obj
 
 
-def write_jsonl(documents, out) -> int:
-    """Write documents to a binary stream, one JSON object a line; the number written."""
+def write_jsonl(documents, out, on_unwritable=None) -> int:
+    """Write documents to a binary stream, one JSON object a line; the number written
+    (`on_unwritable`: as `biozoo.documents.write_documents`)."""
     count = 0
     for document in documents:
-        with writing(document, "JSONL"):
-            line = json.dumps(document_to_dict(document), ensure_ascii=False).encode("utf-8") + b"\n"
-        out.write(line)
-        count += 1
+        line = encoded(document, "JSONL", lambda: json.dumps(document_to_dict(document), ensure_ascii=False)
+                       .encode("utf-8") + b"\n", on_unwritable)
+        if line is not None:
+            out.write(line)
+            count += 1
     return count

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import re
 
-from biozoo.documents._checks import annotation_problem, container, quirk_warning, text_mismatch, writing
+from biozoo.documents._checks import annotation_problem, container, encoded, quirk_warning, text_mismatch
 from biozoo.documents.model import Annotation, Document, Passage, Relation
 from biozoo.errors import DataFormatError
 
@@ -258,12 +258,13 @@ def pubtator_block(document: Document) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def write_pubtator(documents, out) -> int:
-    """Write documents to a binary stream; the number written."""
+def write_pubtator(documents, out, on_unwritable=None) -> int:
+    """Write documents to a binary stream; the number written (`on_unwritable`: as
+    `biozoo.documents.write_documents`)."""
     count = 0
     for document in documents:
-        with writing(document, "PubTator"):
-            block = pubtator_block(document).encode("utf-8")
-        out.write(block)
-        count += 1
+        block = encoded(document, "PubTator", lambda: pubtator_block(document).encode("utf-8"), on_unwritable)
+        if block is not None:
+            out.write(block)
+            count += 1
     return count

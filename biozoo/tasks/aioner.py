@@ -300,8 +300,8 @@ class AionerTagger:
 
     def annotate(self, texts, batch_size=64, entity_types=("ALL",)):
         """Raw texts in, `{"text", "entities": [{"start", "end", "type", "text", "score"}]}` out,
-        like `TokenClassifier.annotate`. Several entity types: one pass each, keeping each
-        pass's own type."""
+        like `TokenClassifier.annotate`: one pass per entity type asked for, each keeping its own
+        type (AIONER's own run of one type writes whatever the model tags in it: `tag` gives that)."""
         texts = text_list(texts)
         entity_types = list(dict.fromkeys([entity_types] if isinstance(entity_types, str) else entity_types))
         if "ALL" in entity_types and len(entity_types) > 1:
@@ -315,7 +315,7 @@ class AionerTagger:
             entities = []
             for kind, tagged in zip(entity_types, per_type):
                 for start, end, found, score in tagged[i]:
-                    if len(entity_types) > 1 and found != kind:
+                    if kind != "ALL" and found != kind:
                         continue
                     entities.append({"start": start, "end": end, "type": found, "text": text[start:end],
                                      "score": None if score is None else round(score, 6)})

@@ -74,6 +74,19 @@ def test_entities_equal_aioners_own_tagging(taggers, shared_data, decoder, name,
 
 
 @pytest.mark.parametrize("decoder", ["softmax", "crf"])
+def test_annotate_keeps_only_the_types_asked_for(taggers, shared_data, decoder):
+    """`--entity-types Gene` gave Disease, Species... too: AIONER's own one-type run writes what
+    the model tags in that pass (`tag`, equal to its fixture), `annotate` keeps that pass's type."""
+    ids, texts = pubtator_texts(shared_data / "documents" / "example.PubTator")
+    want = expected(decoder, "example", "Gene")
+    assert {k for found in want.values() for _, _, k in found} - {"Gene"}, "the fixture's pass tags other types too"
+    got = taggers[decoder].annotate(texts, entity_types=["Gene"])
+    for pmid, result in zip(ids, got):
+        assert [[e["start"], e["end"], e["type"]] for e in result["entities"]] == sorted(
+            [int(s), int(e), k] for s, e, k in want.get(pmid, []) if k == "Gene"), pmid
+
+
+@pytest.mark.parametrize("decoder", ["softmax", "crf"])
 def test_edge_cases_equal_aioners_own_tagging(taggers, decoder):
     """Non-breaking, thin and zero-width spaces, tabs, characters outside the vocabulary, a
     sentence of more than 256 words, more than 256 pieces, pre_token splits, a title alone: AIONER

@@ -3,6 +3,7 @@ shared document, several models, overlaps, gold kept apart, errors that name the
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -143,6 +144,30 @@ def test_cli_two_models_bioc_out_gold_apart(tmp_path, aioner_preset, tagger_dir,
     again = list(read_documents([bad]))
     assert [a.model for d in again for a in d.predictions] == []  # PubTator predictions read back as annotations
     assert all(d.text_at(a.start, a.end) == a.text for d in again for a in d.existing_annotations())
+
+
+def test_cli_a_document_the_output_cannot_hold_stops_the_run_or_is_skipped_alone(tmp_path, tagger_dir, capsys):
+    """A form feed (text from a PDF) cannot be in XML: with --skip-bad that document alone is
+    skipped and counted, the others written (the run stopped, nothing written, before)."""
+    source = tmp_path / "in.txt"
+    source.write_text("Aspirin was given.\nPage one\x0cpage two of the text.\nFever fell.\n", encoding="utf-8")
+    out = tmp_path / "out.bioc.xml"
+    assert main(["annotate", "--model", tagger_dir, "--output", str(out), "--no-progress", str(source)]) == 2
+    assert "document 2 (" in capsys.readouterr().err and not out.exists()
+    assert main(["annotate", "--model", tagger_dir, "--output", str(out), "--no-progress", "--skip-bad",
+                 str(source)]) == 0
+    err = capsys.readouterr().err
+    assert "cannot be written as BioC XML" in err and "annotated 2 documents" in err and "2 written" in err
+    assert "1 bad document(s) skipped" in err
+    written = list(read_documents([out]))
+    assert [d.text for d in written] == ["Aspirin was given.", "Fever fell."]
+    # PubTator cannot keep input annotations beside predictions: each such document skipped alone
+    pubtator = tmp_path / "in.pubtator"
+    write_pubtator(pubtator, [("1", "Aspirin.", "Given.", [(0, 7, "Chemical")]), ("2", "Fever.", "Fell.", [])])
+    assert main(["annotate", "--model", tagger_dir, "--output", str(tmp_path / "out.pubtator"), "--no-progress",
+                 "--skip-bad", str(pubtator)]) == 0
+    assert "drop" in capsys.readouterr().err
+    assert [d.id for d in read_documents([tmp_path / "out.pubtator"])] == ["2"]
 
 
 def test_cli_reports_a_malformed_document_and_skips_it_only_when_asked(tmp_path, aioner_preset, capsys):
@@ -557,3 +582,30 @@ def test_a_run_keeps_the_objects_it_started_with_out_of_full_collections_and_rel
         assert gc.get_freeze_count() > 0.9 * frozen  # not unfrozen by the run (a few objects freed meanwhile)
     finally:
         gc.unfreeze()
+
+
+def test_an_earlier_runs_predictions_stay_unless_dropped(tmp_path, tagger_dir, capsys):
+    """JSONL output annotated again by another model: the first model's predictions were replaced
+    without a word; they stay (as the BioC chain keeps them), and go only with --drop-existing.
+    The same model run again replaces its own (no duplicates)."""
+    other = tmp_path / "other-model"
+    shutil.copytree(tagger_dir, other)
+    source = tmp_path / "in.txt"
+    source.write_text("Aspirin caused fever in mice.\nNaproxen eased the pain.\n", encoding="utf-8")
+
+    def predictions(path):
+        return [sorted((a.start, a.end, a.type, a.model) for a in d.predictions) for d in read_documents([path])]
+
+    def annotate(model, source, output, *options):
+        assert main(["annotate", "--model", str(model), "--output", str(output), "--no-progress", *options,
+                     str(source)]) == 0
+        return predictions(output)
+
+    first = annotate(tagger_dir, source, tmp_path / "first.jsonl")
+    assert sum(map(len, first)) > 0 and {m for found in first for *_, m in found} == {tagger_dir}
+    by_other = [[(s, e, t, str(other)) for s, e, t, _ in found] for found in first]  # the same weights
+    assert annotate(other, tmp_path / "first.jsonl", tmp_path / "second.jsonl") == [
+        sorted(a + b) for a, b in zip(first, by_other)]
+    assert annotate(tagger_dir, tmp_path / "first.jsonl", tmp_path / "again.jsonl") == first
+    assert annotate(other, tmp_path / "first.jsonl", tmp_path / "dropped.jsonl", "--drop-existing") == by_other
+    capsys.readouterr()

@@ -315,3 +315,27 @@ def test_a_chunk_whose_every_document_fails_is_retried_not_dead_lettered_for_goo
     monkeypatch.setattr(runner.AnnotationRun, "_predictions", original)
     second = run_beam(job, [source], tmp_path / "out")
     assert (second["annotated"], second["dead_lettered"], second["incomplete_chunks"]) == (2, 1, 0)
+
+
+def test_a_document_the_output_cannot_hold_is_dead_lettered_and_the_run_resumable(tmp_path, models, capsys):
+    """A form feed cannot be in BioC XML: that document is a dead letter of stage "write" and the
+    others are committed (the Commit step raised before: the pipeline failed, on every rerun);
+    an output folder inside an input folder is refused up front (its shards would be read as
+    input by the next run, which then refused the folder)."""
+    from biozoo.annotate import beam
+
+    source = tmp_path / "corpus" / "in.txt"
+    source.parent.mkdir()
+    source.write_text("Aspirin was given.\nPage one\x0cpage two.\nFever fell.\n", encoding="utf-8")
+    job = AnnotationJob(models=(models[0],), output_format="bioc-xml", chunk_size=2)
+    summary = run_beam(job, [source], tmp_path / "out")
+    assert (summary["read"], summary["annotated"], summary["dead_lettered"]) == (3, 2, 1)
+    letters = list(beam.ShardStore(tmp_path / "out", "bioc-xml").dead_letters())
+    assert [(l["stage"], l["id"]) for l in letters] == [("write", "2")]
+    assert "cannot be written as BioC XML" in letters[0]["reason"]
+    written = [d.text for shard in sorted((tmp_path / "out" / "shards").iterdir()) for d in read_documents([shard])]
+    assert sorted(written) == ["Aspirin was given.", "Fever fell."]
+    assert run_beam(job, [source], tmp_path / "out")["this_run"]["chunks_already_done"] == 2
+    assert main(["annotate", "--runner", "beam", "--model", models[0], "--output", str(source.parent / "tagged"),
+                 "--no-progress", str(source.parent)]) == 2
+    assert "lies inside the input folder" in capsys.readouterr().err and not (source.parent / "tagged").exists()
