@@ -178,7 +178,8 @@ class AnnotationRun:
             try:
                 if isinstance(predictions, Exception):
                     raise predictions
-                annotations = [self._annotation(document, *entity) for entity in predictions]
+                overlapping = _passages_overlap(document)
+                annotations = [self._annotation(document, *entity, overlapping=overlapping) for entity in predictions]
             except Exception as error:
                 self._skip(document, error)
                 continue
@@ -255,10 +256,22 @@ class AnnotationRun:
         return found
 
     @staticmethod
-    def _annotation(document, start, end, kind, score, model):
+    def _annotation(document, start, end, kind, score, model, overlapping=False):
         text = document.text_at(start, end)  # raises, naming the document, when outside every passage
+        if overlapping:  # the passage a model read is not carried: the offsets must tell it
+            texts = {p.text[start - p.offset:end - p.offset] for p in document.passages
+                     if p.offset <= start and end <= p.end}
+            if len(texts) > 1:
+                raise ValueError(f"document {document.id}: an entity at {start}-{end} lies where passages overlap with "
+                                 f"different texts ({', '.join(sorted(map(repr, texts)))}): which passage it is in "
+                                 "cannot be told by its offsets; give the passages their own offsets")
         return Annotation(start=start, end=end, type=kind, text=text,
                           score=None if score is None else float(score), model=model)
+
+
+def _passages_overlap(document):
+    passages = sorted(document.passages, key=lambda p: p.offset)
+    return any(after.offset < before.end for before, after in zip(passages, passages[1:]))
 
 
 def _print_skip(message):

@@ -609,3 +609,36 @@ def test_an_earlier_runs_predictions_stay_unless_dropped(tmp_path, tagger_dir, c
     assert annotate(tagger_dir, tmp_path / "first.jsonl", tmp_path / "again.jsonl") == first
     assert annotate(other, tmp_path / "first.jsonl", tmp_path / "dropped.jsonl", "--drop-existing") == by_other
     capsys.readouterr()
+
+
+class _FindsWord:
+    """An annotator that finds every occurrence of `word` in each passage it reads."""
+
+    name = "finder"
+
+    def __init__(self, word):
+        self.word = word
+
+    def annotate(self, documents):
+        return [[(p.offset + at, p.offset + at + len(self.word), "Thing", 1.0, None) for p in d.passages
+                 for at in range(len(p.text)) if p.text.startswith(self.word, at)] for d in documents]
+
+
+def test_an_entity_where_passages_overlap_with_different_texts_is_refused_not_misplaced():
+    """Two passages at offset 0 (a BioC file whose tool set no offsets): the second passage's
+    "mutation" was written with the first passage's text at its offsets."""
+    from biozoo.annotate import AnnotationRun
+
+    clash = Document("7", [Passage(0, "Diseases of the gut.", "title"), Passage(0, "One mutation here.", "abstract")],
+                     source="in.xml:3")
+    same = Document("8", [Passage(0, "A mutation here.", "title"), Passage(0, "A mutation here.", "abstract")])
+    apart = Document("9", [Passage(0, "A mutation.", "title"), Passage(12, "B mutation.", "abstract")])
+    with pytest.raises(ValueError, match=r"in\.xml:3 \(id 7\): document 7: an entity at 4-12 lies where passages "
+                                         r"overlap with different texts \('ases of ', 'mutation'\)"):
+        list(AnnotationRun([_FindsWord("mutation")], progress=False).annotate([clash]))
+    skipped = []
+    run = AnnotationRun([_FindsWord("mutation")], progress=False, skip_bad=True, on_skip=skipped.append)
+    done = list(run.annotate([clash, same, apart]))
+    assert [d.id for d in done] == ["8", "9"] and len(skipped) == 1 and run.skipped == 1
+    assert all(d.text_at(a.start, a.end) == a.text == "mutation" for d in done for a in d.predictions)
+    assert [len(d.predictions) for d in done] == [2, 2]
