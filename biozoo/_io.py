@@ -276,6 +276,13 @@ def decode_utf8(data, path, error_class):
         raise error_class(f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02X}): save the file as UTF-8") from None
 
 
+def read_text(path, error_class):
+    """The whole of a UTF-8 text file (gzip when named .gz); a byte that is not UTF-8 raises
+    `error_class` naming the file and line."""
+    with (gzip.open if os.fspath(path).endswith(".gz") else open)(path, "rb") as f:
+        return decode_utf8(f.read(), path, error_class)
+
+
 def read_json(path, what="file", error_class=None):
     """Parse a JSON file (gzip when named .gz); errors name the file (and line/column for syntax
     errors, the line of bytes that are not UTF-8).
@@ -287,8 +294,7 @@ def read_json(path, what="file", error_class=None):
     try:
         if is_remote(path):
             return json.loads(remote_files(path).read_text(path))
-        with (gzip.open if os.fspath(path).endswith(".gz") else open)(path, "rb") as f:
-            return json.loads(decode_utf8(f.read(), path, error_class))
+        return json.loads(read_text(path, error_class))
     except FileNotFoundError:
         raise
     except json.JSONDecodeError as error:

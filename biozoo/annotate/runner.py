@@ -178,7 +178,7 @@ class AnnotationRun:
             try:
                 if isinstance(predictions, Exception):
                     raise predictions
-                overlapping = _passages_overlap(document)
+                overlapping = document.overlapping_passages() is not None
                 annotations = [self._annotation(document, *entity, overlapping=overlapping) for entity in predictions]
             except Exception as error:
                 self._skip(document, error)
@@ -267,11 +267,6 @@ class AnnotationRun:
                                  "cannot be told by its offsets; give the passages their own offsets")
         return Annotation(start=start, end=end, type=kind, text=text,
                           score=None if score is None else float(score), model=model)
-
-
-def _passages_overlap(document):
-    passages = sorted(document.passages, key=lambda p: p.offset)
-    return any(after.offset < before.end for before, after in zip(passages, passages[1:]))
 
 
 def _print_skip(message):

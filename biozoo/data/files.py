@@ -12,7 +12,6 @@ import gzip
 import os
 import re
 
-from biozoo._io import decode_utf8
 from biozoo.errors import DataFormatError
 
 # what surrogateescape makes of a byte that is not UTF-8: U+DC80..U+DCFF
@@ -38,11 +37,3 @@ def text_lines(path):
                     raise DataFormatError(f"{path}:{lineno}: not UTF-8 (byte 0x{ord(undecoded.group()) - 0xDC00:02X} "
                                           f"at character {undecoded.start() + 1}): save the file as UTF-8")
             yield lineno, line
-
-
-def read_text(path):
-    """The whole of a UTF-8 text file (gzip when named .gz); a byte that is not UTF-8 raises
-    DataFormatError naming the file and line."""
-    opener = gzip.open if os.fspath(path).endswith(".gz") else open
-    with opener(path, "rb") as handle:
-        return decode_utf8(handle.read(), path, DataFormatError)

@@ -21,7 +21,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from biozoo.data.files import read_text
+from biozoo._io import read_text
 from biozoo.errors import DataFormatError
 
 __all__ = ["QAExample", "AnswerMismatch", "read_squad", "check_answers", "read_bioasq_golden"]
@@ -65,7 +65,7 @@ def _load_json(path):
     if not path.is_file():
         raise FileNotFoundError(f"no json file at {path}")
     try:
-        return json.loads(read_text(path))
+        return json.loads(read_text(path, DataFormatError))
     except json.JSONDecodeError as error:
         raise DataFormatError(f"{path}:{error.lineno}: invalid json: {error.msg}") from None
 

@@ -139,6 +139,12 @@ class Document:
         """Every annotation the input carried (passage-level ones first, in passage order)."""
         return [a for p in self.passages for a in p.annotations] + list(self.annotations)
 
+    def overlapping_passages(self) -> tuple[Passage, Passage] | None:
+        """The first two passages (in offset order) whose offsets overlap, or None."""
+        passages = sorted(self.passages, key=lambda p: p.offset)
+        return next(((before, after) for before, after in zip(passages, passages[1:]) if after.offset < before.end),
+                    None)
+
     def passage_at(self, start: int, end: int) -> Passage | None:
         for passage in self.passages:
             if passage.offset <= start and end <= passage.end:

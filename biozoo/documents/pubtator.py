@@ -230,13 +230,12 @@ def pubtator_block(document: Document) -> str:
     pmid = document.id
     if any(c in pmid for c in "|\t\r\n") or not pmid:
         raise ValueError(f"its id {pmid!r} cannot be a PubTator PMID (empty, or has | or a tab)")
-    passages = sorted(document.passages, key=lambda p: p.offset)
-    for before, after in zip(passages, passages[1:]):
-        if after.offset < before.end:
-            raise ValueError(f"its passages overlap ({before.type or 'passage'} "
-                             f"at {before.offset}-{before.end}, {after.type or 'passage'} at {after.offset}-"
-                             f"{after.end}); PubTator's one title and abstract cannot hold them at their offsets: "
-                             "write jsonl or BioC")
+    overlap = document.overlapping_passages()
+    if overlap is not None:
+        before, after = overlap
+        raise ValueError(f"its passages overlap ({before.type or 'passage'} at {before.offset}-{before.end}, "
+                         f"{after.type or 'passage'} at {after.offset}-{after.end}); PubTator's one title and "
+                         "abstract cannot hold them at their offsets: write jsonl or BioC")
     existing = document.existing_annotations()
     if existing and document.predictions:
         raise ValueError("PubTator output cannot keep the input's annotations apart from the predictions; "
