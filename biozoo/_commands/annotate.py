@@ -50,7 +50,8 @@ def register(subparsers):
     parser.add_argument("--drop-existing", action="store_true",
                         help="remove the annotations the input carries (and the predictions of an earlier run in JSONL)")
     parser.add_argument("--skip-bad", action="store_true",
-                        help="report a malformed document on stderr and go on (default: stop with an error); of a "
+                        help="report a malformed document, or one the output format cannot hold, on stderr and go on "
+                        "(default: stop with an error); of a "
                         "damaged .gz every complete document before the damage is kept")
     parser.add_argument("--strict", action="store_true",
                         help="refuse a document whose input annotation's text differs from the document's at its "

@@ -74,10 +74,13 @@ def test_entities_equal_aioners_own_tagging(taggers, shared_data, decoder, name,
 
 
 @pytest.mark.parametrize("decoder", ["softmax", "crf"])
-def test_annotate_keeps_only_the_types_asked_for(taggers, shared_data, decoder):
+def test_annotate_keeps_only_the_types_asked_for(taggers, example_pubtator, decoder):
     """`--entity-types Gene` gave Disease, Species... too: AIONER's own one-type run writes what
     the model tags in that pass (`tag`, equal to its fixture), `annotate` keeps that pass's type."""
-    ids, texts = pubtator_texts(shared_data / "documents" / "example.PubTator")
+    from biozoo.documents import read_documents
+
+    documents = list(read_documents([example_pubtator]))  # the packaged copy: runs without ../shared
+    ids, texts = [d.id for d in documents], [d.text for d in documents]
     want = expected(decoder, "example", "Gene")
     assert {k for found in want.values() for _, _, k in found} - {"Gene"}, "the fixture's pass tags other types too"
     got = taggers[decoder].annotate(texts, entity_types=["Gene"])
