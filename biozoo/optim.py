@@ -154,8 +154,9 @@ def adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, clip_
     return make_optimizer("adamw", learning_rate, total_steps, warmup_ratio, weight_decay, clip_norm)
 
 
-# Depth of a variable for layer-wise learning-rate decay, from its path: embeddings are depth
-# 0, encoder layer i is i + 1, everything else (pooler, task heads) is the top, L + 1.
+# Depth of a variable for layer-wise learning-rate decay, from its path, as ELECTRA's
+# `_get_layer_lrs` gives it: embeddings are depth 0, encoder layer i is i + 1, everything else
+# (pooler, task heads) L + 2, so the head trains at the full rate and the top layer at decay ** 2.
 # ALBERT's one shared layer is trained at the top layer's rate.
 LAYER_DEPTH_RULES = (
     (r"(?:^|/)transformer_layer_(\d+)(?:/|$)", lambda match, layers: int(match.group(1)) + 1),
@@ -170,13 +171,13 @@ def layer_depth(path, num_layers):
         match = re.search(pattern, path)
         if match:
             return depth(match, num_layers)
-    return num_layers + 1
+    return num_layers + 2
 
 
 def layerwise_multipliers(model, decay, num_layers):
-    """{variable path: decay ** (L + 1 - depth)} as in ELECTRA's fine-tuning (decay 0.8 for
+    """{variable path: decay ** (L + 2 - depth)} as in ELECTRA's fine-tuning (decay 0.8 for
     base models, 0.9 for large)."""
-    return {v.path: decay ** (num_layers + 1 - layer_depth(v.path, num_layers)) for v in model.trainable_variables}
+    return {v.path: decay ** (num_layers + 2 - layer_depth(v.path, num_layers)) for v in model.trainable_variables}
 
 
 def _with_layerwise_rates(optimizer_cls):

@@ -198,18 +198,35 @@ def finetune_command(args):
     return 0
 
 
+# finetune's options that `finetune link` does not take, with their defaults: a link run given
+# another value is refused, not run without it.
+NOT_FOR_LINK = (("data", None), ("seeds", 1), ("entity_type", None), ("recipe", None), ("strategy", "auto"),
+                ("tpu", None), ("mixed_precision", "auto"), ("xla", "auto"), ("static_shapes", "auto"),
+                ("micro_batches", "auto"), ("steps_per_execution", 1), ("optimizer", "adamw"), ("layer_decay", None),
+                ("clip_norm", None), ("checkpoint_every", None), ("deterministic", False))
+
+
 def _finetune_link(args):
+    from biozoo._io import check_output
     from biozoo.linking import load_dictionary
     from biozoo.linking.training import LinkTraining, finetune_linker
 
     if not args.dictionary:
         raise ValueError("finetune link needs --dictionary (a dictionary name, FORMAT:PATH or an id<TAB>name file)")
+    given = ["--" + name.replace("_", "-") for name, default in NOT_FOR_LINK if getattr(args, name, default) != default]
+    if given:
+        raise ValueError(f"finetune link does not take {', '.join(given)} (it trains on one device in float32, "
+                         "without checkpoints)")
+    if args.epochs is not None and args.epochs != int(args.epochs):
+        raise ValueError(f"--epochs {args.epochs:g}: finetune link trains whole epochs (each over every synonym pair)")
+    check_output(args.output, args.overwrite, [args.preset], "--output")
     settings = LinkTraining(epochs=int(args.epochs or 1), batch_pairs=args.batch_size or 64,
                             learning_rate=args.learning_rate or 2e-5, weight_decay=args.weight_decay,
                             warmup_ratio=args.warmup_ratio, loss=args.loss, hard_negatives=args.hard_negatives,
                             max_length=args.max_seq_length or 25, pooling=args.pooling, seed=args.seed)
     dictionary = load_dictionary(args.dictionary, trust_unverified=args.trust_unverified)
-    metrics = finetune_linker(dictionary, args.preset, args.output, settings, log=lambda m: print(m, file=sys.stderr))
+    metrics = finetune_linker(dictionary, args.preset, args.output, settings, log=lambda m: print(m, file=sys.stderr),
+                              overwrite=args.overwrite)
     print(json.dumps(metrics))
     return 0
 

@@ -31,7 +31,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from biozoo._io import atomic_directory, atomic_write_json
+from biozoo._io import atomic_directory, atomic_write_json, check_output
 from biozoo.choices import LINK_LOSSES
 from biozoo.linking.encoder import LINKING_FILE, NameEncoder, pool
 from biozoo.linking.index import DenseIndex
@@ -182,9 +182,11 @@ def embedding_model(encoder):
     return keras.Model(inputs, keras.ops.normalize(pooled, axis=-1, order=2))
 
 
-def finetune_linker(dictionary, preset, output, settings=LinkTraining(), log=print, progress=True):
+def finetune_linker(dictionary, preset, output, settings=LinkTraining(), log=print, progress=True, overwrite=False):
     """Train `preset`'s encoder on `dictionary`'s synonyms; write OUTPUT (a preset with
-    linking.json and metrics.json) in one rename; return the metrics."""
+    linking.json and metrics.json) in one rename; return the metrics. An earlier biozoo output
+    at OUTPUT is replaced only with `overwrite` (checked before training)."""
+    check_output(output, overwrite, [preset])
     keras.utils.set_random_seed(settings.seed)
     rng = random.Random(settings.seed)
     encoder = NameEncoder.from_preset(preset, pooling=settings.pooling, max_length=settings.max_length)
@@ -217,7 +219,7 @@ def finetune_linker(dictionary, preset, output, settings=LinkTraining(), log=pri
                "train_seconds": round(time.perf_counter() - started, 1), "settings": dataclasses.asdict(settings)}
     linking = {"pooling": encoder.pooling, "max_length": encoder.max_length, "base": os.fspath(preset),
                "dictionary": dictionary.label, "loss": settings.loss}
-    with atomic_directory(output) as staging:
+    with atomic_directory(output, overwrite, [preset]) as staging:
         write_preset(staging, encoder.backbone, encoder.tokenizer,
                      provenance={"format": "biozoo-link", "base": os.fspath(preset), "linking": linking})
         atomic_write_json(os.path.join(staging, LINKING_FILE), linking)

@@ -43,7 +43,7 @@ from biozoo.tasks.inference import compiled_predict
 from biozoo.tasks.pretraining import MaskedLM
 from biozoo.train import DISTILL_METHODS
 from biozoo.train.loss_history import TENSORFLOW, LabelsInInputs, LossHistoryStep, freeze_unused_pooler
-from biozoo.train.run import TrainingRun, check_values, examples_per_second
+from biozoo.train.run import TrainingRun, check_values, examples_per_second, resume_settings
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -211,7 +211,7 @@ class Distiller(LossHistoryStep, keras.Model):
     token is masked), or `(x, mask_ids, mask_weights)`; on JAX and PyTorch each wrapped in a
     1-tuple (see `biozoo.train.loss_history`). On TensorFlow calling the distiller runs the student.
     With `total_steps`, every loss term is averaged over each `log_every` steps in the graph (a
-    model variable, so checkpoints keep it): `loss_curves()`. The distributed train step is
+    model variable, so checkpoints keep it): `loss_curves(steps)`. The distributed train step is
     `biozoo.train.loss_history.LossHistoryStep`'s.
 
     Example:
@@ -525,8 +525,9 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
         initial = masked_agreement(teacher_task, student, data.eval_dataset)
         eval_before = _evaluate_terms(distiller, data.eval_dataset)
     result = run.train(distiller, data.stream, hp.steps, checkpoint_every=hp.checkpoint_every, verbose=verbose,
-                       log=log)
-    curves = distiller.loss_curves()
+                       log=log, settings=resume_settings(hp, method=method, teacher=str(teacher), student=changes,
+                                                corpus=list(corpus_files)))
+    curves = distiller.loss_curves(hp.steps)
 
     copied = models.copied
     metrics = {

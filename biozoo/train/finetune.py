@@ -25,7 +25,7 @@ from biozoo.preset_files import METRICS_FILE, TASK_KIND_FILE, task_kind_record
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
 from biozoo.train.distribution import accelerators, has_gpu, process_count
-from biozoo.train.run import TrainingRun, check_values, examples_per_second, precision_policy, set_seed
+from biozoo.train.run import TrainingRun, check_values, examples_per_second, precision_policy, resume_settings, set_seed
 
 __all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate",
            "micro_batches", "checkpoint_directory", "precision_policy", "set_seed"]
@@ -142,7 +142,7 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     if padding != "dynamic":
         train_batches.make_static(drop_remainder=static)
     steps_per_epoch = len(train_batches)
-    total_steps = max(1, int(round(steps_per_epoch * hp.epochs)))
+    total_steps = max(1, math.ceil(steps_per_epoch * hp.epochs))  # as the HF Trainer's max_steps
     with run.scope():
         optimizer = make_optimizer(hp.optimizer, hp.learning_rate, total_steps, hp.warmup_ratio, hp.weight_decay,
                                    hp.clip_norm, hp.layer_decay, task, task.backbone.get_config().get("num_layers"))
@@ -161,7 +161,9 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         # NER / QA heads do not use the backbone's pooler: no gradient for it is expected.
         warnings.filterwarnings("ignore", message="Gradients do not exist for variables")
         result = run.train(task, train_batches, total_steps, steps_per_epoch=steps_per_epoch,
-                           checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log)
+                           checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log,
+                           settings=resume_settings(hp, task=kind, preset=str(preset), data=_where(data_dir),
+                                                    task_options=adapter.options()))
     task.micro_batches = 1
     metrics = {
         "task": kind,

@@ -6,8 +6,14 @@ finite-weights check at the end.
 on, the same batches for the same seed, so a resumed run sees exactly the batches the killed
 run would have seen. A checkpoint (every `checkpoint_every` steps, the last `keep` kept) is one
 `.npz` of every model variable (weights and RNG states) and every optimizer variable (step,
-moments), and on PyTorch torch's global generator (Keras' torch dropout draws from it): written under a temporary name and renamed, so a kill during a save leaves the
-previous one valid; read back without pickles.
+moments), named by the number of steps run (the optimizer's own count lags it where a
+float16 loss scale skips a step): written under a temporary name and renamed, so a kill during
+a save leaves the previous one valid; read back without pickles. A checkpoint is written only
+of finite weights.
+
+On PyTorch, Keras' dropout draws from torch's global generator, which Keras' data loading
+draws from too when an epoch starts: each step seeds it from the run's seed and the step's
+number, so step N draws the same numbers in a resumed run as in an uninterrupted one.
 
 Under a `keras.distribution.DataParallel` scope Keras' JAX trainer splits each global batch
 over the devices; on several hosts each process feeds its own rows of it.
@@ -30,11 +36,6 @@ from biozoo.errors import CheckpointError, TrainingError
 from biozoo.train.distribution import local_rows, process_count
 
 CHECKPOINT = re.compile(r"^step-(\d+)\.npz$")
-TORCH_RNG = "torch_rng_state"
-
-
-def optimizer_step(model):
-    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
 
 
 class StepLog:
@@ -42,7 +43,13 @@ class StepLog:
     checkpoint every `every` steps."""
 
     def __init__(self, model, manager, every, first_step, log):
+        step_seeds = TorchStepSeeds() if keras.backend.backend() == "torch" else None
+
         class Callback(keras.callbacks.Callback):
+            def on_train_batch_begin(cb, batch, logs=None):
+                if step_seeds is not None:
+                    step_seeds.seed(self.fit_start + batch)
+
             def on_epoch_begin(cb, epoch, logs=None):
                 self.mean, self.count = 0.0, 0
                 self.fit_start = self.step  # each fit call runs from the current step
@@ -68,12 +75,26 @@ class StepLog:
                     self.mean, self.count = mean, self.count + done
                 if manager is not None and every and step // every > (step - done) // every:
                     cb.model  # noqa: B018 - reading it brings JAX's train state back into the variables
+                    check_finite_weights(cb.model, step)  # never a checkpoint a rerun would resume into NaN
                     manager.save(checkpoint_number=step)
 
         self.callback = Callback()
         self.losses = []
         self.step = self.fit_start = first_step
         self.mean, self.count = 0.0, 0
+
+
+class TorchStepSeeds:
+    """Seeds torch's global generator before each step from the seed it had when the run began
+    (`set_seed`'s) and the step's number."""
+
+    def __init__(self):
+        import torch
+
+        self.torch, self.base = torch, torch.initial_seed()
+
+    def seed(self, step):
+        self.torch.manual_seed(int(np.random.SeedSequence([self.base, step]).generate_state(1, np.uint64)[0] >> 1))
 
 
 def check_finite_weights(model, step):
@@ -91,7 +112,6 @@ class NpzCheckpoints:
 
     def __init__(self, model, directory, keep=3):
         self.model, self.directory, self.keep = model, os.fspath(directory), keep
-        self.pending_rng = None
 
     def _variables(self):
         return list(self.model.variables) + list(self.model.optimizer.variables)
@@ -105,10 +125,6 @@ class NpzCheckpoints:
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, f"step-{checkpoint_number}.npz")
         arrays = {f"v{i}": keras.ops.convert_to_numpy(v.value) for i, v in enumerate(self._variables())}
-        if keras.backend.backend() == "torch":
-            import torch
-
-            arrays[TORCH_RNG] = torch.get_rng_state().numpy()
         with open(path + ".tmp", "wb") as f:
             np.savez(f, **arrays)
             f.flush()
@@ -118,14 +134,14 @@ class NpzCheckpoints:
             os.remove(os.path.join(self.directory, f"step-{old}.npz"))
 
     def restore_latest(self):
-        """Load the newest checkpoint; its step, or None when there is none."""
+        """Load the newest checkpoint; its step (the steps run before it), or None when there is none."""
         steps = self.steps()
         if not steps:
             return None
         path = os.path.join(self.directory, f"step-{steps[-1]}.npz")
         variables = self._variables()
         with np.load(path, allow_pickle=False) as data:
-            count = sum(1 for name in data.files if name != TORCH_RNG)
+            count = len(data.files)
             if count != len(variables):
                 raise CheckpointError(f"{path}: {count} arrays, but the model and optimizer have "
                                       f"{len(variables)} variables: a checkpoint of another run (remove it)")
@@ -135,27 +151,7 @@ class NpzCheckpoints:
                     raise CheckpointError(f"{path}: array v{i} has shape {value.shape}, variable {variable.path} "
                                           f"{tuple(variable.shape)}: a checkpoint of another run (remove it)")
                 variable.assign(value)
-            if TORCH_RNG in data.files:
-                self.pending_rng = data[TORCH_RNG]
         return steps[-1]
-
-    def rng_callback(self):
-        """A callback that puts torch's generator back as it was at the checkpoint just before the
-        first step (Keras' fit draws from it while it starts), or None."""
-        if self.pending_rng is None:
-            return None
-        import torch
-
-        state, self.pending_rng = torch.from_numpy(self.pending_rng), None
-
-        class RestoreGenerator(keras.callbacks.Callback):
-            def on_train_batch_begin(cb, batch, logs=None):
-                nonlocal state
-                if state is not None:
-                    torch.set_rng_state(state)
-                    state = None
-
-        return RestoreGenerator()
 
 
 def compiles_ahead(model):
@@ -211,17 +207,16 @@ def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_ep
             manager = NpzCheckpoints(model, checkpoint_dir, keep)
             restored = manager.restore_latest()
             if restored is not None:
-                start = optimizer_step(model)
+                start = restored
                 log(f"resuming from step {start} of {total_steps} ({checkpoint_dir}/step-{restored}.npz)")
         if batch_shapes is not None and compiles_ahead(model):
             jax_train_function_compiled_ahead(model, batch_shapes(start, total_steps))
         recorder = StepLog(model, manager if save else None, checkpoint_every, start, log)
-        callbacks = [c for c in (manager and manager.rng_callback(), recorder.callback) if c is not None]
         epochs = math.ceil(total_steps / steps_per_epoch)
         for epoch, step, count in fit_spans(start, total_steps, steps_per_epoch):
             keras.Model.fit(model, _take(batches_from(step), count), initial_epoch=epoch, epochs=epochs,
-                            steps_per_epoch=count, verbose=verbose, callbacks=callbacks, shuffle=False)
-    finished = optimizer_step(model)
+                            steps_per_epoch=count, verbose=verbose, callbacks=[recorder.callback], shuffle=False)
+    finished = recorder.step
     check_finite_weights(model, finished)
     if save and manager is not None and finished % checkpoint_every:
         manager.save(checkpoint_number=finished)

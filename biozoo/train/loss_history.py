@@ -7,7 +7,7 @@ constructor (`tracked`: the loss names reported, "loss" first, the one minimised
 
 The history (`loss_history`, [intervals, tracked losses]) sums each step's losses into the row
 of its `log_every`-step interval; being a model variable it is checkpointed and restored with
-the model. `loss_curves()` reads it back as means.
+the model. `loss_curves(steps)` reads it back as means.
 
 * TensorFlow: `train_step` under any tf.distribute strategy. It divides the replica's mean loss
   by the number of replicas (their gradients are summed), applies the mixed-precision loss
@@ -103,12 +103,12 @@ class LossHistoryStep:
             for variable in self.trainable_variables:
                 variable.value.grad = None
 
-    def loss_curves(self):
-        """{tracked loss: [mean over each `log_every`-step interval]} of the steps run so far
-        (resumed runs included)."""
+    def loss_curves(self, done):
+        """{tracked loss: [mean over each `log_every`-step interval]} of the `done` steps run so
+        far (resumed runs included; the optimizer's own count lags it where a float16 loss scale
+        skipped a step)."""
         if self.loss_history is None:
             return {}
-        done = int(keras.ops.convert_to_numpy(self.optimizer.iterations))
         sums = np.asarray(keras.ops.convert_to_numpy(self.loss_history.value))
         curves = {name: [] for name in self.tracked}
         for row in range(min(-(-done // self.log_every), sums.shape[0])):

@@ -51,7 +51,7 @@ from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, METRICS_FILE, PRO
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
 from biozoo.train import PRETRAIN_METHODS
 from biozoo.train.loss_history import LabelsInInputs, LossHistoryStep, freeze_unused_pooler
-from biozoo.train.run import TrainingRun, check_values, examples_per_second
+from biozoo.train.run import TrainingRun, check_values, examples_per_second, resume_settings
 
 
 @dataclasses.dataclass
@@ -444,7 +444,9 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
     batches, instances = _masked_batches(run, corpus_files, tok, records_dir, hp, log)
     log(f"pretraining {method} ({hp.masking}{', ' + hp.sentence_task if hp.sentence_task else ''}) on {instances} "
         f"instances: {hp.steps} steps of batch {hp.batch_size}")
-    result = run.train(trainer, batches, hp.steps, checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log)
+    result = run.train(trainer, batches, hp.steps, checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log,
+                       settings=resume_settings(hp, method=method, preset=preset, config=config,
+                                                tokenizer=tokenizer_handle, corpus=corpus_files))
 
     metrics = {
         "method": method,
@@ -471,7 +473,7 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
         metrics["hyperparameters"].update({"generator_fraction": hp.generator_fraction, "rtd_weight": hp.rtd_weight})
         metrics["generator"] = {k: v for k, v in trainer.generator.get_config().items()
                                 if k in ("num_layers", "num_heads", "hidden_dim", "embedding_dim", "intermediate_dim")}
-    for name, values in trainer.loss_curves().items():
+    for name, values in trainer.loss_curves(hp.steps).items():
         key = name + "es"  # loss -> losses, generator_loss -> generator_losses
         metrics[key] = [round(v, 5) for v in values]
         if values:

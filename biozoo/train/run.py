@@ -19,6 +19,7 @@ only, torch on PyTorch only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import numbers
@@ -31,8 +32,17 @@ import keras
 import numpy as np
 
 from biozoo import _keras_internals
-from biozoo._io import atomic_directory, atomic_write_json, check_output, is_remote, remote_files
+from biozoo._io import (
+    atomic_directory,
+    atomic_write_json,
+    atomic_write_text,
+    check_output,
+    is_remote,
+    read_json,
+    remote_files,
+)
 from biozoo.choices import TRAINING_PRECISION_POLICIES as PRECISION_POLICIES
+from biozoo.errors import CheckpointError
 from biozoo.train import ResolvedStrategy, distribution, loop
 
 
@@ -149,6 +159,49 @@ def record_float32_policies(directory):
                     atomic_write_json(path, data)
 
 
+RESUME_SETTINGS_FILE = "settings.json"
+# Settings a resumed run may change: where and how fast it computes, not which steps it takes.
+RUN_ONLY_SETTINGS = frozenset({"jit_compile", "precision", "steps_per_execution", "micro_batches", "checkpoint_every",
+                               "deterministic"})
+
+
+def resume_settings(hyperparameters, **context):
+    """The settings a rerun must share to resume (`check_resume_settings`): the hyperparameters
+    (a dataclass) but those in RUN_ONLY_SETTINGS, and `context` (model, data...)."""
+    fields = dataclasses.asdict(hyperparameters)
+    return {**context, **{key: value for key, value in fields.items() if key not in RUN_ONLY_SETTINGS}}
+
+
+def check_resume_settings(checkpoint_dir, settings, write=True):
+    """Refuse to resume the checkpoints in `checkpoint_dir` when they were written with other
+    `settings` (a CheckpointError naming each difference); record `settings` there (when
+    `write`) for a rerun to check."""
+    settings = json.loads(json.dumps(settings, default=str))
+    path = os.path.join(checkpoint_dir, RESUME_SETTINGS_FILE)
+    files = remote_files(path) if is_remote(path) else None
+    if files:
+        listed = [name.rstrip("/") for name in files.listdir(checkpoint_dir)] if files.isdir(checkpoint_dir) else []
+    else:
+        listed = os.listdir(checkpoint_dir) if os.path.isdir(checkpoint_dir) else []
+    if RESUME_SETTINGS_FILE in listed:
+        before = read_json(path, "checkpoint settings")
+        changed = [key for key in sorted(before.keys() | settings.keys()) if before.get(key) != settings.get(key)]
+        if changed and len(listed) > 1:  # checkpoints beside it
+            raise CheckpointError(
+                f"{checkpoint_dir} holds the checkpoints of a run with other settings: "
+                + "; ".join(f"{key} {before.get(key)!r} (now {settings.get(key)!r})" for key in changed)
+                + f": rerun with those settings to resume it, or remove {checkpoint_dir} to start again")
+    if write:
+        text = json.dumps(settings, indent=2) + "\n"
+        if files:
+            files.makedirs(checkpoint_dir)
+            with files.open_file(path, "w") as out:
+                out.write(text)
+        else:
+            os.makedirs(checkpoint_dir, exist_ok=True)
+            atomic_write_text(path, text)
+
+
 class TrainingRun:
     """One run of a training driver, writing OUTPUT.
 
@@ -228,13 +281,18 @@ class TrainingRun:
         finally:
             keras.config.set_dtype_policy(previous)
 
-    def train(self, model, batches, total_steps, *, steps_per_epoch=None, checkpoint_every=None, verbose=1, log=print):
+    def train(self, model, batches, total_steps, *, steps_per_epoch=None, checkpoint_every=None, verbose=1, log=print,
+              settings=None):
         """The training loop under the run's strategy, checkpointing into `checkpoint_dir` every
         `checkpoint_every` steps (the chief saves, a rerun resumes); its result with the
         wall-clock `seconds` added. `batches`: a `FeatureBatches` (any backend), or on TensorFlow
-        a function of the start step giving a tf.data stream (`biozoo.train.tf_loop.train`)."""
+        a function of the start step giving a tf.data stream (`biozoo.train.tf_loop.train`).
+        `settings` (JSON): what the run's steps depend on (hyperparameters, model, data); a rerun
+        resumes only checkpoints written with the same (`check_resume_settings`)."""
         start = time.time()
         checkpoint_dir = self.checkpoint_dir if checkpoint_every else None
+        if checkpoint_dir and settings is not None:
+            check_resume_settings(checkpoint_dir, settings, write=self.chief)
         if self.tensorflow:
             from biozoo.train.tf_loop import train
 

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 
 from biozoo import _keras_internals
+from biozoo.errors import CheckpointError
 from biozoo.train.loop import StepLog, check_finite_weights, fit_spans
 
 
@@ -98,6 +99,15 @@ def checkpoint_for(model):
                                optimizer_variables=list(model.optimizer.variables))
 
 
+def restore(checkpoint, path):
+    """Restore `checkpoint` from `path`; a checkpoint of another model or run is a CheckpointError
+    that names it (TensorFlow's own error names only the variable)."""
+    try:
+        checkpoint.restore(path).assert_existing_objects_matched()
+    except (ValueError, AssertionError) as error:
+        raise CheckpointError(f"{path}: {error}: a checkpoint of another run (remove it)") from error
+
+
 def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=None, checkpoint_every=None,
           keep=3, save=True, verbose=1, log=print, strategy=None):
     """Train the compiled `model` for `total_steps` steps, resuming from `checkpoint_dir`.
@@ -124,8 +134,8 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
         checkpoint = checkpoint_for(model)
         manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep)
         if manager.latest_checkpoint:
-            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-            start = int(model.optimizer.iterations.numpy())
+            restore(checkpoint, manager.latest_checkpoint)
+            start = int(manager.latest_checkpoint.rsplit("-", 1)[1])  # saved under the number of steps run
             log(f"resuming from step {start} of {total_steps} ({manager.latest_checkpoint})")
     if strategy.num_replicas_in_sync > 1:
         _build_before_fit(model, stream, strategy)
@@ -139,9 +149,11 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
         # epochs=`epochs` for the progress header ("Epoch 2/3"); the callback stops after this one
         keras.Model.fit(model, data, initial_epoch=epoch, epochs=epochs, steps_per_epoch=count, verbose=verbose,
                         callbacks=[recorder.callback], shuffle=False)
-    check_finite_weights(model, int(model.optimizer.iterations.numpy()))
-    if save and manager is not None and int(model.optimizer.iterations.numpy()) % checkpoint_every:
-        manager.save(checkpoint_number=int(model.optimizer.iterations.numpy()))
+    # the steps run: the optimizer's own count lags it where a float16 loss scale skipped a step
+    finished = recorder.step
+    check_finite_weights(model, finished)
+    if save and manager is not None and finished % checkpoint_every:
+        manager.save(checkpoint_number=finished)
     return {"losses": [float(x) for x in np.asarray(recorder.losses)], "resumed_from": start, "steps": total_steps}
 
 

@@ -135,3 +135,25 @@ def test_finetune_link_cli(tmp_path, tiny_encoder_dir, capsys):
     assert NameEncoder.from_preset(str(tmp_path / "out")).encode(["x"]).shape == (1, 32)
     assert main(["finetune", "link", "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "o2")]) == 2
     assert main(["finetune", "ner", "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "o3")]) == 2
+
+
+@pytest.mark.parametrize("flags", [["--strategy", "tpu"], ["--checkpoint-every", "1"], ["--seeds", "3"],
+                                   ["--mixed-precision", "bfloat16"], ["--layer-decay", "0.8"], ["--epochs", "1.5"]])
+def test_finetune_link_refuses_the_options_it_does_not_take(tmp_path, tiny_encoder_dir, capsys, flags):
+    (tmp_path / "dict.tsv").write_text(DICTIONARY)
+    assert main(["finetune", "link", "--preset", str(tiny_encoder_dir), "--dictionary", str(tmp_path / "dict.tsv"),
+                 "--output", str(tmp_path / "out"), *flags]) == 2
+    assert flags[0] in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_finetune_link_onto_an_earlier_output_needs_overwrite_and_says_so_before_training(tmp_path, tiny_encoder_dir,
+                                                                                          capsys):
+    (tmp_path / "dict.tsv").write_text(DICTIONARY)
+    argv = ["finetune", "link", "--preset", str(tiny_encoder_dir), "--dictionary", str(tmp_path / "dict.tsv"),
+            "--output", str(tmp_path / "out"), "--batch-size", "2", "--hard-negatives", "0"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and "epoch 1" not in err  # refused before any training
+    assert main([*argv, "--overwrite"]) == 0

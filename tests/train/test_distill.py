@@ -219,7 +219,7 @@ def test_train_step_updates_only_the_student_and_projection():
     dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
     history = distiller.fit(dataset, steps_per_epoch=3, epochs=1, verbose=0).history
     assert set(history) == {"loss", "embedding", "hidden", "attention", "output"}
-    curves = distiller.loss_curves()  # windows of steps 1-2 and 3, recorded in the graph
+    curves = distiller.loss_curves(3)  # windows of steps 1-2 and 3, recorded in the graph
     assert set(curves) == set(history) and all(len(v) == 2 for v in curves.values())
     for name, values in curves.items():
         assert (2 * values[0] + values[1]) / 3 == pytest.approx(history[name][0], rel=1e-5)
@@ -250,7 +250,7 @@ def test_fit_updates_only_the_student_and_projection_on_jax_and_torch():
     batch = tiny_batch()
     history = distiller.fit(LabelsInInputs.wrap([batch] * 3), steps_per_epoch=3, epochs=1, verbose=0).history
     assert set(history) == {"loss", "embedding", "hidden", "attention", "output"}
-    curves = distiller.loss_curves()  # windows of steps 1-2 and 3, kept in a model variable
+    curves = distiller.loss_curves(3)  # windows of steps 1-2 and 3, kept in a model variable
     assert set(curves) == set(history) and all(len(v) == 2 for v in curves.values())
     for name, values in curves.items():
         assert (2 * values[0] + values[1]) / 3 == pytest.approx(history[name][0], rel=1e-5)

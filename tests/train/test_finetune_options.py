@@ -5,6 +5,7 @@ bfloat16 mixed precision, and a finished run leaving no checkpoints behind."""
 import argparse
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +96,18 @@ def test_bfloat16_mixed_precision_trains_on_cpu(tmp_path, chemprot, tiny_bert_re
     assert metrics["precision"] == "mixed_bfloat16"
     assert np.isfinite(metrics["train_loss_last"])
     assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
+
+
+def test_a_fraction_of_an_epoch_rounds_the_steps_up_as_the_hf_trainer(tmp_path, chemprot, tiny_bert_real_vocab):
+    """transformers' Trainer: max_steps = ceil(num_train_epochs x num_update_steps_per_epoch), an
+    epoch being len(dataloader) = ceil(examples / batch 8) = 6 steps here; 1.05 epochs -> 7 (6.3
+    rounded would drop the seventh batch's examples)."""
+    from biozoo.train.finetune import run_finetune
+
+    metrics = run_finetune("re", str(tiny_bert_real_vocab), chemprot, tmp_path / "out", hp(epochs=1.05), log=quiet,
+                           verbose=0)
+    per_epoch = math.ceil(metrics["train_examples"] / 8)
+    assert per_epoch == 6 and metrics["train_steps"] == math.ceil(1.05 * per_epoch) == 7
 
 
 def test_rerun_after_success_trains_anew_and_checkpoints_are_gone(tmp_path, chemprot, tiny_bert_real_vocab):

@@ -53,9 +53,25 @@ def first_step_changes(optimizer, task):
     return {v.path: keras.ops.convert_to_numpy(v) - before[v.path] for v in task.trainable_variables}
 
 
+def electra_rate_factor(path, decay, layers):
+    """ELECTRA's `_get_layer_lrs` (google-research/electra, model/optimization.py): depth 0 for
+    the embeddings, i + 1 for encoder layer i, L + 2 for the task head; the rate is lr x decay **
+    (L + 2 - depth). biozoo's paths mapped to its keys by hand: token/position/segment embeddings,
+    transformer_layer_<i>, and the rest (pooler, logits) as task_specific."""
+    import re
+
+    if re.search(r"(?:^|/)(?:token|position|segment)_embedding/|embeddings_", path):
+        depth = 0
+    elif match := re.search(r"transformer_layer_(\d+)/", path):
+        depth = int(match.group(1)) + 1
+    else:
+        depth = layers + 2
+    return decay ** (layers + 2 - depth)
+
+
 @backends
 def test_layerwise_decay_scales_each_layer_as_electra_does():
-    from biozoo.optim import layer_depth, make_optimizer
+    from biozoo.optim import make_optimizer
 
     peak = 1e-3
     # no warmup: the first step uses the peak rate; no weight decay
@@ -63,22 +79,23 @@ def test_layerwise_decay_scales_each_layer_as_electra_does():
     task = tiny_task()  # same seed: same initial weights
     decayed = first_step_changes(make_optimizer("adamw", peak, 1000, 0.0, 0.0, layer_decay=0.5, model=task,
                                                 num_layers=3), task)
-    expected_depths = {"token_embedding/embeddings": 0, "transformer_layer_0/self_attention_layer/query/kernel": 1,
-                       "transformer_layer_2/feedforward_output_dense/kernel": 3, "logits/kernel": 4}
+    # ELECTRA's factors at decay 0.5 and 3 layers: the head 1, the top layer 0.25, the embeddings 0.5 ** 5
+    expected = {"token_embedding/embeddings": 0.5 ** 5, "transformer_layer_0/self_attention_layer/query/kernel":
+                0.5 ** 4, "transformer_layer_2/feedforward_output_dense/kernel": 0.5 ** 2, "logits/kernel": 1.0}
     seen = set()
     for path, change in decayed.items():
-        depth = layer_depth(path, 3)
-        for suffix, want in expected_depths.items():
+        factor = electra_rate_factor(path, 0.5, 3)
+        for suffix, want in expected.items():
             if path.endswith(suffix):
-                assert depth == want, path
+                assert factor == want, path
                 seen.add(suffix)
         moved = np.abs(plain[path]) > 1e-9
         if not moved.any():
             continue
-        # Adam's update is linear in the learning rate: each layer moves decay ** (L + 1 - depth) as far
+        # Adam's update is linear in the learning rate: each layer moves its factor as far
         ratio = np.median(change[moved] / plain[path][moved])  # median: eps matters where |g| is tiny
-        assert ratio == pytest.approx(0.5 ** (4 - depth), rel=1e-3), path
-    assert seen == set(expected_depths)
+        assert ratio == pytest.approx(factor, rel=1e-3), path
+    assert seen == set(expected)
     # and the rate itself: Adam's first update is lr * g / (|g| + eps), at most lr
     dense = np.abs(plain["transformer_layer_1/feedforward_output_dense/kernel"])
     assert dense.max() / peak == pytest.approx(1.0, rel=1e-2)
@@ -87,11 +104,11 @@ def test_layerwise_decay_scales_each_layer_as_electra_does():
 @backends
 def test_layerwise_weight_decay_scales_each_layer_too():
     """With a zero gradient Adam moves nothing, so one step is the decoupled weight decay alone:
-    each matrix shrinks by weight_decay x lr x decay ** (L + 1 - depth) of itself; biases and
+    each matrix shrinks by weight_decay x lr x its ELECTRA factor of itself; biases and
     LayerNorm parameters (NO_DECAY) stay, on every backend."""
     import keras
 
-    from biozoo.optim import layer_depth, make_optimizer
+    from biozoo.optim import make_optimizer
 
     task = tiny_task()
     peak, weight_decay, decay = 1e-2, 0.1, 0.5
@@ -104,7 +121,7 @@ def test_layerwise_weight_decay_scales_each_layer_too():
         if name in ("bias", "gamma", "beta"):
             np.testing.assert_array_equal(after, start, err_msg=variable.path)
         else:
-            factor = 1 - weight_decay * peak * decay ** (4 - layer_depth(variable.path, 3))
+            factor = 1 - weight_decay * peak * electra_rate_factor(variable.path, decay, 3)
             np.testing.assert_allclose(after, start * factor, rtol=1e-6, atol=1e-9, err_msg=variable.path)
 
 
