@@ -172,10 +172,19 @@ class Table:
     ignore: tuple = ()  # regexes of tensors that carry no information (tied copies, buffers)
     strip_prefixes: tuple = ()  # model-class prefixes: "bert.", "electra.", ...
     renames: tuple = ()  # (regex, replacement) applied to names first (legacy spellings)
+    # (regex, target): copies of what another tensor gives `target` (an MLM decoder tied to the
+    # word embedding); checked equal to it, not stored
+    tied: tuple = ()
 
     def __post_init__(self):
         self._compiled = [(rule.regex, rule) for rule in self.rules]
         self._ignore = [re.compile(p + "$") for p in self.ignore]
+        self._tied = [(re.compile(p + "$"), target) for p, target in self.tied]
+
+    def tied_target(self, name):
+        """The target `name` must equal when it is a tied copy, else None."""
+        name = self.normalize(name)
+        return next((target for regex, target in self._tied if regex.match(name)), None)
 
     def normalize(self, name):
         for pattern, repl in self.renames:
@@ -245,11 +254,15 @@ def apply_table(table, tensors, sink, source, progress=None):
     """
     variables = sink.shapes
     # Shared variables (ALBERT's one layer used N times) appear once per path.
-    assigned, unexpected, heads = set(), [], {}
+    assigned, unexpected, heads, tied = set(), [], {}, []
     for name, array in tensors:
-        found = table.lookup(name)
         if progress is not None:
             progress.update(1)
+        tie = table.tied_target(name)
+        if tie is not None:
+            tied.append((name, tie, np.asarray(array, np.float32)))
+            continue
+        found = table.lookup(name)
         if found == "ignore":
             continue
         if found is None:
@@ -293,4 +306,15 @@ def apply_table(table, tensors, sink, source, progress=None):
         problems.append(f"unexpected tensors: {_list(unexpected)}")
     if problems:
         raise CheckpointError(f"{source}: " + "; ".join(problems) + ".")
+    for name, target, array in tied:
+        head = target[len("heads/"):] if target.startswith("heads/") else None
+        if head is not None and head not in heads:
+            continue
+        stored = np.asarray(heads[head] if head is not None else sink.read(target), np.float32)
+        if stored.shape != array.shape or not np.array_equal(stored, array):
+            source_name = reverse_lookup(table, target)
+            raise CheckpointError(
+                f"{source}: tensor '{name}' differs from '{source_name[0] if source_name else target}', which it "
+                "is tied to in biozoo's model (an MLM decoder not tied to the word embedding: tie_word_embeddings "
+                "false); converting it would change the model's outputs")
     return heads

@@ -81,6 +81,31 @@ def test_python_dash_m_is_the_same_cli():
     assert [line.split()[0] for line in result.stdout.splitlines()[1:]] == ["bioformer_16l", "bioformer_8l"]
 
 
+@pytest.mark.parametrize("flag, lowercase", [("--cased", False), ("--lowercase", True)])
+def test_convert_hf_takes_the_casing_flag_where_the_folder_says_nothing(flag, lowercase, tmp_path, capsys):
+    """An old HF folder (config.json, weights, vocab.txt; no tokenizer_config.json): transformers'
+    BertTokenizer(vocab.txt, do_lower_case=...) with the flag's casing gives biozoo's ids."""
+    from transformers import BertTokenizer
+
+    _, source = H.save_case("bert", "BertModel", tmp_path)
+    for name in ("tokenizer_config.json", "tokenizer.json", "special_tokens_map.json"):
+        (source / name).unlink(missing_ok=True)
+    assert main(["convert", "--from", "hf", str(source), "--output", str(tmp_path / "out"), flag]) == 0
+    ours = biozoo.Tokenizer.from_preset(str(tmp_path / "out"))
+    theirs = BertTokenizer(str(source / "vocab.txt"), do_lower_case=lowercase)
+    texts = ["BRCA1 Protein binds the Gene", "brca1 protein"]
+    assert ours.ids(texts) == [theirs(t, add_special_tokens=False)["input_ids"] for t in texts]
+    assert ours.lowercase is lowercase
+
+
+@pytest.mark.parametrize("flags", [["--family", "albert"], ["--vocab", "v.txt"], ["--num-heads", "4"],
+                                   ["--part", "generator"]])
+def test_convert_hf_refuses_the_options_it_does_not_take(flags, tmp_path, capsys):
+    _, source = H.save_case("bert", "BertModel", tmp_path)
+    assert main(["convert", "--from", "hf", str(source), "--output", str(tmp_path / "out"), *flags]) == 2
+    assert flags[0] in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
 def test_export_hf_and_garden_from_the_cli(tmp_path, capsys):
     import transformers
 

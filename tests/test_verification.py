@@ -159,6 +159,21 @@ def test_a_damaged_head_fails(tmp_path):
     assert certificate["max_abs_diff"]["mlm_logits"] <= H.TOLERANCE
 
 
+def test_a_misshapen_converted_head_is_refused_naming_the_file_and_its_tensors(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    from biozoo.errors import CheckpointError
+    from biozoo.preset_files import HEADS_FILE
+
+    _, directory = H.save_case(H.get_case("bert"), "BertForMaskedLM", tmp_path / "bert")
+    weights = load_file(directory / "model.safetensors")
+    name = next(key for key in weights if key.endswith("cls.predictions.transform.dense.weight"))
+    weights[name] = weights[name][:16].copy()  # [out, in] -> 16 outputs, not 32
+    save_file(weights, directory / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(CheckpointError, match=rf"{HEADS_FILE}: .*mlm/dense/kernel \(32, 16\)"):
+        biozoo.MaskedLM.from_preset(str(directory))
+
+
 def test_a_damaged_preset_fails(tmp_path, capsys):
     import h5py
 

@@ -42,7 +42,8 @@ def register(subparsers):
                         "for (its digest is printed and kept in the preset's provenance)")
     casing = parser.add_mutually_exclusive_group()
     casing.add_argument("--lowercase", dest="lowercase", action="store_true", default=None,
-                        help="the vocabulary is uncased (default: guessed from the vocabulary)")
+                        help="the vocabulary is uncased (default: guessed from the vocabulary; --from hf: used where "
+                        "the folder's tokenizer files do not say)")
     casing.add_argument("--cased", dest="lowercase", action="store_false")
     parser.set_defaults(func=convert_command)
 
@@ -115,10 +116,22 @@ def convert_hf(args, entry, provenance):
     from biozoo._io import atomic_directory
     from biozoo.convert.hf import convert_hf_directory
 
+    not_for_hf = [flag for flag, given in (("--family", args.family), ("--config", args.config), ("--vocab", args.vocab),
+                                           ("--num-heads", args.num_heads), ("--part", args.part != "discriminator"),
+                                           ("--trust-unverified", args.trust_unverified)) if given]
+    if not_for_hf:
+        raise ValueError(f"--from hf reads the family, config, vocabulary and heads from the HF folder: "
+                         f"{', '.join(not_for_hf)} does not apply")
     kind, info = presets.parse_handle(args.input)
+    if kind != "hf_dir" and args.lowercase is not None:
+        raise ValueError(f"--{'lowercase' if args.lowercase else 'cased'} applies to an HF folder; {args.input} is "
+                         "converted as its tokenizer files and registry entry say")
     if kind == "hf_dir":
-        convert_hf_directory(info["path"], args.output, casing=entry["tokenizer"] if entry else None,
-                             provenance=provenance, overwrite=args.overwrite)
+        casing = dict(entry["tokenizer"]) if entry else {}
+        if args.lowercase is not None:
+            casing["lowercase"] = args.lowercase
+        convert_hf_directory(info["path"], args.output, casing=casing or None, provenance=provenance,
+                             overwrite=args.overwrite)
     elif kind == "keras_dir":
         raise ValueError(f"{args.input} is already a Keras preset.")
     else:

@@ -58,13 +58,17 @@ def reconcile_config(hub_config, registry_config, source, registry_name=None):
 SPECIAL_TOKEN_KEYS = ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")
 
 
+# tokenizer_config.json's tokenizer_class for a tokenizer that runs tokenizer.json as it is
+GENERIC_TOKENIZERS = ("PreTrainedTokenizerFast", "TokenizersBackend")
+
+
 def _tokenizer_settings(directory):
     """Casing and special tokens from tokenizer_config.json, when present."""
     settings = {}
     config_path = os.path.join(directory, "tokenizer_config.json")
     if os.path.exists(config_path):
         config = read_json(config_path, "tokenizer config")
-        for key in ("do_lower_case", "strip_accents", "keep_accents"):
+        for key in ("do_lower_case", "strip_accents", "keep_accents", "tokenizer_class"):
             if config.get(key) is not None:
                 settings[key] = config[key]
         for key in SPECIAL_TOKEN_KEYS:
@@ -79,16 +83,24 @@ def _tokenizer_settings(directory):
 def build_tokenizer(family, directory, vocab_size, casing=None):
     """The family's tokenizer from the tokenizer files in `directory`.
 
-    tokenizer.json, what HF's fast tokenizer runs (and all that transformers 5 saves), wins
-    when present; otherwise vocab.txt / spiece.model, cased as tokenizer_config.json says or,
-    when it says nothing, as `casing` ({"lowercase": bool, "strip_accents": ...}, from the
-    registry). Special tokens named in tokenizer_config.json apply either way.
+    tokenizer.json, what HF's fast tokenizer runs (and all that transformers 5 saves), gives
+    the vocabulary when present; otherwise vocab.txt / spiece.model. WordPiece casing is what
+    tokenizer_config.json says or, when it says nothing, `casing` ({"lowercase": bool,
+    "strip_accents": ...}, from the registry), else lowercase: transformers' BERT-style
+    tokenizers build their normalizer from do_lower_case (default True) and strip_accents,
+    whatever tokenizer.json's says (a generic PreTrainedTokenizerFast keeps tokenizer.json's).
+    Special tokens named in tokenizer_config.json apply either way.
     """
     settings = _tokenizer_settings(directory)
     specials = {key: settings[key] for key in SPECIAL_TOKEN_KEYS if key in settings}
     sentencepiece = issubclass(family.tokenizer_cls, SentencePieceTokenizer)
     path = os.path.join(directory, "tokenizer.json")
     arguments = _tokenizer_json_arguments(path, specials, sentencepiece) if os.path.exists(path) else None
+    if arguments is not None and not sentencepiece and settings.get("tokenizer_class") not in GENERIC_TOKENIZERS:
+        casing = casing or {}
+        arguments["lowercase"] = settings.get("do_lower_case", casing.get("lowercase", True))
+        arguments["strip_accents"] = settings["strip_accents"] if "strip_accents" in settings \
+            else casing.get("strip_accents")
     if arguments is None and sentencepiece:
         path, arguments = _sentencepiece_file_arguments(directory, settings, casing or {})
     elif arguments is None:

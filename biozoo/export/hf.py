@@ -32,8 +32,10 @@ def hf_state_dict(backbone):
     return family, state
 
 
-def tokenizer_files(tokenizer, directory):
-    """Write the tokenizer the way HF loads it: vocab.txt or spiece.model plus its config."""
+def tokenizer_files(tokenizer, directory, max_length=None):
+    """Write the tokenizer the way HF loads it: vocab.txt or spiece.model plus its config, with
+    `max_length` (the model's positions) as model_max_length, so that `truncation=True` cuts
+    there."""
     specials = {key: getattr(tokenizer, key) for key in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")}
     if isinstance(tokenizer, SentencePieceTokenizer):
         with open(os.path.join(directory, "spiece.model"), "wb") as f:
@@ -43,6 +45,8 @@ def tokenizer_files(tokenizer, directory):
         with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(tokenizer.get_vocabulary()) + "\n")
         config = {"do_lower_case": tokenizer.lowercase, "strip_accents": tokenizer.hf_strip_accents, **specials}
+    if max_length:
+        config["model_max_length"] = int(max_length)
     if tokenizer.added_tokens:
         added = {t: tokenizer.token_to_id(t) for t in tokenizer.added_tokens}
         with open(os.path.join(directory, "added_tokens.json"), "w", encoding="utf-8") as f:
@@ -128,7 +132,7 @@ def _write(out_dir, state, config, tokenizer, overwrite=False, inputs=(), card=N
         save_file(state, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2)
-        tokenizer_files(tokenizer, tmp)
+        tokenizer_files(tokenizer, tmp, config.get("max_position_embeddings"))
         if card is not None:
             card(tmp)
     return out_dir

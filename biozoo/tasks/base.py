@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import keras
 import numpy as np
 
@@ -9,7 +11,7 @@ from biozoo import presets
 from biozoo._keras_internals import check_file_exists, get_preset_loader
 from biozoo.errors import CheckpointError
 from biozoo.models import family_for_backbone
-from biozoo.preset_files import read_heads
+from biozoo.preset_files import HEADS_FILE, read_heads
 from biozoo.tasks import _micro_batches
 from biozoo.tasks.inference import check_precision, fused_layer_norms
 
@@ -68,7 +70,12 @@ class PresetTaskMixin:
         with presets.loading(preset_dir):
             task = loader.load_task(cls, load_weights, load_task_weights=True, **kwargs)
         if not has_task and load_weights:
-            task._init_from_heads(heads, config)
+            try:
+                task._init_from_heads(heads, config)
+            except ValueError as error:  # Keras names the layer only
+                shapes = ", ".join(f"{key} {tuple(value.shape)}" for key, value in sorted(heads.items()))
+                raise CheckpointError(f"{os.path.join(preset_dir, HEADS_FILE)}: {error} (its tensors: {shapes}); the "
+                                      "converted head does not fit the model its config builds") from None
         task.precision = precision
         return task
 

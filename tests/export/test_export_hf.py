@@ -26,3 +26,7 @@ def test_hf_round_trip(name, model_cls, tmp_path, tiny_spiece):
     theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "exported"))
     ours = biozoo.Tokenizer.from_preset(str(source))
     assert [theirs(t, add_special_tokens=False)["input_ids"] for t in texts] == ours.ids(texts)
+    # truncation=True cuts at the model's positions, as transformers' tokenizer of a checkpoint does
+    positions = model.config.max_position_embeddings
+    long_text = " ".join(["protein"] * (2 * positions))
+    assert len(theirs(long_text, truncation=True)["input_ids"]) == positions

@@ -130,6 +130,31 @@ def test_wordpiece_from_tokenizer_json(family, casing, cased_vocab, sentences, t
     assert_same_ids(ours.ids(sentences), hf_ids(reference, sentences), sentences)
 
 
+@pytest.mark.parametrize("json_lowercase, config", [(True, {"do_lower_case": False}), (False, {}),
+                                                   (False, {"do_lower_case": True, "strip_accents": False})],
+                         ids=["json-uncased-config-cased", "json-cased-config-silent", "json-cased-config-uncased"])
+def test_casing_when_tokenizer_json_and_its_config_disagree(json_lowercase, config, cased_vocab, sentences, tmp_path):
+    """transformers' BERT tokenizer builds its normalizer from tokenizer_config.json's
+    do_lower_case (default True) and strip_accents, not from tokenizer.json's: the reference is
+    AutoTokenizer on the edited folder."""
+    source, target = tmp_path / "source", tmp_path / "hf"
+    source.mkdir()
+    shutil.copy(cased_vocab, source / "vocab.txt")
+    save_with_transformers(source, target, "bert", do_lower_case=json_lowercase)
+    data = json.loads((target / "tokenizer.json").read_text(encoding="utf-8"))
+    data["normalizer"].update(lowercase=json_lowercase, strip_accents=None)
+    (target / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    settings = json.loads((target / "tokenizer_config.json").read_text(encoding="utf-8"))
+    for key in ("do_lower_case", "strip_accents"):
+        settings.pop(key, None)
+    (target / "tokenizer_config.json").write_text(json.dumps({**settings, **config}), encoding="utf-8")
+    reference = transformers.AutoTokenizer.from_pretrained(str(target))
+    ours = biozoo.Tokenizer.from_preset(str(target))
+    expected = config.get("do_lower_case", True)
+    assert expected != json_lowercase and ours.lowercase is expected  # the premise: the two files disagree
+    assert_same_ids(ours.ids(sentences), hf_ids(reference, sentences), sentences)
+
+
 @pytest.mark.parametrize("casing", sorted(ALBERT_CASING))
 def test_albert_from_tokenizer_json(casing, corpus_spiece, sentences, tmp_path):
     """The SentencePiece model rebuilt from tokenizer.json gives HF's ids (cased: but for ties,

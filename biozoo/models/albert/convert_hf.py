@@ -36,7 +36,9 @@ HF_TABLE = Table(
         *dense("qa_outputs", "heads/qa/dense"),
         *dense("classifier", "heads/classifier/dense"),  # *ForTokenClassification, *ForSequenceClassification
     ],
-    ignore=(r"embeddings\.position_ids", r"predictions\.decoder\.weight", r"predictions\.decoder\.bias"),
+    ignore=(r"embeddings\.position_ids",),
+    tied=((r"predictions\.decoder\.weight", "token_embedding/embeddings"),
+          (r"predictions\.decoder\.bias", "heads/mlm/output_bias")),
     strip_prefixes=("albert.",),
     renames=LEGACY_RENAMES,
 )

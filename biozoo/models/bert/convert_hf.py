@@ -37,12 +37,11 @@ BERT_HEAD_RULES = [
 # Legacy checkpoints (TF-converted BioBERT .bin) spell LayerNorm parameters gamma/beta.
 LEGACY_RENAMES = ((r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias"))
 
-# Tied copies of the word embedding and non-persistent buffers saved by old versions.
-TIED_AND_BUFFERS = (
-    r"embeddings\.position_ids",
-    r"cls\.predictions\.decoder\.weight",
-    r"cls\.predictions\.decoder\.bias",
-)
+# Non-persistent buffers saved by old versions.
+BUFFERS = (r"embeddings\.position_ids",)
+# The MLM decoder, tied to the word embedding and its bias to the head's: checked, not stored.
+TIED_DECODER = ((r"cls\.predictions\.decoder\.weight", "token_embedding/embeddings"),
+                (r"cls\.predictions\.decoder\.bias", "heads/mlm/output_bias"))
 
 HF_TABLE = Table(
     rules=[
@@ -54,7 +53,8 @@ HF_TABLE = Table(
         *dense("pooler.dense", "pooled_dense"),
         *BERT_HEAD_RULES,
     ],
-    ignore=TIED_AND_BUFFERS,
+    ignore=BUFFERS,
+    tied=TIED_DECODER,
     strip_prefixes=("bert.",),
     renames=LEGACY_RENAMES,
 )

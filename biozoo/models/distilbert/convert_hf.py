@@ -31,7 +31,8 @@ HF_TABLE = Table(
         *dense("pre_classifier", "heads/classifier/hidden"),
         *dense("classifier", "heads/classifier/dense"),
     ],
-    ignore=(r"embeddings\.position_ids", r"vocab_projector\.weight"),
+    ignore=(r"embeddings\.position_ids",),
+    tied=((r"vocab_projector\.weight", "token_embedding/embeddings"),),
     strip_prefixes=("distilbert.",),
 )
 

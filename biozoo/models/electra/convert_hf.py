@@ -28,7 +28,8 @@ HF_TABLE = Table(
         *dense("classifier.dense", "heads/classifier/hidden"),
         *dense("classifier.out_proj", "heads/classifier/output"),
     ],
-    ignore=(r"embeddings\.position_ids", r"generator_lm_head\.weight"),
+    ignore=(r"embeddings\.position_ids",),
+    tied=((r"generator_lm_head\.weight", "token_embedding/embeddings"),),
     strip_prefixes=("electra.",),
     renames=LEGACY_RENAMES,
 )

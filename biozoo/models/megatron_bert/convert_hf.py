@@ -2,7 +2,7 @@
 *ForQuestionAnswering; the EMBO BioMegatron ports)."""
 
 from biozoo.mapping import Table, attention, dense, embedding, layer_norm
-from biozoo.models.bert.convert_hf import BERT_HEAD_RULES, LEGACY_RENAMES, TIED_AND_BUFFERS
+from biozoo.models.bert.convert_hf import BERT_HEAD_RULES, BUFFERS, LEGACY_RENAMES, TIED_DECODER
 from biozoo.models.bert.convert_hf import config_from_hf as bert_config_from_hf
 from biozoo.models.bert.convert_hf import config_to_hf as bert_config_to_hf
 from biozoo.models.bert.convert_hf import heads_config as bert_heads_config
@@ -31,7 +31,8 @@ HF_TABLE = Table(
         *dense("pooler.dense", "pooled_dense"),
         *BERT_HEAD_RULES,
     ],
-    ignore=TIED_AND_BUFFERS,
+    ignore=BUFFERS,
+    tied=TIED_DECODER,
     strip_prefixes=("bert.",),
     renames=LEGACY_RENAMES,
 )

@@ -48,11 +48,9 @@ HF_TABLE = Table(
         *dense("qa_outputs", "heads/qa/dense"),
         *dense("classifier", "heads/classifier/dense"),  # *ForTokenClassification, *ForSequenceClassification
     ],
-    ignore=(
-        r"embeddings\.position_ids",
-        r"cls\.predictions\.decoder\.weight",
-        r"cls\.predictions\.decoder\.bias",
-    ),
+    ignore=(r"embeddings\.position_ids",),
+    tied=((r"cls\.predictions\.decoder\.weight", "token_embedding/embeddings"),
+          (r"cls\.predictions\.decoder\.bias", "heads/mlm/output_bias")),
     strip_prefixes=("mobilebert.",),
     renames=LEGACY_RENAMES,
 )

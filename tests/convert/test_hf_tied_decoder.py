@@ -1,0 +1,40 @@
+"""An MLM decoder is converted only where it is tied to the word embedding, as biozoo's
+masked-LM heads are: an untied one (tie_word_embeddings false), which transformers' own
+*ForMaskedLM uses as stored, is refused naming the tensor, not dropped."""
+
+import re
+
+import numpy as np
+import pytest
+
+from biozoo import presets
+from biozoo import testing as H
+from biozoo.errors import CheckpointError
+
+MASKED_LMS = [("bert", "BertForMaskedLM", "cls.predictions.decoder.weight"),
+              ("albert", "AlbertForMaskedLM", "predictions.decoder.weight"),
+              ("electra", "ElectraForMaskedLM", "generator_lm_head.weight"),
+              ("distilbert", "DistilBertForMaskedLM", "vocab_projector.weight"),
+              ("mobilebert", "MobileBertForMaskedLM", "cls.predictions.decoder.weight"),
+              ("megatron_bert", "MegatronBertForMaskedLM", "cls.predictions.decoder.weight")]
+
+
+@pytest.mark.parametrize("name, hf_class, decoder", MASKED_LMS)
+def test_an_untied_decoder_is_refused_naming_it(name, hf_class, decoder, tmp_path):
+    model, directory = H.save_case(name, hf_class, tmp_path / name, tie_word_embeddings=False)
+    weights = dict(model.named_parameters())
+    untied = [key for key in weights if key.endswith(decoder)]
+    assert untied and not np.array_equal(weights[untied[0]].detach().numpy(),
+                                         model.get_input_embeddings().weight.detach().numpy())
+    # the weight, or first its bias (untied from the head's bias as well)
+    module = re.escape(decoder.rsplit(".", 1)[0])
+    with pytest.raises(CheckpointError, match=rf"'{module}\.(weight' differs from '[a-z_.]*word_embeddings\.weight|"
+                                              rf"bias' differs from '[a-z_.]*bias)'.*tie_word_embeddings false"):
+        presets.resolve_preset(str(directory))
+
+
+@pytest.mark.parametrize("name, hf_class, decoder", MASKED_LMS[:1])
+def test_a_tied_decoder_saved_as_a_copy_converts(name, hf_class, decoder, tmp_path):
+    """A .bin (torch.save) keeps the tied decoder as a tensor of its own, equal to the embedding."""
+    _, directory = H.save_case(name, hf_class, tmp_path / name, fmt="bin")
+    presets.resolve_preset(str(directory))
