@@ -36,6 +36,8 @@ class PresetTaskMixin:
 
     # The transformers class name ending of the checkpoints this task reproduces.
     hf_class_suffix = None
+    # Whether the head reads the backbone's pooler (BERT's pooled_dense); fine-tuning keeps an unread one as it is.
+    reads_pooled_output = True
     _precision = "float32"
 
     @property

@@ -266,6 +266,7 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, keras_hub.models.T
     backbone_cls = None
     preprocessor_cls = QuestionAnswererPreprocessor
     hf_class_suffix = "ForQuestionAnswering"
+    reads_pooled_output = False
 
     def __init__(self, backbone, preprocessor=None, dropout=None, null_threshold=0.0, **kwargs):
         dropout = head_dropout(backbone, dropout)

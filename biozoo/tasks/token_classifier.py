@@ -181,6 +181,7 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
     backbone_cls = None
     preprocessor_cls = TokenClassifierPreprocessor
     hf_class_suffix = "ForTokenClassification"
+    reads_pooled_output = False
     padding_invariant_loss = True  # padded positions are labelled -100
     token_level_labels = True
 

@@ -25,6 +25,7 @@ from biozoo.preset_files import METRICS_FILE, TASK_KIND_FILE, task_kind_record
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
 from biozoo.train.distribution import accelerators, has_gpu, process_count
+from biozoo.train.loss_history import freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second, precision_policy, resume_settings, set_seed
 
 __all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate",
@@ -135,6 +136,8 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         log(f"warning: {why}: no {split} scores (metrics.json says so under not_scored)")
     with run.scope(policy):
         task = adapter.build_task(source, splits, hp)
+    if not task.reads_pooled_output:  # as TensorFlow skips it, JAX's and PyTorch's weight decay would move it
+        freeze_unused_pooler(task.backbone)
     limit = task.backbone.get_config().get("max_sequence_length")
     if limit and hp.max_seq_length > limit:
         raise ValueError(f"--max-seq-length {hp.max_seq_length} exceeds the {limit} positions of {preset}.")

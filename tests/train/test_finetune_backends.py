@@ -36,6 +36,15 @@ def test_every_task_kind_fine_tunes_and_evaluates(kind, tmp_path, request, tiny_
     assert metrics["backend"] == BACKEND and metrics["replicas"] == 1
     losses = _losses(out)
     assert len(losses) == metrics["train_steps"] > 0 and np.all(np.isfinite(losses))
+    # the pooler: trained where the head reads it (re, doc); elsewhere kept as it was (TensorFlow gives it no
+    # gradient, and JAX's and PyTorch's zero gradients must not let weight decay move it either)
+    import biozoo
+
+    def pooler(preset):
+        return keras.ops.convert_to_numpy(biozoo.from_preset(str(preset)).get_layer("pooled_dense").kernel)
+
+    moved = np.abs(pooler(out) - pooler(tiny_bert_real_vocab)).max()
+    assert (moved > 0) if kind in ("re", "doc") else (moved == 0), moved
     capsys.readouterr()
     split = "train" if kind == "qa" else "test"  # the QA data here is one file
     assert main(["evaluate", kind, "--model", str(out), "--data", str(data), "--split", split]) == 0
