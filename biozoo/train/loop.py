@@ -36,6 +36,8 @@ from biozoo.errors import CheckpointError, TrainingError
 from biozoo.train.distribution import local_rows, process_count
 
 CHECKPOINT = re.compile(r"^step-(\d+)\.npz$")
+# What earlier versions saved of torch's generator (each step now seeds it): read past.
+LEGACY_ENTRIES = frozenset({"torch_rng_state"})
 
 
 class StepLog:
@@ -141,7 +143,7 @@ class NpzCheckpoints:
         path = os.path.join(self.directory, f"step-{steps[-1]}.npz")
         variables = self._variables()
         with np.load(path, allow_pickle=False) as data:
-            count = len(data.files)
+            count = len(set(data.files) - LEGACY_ENTRIES)
             if count != len(variables):
                 raise CheckpointError(f"{path}: {count} arrays, but the model and optimizer have "
                                       f"{len(variables)} variables: a checkpoint of another run (remove it)")

@@ -174,3 +174,26 @@ def test_a_checkpoint_of_another_model_is_refused_naming_its_file(tmp_path):
     run(tmp_path, build(3), Batches(x, np.zeros((len(x), 3), "float32")), 2, every=1)
     with pytest.raises(CheckpointError, match=r"out\.checkpoints.*\(4, 3\).*\(4, 5\).*another run \(remove it\)"):
         run(tmp_path, build(5), Batches(x, np.zeros((len(x), 5), "float32")), 4, every=1)
+
+
+@pytest.mark.skipif(keras.backend.backend() == "tensorflow", reason="TensorFlow's checkpoints are tf.train checkpoints")
+def test_a_checkpoint_with_an_earlier_versions_generator_state_resumes(tmp_path):
+    """Earlier versions saved torch's generator as `torch_rng_state` beside the variables."""
+    batches = data()
+
+    def build():
+        keras.utils.set_random_seed(1)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        model.compile(optimizer=make_optimizer("adamw", 1e-2, TOTAL, 0.0, 0.0), loss="mse")
+        return model
+
+    whole = build()
+    run(tmp_path / "whole", whole, batches, TOTAL)
+    run(tmp_path, build(), batches, 4, every=2)
+    path = tmp_path / "out.checkpoints" / "step-4.npz"
+    with np.load(path) as saved:
+        arrays = dict(saved)
+    np.savez(path, **arrays, torch_rng_state=np.zeros(8, np.uint8))
+    resumed = build()
+    assert run(tmp_path, resumed, batches, TOTAL, every=2)["resumed_from"] == 4
+    np.testing.assert_allclose(weights(resumed), weights(whole), rtol=0, atol=1e-6)
