@@ -13,10 +13,11 @@ the model. `loss_curves(steps)` reads it back as means.
   by the number of replicas (their gradients are summed), applies the mixed-precision loss
   scale, and skips variables without a gradient; replicas add their share of the history.
 * JAX and PyTorch: Keras' own train step. Batches are `((x, y),)`, so that `call` sees the
-  labels; `call` returns the tracked losses, `compute_loss` the first, and the history counts
-  its steps in `history_step` (a jitted JAX step cannot read the optimizer's counter). Under
+  labels; `call` returns the tracked losses, `compute_loss` the first. Under
   `keras.distribution.DataParallel` the losses are already means over the global batch. On
   PyTorch every trainable variable's gradient is cleared before each step (`zero_grad`).
+* Every backend counts the steps in `history_step` (a jitted JAX step cannot read the
+  optimizer's counter, and a float16 loss scale's skipped steps leave it behind).
 """
 
 from __future__ import annotations
@@ -50,9 +51,11 @@ class LossHistoryStep:
         if total_steps:
             self.loss_history = keras.Variable(
                 initializer="zeros", shape=(-(-int(total_steps) // self.log_every), len(self.tracked)),
-                dtype="float32", trainable=False, aggregation="sum", synchronization="on_read", name="loss_history")
-            if not TENSORFLOW:
-                self.history_step = keras.Variable(0, dtype="int32", trainable=False, name="history_step")
+                dtype="float32", trainable=False, aggregation="sum", synchronization="on_read", name="loss_history",
+                autocast=False)  # a mixed-precision step's autocast copy would take the sums (PyTorch: lost)
+            # the steps run (the optimizer's count lags them where a float16 loss scale skips a step)
+            self.history_step = keras.Variable(0, dtype="int32", trainable=False, name="history_step",
+                                               aggregation="only_first_replica")
 
     @property
     def metrics(self):

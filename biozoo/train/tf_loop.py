@@ -170,7 +170,8 @@ def loss_history_train_step(model, data):
         scaled = model.optimizer.scale_loss(losses["loss"] / replicas)
     values = model._tracked_values(losses)
     if model.loss_history is not None:  # the replicas' copies add up: each adds its share
-        model._add_to_history(model.optimizer.iterations, values, 1.0 / replicas)
+        model._add_to_history(model.history_step.value, values, 1.0 / replicas)
+        model.history_step.assign_add(1)
     variables = model.trainable_variables
     gradients = tape.gradient(scaled, variables)
     pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
