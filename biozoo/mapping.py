@@ -169,7 +169,7 @@ class Table:
     """One converter mapping: rules, names to ignore, and source-name normalization."""
 
     rules: list
-    ignore: tuple = ()  # regexes of tensors that carry no information (tied copies, buffers)
+    ignore: tuple = ()  # regexes of tensors that carry no information (buffers)
     strip_prefixes: tuple = ()  # model-class prefixes: "bert.", "electra.", ...
     renames: tuple = ()  # (regex, replacement) applied to names first (legacy spellings)
     # (regex, target): copies of what another tensor gives `target` (an MLM decoder tied to the

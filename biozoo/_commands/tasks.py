@@ -61,7 +61,8 @@ def register(subparsers):
                       "own, else cls as SapBERT)")
     link.add_argument("--trust-unverified", action="store_true",
                       help="link: accept dictionary downloads with no recorded sha256")
-    parser.set_defaults(func=finetune_command)
+    parser.set_defaults(func=finetune_command,
+                        not_for_link={name: parser.get_default(name) for name in NOT_FOR_LINK})
 
     parser = subparsers.add_parser(
         "evaluate",
@@ -198,12 +199,11 @@ def finetune_command(args):
     return 0
 
 
-# finetune's options that `finetune link` does not take, with their defaults: a link run given
-# another value is refused, not run without it.
-NOT_FOR_LINK = (("data", None), ("seeds", 1), ("entity_type", None), ("recipe", None), ("strategy", "auto"),
-                ("tpu", None), ("mixed_precision", "auto"), ("xla", "auto"), ("static_shapes", "auto"),
-                ("micro_batches", "auto"), ("steps_per_execution", 1), ("optimizer", "adamw"), ("layer_decay", None),
-                ("clip_norm", None), ("checkpoint_every", None), ("deterministic", False))
+# finetune's options that `finetune link` does not take: a link run given one (a value other
+# than its default) is refused, not run without it.
+NOT_FOR_LINK = ("data", "seeds", "entity_type", "recipe", "strategy", "tpu", "mixed_precision", "xla", "static_shapes",
+                "micro_batches", "steps_per_execution", "optimizer", "layer_decay", "clip_norm", "checkpoint_every",
+                "deterministic")
 
 
 def _finetune_link(args):
@@ -213,7 +213,8 @@ def _finetune_link(args):
 
     if not args.dictionary:
         raise ValueError("finetune link needs --dictionary (a dictionary name, FORMAT:PATH or an id<TAB>name file)")
-    given = ["--" + name.replace("_", "-") for name, default in NOT_FOR_LINK if getattr(args, name, default) != default]
+    given = ["--" + name.replace("_", "-") for name, default in args.not_for_link.items()
+             if getattr(args, name, default) != default]
     if given:
         raise ValueError(f"finetune link does not take {', '.join(given)} (it trains on one device in float32, "
                          "without checkpoints)")

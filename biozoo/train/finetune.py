@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import warnings
 
 import keras
 import numpy as np
@@ -160,13 +159,10 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         f"{hp.batch_size} ({hp.epochs:g} epochs); {strategy.describe()}; precision {policy}; "
         f"XLA {'on' if jit else 'off'}; {TRAINING_PADDING[padding]}; "
         f"{parts} length-sorted micro-batch(es) per replica batch")
-    with warnings.catch_warnings():
-        # NER / QA heads do not use the backbone's pooler: no gradient for it is expected.
-        warnings.filterwarnings("ignore", message="Gradients do not exist for variables")
-        result = run.train(task, train_batches, total_steps, steps_per_epoch=steps_per_epoch,
-                           checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log,
-                           settings=resume_settings(hp, task=kind, preset=str(preset), data=_where(data_dir),
-                                                    task_options=adapter.options()))
+    result = run.train(task, train_batches, total_steps, steps_per_epoch=steps_per_epoch,
+                       checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log,
+                       settings=resume_settings(hp, task=kind, preset=str(preset), data=_where(data_dir),
+                                                task_options=adapter.options()))
     task.micro_batches = 1
     metrics = {
         "task": kind,

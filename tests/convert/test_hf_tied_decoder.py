@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+import biozoo
 from biozoo import presets
 from biozoo import testing as H
 from biozoo.errors import CheckpointError
@@ -36,5 +37,16 @@ def test_an_untied_decoder_is_refused_naming_it(name, hf_class, decoder, tmp_pat
 @pytest.mark.parametrize("name, hf_class, decoder", MASKED_LMS[:1])
 def test_a_tied_decoder_saved_as_a_copy_converts(name, hf_class, decoder, tmp_path):
     """A .bin (torch.save) keeps the tied decoder as a tensor of its own, equal to the embedding."""
-    _, directory = H.save_case(name, hf_class, tmp_path / name, fmt="bin")
-    presets.resolve_preset(str(directory))
+    import torch
+
+    model, directory = H.save_case(name, hf_class, tmp_path / name, fmt="bin")
+    saved = torch.load(directory / "pytorch_model.bin", weights_only=True)
+    assert any(key.endswith(decoder) for key in saved)  # the premise: the tied copy is in the file
+    converted = presets.resolve_preset(str(directory))
+    # and the masked-LM head built from it gives transformers' logits
+    inputs = H.case_inputs(model)
+    with torch.no_grad():
+        logits = model(**H.torch_inputs(model, inputs)).logits.numpy()
+    positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype=np.int32), (len(logits), 1))
+    ours = np.asarray(biozoo.MaskedLM.from_preset(converted)({**inputs, "mask_positions": positions}))
+    assert H.max_diff(ours, logits, inputs["padding_mask"]) <= H.TOLERANCE
