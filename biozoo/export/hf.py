@@ -51,6 +51,11 @@ def tokenizer_files(tokenizer, directory, max_length=None):
         added = {t: tokenizer.token_to_id(t) for t in tokenizer.added_tokens}
         with open(os.path.join(directory, "added_tokens.json"), "w", encoding="utf-8") as f:
             json.dump(added, f, indent=2)
+        # How each is matched (added_tokens.json alone makes them all normalized, non-special)
+        config["added_tokens_decoder"] = {
+            str(i): {"content": t, "lstrip": False, "normalized": t in tokenizer.normalized_added_tokens,
+                     "rstrip": False, "single_word": False, "special": t not in tokenizer.normalized_added_tokens}
+            for t, i in added.items()}
     with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2)
     with open(os.path.join(directory, "special_tokens_map.json"), "w", encoding="utf-8") as f:

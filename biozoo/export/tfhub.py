@@ -65,6 +65,8 @@ class _Tokenization:
             root.special_token_table = tf_text_engine.special_token_table(tokenizer)
         else:
             raise BiozooError(f"no TF Hub preprocessor for tokenizer {type(tokenizer).__name__}.")
+        if tokenizer.normalized_added_tokens:
+            root.normalized_token_table = tf_text_engine.normalized_token_table(tokenizer)
 
     def ids(self, sentences):
         """`[batch]` strings -> int32 ragged `[batch, (tokens)]`, the ids `Tokenizer` gives."""

@@ -49,6 +49,10 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
     # Literal strings kept as single tokens (entity markers such as "@GENE$"); they are
     # matched in the raw text, before normalization, as HF matches its special tokens.
     added_tokens = ()
+    # Those of `added_tokens` matched in the normalized text instead, as HF matches an
+    # `AddedToken(normalized=True)` (what its `add_tokens` makes): under lower-casing an added
+    # "COVID19" is also found in "covid19".
+    normalized_added_tokens = ()
 
     def ids(self, texts):
         """Token ids of each string, without special tokens, as Python lists."""
@@ -78,16 +82,40 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
         if graph_engine is not None:
             graph_engine.forget(self)
 
-    def kept_whole(self):
-        """The special and added tokens, which the text keeps whole wherever they occur."""
-        tokens = [getattr(self, attr) for attr in getattr(self, "_special_token_attrs", [])]
-        return list(dict.fromkeys([t for t in tokens if t] + list(self.added_tokens)))
+    def _set_added_tokens(self, added_tokens, normalized_added_tokens):
+        self.added_tokens = tuple(added_tokens)
+        self.normalized_added_tokens = tuple(normalized_added_tokens)
+        stray = [t for t in self.normalized_added_tokens if t not in self.added_tokens]
+        if stray:
+            raise ValueError(f"normalized_added_tokens {stray} are not among added_tokens {list(self.added_tokens)}")
 
-    def with_added_tokens(self, tokens):
+    def kept_whole(self):
+        """The special tokens and the added tokens matched in the raw text, which the text keeps
+        whole wherever they occur."""
+        tokens = [getattr(self, attr) for attr in getattr(self, "_special_token_attrs", [])]
+        raw = [t for t in self.added_tokens if t not in self.normalized_added_tokens]
+        return list(dict.fromkeys([t for t in tokens if t] + raw))
+
+    def normalized_forms(self):
+        """`{normalized text: token}` of `normalized_added_tokens`: HF normalizes each token's
+        text with the tokenizer's normalizer and matches that (the first token of a form wins)."""
+        normalizer = self.engine().normalizer
+        forms = {}
+        for token in self.normalized_added_tokens:
+            form = normalizer.normalize_str(token)
+            if form:
+                forms.setdefault(form, token)
+        return forms
+
+    def with_added_tokens(self, tokens, normalized=False):
         """A copy of this tokenizer that keeps `tokens` whole (new ids at the end of the
-        vocabulary, as HF's `add_tokens`). Resize the model's embedding to match."""
+        vocabulary, as HF's `add_tokens`), matched in the raw text or, with `normalized`, in
+        the normalized text (HF's `AddedToken(normalized=True)`). Resize the model's embedding
+        to match."""
         config = self.get_config()
-        config["added_tokens"] = list(dict.fromkeys(list(self.added_tokens) + list(tokens)))
+        new = [t for t in dict.fromkeys(tokens) if t not in self.added_tokens]
+        config["added_tokens"] = list(self.added_tokens) + new
+        config["normalized_added_tokens"] = list(self.normalized_added_tokens) + (new if normalized else [])
         copy = type(self).from_config(config)
         copy._copy_vocabulary(self)
         return copy
@@ -108,15 +136,18 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
         return self._tokenize_eager(inputs)
 
     def _tokenize_eager(self, inputs):
-        """KerasHub's eager output: ids of a string as an array; of a list, id lists, or an array
-        `[batch, sequence_length]` (padded with the pad token, cut) when `sequence_length` is set."""
-        if isinstance(inputs, (str, bytes)):
-            return np.asarray(self.ids([inputs])[0], self.compute_dtype)
-        rows = self.ids(inputs)
-        if not self.sequence_length:
-            return rows
-        pad, length = self.pad_token_id, self.sequence_length
-        return np.asarray([row[:length] + [pad] * (length - len(row[:length])) for row in rows], self.compute_dtype)
+        """KerasHub's eager output: ids of a string as an array; of a list, id lists; padded with the
+        pad token and cut when `sequence_length` is set (`[sequence_length]`, `[batch, sequence_length]`)."""
+        if hasattr(inputs, "numpy") and np.ndim(inputs) == 0:  # a scalar tf.Tensor
+            inputs = inputs.numpy().decode("utf-8")
+        single = isinstance(inputs, (str, bytes))
+        rows = self.ids([inputs] if single else inputs)
+        if self.sequence_length:
+            pad, length = self.pad_token_id, self.sequence_length
+            rows = np.asarray([row[:length] + [pad] * (length - len(row[:length])) for row in rows], self.compute_dtype)
+        elif single:
+            rows = [np.asarray(rows[0], self.compute_dtype)]
+        return rows[0] if single else rows
 
     def ragged_ids(self, inputs):
         """`[batch]` string tensor -> ragged `[batch, (tokens)]` ids, in TensorFlow ops (graphs)."""

@@ -14,8 +14,9 @@ runs instead (`biozoo.tokenizers.tf_text_engine`); the tests hold the two equal.
   collapsed spaces), `WhitespaceSplit` + `Metaspace("▁")`, a `Unigram` model of the
   SentencePiece model's pieces and scores.
 
-Special and added tokens are matched in the raw text and kept whole (`normalized=False`), as the
-tensorflow-text engine and HF's special tokens are.
+Special and added tokens are kept whole: matched in the raw text (`normalized=False`, as HF's
+special tokens), or in the normalized text for the added tokens HF matches there (`normalized=True`,
+what its `add_tokens` makes), in both engines.
 
 Example:
     >>> engine = wordpiece_engine(vocabulary, lowercase=True, strip_accents=None,
@@ -31,44 +32,61 @@ from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_to
 METASPACE = "\u2581"
 
 
-def _keep_whole(engine, kept):
+def _keep_whole(engine, kept, normalized):
     engine.add_special_tokens([AddedToken(token, normalized=False, special=True) for token in kept])
+    engine.add_tokens([AddedToken(token, normalized=True, special=False) for token in normalized])
     return engine
 
 
-def wordpiece_engine(vocabulary, lowercase, strip_accents, max_input_chars_per_word, unk_token, kept):
+def wordpiece_engine(vocabulary, lowercase, strip_accents, max_input_chars_per_word, unk_token, kept, normalized=()):
     """A `tokenizers.Tokenizer` equal to HF's BertTokenizerFast for these settings (`strip_accents`
-    None: follows `lowercase`, as HF's); `kept`: tokens kept whole (special and added ones)."""
+    None: follows `lowercase`, as HF's); `kept`: tokens kept whole, matched in the raw text (special
+    and added ones); `normalized`: added tokens matched in the normalized text."""
     model = models.WordPiece({token: i for i, token in enumerate(vocabulary)}, unk_token=unk_token,
                              max_input_chars_per_word=max_input_chars_per_word)
     engine = Tokenizer(model)
     engine.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
                                                    strip_accents=strip_accents, lowercase=lowercase)
     engine.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    return _keep_whole(engine, kept)
+    return _keep_whole(engine, kept, normalized)
 
 
-def sentencepiece_engine(proto, lowercase, keep_accents, vocabulary, kept):
+def sentencepiece_engine(proto, lowercase, keep_accents, vocabulary, kept, normalized=()):
     """A `tokenizers.Tokenizer` equal to HF's AlbertTokenizerFast for the SentencePiece model
     `proto` (serialized bytes); `vocabulary` is biozoo's (the model's pieces, then added tokens)."""
     model_proto = sentencepiece_model_pb2.ModelProto()
     model_proto.ParseFromString(proto)
     pieces = [(piece.piece, piece.score) for piece in model_proto.pieces]
-    pieces += [(token, 0.0) for token in vocabulary[len(pieces):]]  # added tokens, kept whole below
     engine = Tokenizer(models.Unigram(pieces, unk_id=model_proto.trainer_spec.unk_id, byte_fallback=False))
+    # The added tokens the model lacks take the ids after its pieces, in order, as HF's added
+    # vocabulary gives them; as pieces of the model they would also be found in normalized text.
+    for token in vocabulary[len(pieces):]:
+        _keep_whole(engine, [] if token in normalized else [token], [token] if token in normalized else [])
+        if engine.token_to_id(token) != vocabulary.index(token):
+            raise ValueError(f"added token {token!r} got id {engine.token_to_id(token)}, not its vocabulary "
+                             f"index {vocabulary.index(token)}")
+    engine.normalizer = albert_normalizer(lowercase, keep_accents, model_proto.normalizer_spec.precompiled_charsmap)
+    engine.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")])
+    return _keep_whole(engine, kept, normalized)
+
+
+def albert_normalizer(lowercase, keep_accents, charsmap=None, model_steps=True):
+    """HF AlbertTokenizer's normalizer: its own steps, then the SentencePiece model's precompiled
+    `charsmap` and the collapsing of runs of spaces; without `model_steps`, NFKC in their place
+    (what the graph engine matches added tokens after)."""
     steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
     if not keep_accents:
         steps += [normalizers.NFKD(), normalizers.StripAccents()]
     if lowercase:
         steps.append(normalizers.Lowercase())
-    charsmap = model_proto.normalizer_spec.precompiled_charsmap
-    if charsmap:
+    if not model_steps:
+        steps.append(normalizers.NFKC())
+    elif charsmap:
         steps.append(normalizers.Precompiled(charsmap))
-    steps.append(normalizers.Replace(Regex(" {2,}"), " "))
-    engine.normalizer = normalizers.Sequence(steps)
-    engine.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")])
-    return _keep_whole(engine, kept)
+    if model_steps:
+        steps.append(normalizers.Replace(Regex(" {2,}"), " "))
+    return normalizers.Sequence(steps)
 
 
 def encode_ids(engine, texts):

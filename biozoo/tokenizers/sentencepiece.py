@@ -38,6 +38,7 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
         pad_token="<pad>",
         mask_token="[MASK]",
         added_tokens=(),
+        normalized_added_tokens=(),
         sequence_length=None,
         **kwargs,
     ):
@@ -48,7 +49,7 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
         self._add_special_token(unk_token, "unk_token")
         self._add_special_token(cls_token, "start_token")
         self._add_special_token(sep_token, "end_token")
-        self.added_tokens = tuple(added_tokens)
+        self._set_added_tokens(added_tokens, normalized_added_tokens)
         self.lowercase = lowercase
         self.keep_accents = keep_accents
         super().__init__(proto=proto, sequence_length=sequence_length, **kwargs)
@@ -89,7 +90,21 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
 
     def _build_engine(self):
         return eager.sentencepiece_engine(self.proto, self.lowercase, self.keep_accents, self.get_vocabulary(),
-                                          self.kept_whole())
+                                          self.kept_whole(), self.normalized_added_tokens)
+
+    def normalized_forms(self):
+        """As `Tokenizer.normalized_forms`, normalized by the steps in front of the SentencePiece
+        model and NFKC (the graph engine matches there; the model applies its character map
+        itself). A ValueError names a token whose form would differ from HF's."""
+        before_model = eager.albert_normalizer(self.lowercase, self.keep_accents, model_steps=False)
+        full = super().normalized_forms()
+        forms = {before_model.normalize_str(token): token for token in full.values()}
+        changed = [token for form, token in forms.items() if full.get(form) != token]
+        if changed:
+            raise ValueError(f"the added tokens {changed} are matched after normalization (normalized=True), "
+                             "and the SentencePiece model's character map makes them other than NFKC does: the TensorFlow engine "
+                             "cannot match them as HF does. Add them with normalized=False.")
+        return forms
 
     def split_words(self, text):
         """Whitespace-separated words: SentencePiece (HF: WhitespaceSplit + Metaspace)
@@ -129,6 +144,7 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
                 "pad_token": self.pad_token,
                 "mask_token": self.mask_token,
                 "added_tokens": list(self.added_tokens),
+                "normalized_added_tokens": list(self.normalized_added_tokens),
             }
         )
         return config

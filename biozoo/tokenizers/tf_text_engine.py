@@ -111,12 +111,21 @@ def fast_wordpiece(tokenizer):
 def wordpiece_words(tokenizer, inputs):
     """Normalized words of a `WordPieceTokenizer`, `[batch] -> ragged [batch, (words)]`, special
     tokens kept whole, words over HF's character limit replaced by the unknown token."""
-    # Several string ops stop at NUL, which HF's clean_text removes anyway.
-    inputs = tf.strings.regex_replace(inputs, "\\x00", "")
+    # Several string ops stop at NUL, which HF's clean_text removes; so it does \x01, which must not
+    # join a special token's halves (it is removed after the special tokens are found).
+    inputs = tf.strings.regex_replace(inputs, "\\x00", "\x01")
     pattern = special_tokens_pattern(tokenizer.kept_whole())
     segments, is_special = split_special_tokens(inputs, pattern)
     flat = segments.flat_values
-    words = bert_pretokenize(flat, tokenizer.lowercase, tokenizer.strip_accents)
+    text = bert_normalize(flat, tokenizer.lowercase, tokenizer.strip_accents)
+    forms = tokenizer.normalized_forms()
+    if forms:
+        pieces, is_added = split_special_tokens(text, special_tokens_pattern(forms))
+        words = tf_text.regex_split(pieces.flat_values, SPLIT, KEEP)
+        words = replace_rows(words, is_added.flat_values, normalized_token_table(tokenizer).lookup(pieces.flat_values))
+        words = pieces.with_flat_values(words).merge_dims(1, 2)
+    else:
+        words = tf_text.regex_split(text, SPLIT, KEEP)
     words = replace_rows(words, is_special.flat_values, flat)
     words = segments.with_flat_values(words).merge_dims(1, 2)
     too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > tokenizer.max_input_chars_per_word
@@ -139,7 +148,7 @@ def special_token_table(tokenizer):
     eagerly: a table built inside a trace would belong to it, and no SavedModel could hold it)."""
     table = _SPECIAL_TABLES.get(tokenizer)
     if table is None:
-        specials = tokenizer.kept_whole()
+        specials = tokenizer.kept_whole() + list(tokenizer.normalized_added_tokens)
         with tf.init_scope():
             table = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(
@@ -149,9 +158,28 @@ def special_token_table(tokenizer):
     return table
 
 
+# tokenizer -> the StaticHashTable from the normalized forms of its normalized added tokens to the tokens
+_NORMALIZED_TABLES = weakref.WeakKeyDictionary()
+
+
+def normalized_token_table(tokenizer):
+    """A StaticHashTable from the normalized forms of `tokenizer.normalized_added_tokens` to the
+    tokens (built once, eagerly, as `special_token_table`)."""
+    table = _NORMALIZED_TABLES.get(tokenizer)
+    if table is None:
+        forms = tokenizer.normalized_forms()
+        with tf.init_scope():
+            table = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(tf.constant(list(forms)), tf.constant(list(forms.values()))),
+                default_value="")
+        _NORMALIZED_TABLES[tokenizer] = table
+    return table
+
+
 def forget(tokenizer):
     """Drop what was built from `tokenizer`'s vocabulary (it changed)."""
     _SPECIAL_TABLES.pop(tokenizer, None)
+    _NORMALIZED_TABLES.pop(tokenizer, None)
     _ID_FUNCTIONS.pop(tokenizer, None)
 
 
@@ -185,7 +213,18 @@ def sentencepiece_ragged_ids(tokenizer, inputs):
     text = albert_normalize(flat, tokenizer.lowercase, tokenizer.keep_accents)
     if tokenizer.whitespace_to_space:
         text = tf.strings.regex_replace(text, tokenizer.whitespace_to_space, " ")
-    ids = tokenizer._sentence_piece.tokenize(text)
+    forms = tokenizer.normalized_forms()
+    if forms:
+        # The model's character map (nmt_nfkc: NFKC and a few more) applies inside the model;
+        # HF matches the added tokens after it.
+        text = tf_text.normalize_utf8(text, "NFKC")
+        pieces, is_added = split_special_tokens(text, special_tokens_pattern(forms))
+        flat_pieces = pieces.flat_values
+        ids = tokenizer._sentence_piece.tokenize(flat_pieces)
+        added = _special_token_ids(tokenizer, normalized_token_table(tokenizer).lookup(flat_pieces))
+        ids = pieces.with_flat_values(replace_rows(ids, is_added.flat_values, added)).merge_dims(1, 2)
+    else:
+        ids = tokenizer._sentence_piece.tokenize(text)
     ids = replace_rows(ids, is_special.flat_values, _special_token_ids(tokenizer, flat))
     return segments.with_flat_values(ids).merge_dims(1, 2)
 
@@ -202,7 +241,7 @@ def tokenize(tokenizer, inputs):
     if tokenizer.sequence_length:
         output_shape = tokens.shape.as_list()
         output_shape[-1] = tokenizer.sequence_length
-        tokens = tokens.to_tensor(shape=output_shape)
+        tokens = tokens.to_tensor(default_value=tf.cast(tokenizer.pad_token_id, tokens.dtype), shape=output_shape)
     if unbatched:
         tokens = tf.squeeze(tokens, 0)
     return tokens
@@ -219,6 +258,8 @@ def ids_function(tokenizer):
     if function is None:
         tokenizer._maybe_initialized_tf()
         special_token_table(tokenizer)
+        if tokenizer.normalized_added_tokens:
+            normalized_token_table(tokenizer)
         owner = weakref.ref(tokenizer)  # the cache must not keep its key alive
         function = tf.function(lambda texts: owner().ragged_ids(texts),
                                input_signature=[tf.TensorSpec([None], tf.string)])

@@ -55,7 +55,7 @@ def wordpiece_arguments(path, special_tokens=None):
         "strip_accents": strip_accents,
         "max_input_chars_per_word": model.get("max_input_chars_per_word", 100),
         **roles,
-        "added_tokens": _added_tokens(data, vocabulary, roles, path),
+        **_added_tokens(data, vocabulary, roles, path),
     }
 
 
@@ -82,7 +82,7 @@ def sentencepiece_arguments(path, special_tokens=None):
         "proto": _sentencepiece_proto(pieces, unk_id, special_ids, charsmap),
         **casing,
         **roles,
-        "added_tokens": added_tokens,
+        **added_tokens,
     }
 
 
@@ -235,11 +235,12 @@ def _post_processor_roles(data):
 
 
 def _added_tokens(data, vocabulary, roles, path):
-    """The added tokens biozoo must keep whole (those not already kept as a special token's
-    role), checked to get their HF ids: biozoo appends the ones missing from the vocabulary
-    at its end, in order."""
+    """`added_tokens` and `normalized_added_tokens` arguments: the added tokens biozoo must keep
+    whole (those not already kept as a special token's role), checked to get their HF ids
+    (biozoo appends the ones missing from the vocabulary at its end, in order), and those of
+    them HF matches in the normalized text (non-special tokens with `normalized`, its default)."""
     index = {token: i for i, token in enumerate(vocabulary)}
-    kept, next_id = [], len(vocabulary)
+    kept, normalized, next_id = [], [], len(vocabulary)
     for entry in sorted(data.get("added_tokens") or [], key=lambda e: e["id"]):
         token = entry["content"]
         if entry.get("single_word"):
@@ -252,7 +253,9 @@ def _added_tokens(data, vocabulary, roles, path):
                                   "appends added tokens after them, in id order.")
         if token not in index:
             next_id += 1
-            kept.append(token)
-        elif token not in roles.values():
-            kept.append(token)
-    return kept
+        elif token in roles.values():
+            continue
+        kept.append(token)
+        if not entry.get("special") and entry.get("normalized", True):
+            normalized.append(token)
+    return {"added_tokens": kept, "normalized_added_tokens": normalized}

@@ -40,6 +40,7 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
         pad_token="[PAD]",
         mask_token="[MASK]",
         added_tokens=(),
+        normalized_added_tokens=(),
         sequence_length=None,
         **kwargs,
     ):
@@ -52,7 +53,7 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
         self._add_special_token(unk_token, "unk_token")
         self._add_special_token(cls_token, "start_token")
         self._add_special_token(sep_token, "end_token")
-        self.added_tokens = tuple(added_tokens)
+        self._set_added_tokens(added_tokens, normalized_added_tokens)
         self.hf_strip_accents = strip_accents
         self.max_input_chars_per_word = max_input_chars_per_word
         super().__init__(
@@ -93,7 +94,8 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
 
     def _build_engine(self):
         return eager.wordpiece_engine(self.get_vocabulary(), self.lowercase, self.hf_strip_accents,
-                                      self.max_input_chars_per_word, self.unk_token, self.kept_whole())
+                                      self.max_input_chars_per_word, self.unk_token, self.kept_whole(),
+                                      self.normalized_added_tokens)
 
     def split_words(self, text):
         return split_words(text)
@@ -119,6 +121,7 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
                 "pad_token": self.pad_token,
                 "mask_token": self.mask_token,
                 "added_tokens": list(self.added_tokens),
+                "normalized_added_tokens": list(self.normalized_added_tokens),
             }
         )
         return config

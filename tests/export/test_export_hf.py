@@ -1,6 +1,8 @@
 """HF -> biozoo preset -> HF: transformers loads the export and gives the original outputs;
 its tokenizer gives biozoo's ids. Every case of biozoo.testing.CASES."""
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -30,3 +32,45 @@ def test_hf_round_trip(name, model_cls, tmp_path, tiny_spiece):
     positions = model.config.max_position_embeddings
     long_text = " ".join(["protein"] * (2 * positions))
     assert len(theirs(long_text, truncation=True)["input_ids"]) == positions
+
+
+NORMALIZED = ["COVID19", "@GENE$"]  # HF's add_tokens: matched in the normalized text
+RAW = ["<e1>", "RawTok"]  # AddedToken(normalized=False): matched in the raw text only
+CASE_VARIANTS = ["covid19 COVID19 Covid19 @gene$ @GENE$ <E1> <e1> rawtok RawTok xRawToky", "x@gene$y the gene"]
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "sentencepiece"])
+def test_exported_added_tokens_are_matched_as_they_were_added(kind, tmp_path, tiny_spiece):
+    """Added tokens keep how they are matched through the export: transformers' tokenizer of the
+    export, and one built by transformers with the same `add_tokens`, give biozoo's ids."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import AddedToken
+
+    from biozoo.export.hf import tokenizer_files
+
+    source = tmp_path / "source"
+    source.mkdir()
+    model_type = "bert" if kind == "wordpiece" else "albert"
+    (source / "config.json").write_text('{"model_type": "%s"}' % model_type)
+    (source / "tokenizer_config.json").write_text('{"do_lower_case": true}')
+    if kind == "wordpiece":
+        (source / "vocab.txt").write_text("\n".join(H.wordpiece_vocab()) + "\n")
+        ours = biozoo.tokenizers.WordPieceTokenizer(vocabulary=str(source / "vocab.txt"), lowercase=True)
+    else:
+        shutil.copy(tiny_spiece, source / "spiece.model")
+        ours = biozoo.tokenizers.SentencePieceTokenizer(proto=str(tiny_spiece), lowercase=True)
+    reference = transformers.AutoTokenizer.from_pretrained(str(source))
+    reference.add_tokens(NORMALIZED)
+    reference.add_tokens([AddedToken(t, normalized=False) for t in RAW])
+    ours = ours.with_added_tokens(NORMALIZED, normalized=True).with_added_tokens(RAW)
+    expected = reference(CASE_VARIANTS, add_special_tokens=False)["input_ids"]
+    assert ours.ids(CASE_VARIANTS) == expected
+    assert expected[0].count(reference.convert_tokens_to_ids("COVID19")) == 3  # the premise: normalized matching
+    assert expected[0].count(reference.convert_tokens_to_ids("<e1>")) == 1
+
+    exported = tmp_path / "exported"
+    exported.mkdir()
+    tokenizer_files(ours, exported)
+    (exported / "config.json").write_text('{"model_type": "%s"}' % model_type)
+    theirs = transformers.AutoTokenizer.from_pretrained(str(exported))
+    assert theirs(CASE_VARIANTS, add_special_tokens=False)["input_ids"] == expected

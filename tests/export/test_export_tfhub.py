@@ -106,13 +106,22 @@ def test_minilm_hub_export_without_biozoo_or_keras(minilm_dir, corpus_sentences,
 @pytest.mark.parametrize("family, model_cls", [("albert", "AlbertModel"), ("electra", "ElectraModel")])
 def test_tiny_hub_export(family, model_cls, corpus_spiece, corpus_sentences, tiny_bert_real_vocab, minilm_dir, tmp_path,
                          keras_free_site_dir):
-    pytest.importorskip("transformers")
+    """With tokens added as HF's add_tokens adds them (matched in the normalized text: "covid19" is
+    "COVID19" here) and raw ones, which the exported graph matches as HF does."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import AddedToken
+
+    added = ["COVID19", "@GENE$", AddedToken("<e1>", normalized=False), AddedToken("RawTok", normalized=False)]
     if family == "albert":
-        model = H.make_model("albert", "AlbertModel", vocab_size=2000)
+        model = H.make_model("albert", "AlbertModel", vocab_size=2000 + len(added))
         hf_dir = H.save_hf_directory(model, tmp_path / "hf", tokenizer="sentencepiece", spiece_model=corpus_spiece)
     else:
-        model = H.make_model("electra", "ElectraModel", vocab_size=30522)
+        model = H.make_model("electra", "ElectraModel", vocab_size=30522 + len(added))
         hf_dir = H.save_hf_directory(model, tmp_path / "hf", vocab_file=minilm_dir / "vocab.txt")
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
+    assert hf_tokenizer.add_tokens(added) == len(added)
+    hf_tokenizer.save_pretrained(str(hf_dir))
+    variants = ["covid19 COVID19 @gene$ x@GENE$y <E1> <e1> rawtok RawTok", "Naïve ``T-cells'' Ⅱ"]
     export_hub(str(hf_dir), tmp_path / "export", seq_length=SEQ_LENGTH)
-    check_export(tmp_path / "export", hf_dir, corpus_sentences[:40] + ["Naïve ``T-cells'' Ⅱ"], tmp_path,
+    check_export(tmp_path / "export", hf_dir, corpus_sentences[:40] + variants, tmp_path,
                  expect_pooler=family == "albert", keras_free_site_dir=keras_free_site_dir)

@@ -1,6 +1,8 @@
 """biozoo reads a tokenizer from tokenizer.json alone, as transformers 5 saves it (no vocab.txt,
 no spiece.model), and gives the HF tokenizer's ids on real biomedical sentences and hard cases,
-for every family, cased and uncased, with entity markers added by `add_tokens`."""
+for every family, cased and uncased, with entity markers added by `add_tokens` (which HF matches
+in the normalized text: "@gene$" is the marker too where the tokenizer lower-cases), in both
+engines (eager, and tensorflow-text's in a graph)."""
 
 import json
 import os
@@ -8,13 +10,14 @@ import re
 import shutil
 
 import pytest
+import tensorflow as tf
 
 transformers = pytest.importorskip("transformers")
 
 import biozoo  # noqa: E402
 from biozoo import testing as H  # noqa: E402
 from biozoo.errors import CheckpointError  # noqa: E402
-from biozoo.tokenizers import tokenizer_json  # noqa: E402
+from biozoo.tokenizers import tf_text_engine, tokenizer_json  # noqa: E402
 
 TRANSFORMERS_5_FILES = ["tokenizer.json", "tokenizer_config.json"]
 MARKERS = ["@GENE$", "@DISEASE$", "@CHEMICAL$"]  # entity markers, added with `add_tokens`
@@ -31,6 +34,7 @@ HARD_CASES = [
     "TNF‐α – 5 µM ± 2 °C × 10⁻³ ≥ 3 ‰",
     "a" * 150 + " " + "é" * 101 + " " + "x" * 100 + " pneumonoultramicroscopicsilicovolcanoconiosis",
     "@GENE$ binds @CHEMICAL$ in @DISEASE$; @GENE$@GENE$ x@GENE$y <e1>BRCA1</e1>",
+    "@gene$ binds @Chemical$ in @disease$s; x@gene$y @GÉNE$ <E1>BRCA1</E1> @ＧＥＮＥ$",
     "IL-2 receptor [SEP] foo[CLS]bar [MASK] [UNK] [PAD]",
     "Na+/K+-ATPase; Ca2+; [3H]-thymidine; 5'-UTR; p53-/-; ``quoted'' text",
     "\ttabs\nand\r\nnewlines   and   spaces  ",
@@ -83,6 +87,10 @@ def hf_ids(tokenizer, texts):
     return tokenizer(texts, add_special_tokens=False)["input_ids"]
 
 
+def graph_ids(tokenizer, texts):
+    return tf_text_engine.ids_function(tokenizer)(tf.constant(texts)).to_list()
+
+
 def assert_same_ids(got, expected, texts, tied=False):
     """Equal ids for every text. With `tied`, under 1% of the texts may hold the same ids in
     another order: tensorflow-text's SentencePiece and HF's Unigram break ties between
@@ -127,7 +135,9 @@ def test_wordpiece_from_tokenizer_json(family, casing, cased_vocab, sentences, t
     reference = save_with_transformers(source, target, family, **WORDPIECE_CASING[casing])
     ours = biozoo.Tokenizer.from_preset(str(target))
     assert ours.vocabulary_size() == len(reference)
-    assert_same_ids(ours.ids(sentences), hf_ids(reference, sentences), sentences)
+    expected = hf_ids(reference, sentences)
+    assert_same_ids(ours.ids(sentences), expected, sentences)
+    assert_same_ids(graph_ids(ours, sentences), expected, sentences)
 
 
 @pytest.mark.parametrize("json_lowercase, config", [(True, {"do_lower_case": False}), (False, {}),
@@ -167,11 +177,14 @@ def test_albert_from_tokenizer_json(casing, corpus_spiece, sentences, tmp_path):
     ours = biozoo.Tokenizer.from_preset(str(target))
     assert ours.vocabulary_size() == len(reference)
     tied = not ALBERT_CASING[casing]["do_lower_case"]
-    assert_same_ids(ours.ids(sentences), hf_ids(reference, sentences), sentences, tied)
+    expected = hf_ids(reference, sentences)
+    assert_same_ids(ours.ids(sentences), expected, sentences, tied)
+    assert_same_ids(graph_ids(ours, sentences), expected, sentences, tied)
 
     (source / "tokenizer_config.json").write_text(json.dumps(ALBERT_CASING[casing]))
     write_config(source, "albert", 2000)
-    original = biozoo.Tokenizer.from_preset(str(source)).with_added_tokens(MARKERS + EXTRA_SPECIAL)
+    original = biozoo.Tokenizer.from_preset(str(source))
+    original = original.with_added_tokens(MARKERS, normalized=True).with_added_tokens(EXTRA_SPECIAL)
     assert FULLWIDTH_SPECIALS in sentences
     assert_same_ids(ours.ids(sentences), original.ids(sentences), sentences)
 
@@ -267,6 +280,7 @@ def test_wordpiece_arguments(bert_json):
     arguments = tokenizer_json.wordpiece_arguments(path, {"pad_token": "[PAD]", "mask_token": "[MASK]"})
     assert arguments["vocabulary"] == H.wordpiece_vocab()
     assert arguments["added_tokens"] == MARKERS + EXTRA_SPECIAL
+    assert arguments["normalized_added_tokens"] == MARKERS  # add_tokens' (special tokens: raw)
     assert (arguments["lowercase"], arguments["strip_accents"]) == (True, None)
     assert (arguments["cls_token"], arguments["sep_token"], arguments["unk_token"]) == ("[CLS]", "[SEP]", "[UNK]")
 

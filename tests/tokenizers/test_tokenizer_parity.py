@@ -5,6 +5,7 @@ engines: eager (HF `tokenizers`, any backend) and in-graph (tensorflow-text)."""
 import json
 import shutil
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -27,6 +28,7 @@ HARD_CASES = [
     "é" * 70 + " " + "é" * 120,
     "Na+/K+-ATPase; Ca2+; [3H]-thymidine; 5'-UTR; p53-/-; (+/-)-propranolol",
     "ŁÓDŹ Œuvre Ærø ðþ İı ǅ ǈ ǋ",
+    "x [CL\x00S] y [SEP\x00] a\x00b \x00[MASK]\x00",  # NUL is removed, but joins no special token
 ]
 
 
@@ -166,3 +168,25 @@ def test_every_bmp_code_point_albert(corpus_spiece, tmp_path, engine):
     unexplained = sorted(hex(ord(c)) for c in set(differing) - table_drift(differing))
     assert unexplained == []
     assert len(differing) < 50
+
+
+@pytest.mark.parametrize("engine", ["eager", "eager_tensor", "graph"])
+def test_sequence_length_pads_with_the_pad_token(engine, tmp_path):
+    """With `sequence_length`, one text and a batch are cut and padded with the pad token's id (not
+    0) by both engines, as HF pads to `max_length`."""
+    vocab = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]", "brca", "##1", "gene", "cancer", "cell", "##s"]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": len(vocab)}))
+    reference = hf_tokenizer(tmp_path)
+    ours = biozoo.tokenizers.WordPieceTokenizer(vocabulary=vocab, lowercase=True, sequence_length=5)
+    texts = ["BRCA1 gene", "cancer cells BRCA1 gene cells"]
+    expected = reference(texts, add_special_tokens=False, padding="max_length", truncation=True, max_length=5)
+    assert expected["input_ids"][0][-1] == 3  # the premise: [PAD] is 3
+    if engine == "graph":
+        got = tf.function(ours)(tf.constant(texts)).numpy().tolist()
+        single = tf.function(ours)(tf.constant(texts[0])).numpy().tolist()
+    else:
+        wrap = tf.constant if engine == "eager_tensor" else (lambda x: x)
+        got, single = np.asarray(ours(wrap(texts))).tolist(), np.asarray(ours(wrap(texts[0]))).tolist()
+    assert got == expected["input_ids"]
+    assert single == expected["input_ids"][0]
