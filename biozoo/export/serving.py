@@ -58,7 +58,9 @@ def _entities(sentences, tags, probs, starts, ends):
     row = starts.value_rowids()
     tag = tags
     prefix = tf.strings.substr(tag, 0, 1)
-    etype = tf.strings.regex_replace(tag, "^[^-]*-", "")
+    # seqeval's type: what follows the prefix and its "-"; "_" for a bare "B" / "I"
+    etype = tf.strings.regex_replace(tf.strings.substr(tag, 1, -1), "^[^-]*-", "")
+    etype = tf.where(tf.equal(etype, ""), "_", etype)
     outside = tf.equal(tag, "O")
     prev_same_row = tf.concat([[False], tf.equal(row[1:], row[:-1])], 0)
     prev_outside = tf.concat([[True], outside[:-1]], 0)
@@ -126,15 +128,20 @@ def _classifier_signatures(task, tokenization, seq_length, special):
     labels = tf.constant(task.label_names)
     thresholds = tf.constant(task.thresholds, tf.float32)
 
-    def classify(segments):
-        packed = H._pack(segments, seq_length, **special)
+    def classify(packed):
         logits = task(_model_inputs(packed["input_word_ids"], packed["input_type_ids"], packed["input_mask"]),
                       training=False)
-        if task.multi_label:
+        # as `SequenceClassifier.predict_probabilities`: the raw output of a regression, sigmoid
+        # for multi-label and one-output models, else softmax
+        if task.problem_type == "regression":
+            probs = logits
+        elif task.multi_label or len(task.label_names) == 1:
             probs = tf.sigmoid(logits)
-            predicted = probs >= thresholds
         else:
             probs = tf.nn.softmax(logits, axis=-1)
+        if task.multi_label:
+            predicted = probs >= thresholds
+        else:
             predicted = tf.one_hot(tf.argmax(probs, -1), len(task.label_names), on_value=True, off_value=False)
         best = tf.argmax(probs, axis=-1)
         return {"label": tf.gather(labels, best), "score": tf.reduce_max(probs, -1), "probabilities": probs,
@@ -142,12 +149,16 @@ def _classifier_signatures(task, tokenization, seq_length, special):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serve(text):
-        return classify([tokenization.ids(text)])
+        return classify(H._pack([tokenization.ids(text)], seq_length, **special))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
                                   tf.TensorSpec([None], tf.string, name="text_b")])
     def serve_pairs(text, text_b):
-        return classify([tokenization.ids(text), tokenization.ids(text_b)])
+        first = tokenization.ids(text)
+        single = H._pack([first], seq_length, **special)
+        paired = H._pack([first, tokenization.ids(text_b)], seq_length, **special)
+        no_pair = tf.equal(text_b, "")[:, None]  # an empty text_b is no pair, as HF's tokenizers read it
+        return classify({key: tf.where(no_pair, single[key], paired[key]) for key in single})
 
     return {"serving_default": serve, "classify_pairs": serve_pairs}
 

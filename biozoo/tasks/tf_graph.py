@@ -102,16 +102,27 @@ def micro_batch_train_step(task, data):
 
 def words_to_model_inputs(preprocessor, x, y=None, sample_weight=None):
     """In-graph: ragged words `[batch, (words)]` -> model inputs for one window each (truncated to the
-    preprocessor's `sequence_length`); a word the tokenizer reduces to nothing becomes the unknown token."""
+    preprocessor's `sequence_length`); a word the tokenizer reduces to nothing becomes the unknown
+    token. Word labels `y` (`[batch, (words)]`) go to each word's first piece, IGNORE_LABEL
+    elsewhere, as `TokenClassifierPreprocessor.windows` gives them."""
     tokenizer = preprocessor.tokenizer
     words = x if isinstance(x, tf.RaggedTensor) else tf.ragged.constant(x)
-    pieces = tokenizer(words.flat_values)
-    unk = tf.fill([tf.shape(pieces.row_lengths())[0], 1], tf.cast(tokenizer.unk_token_id, pieces.dtype))
-    pieces = tf.where(tf.expand_dims(pieces.row_lengths() > 0, 1), pieces, tf.RaggedTensor.from_tensor(unk))
+    pieces = tokenizer.ragged_ids(words.flat_values)
+    empty = tf.cast(pieces.row_lengths() == 0, tf.int64)
+    unknown = tf.fill([tf.reduce_sum(empty)], tf.cast(tokenizer.unk_token_id, pieces.dtype))
+    pieces = tf.concat([pieces, tf.RaggedTensor.from_row_lengths(unknown, empty)], axis=1)
     tokens = words.with_flat_values(pieces).merge_dims(1, 2)
     packer = MultiSegmentPacker(start_value=tokenizer.cls_token_id, end_value=tokenizer.sep_token_id,
                                 pad_value=tokenizer.pad_token_id, sequence_length=preprocessor.sequence_length)
     token_ids, segment_ids = packer(tokens)
     x = {"token_ids": token_ids, "segment_ids": segment_ids,
          "padding_mask": tf.cast(token_ids != tokenizer.pad_token_id, "int32")}
+    if y is not None:
+        word_labels = y if isinstance(y, tf.RaggedTensor) else tf.ragged.constant(y)
+        word_labels = tf.cast(word_labels.flat_values, tf.int32)
+        first_piece = tf.equal(tf.ragged.range(pieces.row_lengths()).flat_values, 0)
+        piece_labels = tf.where(first_piece, tf.repeat(word_labels, pieces.row_lengths()), IGNORE_LABEL)
+        labels = words.with_flat_values(pieces.with_flat_values(piece_labels)).merge_dims(1, 2)
+        y, _ = MultiSegmentPacker(start_value=IGNORE_LABEL, end_value=IGNORE_LABEL, pad_value=IGNORE_LABEL,
+                                  sequence_length=preprocessor.sequence_length)(labels)
     return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)

@@ -99,12 +99,19 @@ def test_ner_serving_predicts_every_word_of_a_long_text(ner, tmp_path):
         ner.preprocessor.sequence_length = 64
 
 
-def test_classifier_serving_equals_predict(tiny_bert_real_vocab, corpus_sentences, tmp_path):
-    labels = ["false", "CPR:3", "CPR:4", "CPR:9"]
-    task = biozoo.SequenceClassifier.from_preset(str(tiny_bert_real_vocab), label_names=labels)
+@pytest.mark.parametrize("labels, problem_type", [
+    (["false", "CPR:3", "CPR:4", "CPR:9"], None),  # softmax
+    (["relevant"], None),  # one output: sigmoid
+    (["score"], "regression"),  # the raw output
+], ids=["softmax", "one_output", "regression"])
+def test_classifier_serving_equals_predict(labels, problem_type, tiny_bert_real_vocab, corpus_sentences, tmp_path):
+    """Served probabilities equal `predict_probabilities` for every kind of head, single texts and
+    pairs (an empty second text is no pair, as in HF's tokenizers)."""
+    task = biozoo.SequenceClassifier.from_preset(str(tiny_bert_real_vocab), label_names=labels,
+                                                 problem_type=problem_type)
     task.preprocessor.sequence_length = 48
     sharpen_head(task.output_dense, 1, scale=1.0)
-    texts, pairs = corpus_sentences[100:130], corpus_sentences[130:160]
+    texts, pairs = corpus_sentences[100:130], ["", ""] + corpus_sentences[132:160]
     export_task_hub(task, tmp_path / "re")
     loaded = tf.saved_model.load(str(tmp_path / "re"))
     single = decode(loaded.signatures["serving_default"](text=tf.constant(texts)))
@@ -151,3 +158,24 @@ def test_qa_serving_equals_answer(tiny_bert_real_vocab, shared_data, tmp_path):
         assert served["start"][i] <= best["start"] and best["end"] <= served["end"][i]
         text = served["best_non_null"][i].decode()
         assert result["best_non_null"] in text and contexts[i][served["start"][i]:served["end"][i]] == text
+
+
+def test_served_entities_are_seqevals():
+    """The serving graph's decoding of word tags gives seqeval's entities (conlleval's rules) on
+    random tag sequences: typed, bare ("B", "I": type "_") and ill-formed ones."""
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    from biozoo.export.serving import _entities
+
+    rng = np.random.default_rng(0)
+    tags = ["O", "B", "I", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical", "I-Gene-Product"]
+    rows = [[str(t) for t in rng.choice(tags, size=rng.integers(1, 12))] for _ in range(200)]
+    texts = [" ".join(f"w{i}" for i in range(len(row))) for row in rows]
+    starts = [[len(" ".join(f"w{i}" for i in range(k))) + (k > 0) for k in range(len(row))] for row in rows]
+    ends = [[start + len(f"w{k}") for k, start in enumerate(row_starts)] for row_starts in starts]
+    out = decode(_entities(tf.constant(texts), tf.constant([t for row in rows for t in row]),
+                           tf.ones([sum(map(len, rows))]), tf.ragged.constant(starts, tf.int64),
+                           tf.ragged.constant(ends, tf.int64)))
+    for i, row in enumerate(rows):
+        expected = [(kind, starts[i][first], ends[i][last]) for kind, first, last in get_entities(row)]
+        assert [(e["type"], e["start"], e["end"]) for e in served_entities(out, i)] == expected, row

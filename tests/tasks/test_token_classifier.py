@@ -130,3 +130,29 @@ def test_loss_ignores_unlabelled_positions(ner16):
     expected = -np.mean([log_probs[b, t, labels[b, t]] for b, t in zip(*np.nonzero(keep))])
     assert abs(float(loss(labels, logits)) - expected) < 1e-5
     assert isinstance(loss, keras.losses.SparseCategoricalCrossentropy)
+
+
+def test_ragged_words_in_a_graph_give_the_windows_inputs_and_labels(ner16, ncbi_test):
+    """`preprocessor(ragged words, word labels)` (tf.data, `predict` on words) gives the window
+    that `windows` gives a sentence that fits one, multi-piece and empty words included (a longer
+    sentence is cut at `sequence_length`); `predict` on words gives the model's output on them."""
+    import tensorflow as tf
+
+    pre = ner16.preprocessor
+    sentences = [s.words[:10] for s in ncbi_test[:40]] + [["BRCA1", "\u200b", "mutations"]]
+    sentences = [words for words, pieces in zip(sentences, pre.word_pieces(sentences))
+                 if sum(map(len, pieces)) <= 14][-12:]
+    assert len(sentences) == 12 and sentences[-1][0] == "BRCA1"
+    assert any(len(p) > 1 for words in pre.word_pieces(sentences) for p in words)  # the premise
+    tags = [[i % 3 for i in range(len(words))] for words in sentences]
+    windows = pre.windows(sentences, tags)
+    assert len(windows.token_ids) == len(sentences)
+
+    def padded(rows, value):
+        return np.stack([np.pad(row, (0, 16 - len(row)), constant_values=value) for row in rows])
+
+    x, y = tf.function(pre)(tf.ragged.constant(sentences), tf.ragged.constant(tags))
+    np.testing.assert_array_equal(x["token_ids"], padded(windows.token_ids, 0))
+    np.testing.assert_array_equal(y, padded(windows.labels, IGNORE_LABEL))
+    logits = ner16.predict(tf.ragged.constant(sentences), verbose=0)
+    np.testing.assert_allclose(logits, ner16.predict(x, verbose=0), atol=1e-6)
