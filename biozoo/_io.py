@@ -15,9 +15,10 @@ import shutil
 import socket
 import sys
 import tempfile
+import urllib.error
 import urllib.request
 
-from biozoo.errors import BiozooError, CheckpointError, OutputError
+from biozoo.errors import BiozooError, CheckpointError, NetworkError, OutputError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -234,23 +235,50 @@ def sha256_file(path):
     return digest.hexdigest()
 
 
+DOWNLOAD_TIMEOUT = 60  # seconds a download waits for the server to answer
+
+
 def stream_url(url, out, desc=None, progress=True):
     """Copy what `url` serves into the binary file object `out`, 1 MiB at a time, with a progress
-    bar (bytes) on stderr. A body shorter than the Content-Length the server announced (a
-    connection cut midway) raises `http.client.IncompleteRead`."""
+    bar (bytes) on stderr. A failed request, a transfer cut midway or a body shorter than the
+    Content-Length the server announced raises `NetworkError` naming `url`."""
     from tqdm.auto import tqdm
 
-    with urllib.request.urlopen(url, timeout=60) as response:
+    try:
+        response = urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT)
+    except (OSError, http.client.HTTPException) as error:  # URLError and HTTPError are OSErrors
+        raise NetworkError(_request_failure(url, error)) from None
+    with response:
         total = int(response.headers.get("Content-Length") or 0) or None
         received = 0
         with tqdm(total=total, unit="B", unit_scale=True, desc=desc or os.path.basename(url), disable=not progress,
                   file=sys.stderr) as bar:
-            for block in iter(lambda: response.read(1 << 20), b""):
+            while True:
+                try:
+                    block = response.read(1 << 20)
+                except (OSError, http.client.HTTPException) as error:
+                    expected = f" of the {total} announced" if total is not None else ""
+                    raise NetworkError(f"{url}: the transfer broke off after {received} bytes{expected} "
+                                       f"({type(error).__name__}: {error}); try again") from None
+                if not block:
+                    break
                 out.write(block)
                 received += len(block)
                 bar.update(len(block))
         if total is not None and received < total and not response.headers.get("Content-Encoding"):
-            raise http.client.IncompleteRead(b"", total - received)
+            raise NetworkError(f"{url}: the connection was cut after {received} of the {total} bytes the server "
+                               "announced; try again")
+
+
+def _request_failure(url, error):
+    """One line for a failed request of `url`: the HTTP status, no answer in time, or the host unreachable."""
+    if isinstance(error, urllib.error.HTTPError):
+        return f"{url}: the server answered HTTP {error.code} ({error.reason}); check the URL, or fetch the file by hand"
+    reason = getattr(error, "reason", error)
+    if isinstance(reason, TimeoutError):
+        return f"{url}: the server did not answer within {DOWNLOAD_TIMEOUT} s; check the network or proxy, or try again"
+    return (f"{url}: cannot reach the server ({reason}); check the network, the proxy (HTTPS_PROXY) or the URL, or "
+            "fetch the file by hand")
 
 
 def atomic_write_bytes(path, data):

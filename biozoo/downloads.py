@@ -12,8 +12,8 @@ import hashlib
 import os
 import tempfile
 
+from biozoo._io import _scratch_prefix, remove_stale_scratch, stream_url
 from biozoo._io import sha256_file as _sha256
-from biozoo._io import stream_url
 
 __all__ = ["DownloadError", "check", "fetch_file"]
 
@@ -57,7 +57,8 @@ def fetch_file(url, destination, spec, trust_unverified=False, progress=True, va
                             "--trust-unverified to accept it (its sha256 is then printed and recorded)")
     directory = os.path.dirname(os.path.abspath(destination))
     os.makedirs(directory, exist_ok=True)
-    fd, partial = tempfile.mkstemp(prefix=f".{os.path.basename(destination)}.partial-", dir=directory)
+    remove_stale_scratch(destination)  # what a killed download of it left
+    fd, partial = tempfile.mkstemp(prefix=_scratch_prefix(destination, "partial"), dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
             stream_url(url, out, desc=os.path.basename(destination), progress=progress)

@@ -4,9 +4,11 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import threading
 from pathlib import Path
 
+import huggingface_hub
 import keras_hub
 import numpy as np
 import pytest
@@ -14,8 +16,9 @@ import pytest
 import biozoo
 from biozoo import presets, registry
 from biozoo import testing as H
-from biozoo.errors import OfflineError
+from biozoo.errors import NetworkError, OfflineError
 from biozoo.preset_files import read_provenance
+from biozoo.presets.remote import resolve_remote
 
 
 @pytest.fixture
@@ -54,6 +57,7 @@ def assert_same_outputs(a, b, inputs):
 
 
 def test_registry_name_downloads_converts_and_caches(tiny_bert_dir, offline_hub, count_conversions, monkeypatch):
+    H.registry_entry_describes(monkeypatch, "bioformer_8l", tiny_bert_dir)
     entry = registry.get_entry("bioformer_8l")
     repo, revision = entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"]
     # The registry points at pytorch_model.bin: the mirror holds exactly that.
@@ -176,6 +180,20 @@ def test_remote_directory_through_tf_gfile(tiny_bert_dir):
     assert_same_outputs(backbone(inputs), local(inputs), inputs)
 
 
+def test_remote_folders_whose_names_differ_only_in_slashes_are_cached_apart():
+    """`x--y` and `x/y` are two folders of a bucket: each is copied into its own cache entry."""
+    import tensorflow as tf
+
+    tags = {"ram://cache-keys/x--y": "dashes", "ram://cache-keys/x/y": "slashes"}
+    for url, tag in tags.items():
+        tf.io.gfile.makedirs(url)
+        with tf.io.gfile.GFile(url + "/config.json", "w") as f:
+            f.write(json.dumps({"registered_name": "biozoo>BertBackbone", "tag": tag}))
+    directories = {url: Path(resolve_remote(url, convert=None)) for url in tags}
+    assert {url: json.loads((d / "config.json").read_text())["tag"] for url, d in directories.items()} == tags
+    assert all(d.name.startswith("ram-cache-keys--x--y-") for d in directories.values())  # still readable
+
+
 @pytest.mark.parametrize("name, model_cls, pooled", [("bert", "BertModel", True), ("electra", "ElectraModel", False)])
 def test_load_weights_false_on_an_hf_directory_keeps_its_pooler(name, model_cls, pooled, tmp_path):
     """The architecture of an HF directory, built without its weights, has the pooler exactly
@@ -292,3 +310,40 @@ def test_check_cache_finds_a_changed_preset_file(tmp_path, tiny_bert_dir, capsys
     assert main(["verify-cache", "--remove"]) == 0  # the old spelling, kept for scripts
     assert not preset.exists()
     assert biozoo.from_preset(str(tiny_bert_dir)) is not None  # converted again
+
+
+def _tokenizer_files_only(source, destination):
+    """What an earlier tokenizer-only load leaves in the HF cache: `source`'s files but its weights."""
+    shutil.copytree(source, destination, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    return destination
+
+
+def test_offline_a_cached_snapshot_without_weights_is_not_enough(tmp_path, tiny_bert_dir, offline_hub):
+    H.populate_hf_cache(offline_hub, "someorg/tiny-bert", "main",
+                        _tokenizer_files_only(tiny_bert_dir, tmp_path / "tokenizer-only"))
+    assert biozoo.Tokenizer.from_preset("hf://someorg/tiny-bert").vocabulary_size() == H.VOCAB_SIZE
+    with pytest.raises(OfflineError, match=r"hf://someorg/tiny-bert@main .*offline mode is on"):
+        biozoo.from_preset("hf://someorg/tiny-bert")
+
+
+def test_hub_unreachable_a_cached_snapshot_without_weights_is_not_enough(tmp_path, tiny_bert_dir, monkeypatch):
+    """The registry names the weights file, so the hub is asked only whether it answers: it does
+    not, and a HuggingFace cache holding only the tokenizer files leaves that failure to tell."""
+    H.registry_entry_describes(monkeypatch, "bioformer_8l", tiny_bert_dir)
+    entry = registry.get_entry("bioformer_8l")
+    repo, revision = entry["sources"]["hf"]["repo"], entry["sources"]["hf"]["revision"]
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("BIOZOO_HUB_TIMEOUT", "1")
+    H.populate_hf_cache(tmp_path / "hf-cache", repo, revision,
+                        _tokenizer_files_only(tiny_bert_dir, tmp_path / "tokenizer-only"))
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    unreachable = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()  # nothing listens there: connection refused
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", unreachable)
+    try:
+        with pytest.raises(NetworkError, match=rf"hf://{repo}@{revision}: cannot reach {unreachable}"):
+            biozoo.from_preset("bioformer_8l")
+    finally:
+        huggingface_hub.close_session()  # the next test's client gets its own timeout

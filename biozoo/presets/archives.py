@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+import shutil
 
 from biozoo import registry
-from biozoo._io import atomic_write_json
+from biozoo._io import atomic_write_json, scratch_directory
 from biozoo.errors import CheckpointError
-from biozoo.presets.cache import cache_root, cached, offline
+from biozoo.presets.cache import cached, offline
 from biozoo.presets.handles import safe_key
 
 ARCHIVE_SOURCES = ("tf1", "gluonnlp")
@@ -34,8 +34,8 @@ def resolve_archive_preset(name, source, trust_unverified=False):
         from biozoo.convert.archives import extract_archive, fetch_archive
 
         what = f"{name}'s {source} archive ({archive['url']})"
-        os.makedirs(cache_root(), exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="download-", dir=cache_root()) as scratch:
+        scratch = scratch_directory(target, "partial")  # beside the preset; a killed run's is removed next time
+        try:
             path, digest = fetch_archive(archive, scratch, what, offline=offline(), trust_unverified=trust_unverified)
             root = extract_archive(path, os.path.join(scratch, "unpacked"))
             provenance = {"registry_name": name, "source_format": source, "archive_url": archive["url"],
@@ -46,6 +46,8 @@ def resolve_archive_preset(name, source, trust_unverified=False):
                 _convert_tf1_archive(root, target, entry, part, provenance)
             else:
                 _convert_gluon_archive(root, target, entry, part, provenance)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     return cached(safe_key(f"{name}@{source}"), build)
 

@@ -73,6 +73,14 @@ def local_key(path):
     return f"local/{safe_key(os.path.basename(os.path.abspath(path)))}-{digest.hexdigest()[:16]}"
 
 
+def remote_key(url):
+    """Cache key of a remote folder (`gs://bucket/path`): its scheme and a readable form of its path,
+    then a hash of the whole URL, since `safe_key` gives `x/y` and `x--y` the same name."""
+    scheme, rest = url.split("://", 1)
+    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return f"remote/{safe_key(scheme.lower())}-{safe_key(rest)[:100]}-{digest}"
+
+
 def registry_name_of(preset):
     """The registry name that `preset` (name, hub id, hf:// handle, local directory) denotes, or None."""
     handle = os.fspath(preset)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 
 from huggingface_hub import HfApi, constants, get_session, snapshot_download
+from huggingface_hub.errors import LocalEntryNotFoundError
+from huggingface_hub.utils import filter_repo_objects
 
 from biozoo import registry
 from biozoo.errors import CheckpointError, NetworkError, OfflineError
@@ -121,27 +123,42 @@ def _hub_call(handle, call, what=None):
         raise mapped from None
 
 
-def hf_download(repo, revision, patterns, what):
+def hf_download(repo, revision, patterns, what, required=None):
     """Files of an HF repo at a revision, through huggingface_hub (with progress bars). The hub
     is asked once first, so that a network failure is told within `hub_timeout()` (the
     download's own file listing retries for half a minute); then a copy in the HuggingFace
-    cache still serves."""
+    cache still serves, if it holds a file matching `required` (default: `patterns`); a partial
+    copy (only the tokenizer files an earlier tokenizer-only load fetched) does not."""
     handle = f"hf://{repo}@{revision}"
+    required = list(required or patterns)
 
     def download(local_only):
         return snapshot_download(repo_id=repo, revision=revision, allow_patterns=list(patterns),
                                  local_files_only=local_only, cache_dir=os.environ.get("HF_HUB_CACHE") or None)
 
+    def local_copy():
+        folder = download(True)
+        if not _holds_any(folder, required):
+            raise LocalEntryNotFoundError(f"the HuggingFace cache's snapshot of {repo}@{revision} has no file "
+                                          f"matching {', '.join(required)}")
+        return folder
+
     if offline():
-        return _hub_call(handle, lambda: download(True), what)
+        return _hub_call(handle, local_copy, what)
     try:
         _hub_call(handle, lambda: HfApi().repo_info(repo, revision=revision, timeout=hub_timeout()), what)
     except (NetworkError, OfflineError) as failure:
         try:
-            return download(True)
+            return local_copy()
         except Exception:
             raise failure from None
     return _hub_call(handle, lambda: download(False), what)
+
+
+def _holds_any(folder, patterns):
+    """Whether a file under `folder` matches one of `patterns` (huggingface_hub's own matching)."""
+    names = [os.path.relpath(os.path.join(d, f), folder) for d, _, files in os.walk(folder) for f in files]
+    return next(filter_repo_objects(names, allow_patterns=patterns), None) is not None
 
 
 def _hf_weight_patterns(repo, revision, declared=None):
@@ -169,13 +186,15 @@ def registry_source(entry):
 def registry_snapshot(entry):
     """The local HF snapshot of a registry entry's pinned files a conversion reads."""
     repo, revision, weights = registry_source(entry)
-    patterns = list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision, weights)
-    return hf_download(repo, revision, patterns, f"Preset '{entry['name']}'")
+    weight_patterns = _hf_weight_patterns(repo, revision, weights)
+    return hf_download(repo, revision, list(TOKENIZER_FILES) + weight_patterns, f"Preset '{entry['name']}'",
+                       required=weight_patterns)
 
 
 def hf_snapshot(repo, revision):
-    patterns = list(TOKENIZER_FILES) + _hf_weight_patterns(repo, revision)
-    return hf_download(repo, revision, patterns, f"hf://{repo}@{revision}")
+    weight_patterns = _hf_weight_patterns(repo, revision)
+    return hf_download(repo, revision, list(TOKENIZER_FILES) + weight_patterns, f"hf://{repo}@{revision}",
+                       required=weight_patterns)
 
 
 def hf_source_directory(handle):

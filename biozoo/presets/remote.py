@@ -9,7 +9,7 @@ import shutil
 from biozoo._io import atomic_directory, atomic_write_json, remote_files, replace_directory
 from biozoo.preset_files import PROVENANCE_FILE, is_keras_preset
 from biozoo.presets.cache import cached
-from biozoo.presets.handles import safe_key
+from biozoo.presets.handles import remote_key
 
 
 def resolve_remote(url, convert):
@@ -19,7 +19,6 @@ def resolve_remote(url, convert):
     config_url = url + "/config.json"
     if not files.exists(config_url):
         raise FileNotFoundError(f"{config_url} does not exist (or is not readable).")
-    key = "remote/" + safe_key(url.split("://", 1)[1])
 
     def build(target):
         with atomic_directory(target + ".download") as download:
@@ -34,4 +33,4 @@ def resolve_remote(url, convert):
         finally:
             shutil.rmtree(target + ".download", ignore_errors=True)
 
-    return cached(key, build)
+    return cached(remote_key(url), build)

@@ -95,14 +95,17 @@ def test_offline_lists_what_to_fetch_by_hand(tmp_path, capsys):
     with contextlib.closing(socket.socket()) as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    files = [{"name": "train.tsv", "url": f"http://127.0.0.1:{port}/train.tsv", "sha256": "ab" * 32}]
+    url = f"http://127.0.0.1:{port}/train.tsv"
+    files = [{"name": "train.tsv", "url": url, "sha256": "ab" * 32}]
     status = main(["data", "download", "ner/toy", "--output", str(tmp_path / "d"),
                    "--sources", _sources(tmp_path, files, manual="ask the authors")])
     assert status == 3
     result = json.loads(capsys.readouterr().out)
     hand = {item.get("url") or item.get("how") for item in result["by_hand"]}
-    assert hand == {f"http://127.0.0.1:{port}/train.tsv", "ask the authors"}
-    assert "sha256" in result["by_hand"][1] or "sha256" in result["by_hand"][0]
+    assert hand == {url, "ask the authors"}
+    fetch = next(item for item in result["by_hand"] if item.get("url") == url)
+    assert fetch["sha256"] == "ab" * 32  # what the file fetched by hand must match
+    assert fetch["into"] == str(tmp_path / "d" / "ner" / "toy" / "train.tsv")
 
 
 def test_suite_and_task_names_resolve_to_data_folders():
