@@ -110,8 +110,10 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         for ws in words:
             ids, spans = [], []
             for word, start, end in ws:
-                word_ids = pieces[k] or [tok.unk_token_id]
+                word_ids = pieces[k]
                 k += 1
+                if not word_ids:  # the normalizer removes it (zero-width space, soft hyphen): no token, as in HF
+                    continue
                 texts = [vocab[i] for i in word_ids]
                 lengths = [len(t[2:] if t.startswith("##") else t.lstrip("\u2581")) for t in texts]
                 if sum(lengths) == end - start and tok.unk_token_id not in word_ids:

@@ -146,6 +146,7 @@ def test_qa_serving_equals_answer(tiny_bert_real_vocab, shared_data, tmp_path):
     examples = [e for e, c, q in zip(examples, context_ids, question_ids) if len(c) < 40 and len(q) <= 16][:25]
     assert len(examples) >= 10
     questions, contexts = [e.question for e in examples], [e.context for e in examples]
+    contexts[:3] = [c.replace(" ", " \u200b ", 2) for c in contexts[:3]]  # words that give no token
     expected = task.answer(questions, contexts, n_best=200)
     export_task_hub(task, tmp_path / "qa")
     served = decode(tf.saved_model.load(str(tmp_path / "qa")).signatures["serving_default"](

@@ -70,3 +70,17 @@ def test_finetune_qa_on_bioasq(tmp_path, shared_data, tiny_bert_real_vocab):
     metrics = run_finetune("qa", str(tiny_bert_real_vocab), tmp_path, tmp_path / "model", hp, log=lambda m: None)
     assert set(metrics["test"]["squad_v1"]) == {"exact_match", "f1"}
     assert set(metrics["test"]["bioasq_factoid"]) >= {"strict_accuracy", "lenient_accuracy", "mrr"}
+
+
+def test_context_tokens_are_the_hf_tokenizers(qa, tiny_bert_real_vocab):
+    """A window's tokens are those of transformers' tokenizer on (question, context), words that
+    the normalizer removes (zero-width space, soft hyphen, a lone combining mark, BOM) included."""
+    transformers = pytest.importorskip("transformers")
+    reference = transformers.AutoTokenizer.from_pretrained(str(tiny_bert_real_vocab))
+    question = "Which gene?"
+    contexts = ["BRCA1 \u200b mutations", "BRCA1 \u00ad cancer \u0301 cells \ufeff.", "IL-2 receptor\u200b alpha"]
+    features = qa.preprocessor.features([question] * len(contexts), contexts)
+    assert len(features.token_ids) == len(contexts)  # one window each
+    for ids, context in zip(features.token_ids, contexts):
+        expected = reference(question, context)["input_ids"]
+        assert [int(i) for i in ids if i != reference.pad_token_id] == expected, context
