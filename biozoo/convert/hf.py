@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from biozoo._io import check_output, read_json
@@ -103,8 +104,12 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
             else casing.get("strip_accents")
     if arguments is None and sentencepiece:
         path, arguments = _sentencepiece_file_arguments(directory, settings, casing or {})
+        arguments.update(_declared_added_tokens(directory, _sentencepiece_pieces(path)))
     elif arguments is None:
         path, arguments = _vocab_txt_arguments(directory, settings, casing or {})
+        with open(path, encoding="utf-8") as file:
+            vocabulary = [line.rstrip("\n").rstrip("\r") for line in file]
+        arguments.update(_declared_added_tokens(directory, vocabulary))
     try:
         tokenizer = family.tokenizer_cls(**{**arguments, **specials})
     except ValueError as error:
@@ -131,6 +136,38 @@ def _tokenizer_json_arguments(path, specials, sentencepiece):
 
         warnings.warn(f"{error}; the vocabulary file beside it is used instead.", stacklevel=3)
         return None
+
+
+def _declared_added_tokens(directory, vocabulary):
+    """`added_tokens` / `normalized_added_tokens` arguments from what transformers saves beside a
+    vocab.txt or spiece.model: tokenizer_config.json's added_tokens_decoder (each token's id and
+    how it is matched) and added_tokens.json (ids only: matched in the normalized text, as
+    transformers then reads them)."""
+    entries = {}
+    config_path = os.path.join(directory, "tokenizer_config.json")
+    if os.path.exists(config_path):
+        for key, entry in (read_json(config_path, "tokenizer config").get("added_tokens_decoder") or {}).items():
+            entries[int(key)] = {**entry, "id": int(key)}
+    added_path = os.path.join(directory, "added_tokens.json")
+    if os.path.exists(added_path):
+        added = read_json(added_path, "added tokens")
+        if not isinstance(added, dict) or not all(isinstance(i, int) for i in added.values()):
+            raise CheckpointError(f"{added_path}: expected {{token: id}}, got {json.dumps(added)[:200]}")
+        for token, index in added.items():
+            entries.setdefault(index, {"id": index, "content": token, "special": False, "normalized": True})
+    if not entries:
+        return {}
+    return tokenizer_json.added_token_arguments(list(entries.values()), vocabulary, {}, added_path
+                                                if os.path.exists(added_path) else config_path)
+
+
+def _sentencepiece_pieces(path):
+    from sentencepiece import sentencepiece_model_pb2
+
+    model = sentencepiece_model_pb2.ModelProto()
+    with open(path, "rb") as file:
+        model.ParseFromString(file.read())
+    return [piece.piece for piece in model.pieces]
 
 
 def _sentencepiece_file_arguments(directory, settings, casing):

@@ -24,6 +24,8 @@ TOKENIZER_FILES = (
     "tokenizer_config.json",
     "tokenizer.json",
     "special_tokens_map.json",
+    "added_tokens.json",
+    "sentencepiece.bpe.model",
 )
 
 

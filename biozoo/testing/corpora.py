@@ -24,14 +24,15 @@ def read_sentences(path, limit=None):
     return sentences[:limit] if limit else sentences
 
 
-def train_spiece(prefix, text, vocab_size):
-    """Train an ALBERT-style SentencePiece model (unigram; <pad> <unk> [CLS] [SEP] [MASK])."""
+def train_spiece(prefix, text, vocab_size, user_defined_symbols=()):
+    """Train an ALBERT-style SentencePiece model (unigram; <pad> <unk> [CLS] [SEP] [MASK], then
+    `user_defined_symbols`)."""
     import sentencepiece as spm
 
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(text), model_prefix=str(prefix), vocab_size=vocab_size,
         model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"], user_defined_symbols=list(user_defined_symbols), minloglevel=2,
     )
     return Path(str(prefix) + ".model")
 

@@ -6,6 +6,7 @@ import re
 
 import keras
 import keras_hub
+from sentencepiece import sentencepiece_model_pb2
 
 from biozoo.tokenizers import eager
 from biozoo.tokenizers.base import Tokenizer
@@ -67,10 +68,19 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
             survivors = [c for c in UNICODE_WHITESPACE if c in self._sentence_piece_spm.normalize(f"x{c}y")]
             if survivors:
                 self.whitespace_to_space = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in survivors) + "]"
+            model = sentencepiece_model_pb2.ModelProto()
+            model.ParseFromString(self.proto)
+            user_defined = sentencepiece_model_pb2.ModelProto.SentencePiece.USER_DEFINED
+            self.user_defined_pieces = tuple(p.piece for p in model.pieces if p.type == user_defined)
             missing = [t for t in self.added_tokens if t not in self._token_to_id_map]
             for token in missing:
                 self._token_to_id_map[token] = len(self._vocabulary)
                 self._vocabulary.append(token)
+
+    user_defined_pieces = ()  # the model's user-defined symbols: kept whole in the raw text, as HF's converter adds them
+
+    def kept_whole(self):
+        return list(dict.fromkeys(super().kept_whole() + list(self.user_defined_pieces)))
 
     def _set_proto_tf(self, proto):
         # KerasHub builds its tf-text tokenizer whenever tf-text is installed; biozoo only where

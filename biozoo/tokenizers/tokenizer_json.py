@@ -235,13 +235,19 @@ def _post_processor_roles(data):
 
 
 def _added_tokens(data, vocabulary, roles, path):
-    """`added_tokens` and `normalized_added_tokens` arguments: the added tokens biozoo must keep
+    return added_token_arguments(data.get("added_tokens") or [], vocabulary, roles, path)
+
+
+def added_token_arguments(entries, vocabulary, roles, path):
+    """`added_tokens` and `normalized_added_tokens` arguments from HF's added-token `entries`
+    (`{"id", "content", "special", "normalized", "single_word"}`, as tokenizer.json and
+    tokenizer_config.json's added_tokens_decoder hold them): the added tokens biozoo must keep
     whole (those not already kept as a special token's role), checked to get their HF ids
     (biozoo appends the ones missing from the vocabulary at its end, in order), and those of
     them HF matches in the normalized text (non-special tokens with `normalized`, its default)."""
     index = {token: i for i, token in enumerate(vocabulary)}
     kept, normalized, next_id = [], [], len(vocabulary)
-    for entry in sorted(data.get("added_tokens") or [], key=lambda e: e["id"]):
+    for entry in sorted(entries, key=lambda e: e["id"]):
         token = entry["content"]
         if entry.get("single_word"):
             raise CheckpointError(f"{path}: added token {token!r} is single_word, which biozoo does not "

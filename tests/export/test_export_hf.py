@@ -1,6 +1,7 @@
 """HF -> biozoo preset -> HF: transformers loads the export and gives the original outputs;
 its tokenizer gives biozoo's ids. Every case of biozoo.testing.CASES."""
 
+import json
 import shutil
 
 import numpy as np
@@ -71,6 +72,16 @@ def test_exported_added_tokens_are_matched_as_they_were_added(kind, tmp_path, ti
     exported = tmp_path / "exported"
     exported.mkdir()
     tokenizer_files(ours, exported)
-    (exported / "config.json").write_text('{"model_type": "%s"}' % model_type)
+    (exported / "config.json").write_text(json.dumps({"model_type": model_type, "vocab_size": len(reference)}))
     theirs = transformers.AutoTokenizer.from_pretrained(str(exported))
     assert theirs(CASE_VARIANTS, add_special_tokens=False)["input_ids"] == expected
+    assert biozoo.Tokenizer.from_preset(str(exported)).ids(CASE_VARIANTS) == expected  # and back
+
+    # added_tokens.json alone (as older transformers saved it): transformers matches every added
+    # token in the normalized text, and so does biozoo reading it
+    config = json.loads((exported / "tokenizer_config.json").read_text())
+    del config["added_tokens_decoder"]
+    (exported / "tokenizer_config.json").write_text(json.dumps(config))
+    legacy = transformers.AutoTokenizer.from_pretrained(str(exported))(CASE_VARIANTS, add_special_tokens=False)
+    assert legacy["input_ids"] != expected  # the premise: "<E1>" is now "<e1>"
+    assert biozoo.Tokenizer.from_preset(str(exported)).ids(CASE_VARIANTS) == legacy["input_ids"]

@@ -190,3 +190,26 @@ def test_sequence_length_pads_with_the_pad_token(engine, tmp_path):
         got, single = np.asarray(ours(wrap(texts))).tolist(), np.asarray(ours(wrap(texts[0]))).tolist()
     assert got == expected["input_ids"]
     assert single == expected["input_ids"][0]
+
+
+@pytest.fixture(scope="module")
+def user_defined_spiece_dir(tmp_path_factory, ncbi_disease):
+    """A SentencePiece model with user-defined symbols (kept whole by SentencePiece and, as added
+    tokens of the raw text, by transformers' converter)."""
+    from biozoo.testing import read_sentences, train_spiece
+
+    directory = tmp_path_factory.mktemp("user_defined")
+    text = [s.lower() for s in read_sentences(ncbi_disease / "train.tsv")][:3000]
+    train_spiece(directory / "spiece", text, 1000, user_defined_symbols=["@gene$", "<e1>"])
+    (directory / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+    (directory / "config.json").write_text(json.dumps({"model_type": "albert", "vocab_size": 1000}))
+    return directory
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_albert_user_defined_symbols(user_defined_spiece_dir, corpus_sentences, engine):
+    ours = biozoo.Tokenizer.from_preset(str(user_defined_spiece_dir))
+    texts = ["the @gene$ binds<e1>x", "x@gene$y", "the <e1> gene @GENE$ <E1>"]
+    reference = hf_tokenizer(user_defined_spiece_dir)
+    assert reference.convert_tokens_to_ids("<e1>") in reference(texts[0], add_special_tokens=False)["input_ids"]
+    assert_same_ids(engine_ids(ours, engine), reference, texts + corpus_sentences[:300])
