@@ -26,10 +26,12 @@ HELLO = b"hello\n"
 
 class _Server(http.server.BaseHTTPRequestHandler):
     """/ok serves HELLO; /missing answers 404; /short announces 1000 bytes and sends 100; /stall
-    sends a little, then holds the connection open until the test ends."""
+    sends a little, then holds the connection open until the test ends; /stall-once does so the
+    first time, then answers 404."""
 
     stalled = threading.Event()  # set once /stall was asked
     release = threading.Event()
+    stalled_once = False
 
     def do_GET(self):
         if self.path == "/ok":
@@ -38,7 +40,8 @@ class _Server(http.server.BaseHTTPRequestHandler):
         elif self.path == "/short":
             self._head(200, 1000)
             self.wfile.write(b"x" * 100)
-        elif self.path == "/stall":
+        elif self.path == "/stall" or (self.path == "/stall-once" and not _Server.stalled_once):
+            _Server.stalled_once = _Server.stalled_once or self.path == "/stall-once"
             self._head(200, 10 ** 8)
             self.wfile.write(b"y" * 1000)
             self.wfile.flush()
@@ -130,11 +133,11 @@ def test_a_killed_archive_download_is_removed_by_the_next_run(server, monkeypatc
     _killed_while_stalled(
         "from biozoo import registry\nfrom biozoo.presets import resolve_archive_preset\n"
         "registry._load_registry()['checkpoints']['biobert_v1_1']['sources']['tf1'] = "
-        f"[{{'url': {server + '/stall'!r}, 'sha256': '0' * 64}}]\n"
+        f"[{{'url': {server + '/stall-once'!r}, 'sha256': '0' * 64}}]\n"
         "resolve_archive_preset('biobert_v1_1', 'tf1')")
     assert [p for p in _everything_under(cache) if not p.endswith(".lock")] != []
     sources = registry._load_registry()["checkpoints"]["biobert_v1_1"]["sources"]
-    monkeypatch.setitem(sources, "tf1", [{"url": f"{server}/missing", "sha256": "0" * 64}])
-    with pytest.raises(NetworkError, match=f"{server}/missing"):
+    monkeypatch.setitem(sources, "tf1", [{"url": f"{server}/stall-once", "sha256": "0" * 64}])  # now a 404
+    with pytest.raises(NetworkError, match=f"{server}/stall-once"):
         resolve_archive_preset("biobert_v1_1", "tf1")
     assert [p for p in _everything_under(cache) if not p.endswith(".lock")] == ["presets"]

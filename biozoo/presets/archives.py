@@ -3,6 +3,8 @@ downloaded, checked against the sha256 the registry records, unpacked safely and
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -49,7 +51,14 @@ def resolve_archive_preset(name, source, trust_unverified=False):
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    return cached(safe_key(f"{name}@{source}"), build)
+    return cached(archive_key(name, source, archive), build)
+
+
+def archive_key(name, source, archive):
+    """Cache key of a conversion of `archive` (a registry source entry): another URL, digest or part
+    recorded for it later is another conversion."""
+    spec = json.dumps({k: archive.get(k) for k in ("url", "sha256", "part")}, sort_keys=True)
+    return safe_key(f"{name}@{source}") + "-" + hashlib.sha256(spec.encode()).hexdigest()[:12]
 
 
 def _found(root, suffix):

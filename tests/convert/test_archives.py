@@ -182,3 +182,17 @@ def test_the_original_gluonnlp_archive_converts_to_its_model(served, monkeypatch
     inputs = {"token_ids": data["input_ids"].astype("int32"), "segment_ids": data["token_type_ids"].astype("int32"),
               "padding_mask": data["attention_mask"].astype("int32")}
     assert H.max_diff(backbone(inputs)["sequence_output"], expected, inputs["padding_mask"]) <= 1e-4
+
+
+def test_an_archive_the_registry_records_anew_is_converted_anew(served, monkeypatch):
+    """A conversion is cached per archive: after the registry names another archive (a new URL or
+    digest), its conversion is what the name gives, not the cached one of the old archive."""
+    from biozoo import presets
+    from biozoo.preset_files import read_provenance
+
+    _point_registry_at(monkeypatch, served, "good.tar.gz", served["sha256"]["good.tar.gz"])
+    first = presets.resolve_archive_preset("biobert_v1_1", "tf1")
+    _point_registry_at(monkeypatch, served, "good.zip", served["sha256"]["good.zip"])
+    second = presets.resolve_archive_preset("biobert_v1_1", "tf1")
+    assert read_provenance(first)["archive_url"].endswith("/good.tar.gz")
+    assert read_provenance(second)["archive_url"].endswith("/good.zip")
