@@ -1,6 +1,7 @@
 """`biozoo export {tfhub,hf,garden,onnx,litert}`: TF Hub SavedModels, HuggingFace directories, Model
 Garden encoder checkpoints, ONNX and LiteRT models with accuracy certificates."""
 
+import argparse
 import json
 import os
 
@@ -30,8 +31,9 @@ def register(subparsers):
     source.add_argument("--preset", help="a backbone preset handle")
     source.add_argument("--model", help="a fine-tuned model directory (biozoo finetune --output)")
     _output_arguments(hub)
-    hub.add_argument("--seq-length", type=int, default=None,
-                     help="packed sequence length (default: 128 for --preset, the trained length for --model)")
+    hub.add_argument("--seq-length", type=_seq_length, default=None,
+                     help="packed sequence length: at least 3 ([CLS] token [SEP]), 5 for a classification or QA "
+                     "--model (two texts) (default: 128 for --preset, the trained length for --model)")
     hub.set_defaults(func=export_hub_command)
 
     hf = formats.add_parser("hf", help="a HuggingFace directory (config.json, model.safetensors, tokenizer)",
@@ -60,9 +62,10 @@ def register(subparsers):
             description=f"Writes OUT/{fmt.file} for {fmt.runtime}: inputs "
             "input_word_ids, input_mask, input_type_ids (int32 [batch, seq]); outputs logits (--model) or "
             "sequence_output and pooled_output (--preset). The model takes ids, not text: OUT/tokenizer holds the "
-            "tokenizer's files and OUT/README.md says how to use them. OUT/accuracy_certificate.json compares it with "
-            "biozoo's float32 model: max |diff| on fixed sentences, speed, and with --data the task's F1 on a "
-            "dev split for both.",
+            "tokenizer as transformers' AutoTokenizer loads it, and OUT/README.md says how to use them. "
+            "OUT/accuracy_certificate.json compares it with biozoo's float32 model: max |diff| on fixed sentences, "
+            "speed, with --data the task's F1 on a dev split for both, and whether a sentence's outputs depend on "
+            "the rest of its batch (ONNX int8 ones do).",
         )
         source = sub.add_mutually_exclusive_group(required=True)
         source.add_argument("--model", help="a fine-tuned model directory or task checkpoint")
@@ -71,7 +74,7 @@ def register(subparsers):
         offered = [q for q in fmt.quantizations if q]
         sub.add_argument("--quantize", choices=offered, help="; ".join(f"{q}: {QUANTIZATIONS[q]}" for q in offered))
         sub.add_argument("--data", type=data_argument, help="a data folder whose --split the certificate scores both models on")
-        sub.add_argument("--split", default="dev", help="the split of --data (default: dev)")
+        sub.add_argument("--split", help="the split of --data (default: dev); only with --data")
         sub.add_argument("--max-f1-drop", type=float, metavar="POINTS",
                          help="fail, writing nothing, when the export's F1 on --data is lower than float32's by more "
                          "than POINTS (e.g. 0.5)")
@@ -83,14 +86,45 @@ def register(subparsers):
         "card", help="a model card in the hub's format for a registry checkpoint",
         description="Write the model card of registry checkpoint NAME: YAML front matter (licence, tags, base "
         "model), description, the papers' results with what each applies to, how to load it in biozoo, KerasHub "
-        "and transformers, its `biozoo verify` certificate when the cached preset has one, and "
-        "parameters_f1.png (parameters against reported F1 for the family's checkpoints) beside it.",
+        "and transformers, its `biozoo verify` certificate when the cached preset has one, and beside it "
+        "STEM_parameters_f1.png, named after --output (README_parameters_f1.png for README.md): parameters against "
+        "reported F1 for the family's checkpoints.",
     )
     card.add_argument("name", help="registry name (see `biozoo list`)")
     card.add_argument("--output", default="README.md")
-    card.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    card.add_argument("--overwrite", action="store_true", help="replace an existing --output file and its plot")
     card.set_defaults(func=card_command)
     return parser
+
+
+# The shortest --seq-length that holds one token of each text: [CLS] x [SEP], and [CLS] a [SEP] b [SEP]
+# where a --model's serving signature packs two texts (classify_pairs; a question and its context).
+ONE_TEXT, TWO_TEXTS = 3, 5
+MIN_SEQ_LENGTH = {"ner": ONE_TEXT, "classification": TWO_TEXTS, "qa": TWO_TEXTS}  # by TaskKind.serving
+
+
+def _seq_length(value):
+    """A --seq-length value: an integer of at least 3."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if number < ONE_TEXT:
+        raise argparse.ArgumentTypeError(f"{value} is below {ONE_TEXT}: a sequence holds [CLS], at least one token "
+                                         "and [SEP]")
+    return number
+
+
+def _check_seq_length(args):
+    """Refuse a --seq-length too short for the texts the --model's serving signature packs."""
+    from biozoo.presets import resolve
+    from biozoo.task_kinds import task_kind
+
+    kind = resolve(args.model).task_kind
+    serving = task_kind(kind).serving if kind else None
+    if serving is not None and args.seq_length < MIN_SEQ_LENGTH[serving]:
+        raise ValueError(f"--seq-length {args.seq_length} is too short for {task_kind(kind).article()} {kind} model: "
+                         f"its inputs hold two texts, [CLS] a [SEP] b [SEP], so at least {TWO_TEXTS}")
 
 
 def _output_arguments(parser):
@@ -112,12 +146,8 @@ def card_command(args):
     from biozoo.preset_files import read_certificate
     from biozoo.presets import cached_registry_preset
 
-    if os.path.lexists(args.output) and not args.overwrite:
-        from biozoo.errors import OutputError
-
-        raise OutputError(f"--output {args.output} exists; pass --overwrite to replace it, or choose another file")
     preset = cached_registry_preset(args.name)
-    write_card(args.name, args.output, read_certificate(preset) if preset else None)
+    write_card(args.name, args.output, read_certificate(preset) if preset else None, overwrite=args.overwrite)
     print(json.dumps({"output": os.path.abspath(args.output)}))
     return 0
 
@@ -139,11 +169,14 @@ def export_hub_command(args):
     if args.model:
         from biozoo.export.serving import export_task_dir
 
+        if args.seq_length is not None:
+            _check_seq_length(args)
         result = export_task_dir(args.model, args.output, args.seq_length, overwrite=args.overwrite)
     else:
         from biozoo.export.tfhub import export_hub
 
-        export_hub(args.preset, args.output, seq_length=args.seq_length or 128, overwrite=args.overwrite)
+        export_hub(args.preset, args.output, seq_length=128 if args.seq_length is None else args.seq_length,
+                   overwrite=args.overwrite)
         result = {"output": os.path.abspath(args.output), "encoder": "encoder", "preprocessor": "preprocessor"}
     print(json.dumps(result))
     return 0

@@ -5,21 +5,23 @@ certificate when `biozoo verify` wrote one, and a plot of parameters against rep
 the family's checkpoints.
 
 Example:
-    >>> text = model_card("bioformer_8l", plot_path="card/parameters_f1.png")
+    >>> write_card("bioformer_8l", "card/bioformer.md")  # and card/bioformer_parameters_f1.png
 """
 
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections import Counter
 
 import yaml
 
 from biozoo import registry
 from biozoo._io import atomic_binary_file, atomic_write_text
+from biozoo.errors import OutputError
 from biozoo.task_kinds import task_kind
 
-__all__ = ["model_card", "write_card", "plot_parameters_f1"]
+__all__ = ["model_card", "write_card", "plot_parameters_f1", "plot_file_name"]
 
 # The hub's licence ids are lower-case SPDX ids.
 
@@ -134,12 +136,22 @@ def plot_parameters_f1(name, path):
     return task
 
 
-def write_card(name, output, certificate=None, with_plot=True):
-    """Write the card of `name` to `output` (README.md), its plot beside it."""
-    plot_name = None
-    if with_plot:
-        plot_name = "parameters_f1.png"
-        if plot_parameters_f1(name, os.path.join(os.path.dirname(os.path.abspath(output)), plot_name)) is None:
-            plot_name = None
-    atomic_write_text(output, model_card(name, certificate, plot_name))
+def plot_file_name(output):
+    """The plot's file name beside the card `output`: named after the card's, so that cards
+    written to one folder each keep their own (`bioformer.md` -> `bioformer_parameters_f1.png`)."""
+    return os.path.splitext(os.path.basename(output))[0] + "_parameters_f1.png"
+
+
+def write_card(name, output, certificate=None, with_plot=True, overwrite=False):
+    """Write the card of `name` to `output` (README.md), its plot beside it (`plot_file_name`).
+    An existing card or plot is replaced only with `overwrite`."""
+    plot_name = plot_file_name(output) if with_plot else None
+    plot_path = os.path.join(os.path.dirname(os.path.abspath(output)), plot_name) if plot_name else None
+    if not overwrite:
+        for path, what in ((output, "--output"), (plot_path, f"the plot of {output},")):
+            if path and os.path.lexists(path):
+                raise OutputError(f"{what} {path} exists; pass --overwrite to replace it, or choose another --output")
+    if plot_name and plot_parameters_f1(name, plot_path) is None:
+        plot_name = None
+    atomic_write_text(output, model_card(name, certificate, plot_name and urllib.parse.quote(plot_name)))
     return output

@@ -5,6 +5,8 @@ model, measured when it is made (`accuracy_certificate.json` beside the model).
 - `dev`: the task's metric on a dev split for both (entity F1 for NER, the SQuAD F1 for QA,
   micro F1 and accuracy for RE...), and the F1 drop in points.
 - `speed`: sentences/s of both on the fixed sentences in one batch of 64 (warm, median of 5).
+- `batch_dependent`: whether a row's outputs change with the other rows of its batch and its
+  padding (ONNX Runtime's dynamic int8), and `batching`: the batches each figure was measured on.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ FIXED_SENTENCES = (
 )
 ACCURACY_CERTIFICATE_FILE = "accuracy_certificate.json"  # beside an exported model
 SPEED_ROWS = 64
+DEV_BATCHING = ("the task's prediction batches, as `biozoo evaluate` makes them: up to 64 inputs (QA: 32 windows), "
+                "each padded to its longest input or to a length bucket")
 
 
 def packed_fixed_inputs(tokenizer, sequence_length=128):
@@ -73,11 +77,12 @@ def _rate(predict, x, rows):
     return rows / float(np.median(times))
 
 
-def make_certificate(model, tokenizer, runner, what, evaluation=None):
+def make_certificate(model, tokenizer, runner, what, evaluation=None, batch_dependence=None):
     """The certificate of `runner` (x -> outputs by name) against `model`'s float32 outputs.
 
     what: {"format", "quantize", "source", "task"}; evaluation: None, or (adapter, task, examples,
-    data description) to score both on a dev split (`model` is the task's network).
+    data description) to score both on a dev split (`model` is the task's network);
+    batch_dependence: None, or why the runner's outputs for a row depend on the rest of its batch.
     """
     import tensorflow as tf
 
@@ -107,6 +112,14 @@ def make_certificate(model, tokenizer, runner, what, evaluation=None):
         "ratio": round(export_rate / reference_rate, 3),
     }
     certificate["dev"] = None if evaluation is None else dev_scores(runner, *evaluation)
+    certificate["batch_dependent"] = batch_dependence is not None
+    certificate["batching"] = {
+        **({"why": batch_dependence} if batch_dependence else {}),
+        "fixed_inputs": f"one batch of the {len(FIXED_SENTENCES)} fixed sentences, padded to the longest "
+                        f"({x['token_ids'].shape[1]} tokens)",
+        "dev": None if evaluation is None else DEV_BATCHING,
+        "speed": f"one batch of {SPEED_ROWS} fixed sentences ({batch['token_ids'].shape[1]} tokens)",
+    }
     certificate["versions"] = versions(what["format"])
     certificate["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return certificate

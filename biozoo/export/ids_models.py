@@ -3,8 +3,8 @@ token ids, its accuracy certificate, the tokenizer's files and a README.
 
     OUT/model.onnx | OUT/model.tflite   inputs input_word_ids, input_mask, input_type_ids
     OUT/accuracy_certificate.json       against biozoo float32 (biozoo.export.certificate)
-    OUT/export.json                     format, quantization, inputs, outputs, labels
-    OUT/tokenizer/                      the tokenizer's files (vocabulary / SentencePiece model)
+    OUT/export.json                     format, quantization, inputs, outputs, labels, tokenizer settings
+    OUT/tokenizer/                      the tokenizer as transformers' AutoTokenizer loads it
     OUT/README.md
 
 Example:
@@ -20,11 +20,14 @@ import os
 import numpy as np
 
 from biozoo import Tokenizer, from_preset
-from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, check_output
+from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, check_output, read_json
 from biozoo.errors import BiozooError
 from biozoo.export.certificate import ACCURACY_CERTIFICATE_FILE, make_certificate
 from biozoo.export.formats import IDS_FORMATS, OPSET, QUANTIZATIONS
+from biozoo.export.hf import tokenizer_files
+from biozoo.export.onnx import INT8_BATCH_DEPENDENCE
 from biozoo.tasks.tf_inference import INPUT_NAMES
+from biozoo.tokenizers import SentencePieceTokenizer
 
 FORMATS = {name: fmt.file for name, fmt in IDS_FORMATS.items()}  # format -> its model file (IDS_FORMATS' view)
 
@@ -55,13 +58,13 @@ def _convert(fmt, target, quantize, opset):
     return blob, LiteRtRunner(blob)
 
 
-def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=None, split="dev",
+def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=None, split=None,
                      max_f1_drop=None, opset=None, overwrite=False):
     """Write an ONNX (`fmt="onnx"`) or LiteRT (`"litert"`) export of `model` (a `biozoo finetune`
     output or task checkpoint) or `preset` (a backbone) to `output`, with its certificate.
 
-    `data`/`split`: the dev split the certificate scores both models on (needed for
-    `max_f1_drop`: the export fails, writing nothing, when F1 drops by more points).
+    `data`/`split` (default "dev"): the dev split the certificate scores both models on (needed
+    for `max_f1_drop`: the export fails, writing nothing, when F1 drops by more points).
     An earlier biozoo output at `output` is replaced only with `overwrite`. Returns the certificate.
     """
     if fmt not in IDS_FORMATS:
@@ -69,6 +72,10 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     IDS_FORMATS[fmt].check_quantization(quantize)
     if max_f1_drop is not None and data is None:
         raise ValueError("max_f1_drop needs dev data (--data) to measure the F1 of both models")
+    if split is not None and data is None:
+        raise ValueError(f"split {split!r} (--split) needs dev data (--data): it names the split of that data the "
+                         "certificate scores both models on")
+    split = "dev" if split is None else split
     opset = opset or OPSET
     inputs = [model, preset, data]
     check_output(output, overwrite, inputs)
@@ -84,7 +91,8 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     blob, runner = _convert(fmt, target, quantize, opset)
     what = {"format": fmt, "quantize": quantize, "source": str(model or preset), "task": kind,
             **({"opset": opset} if fmt == "onnx" else {})}
-    certificate = make_certificate(target, tokenizer, runner, what, evaluation)
+    batch_dependence = INT8_BATCH_DEPENDENCE if (fmt, quantize) == ("onnx", "int8") else None
+    certificate = make_certificate(target, tokenizer, runner, what, evaluation, batch_dependence)
     certificate["max_f1_drop"] = max_f1_drop
     if max_f1_drop is not None and certificate["dev"]["f1_drop"] > max_f1_drop:
         dev = certificate["dev"]
@@ -95,15 +103,42 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     names = sorted(runner(_one_row(tokenizer)))
     info = {"format": fmt, "file": IDS_FORMATS[fmt].file, "quantize": quantize, "task": kind, "source": str(model or preset),
             "inputs": {name: "int32 [batch, seq]" for name in INPUT_NAMES}, "outputs": names,
-            "label_names": labels, "tokenizer": "tokenizer/", **({"opset": opset} if fmt == "onnx" else {})}
+            "label_names": labels, "tokenizer": tokenizer_settings(tokenizer),
+            "batch_dependent": certificate["batch_dependent"], **({"opset": opset} if fmt == "onnx" else {})}
+    backbone = target if task is None else task.backbone
     with atomic_directory(output, overwrite, inputs) as tmp:
         with open(os.path.join(tmp, IDS_FORMATS[fmt].file), "wb") as f:
             f.write(blob)
         atomic_write_json(os.path.join(tmp, ACCURACY_CERTIFICATE_FILE), certificate)
         atomic_write_json(os.path.join(tmp, "export.json"), info)
-        tokenizer.save_to_preset(os.path.join(tmp, "tokenizer"))
+        write_tokenizer(tokenizer, os.path.join(tmp, "tokenizer"), getattr(backbone, "max_sequence_length", None))
         atomic_write_text(os.path.join(tmp, "README.md"), _readme(info, certificate))
     return certificate
+
+
+def tokenizer_settings(tokenizer):
+    """What export.json records of the tokenizer: where its files are, the transformers class
+    that loads them, its normalization and its added tokens."""
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        normalization = {"model": "SentencePiece", "transformers_class": "AlbertTokenizer",
+                         "lowercase": bool(tokenizer.lowercase), "keep_accents": bool(tokenizer.keep_accents)}
+    else:
+        strip_accents = tokenizer.lowercase if tokenizer.hf_strip_accents is None else tokenizer.hf_strip_accents
+        normalization = {"model": "WordPiece", "transformers_class": "BertTokenizer",
+                         "lowercase": bool(tokenizer.lowercase), "strip_accents": bool(strip_accents)}
+    return {"files": "tokenizer/", **normalization, "added_tokens": list(tokenizer.added_tokens)}
+
+
+def write_tokenizer(tokenizer, directory, max_length=None):
+    """Write `tokenizer` to `directory` as `transformers.AutoTokenizer.from_pretrained(directory)`
+    loads it with biozoo's ids: `biozoo.export.hf.tokenizer_files`, with the class to build in
+    tokenizer_config.json (there is no config.json to name the model type)."""
+    os.makedirs(directory, exist_ok=True)
+    tokenizer_files(tokenizer, directory, max_length)
+    config_path = os.path.join(directory, "tokenizer_config.json")
+    config = read_json(config_path, "tokenizer config")
+    config["tokenizer_class"] = tokenizer_settings(tokenizer)["transformers_class"]
+    atomic_write_json(config_path, config)
 
 
 def _one_row(tokenizer):
@@ -112,27 +147,41 @@ def _one_row(tokenizer):
 
 
 def _readme(info, certificate):
-    fmt, quantize = info["format"], info["quantize"]
+    fmt, quantize, tokenizer = info["format"], info["quantize"], info["tokenizer"]
     kind = QUANTIZATIONS[quantize]
     if fmt == "onnx":
         load = ("import onnxruntime\n"
                 "session = onnxruntime.InferenceSession(\"model.onnx\")\n"
                 f"outputs = session.run({info['outputs']!r}, {{\"input_word_ids\": ids, \"input_mask\": mask, "
-                "\"input_type_ids\": types}})")
+                "\"input_type_ids\": types})")
+        runtime = "onnxruntime"
     else:
         load = ("from ai_edge_litert.interpreter import Interpreter\n"
                 "run = Interpreter(model_path=\"model.tflite\").get_signature_runner()\n"
                 "outputs = run(input_word_ids=ids, input_mask=mask, input_type_ids=types)")
+        runtime = "ai-edge-litert"
+    normalization = ", ".join(f"{key} {tokenizer[key]}" for key in ("lowercase", "strip_accents", "keep_accents")
+                              if key in tokenizer)
     diffs = ", ".join(f"{k} {v:.2e}" for k, v in certificate["fixed_inputs"]["max_abs_diff"].items())
     dev = certificate["dev"]
     dev_line = ("not measured (no dev data given)" if dev is None else
                 f"F1 {dev['f1_export']:.2f} against {dev['f1_float32']:.2f} in float32 on {dev['data']} "
                 f"({dev['split']}, {dev['examples']} examples): a drop of {dev['f1_drop']:.2f} points")
     labels = f"\nLabels (logits' last axis): {', '.join(info['label_names'])}\n" if info["label_names"] else ""
+    batching = certificate["batching"]
+    batch_note = "" if not certificate["batch_dependent"] else f"""
+**Outputs depend on the batch.** {batching['why']}. Run one unpadded sentence per call for
+outputs that do not; LiteRT's int8 export (`biozoo export litert --quantize int8`) has no such
+dependence. The certificate's figures were measured on these batches:
+- fixed sentences: {batching['fixed_inputs']}
+- dev: {batching['dev'] or 'not measured'}
+- speed: {batching['speed']}
+"""
     return f"""# {info['source']}: {fmt.upper()} export ({kind})
 
-This model takes **token ids, not text**. Tokenize with the files in `tokenizer/` (the
-vocabulary or SentencePiece model of the checkpoint), add `[CLS]` and `[SEP]`, and pad:
+This model takes **token ids, not text**. `tokenizer/` holds the checkpoint's tokenizer as
+transformers loads it ({tokenizer['model']}, `{tokenizer['transformers_class']}`; {normalization}): it adds
+`[CLS]` and `[SEP]`, pads and truncates.
 
 | input | type | meaning |
 |---|---|---|
@@ -142,17 +191,22 @@ vocabulary or SentencePiece model of the checkpoint), add `[CLS]` and `[SEP]`, a
 
 Outputs: {', '.join(f'`{n}`' for n in info['outputs'])}.{labels}
 ```python
+import transformers
+tokenizer = transformers.AutoTokenizer.from_pretrained("tokenizer")
+batch = tokenizer(texts, padding=True, truncation=True, return_tensors="np")
+ids, mask, types = (batch[k].astype("int32") for k in ("input_ids", "attention_mask", "token_type_ids"))
 {load}
 ```
 
-Neither biozoo nor Keras is needed to run it. The task's decoding (words, entities, answer
-spans) is not in the model: biozoo's TokenClassifier / QuestionAnswerer do it.
-
+Neither biozoo nor Keras is needed: transformers' tokenizer and {runtime} run it. The task's
+decoding (words, entities, answer spans) is not in the model: biozoo's TokenClassifier /
+QuestionAnswerer do it.
+{batch_note}
 ## Accuracy certificate (`{ACCURACY_CERTIFICATE_FILE}`)
 - Max |diff| to biozoo's float32 model on {len(certificate['fixed_inputs']['sentences'])} fixed sentences: {diffs}
 - Dev: {dev_line}
 - Speed: {certificate['speed']['export']} sentences/s against {certificate['speed']['float32']} in float32
   ({certificate['speed']['unit']})
 
-`export.json`: {json.dumps({k: info[k] for k in ('format', 'quantize', 'task')})}
+`export.json`: {json.dumps({k: info[k] for k in ('format', 'quantize', 'task', 'batch_dependent')})}
 """

@@ -20,6 +20,13 @@ import numpy as np
 from biozoo import _keras_internals
 from biozoo.export.formats import IDS_FORMATS, OPSET
 
+# Why the int8 model's outputs for a sentence depend on its batch (LiteRT's int8 quantizes
+# each row on its own and does not): the certificate and the export's README say so.
+INT8_BATCH_DEPENDENCE = (
+    "ONNX Runtime's dynamic int8 quantizes each activation tensor with one scale and zero point for the whole "
+    "batch (DynamicQuantizeLinear), so a sentence's outputs change with the other sentences of its batch and "
+    "with the padding")
+
 _erfc_registered = False
 
 
@@ -48,7 +55,8 @@ def _register_erfc():
 
 def onnx_model_bytes(model, quantize=None, opset=OPSET):
     """The serialized ONNX model of `biozoo.tasks.tf_inference.ids_function(model)`: float32, or
-    with int8 weights and dynamically quantized activations (`quantize="int8"`)."""
+    with int8 weights and dynamically quantized activations (`quantize="int8"`; batch-dependent:
+    `INT8_BATCH_DEPENDENCE`)."""
     import tensorflow as tf
 
     from biozoo.tasks.tf_inference import ids_function, ids_signature

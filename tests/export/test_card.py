@@ -51,8 +51,31 @@ def test_card_matches_the_registry(name, tmp_path, capsys):
 
 def test_plot_of_the_family(tmp_path):
     main(["card", "bioformer_8l", "--output", str(tmp_path / "README.md")])
-    assert (tmp_path / "parameters_f1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "![parameters against reported F1](parameters_f1.png)" in (tmp_path / "README.md").read_text()
+    assert (tmp_path / "README_parameters_f1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![parameters against reported F1](README_parameters_f1.png)" in (tmp_path / "README.md").read_text()
+
+
+def _plot_of(card):
+    return card.parent / re.search(r"!\[parameters against reported F1\]\((.+?)\)", card.read_text())[1]
+
+
+def test_cards_in_one_folder_keep_their_own_plots(tmp_path, capsys):
+    """Two families' cards in one folder: each links its own plot, and the second leaves the
+    first's alone; a plot that exists is replaced only with --overwrite, as the card is."""
+    first, second = tmp_path / "bioformer.md", tmp_path / "albert.md"
+    assert main(["card", "bioformer_8l", "--output", str(first)]) == 0
+    first_plot = _plot_of(first).read_bytes()
+    assert main(["card", "biom_albert_xxlarge", "--output", str(second)]) == 0
+    assert _plot_of(first) != _plot_of(second)
+    assert _plot_of(first).read_bytes() == first_plot and _plot_of(second).read_bytes() != first_plot
+
+    first.unlink()  # the card is gone, its plot is not: writing the card again must not replace the plot silently
+    capsys.readouterr()
+    assert main(["card", "bioformer_8l", "--output", str(first)]) != 0
+    assert f"{tmp_path / 'bioformer_parameters_f1.png'} exists" in capsys.readouterr().err
+    assert not first.exists()
+    assert main(["card", "bioformer_8l", "--output", str(first), "--overwrite"]) == 0
+    assert _plot_of(first).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_exports_of_a_registry_checkpoint_carry_the_card(tmp_path, monkeypatch, capsys):

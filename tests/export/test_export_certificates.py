@@ -1,11 +1,13 @@
 """Inference precisions (float32, bfloat16, int8) and the ONNX / LiteRT exports' accuracy
 certificates: the certificate's F1 figures equal seqeval on the predictions, --max-f1-drop
-refuses an export whose F1 drops by more, and nothing is written then.
+refuses an export whose F1 drops by more, and nothing is written then; the exports' tokenizer
+is transformers', and ONNX int8's dependence on the batch is stated.
 
 (Every family's float32 ONNX / LiteRT NER export against transformers' logits is in the family
 battery: `biozoo.testing.run_ids_export_test`.)"""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -162,7 +164,7 @@ def test_onnx_int8_cli_export_has_integer_matmuls_and_a_certificate(model_dir, f
     info = json.loads((out / "export.json").read_text())
     assert info["label_names"] == LABELS and info["outputs"] == ["logits"]
     assert sorted(info["inputs"]) == ["input_mask", "input_type_ids", "input_word_ids"]
-    assert (out / "tokenizer" / "tokenizer.json").exists()
+    assert (out / "tokenizer" / "vocab.txt").exists()
     assert certificate["dev"]["f1_drop"] > 0, "int8 changes some tags of this confident random head"
     refused = tmp_path / "refused"
     command[command.index("--output") + 1] = str(refused)
@@ -289,3 +291,138 @@ def test_document_models_have_a_headline_f1():
     gold, pred = [[1, 0, 1], [0, 1, 0]], [[1, 1, 0], [0, 1, 0]]
     assert DocumentAdapter().headline_f1(document_scores(gold, pred)) == pytest.approx(
         100 * f1_score(gold, pred, average="micro"))
+
+
+MARKERS = ["@GENE$", "@DISEASE$"]
+TEXTS = ["BRCA1 mutations cause breast cancer.", "Café-au-lait spots in NF1 (Ünïcödé) patients",
+         "@GENE$ is linked to @DISEASE$ ; @gene$ is not a marker."]
+
+
+@pytest.fixture(scope="module")
+def re_with_markers(tiny_bert_real_vocab, tmp_path_factory):
+    """A relation classifier whose tokenizer keeps entity markers whole, as `biozoo finetune re`
+    adds them (new ids at the end of the vocabulary, matched in the raw text)."""
+    from biozoo.tasks.base import resize_token_embedding
+    from biozoo.tasks.sequence_classifier import SequenceClassifierPreprocessor
+
+    tokenizer = biozoo.Tokenizer.from_preset(str(tiny_bert_real_vocab)).with_added_tokens(MARKERS)
+    backbone = resize_token_embedding(biozoo.from_preset(str(tiny_bert_real_vocab)), tokenizer.vocabulary_size())
+    task = biozoo.SequenceClassifier(backbone=backbone, label_names=["false", "true"],
+                                     preprocessor=SequenceClassifierPreprocessor(tokenizer=tokenizer, sequence_length=64))
+    out = tmp_path_factory.mktemp("re") / "model"
+    task.save_to_preset(str(out))
+    (out / TASK_KIND_FILE).write_text(json.dumps(task_kind_record("re", {"negative_label": "false",
+                                                                        "added_tokens": MARKERS})))
+    return out
+
+
+def test_exported_tokenizer_is_transformers_and_the_readme_runs(re_with_markers, tiny_bert_real_vocab, tmp_path,
+                                                                  monkeypatch):
+    """OUT/tokenizer loads with transformers' AutoTokenizer alone and gives the ids of the
+    checkpoint's own HF tokenizer with the markers added (and biozoo's); export.json records its
+    normalization; the README's code, run as written, gives biozoo's float32 logits."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import AddedToken
+
+    from biozoo.export.ids_models import export_ids_model
+    from biozoo.testing import TOLERANCE
+
+    out = tmp_path / "onnx"
+    certificate = export_ids_model("onnx", out, model=str(re_with_markers))
+    reference = transformers.AutoTokenizer.from_pretrained(str(tiny_bert_real_vocab))
+    reference.add_tokens([AddedToken(t, normalized=False) for t in MARKERS])
+    expected = reference(TEXTS)["input_ids"]
+    marker = reference.convert_tokens_to_ids("@GENE$")
+    assert expected[2].count(marker) == 1 and marker >= 30522, "the premise: one marker kept whole, an added id"
+    theirs = transformers.AutoTokenizer.from_pretrained(str(out / "tokenizer"))
+    assert theirs(TEXTS)["input_ids"] == expected
+    ours = biozoo.Tokenizer.from_preset(str(re_with_markers))
+    assert [[ours.cls_token_id, *ids, ours.sep_token_id] for ids in ours.ids(TEXTS)] == expected
+
+    assert reference.backend_tokenizer.normalizer.normalize_str("Café") == "cafe"  # MiniLM: uncased, no accents
+    info = json.loads((out / "export.json").read_text())
+    assert info["tokenizer"] == {"files": "tokenizer/", "model": "WordPiece", "transformers_class": "BertTokenizer",
+                                 "lowercase": True, "strip_accents": True, "added_tokens": MARKERS}
+    assert certificate["batch_dependent"] is False and info["batch_dependent"] is False
+
+    readme = (out / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", readme, re.S)[1]
+    assert "AutoTokenizer.from_pretrained" in code
+    monkeypatch.chdir(out)
+    namespace = {"texts": TEXTS}
+    exec(code, namespace)
+    task = biozoo.SequenceClassifier.from_preset(str(re_with_markers))
+    x = {"token_ids": namespace["ids"], "padding_mask": namespace["mask"], "segment_ids": namespace["types"]}
+    assert np.abs(namespace["outputs"][0] - np.asarray(task(x, training=False))).max() <= TOLERANCE
+
+
+def test_exported_sentencepiece_tokenizer_is_transformers(tiny_spiece, tmp_path):
+    """A SentencePiece tokenizer (ALBERT's normalization) with added markers, written as the
+    ONNX / LiteRT exports write it: AutoTokenizer loads it with the ids of transformers' own
+    ALBERT tokenizer of that model."""
+    import shutil
+
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import AddedToken
+
+    from biozoo.export.ids_models import tokenizer_settings, write_tokenizer
+
+    source = tmp_path / "source"
+    source.mkdir()
+    shutil.copy(tiny_spiece, source / "spiece.model")
+    (source / "config.json").write_text('{"model_type": "albert"}')
+    (source / "tokenizer_config.json").write_text('{"do_lower_case": true, "keep_accents": false}')
+    reference = transformers.AutoTokenizer.from_pretrained(str(source))
+    reference.add_tokens([AddedToken(t, normalized=False) for t in MARKERS])
+    ours = biozoo.tokenizers.SentencePieceTokenizer(proto=str(tiny_spiece), lowercase=True).with_added_tokens(MARKERS)
+    write_tokenizer(ours, tmp_path / "tokenizer", 512)
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "tokenizer"))
+    assert theirs(TEXTS)["input_ids"] == reference(TEXTS)["input_ids"]
+    assert tokenizer_settings(ours) == {"files": "tokenizer/", "model": "SentencePiece",
+                                        "transformers_class": "AlbertTokenizer", "lowercase": True,
+                                        "keep_accents": False, "added_tokens": MARKERS}
+
+
+def test_onnx_int8_certificate_says_its_outputs_depend_on_the_batch(model_dir, tmp_path):
+    """ONNX Runtime's int8 quantizes each activation tensor for the whole batch: a sentence's
+    logits differ alone and beside longer ones, and the certificate, export.json and README say
+    so with the batches the figures were measured on. LiteRT's int8 quantizes row by row: the
+    same logits either way, and no such statement."""
+    import onnxruntime
+    import transformers
+    from ai_edge_litert.interpreter import Interpreter
+
+    from biozoo.export.ids_models import export_ids_model
+
+    def onnx_logits(path, ids, mask, types):
+        session = onnxruntime.InferenceSession(str(path))
+        return session.run(["logits"], {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types})[0]
+
+    def litert_logits(path, ids, mask, types):
+        run = Interpreter(model_path=str(path)).get_signature_runner()
+        return run(input_word_ids=ids, input_mask=mask, input_type_ids=types)["logits"]
+
+    sentences = [TEXTS[0], "Mutations in the CFTR gene cause cystic fibrosis, a disease of the lungs and pancreas "
+                 "that shortens life expectancy considerably."]
+    for fmt, logits, dependent in (("onnx", onnx_logits, True), ("litert", litert_logits, False)):
+        out = tmp_path / fmt
+        certificate = export_ids_model(fmt, out, model=str(model_dir), quantize="int8")
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(out / "tokenizer"))
+
+        def run(texts):
+            batch = tokenizer(texts, padding=True, return_tensors="np")
+            inputs = (batch[k].astype(np.int32) for k in ("input_ids", "attention_mask", "token_type_ids"))
+            return logits(out / "model.onnx" if fmt == "onnx" else out / "model.tflite", *inputs)
+
+        alone = run(sentences[:1])[0]
+        beside_a_longer_one = run(sentences)[0, :len(alone)]
+        difference = float(np.abs(alone - beside_a_longer_one).max())
+        assert (difference > 1e-3) == dependent, (fmt, difference)  # measured: onnx 0.35, litert 0
+        assert certificate["batch_dependent"] is dependent
+        assert json.loads((out / "export.json").read_text())["batch_dependent"] is dependent
+        readme = (out / "README.md").read_text()
+        assert ("Outputs depend on the batch" in readme) == dependent
+        batching = certificate["batching"]
+        assert "padded to the longest" in batching["fixed_inputs"] and batching["dev"] is None
+        if dependent:
+            assert "DynamicQuantizeLinear" in batching["why"] and batching["fixed_inputs"] in readme

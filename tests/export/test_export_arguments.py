@@ -1,0 +1,71 @@
+"""Export arguments refused before any work, with an error that names the option: a --seq-length
+too short for what the export packs, --split without --data."""
+
+import argparse
+import json
+
+import pytest
+
+import biozoo
+from biozoo._commands.export import _check_seq_length
+from biozoo.cli import build_parser, main
+from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
+
+
+def _save(task, directory, kind, options):
+    task.save_to_preset(str(directory))
+    (directory / TASK_KIND_FILE).write_text(json.dumps(task_kind_record(kind, options)))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def ner_dir(tiny_bert_real_vocab, tmp_path_factory):
+    task = biozoo.TokenClassifier.from_preset(str(tiny_bert_real_vocab), label_names=["O", "B-Disease", "I-Disease"])
+    return _save(task, tmp_path_factory.mktemp("ner") / "model", "ner", {"entity_type": None})
+
+
+@pytest.fixture(scope="module")
+def re_dir(tiny_bert_real_vocab, tmp_path_factory):
+    task = biozoo.SequenceClassifier.from_preset(str(tiny_bert_real_vocab), label_names=["false", "true"])
+    return _save(task, tmp_path_factory.mktemp("re") / "model", "re", {"negative_label": "false", "added_tokens": []})
+
+
+@pytest.mark.parametrize("value", ["2", "0", "-1", "x"])
+def test_seq_length_below_one_token_is_refused(value, ner_dir, tiny_bert_real_vocab, tmp_path, capsys):
+    """[CLS] token [SEP] needs 3 positions: fewer (and 0, which is not "unset") exit 2 naming
+    --seq-length, for a backbone preset and a task model alike, and write nothing."""
+    for source in (["--preset", str(tiny_bert_real_vocab)], ["--model", str(ner_dir)]):
+        with pytest.raises(SystemExit) as exit_:
+            main(["export", "tfhub", *source, "--output", str(tmp_path / "out"), "--seq-length", value])
+        assert exit_.value.code == 2
+        assert "argument --seq-length" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    args = build_parser().parse_args(["export", "tfhub", "--model", str(ner_dir), "--output", "x", "--seq-length", "3"])
+    assert args.seq_length == 3
+
+
+def test_seq_length_holds_both_texts_of_a_classifier(re_dir, ner_dir, tmp_path, capsys):
+    """A classifier's classify_pairs packs [CLS] a [SEP] b [SEP]: under 5 positions one text
+    would be cut away whole, so it is refused; an NER model packs one text and takes 3."""
+    out = tmp_path / "out"
+    assert main(["export", "tfhub", "--model", str(re_dir), "--output", str(out), "--seq-length", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "--seq-length 4 is too short" in err and "at least 5" in err
+    assert not out.exists()
+    _check_seq_length(argparse.Namespace(model=str(re_dir), seq_length=5))
+    _check_seq_length(argparse.Namespace(model=str(ner_dir), seq_length=3))
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "litert"])
+def test_split_without_data_is_refused(fmt, ner_dir, tmp_path, capsys):
+    """--split names a split of --data: alone it is refused (as --max-f1-drop alone is), not ignored."""
+    out = tmp_path / "out"
+    assert main(["export", fmt, "--model", str(ner_dir), "--output", str(out), "--split", "no-such-split"]) == 2
+    err = capsys.readouterr().err
+    assert "--split" in err and "--data" in err
+    assert not out.exists()
+    from biozoo.export.ids_models import export_ids_model
+
+    with pytest.raises(ValueError, match=r"split 'test' \(--split\) needs dev data \(--data\)"):
+        export_ids_model(fmt, out, model=str(ner_dir), split="test")
+    assert not out.exists()
