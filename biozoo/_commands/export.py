@@ -97,10 +97,7 @@ def register(subparsers):
     return parser
 
 
-# The shortest --seq-length that holds one token of each text: [CLS] x [SEP], and [CLS] a [SEP] b [SEP]
-# where a --model's serving signature packs two texts (classify_pairs; a question and its context).
-ONE_TEXT, TWO_TEXTS = 3, 5
-MIN_SEQ_LENGTH = {"ner": ONE_TEXT, "classification": TWO_TEXTS, "qa": TWO_TEXTS}  # by TaskKind.serving
+ONE_TEXT = 3  # [CLS] x [SEP]; a --model's serving signatures may need more (`serving.check_seq_length`)
 
 
 def _seq_length(value):
@@ -113,18 +110,6 @@ def _seq_length(value):
         raise argparse.ArgumentTypeError(f"{value} is below {ONE_TEXT}: a sequence holds [CLS], at least one token "
                                          "and [SEP]")
     return number
-
-
-def _check_seq_length(args):
-    """Refuse a --seq-length too short for the texts the --model's serving signature packs."""
-    from biozoo.presets import resolve
-    from biozoo.task_kinds import task_kind
-
-    kind = resolve(args.model).task_kind
-    serving = task_kind(kind).serving if kind else None
-    if serving is not None and args.seq_length < MIN_SEQ_LENGTH[serving]:
-        raise ValueError(f"--seq-length {args.seq_length} is too short for {task_kind(kind).article()} {kind} model: "
-                         f"its inputs hold two texts, [CLS] a [SEP] b [SEP], so at least {TWO_TEXTS}")
 
 
 def _output_arguments(parser):
@@ -169,8 +154,6 @@ def export_hub_command(args):
     if args.model:
         from biozoo.export.serving import export_task_dir
 
-        if args.seq_length is not None:
-            _check_seq_length(args)
         result = export_task_dir(args.model, args.output, args.seq_length, overwrite=args.overwrite)
     else:
         from biozoo.export.tfhub import export_hub

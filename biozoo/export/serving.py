@@ -260,6 +260,18 @@ def _qa_module(task, tokenization, seq_length, special):
 
 # TaskKind.serving -> (signatures, the facts `get_metadata` reports beside them)
 _SIGNATURES = {"ner": _ner_module, "classification": _classifier_module, "qa": _qa_module}
+# TaskKind.serving -> the shortest seq_length that holds a token of each text its signatures pack:
+# [CLS] x [SEP], or [CLS] a [SEP] b [SEP] (classify_pairs; a question and its context)
+_MIN_SEQ_LENGTH = {"ner": 3, "classification": 5, "qa": 5}
+
+
+def check_seq_length(serving, seq_length):
+    """Refuse a `seq_length` too short for what the `serving` kind's signatures pack."""
+    least = _MIN_SEQ_LENGTH[serving]
+    if seq_length < least:
+        texts = "one text, [CLS] x [SEP]" if least == 3 else "two texts, [CLS] a [SEP] b [SEP]"
+        raise ValueError(f"--seq-length {seq_length} is too short for a {serving} model: its inputs hold {texts}, "
+                         f"so at least {least}")
 
 
 def _serving_kind(task):
@@ -273,7 +285,7 @@ def _serving_kind(task):
 def build_task_module(task, seq_length=None):
     """(trackable root, signatures, info) for a fine-tuned biozoo task."""
     tokenizer = task.preprocessor.tokenizer
-    seq_length = seq_length or task.preprocessor.sequence_length
+    seq_length = task.preprocessor.sequence_length if seq_length is None else seq_length
     H._check_seq_length(task.backbone, seq_length)
     root = H._trackable()
     H._track_variables(root, task)
@@ -284,6 +296,7 @@ def build_task_module(task, seq_length=None):
     kind = _serving_kind(task)
     if kind is None:
         raise BiozooError(f"no serving export for {type(task).__name__}.")
+    check_seq_length(kind.serving, seq_length)
     signatures, facts = _SIGNATURES[kind.serving](task, tokenization, seq_length, special)
     info.update(task=kind.serving, **facts)
     for name, function in signatures.items():

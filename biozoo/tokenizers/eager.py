@@ -60,11 +60,10 @@ def sentencepiece_engine(proto, lowercase, keep_accents, vocabulary, kept, norma
     engine = Tokenizer(models.Unigram(pieces, unk_id=model_proto.trainer_spec.unk_id, byte_fallback=False))
     # The added tokens the model lacks take the ids after its pieces, in order, as HF's added
     # vocabulary gives them; as pieces of the model they would also be found in normalized text.
-    for token in vocabulary[len(pieces):]:
+    for index, token in enumerate(vocabulary[len(pieces):], len(pieces)):
         _keep_whole(engine, [] if token in normalized else [token], [token] if token in normalized else [])
-        if engine.token_to_id(token) != vocabulary.index(token):
-            raise ValueError(f"added token {token!r} got id {engine.token_to_id(token)}, not its vocabulary "
-                             f"index {vocabulary.index(token)}")
+        if engine.token_to_id(token) != index:
+            raise ValueError(f"added token {token!r} got id {engine.token_to_id(token)}, not its vocabulary index {index}")
     engine.normalizer = albert_normalizer(lowercase, keep_accents, model_proto.normalizer_spec.precompiled_charsmap)
     engine.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")])

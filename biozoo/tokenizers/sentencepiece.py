@@ -28,6 +28,8 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
         >>> tok(["Hypoxia-inducible factor 1α"])
     """
 
+    user_defined_pieces = ()  # the model's user-defined symbols: kept whole in the raw text, as HF's converter adds them
+
     def __init__(
         self,
         proto=None,
@@ -76,8 +78,6 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
             for token in missing:
                 self._token_to_id_map[token] = len(self._vocabulary)
                 self._vocabulary.append(token)
-
-    user_defined_pieces = ()  # the model's user-defined symbols: kept whole in the raw text, as HF's converter adds them
 
     def kept_whole(self):
         return list(dict.fromkeys(super().kept_whole() + list(self.user_defined_pieces)))

@@ -1,13 +1,11 @@
 """Export arguments refused before any work, with an error that names the option: a --seq-length
 too short for what the export packs, --split without --data."""
 
-import argparse
 import json
 
 import pytest
 
 import biozoo
-from biozoo._commands.export import _check_seq_length
 from biozoo.cli import build_parser, main
 from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
 
@@ -52,8 +50,13 @@ def test_seq_length_holds_both_texts_of_a_classifier(re_dir, ner_dir, tmp_path, 
     err = capsys.readouterr().err
     assert "--seq-length 4 is too short" in err and "at least 5" in err
     assert not out.exists()
-    _check_seq_length(argparse.Namespace(model=str(re_dir), seq_length=5))
-    _check_seq_length(argparse.Namespace(model=str(ner_dir), seq_length=3))
+    from biozoo.export.serving import check_seq_length, export_task_hub
+
+    with pytest.raises(ValueError, match="--seq-length 4 is too short .* at least 5"):  # from Python too
+        export_task_hub(biozoo.SequenceClassifier.from_preset(str(re_dir)), out, seq_length=4)
+    assert not out.exists()
+    check_seq_length("classification", 5)
+    check_seq_length("ner", 3)
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "litert"])
