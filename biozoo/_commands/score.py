@@ -19,6 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from biozoo._io import atomic_write_json
 from biozoo.data.files import text_lines
 from biozoo.data.relation import RELATION_FORMATS, read_relation
 from biozoo.errors import DataFormatError
@@ -80,10 +81,17 @@ def _score_ner(args) -> int:
 
 
 def _read_document_file(path, fmt):
-    """Every document of a file (or folder, .gz, "-"), read by biozoo.documents.read_documents."""
-    from biozoo.documents import read_documents
+    """(every document of a file (or folder, .gz, "-"), how many of its annotations have a text other
+    than the document's at their offsets): such annotations are kept, and scored by their offsets."""
+    from biozoo.documents import KEEP_MISMATCHED, read_documents
 
-    return list(read_documents(path, fmt=fmt or "auto"))
+    told = []
+    stream = read_documents(path, fmt=fmt or "auto", strict=KEEP_MISMATCHED, on_warning=told.append)
+    documents = list(stream)
+    if told:
+        print(f"warning: {path}: {len(told)} annotation(s) whose text differs from the document's at their offsets, "
+              f"scored by their offsets; the first: {told[0]}", file=sys.stderr)
+    return documents, stream.kept_mismatched
 
 
 def _score_ner_documents(args) -> int:
@@ -93,10 +101,11 @@ def _score_ner_documents(args) -> int:
 
     if args.pred is None:
         raise ValueError("--gold needs --pred (the predicted documents)")
-    gold = _read_document_file(args.gold, args.gold_format)
-    pred = _read_document_file(args.pred, args.pred_format)
+    gold, gold_mismatched = _read_document_file(args.gold, args.gold_format)
+    pred, pred_mismatched = _read_document_file(args.pred, args.pred_format)
     result = score_mentions(gold, pred, gold_from="existing", pred_from=args.pred_from or "auto",
                             allow_missing=args.allow_missing)
+    result["text_mismatches"] = {"gold": gold_mismatched, "pred": pred_mismatched}
     if getattr(args, "ids", False):
         result.update(_linked_scores(gold, pred, result["sources"]["pred"]))
     if result["sources"]["pred"] == "existing" and any(d.source_format == "jsonl" for d in pred):
@@ -153,11 +162,21 @@ def _score_re(args) -> int:
             f"{args.pred} has {len(preds)} predictions but {args.gold} has {len(examples)} examples; "
             "one label per line, in the gold file's order, is expected"
         )
-    return _emit(micro_prf([ex.label for ex in examples], preds, negative_label=args.negative_label))
+    gold = [ex.label for ex in examples]
+    known = set(args.labels.split(",")) if args.labels else set(gold)
+    where = "--labels" if args.labels else f"the labels of {args.gold}"
+    for lineno, label in enumerate(preds, start=1):
+        if label not in known:
+            close = [k for k in sorted(known) if k.lower() == label.lower()]
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise DataFormatError(
+                f"{args.pred}:{lineno}: label {label!r} is not one of {where} ({', '.join(sorted(known))}){hint} "
+                "(labels are compared as exact strings; --labels L1,L2,... declares every label a model may predict)")
+    return _emit(micro_prf(gold, preds, negative_label=args.negative_label))
 
 
 def _score_qa(args) -> int:
-    from biozoo.metrics.squad import evaluate_v2
+    from biozoo.metrics.squad import evaluate_v2, missing_predictions
 
     dataset = _load_json(args.data, "dataset")
     if not isinstance(dataset, dict) or "data" not in dataset:
@@ -167,26 +186,52 @@ def _score_qa(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            result = evaluate_v2(dataset, preds, na_probs=na_probs, na_prob_thresh=args.na_prob_thresh)
+            missing = missing_predictions(dataset, preds) if isinstance(preds, dict) else []
+            if missing and not args.allow_missing:
+                raise DataFormatError(
+                    f"{args.pred} has no prediction for {len(missing)} question(s) of {args.data}: "
+                    f"{', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''} (--allow-missing scores them "
+                    "as wrong answers)")
+            result = evaluate_v2(dataset, preds, na_probs=na_probs, na_prob_thresh=args.na_prob_thresh,
+                                 missing="wrong")
         except (KeyError, TypeError, ValueError) as error:  # a malformed dataset or predictions file
+            if isinstance(error, DataFormatError):
+                raise
             raise DataFormatError(f"{args.data} scored with {args.pred}: {error}") from None
     _print_warnings(caught)
-    return _emit(result)
+    return _emit({**result, "missing": len(missing)})
 
 
 def _score_bioasq(args) -> int:
     from biozoo.data.qa import read_bioasq_golden
     from biozoo.metrics.bioasq import aggregate_factoid, factoid_scores
 
+    if args.top_k < 1:
+        raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
+    if args.save_submission and not args.nbest:
+        raise ValueError("--save-submission goes with --nbest")
     golden = read_bioasq_golden(args.gold)
-    if args.nbest:
-        system = aggregate_factoid(_load_json(args.nbest, "n-best"), top_k=args.top_k)
-        if args.save_submission:
-            with open(args.save_submission, "w", encoding="utf-8") as handle:
-                json.dump(system, handle, indent=2)
-    else:
-        system = _load_json(args.pred, "system")
-    return _emit(factoid_scores(golden, system))
+    source = args.nbest or args.pred
+    try:
+        if args.nbest:
+            system = aggregate_factoid(_load_json(args.nbest, "n-best"), top_k=args.top_k)
+        else:
+            system = _load_json(args.pred, "system")
+        result = factoid_scores(golden, system)
+    except DataFormatError:
+        raise
+    except ValueError as error:  # a malformed submission or n-best file
+        raise DataFormatError(f"{source}: {error}") from None
+    if args.save_submission:
+        if Path(args.save_submission).resolve() in {Path(p).resolve() for p in (args.gold, args.nbest) if p}:
+            raise ValueError(f"--save-submission {args.save_submission} would overwrite an input file")
+        atomic_write_json(args.save_submission, system)
+    if result["missing"]:
+        shown = ", ".join(result["missing"][:10]) + (" ..." if len(result["missing"]) > 10 else "")
+        print(f"warning: {source} answers {len(result['missing'])} of the factoid questions of {args.gold} "
+              f"not at all; they are left out of the scores, as the official evaluator leaves them: {shown}",
+              file=sys.stderr)
+    return _emit(result)
 
 
 def _parse_vector(text, n_labels, where):
@@ -215,7 +260,7 @@ def _score_doc(args) -> int:
         raise DataFormatError(f"{args.gold}: no sentences")
     n_labels = len(gold[0].labels)
     lines = _read_lines(args.pred, "prediction")
-    if lines and len(lines[0].split("\t")) >= 3:  # predictions in the HoC tsv layout
+    if lines and len(lines[0].split("\t")) == 3:  # predictions in the HoC tsv layout (label, sentence, id)
         pred_rows = read_hoc(args.pred, n_labels=n_labels)
         if len(pred_rows) != len(gold):
             raise ValueError(f"{args.pred} has {len(pred_rows)} rows but {args.gold} has {len(gold)}")
@@ -263,9 +308,11 @@ def register(subparsers):
         "when it has any (JSONL written by 'biozoo annotate'), else its annotations (PubTator). strict = "
         "same document, offsets (every span) and type, as the BioCreative evaluations count; "
         "approximate = same document and type, overlapping spans, paired one to one "
-        "(maximum matching). Identical mentions listed twice count once (reported). Both files must hold "
-        "the same documents unless --allow-missing. Output: {strict, approximate, documents, mentions, "
-        "duplicates_removed, sources, text_differs}, each section {precision, recall, f1, per_type, counts}.",
+        "(maximum matching). Identical mentions listed twice count once (reported). An annotation whose text "
+        "column differs from the document's text at its offsets is scored by its offsets (counted in "
+        "text_mismatches, the first shown on stderr). Both files must hold the same documents unless "
+        "--allow-missing. Output: {strict, approximate, documents, mentions, duplicates_removed, sources, "
+        "text_differs, text_mismatches}, each section {precision, recall, f1, per_type, counts}.",
         formatter_class=fmt,
     )
     ner_source = ner.add_mutually_exclusive_group(required=True)
@@ -319,6 +366,12 @@ def register(subparsers):
         choices=RELATION_FORMATS,
         help="layout of GOLD (default: detected)",
     )
+    re_.add_argument(
+        "--labels",
+        default=None,
+        metavar="L1,L2,...",
+        help="every label a prediction may have (default: the labels of GOLD); any other is an error naming its line",
+    )
     re_.set_defaults(func=_score_re)
 
     qa = tasks.add_parser(
@@ -327,8 +380,10 @@ def register(subparsers):
         description="The official SQuAD v2.0 evaluation (evaluate-v2.0.py). Works on v1.1 data too "
         "(BioASQ converted to SQuAD: every question answerable).\n\nDATA: SQuAD json; PRED: json "
         "{question id: answer text} ('' = no answer); NA: json {question id: no-answer probability}. "
-        "Questions without a prediction are reported on stderr and skipped, as the official script does.\n\n"
-        "Output: exact, f1, total, HasAns_*, NoAns_*, and best_* when --na-prob is given.",
+        "A question without a prediction is an error (the official script fails on it too), or with "
+        "--allow-missing a wrong answer, counted in every total.\n\n"
+        "Output: exact, f1, total, HasAns_*, NoAns_*, best_* when --na-prob is given, and missing (the "
+        "number of questions without a prediction).",
         formatter_class=fmt,
     )
     qa.add_argument("--data", required=True, metavar="DATA.json", help="SQuAD-format dataset")
@@ -341,6 +396,8 @@ def register(subparsers):
         metavar="T",
         help="predict no-answer when na_prob > T (default: 1.0, as the official script)",
     )
+    qa.add_argument("--allow-missing", action="store_true",
+                    help="score a question without a prediction as a wrong answer instead of failing")
     qa.set_defaults(func=_score_qa)
 
     bioasq = tasks.add_parser(
@@ -348,10 +405,11 @@ def register(subparsers):
         help="BioASQ factoid strict/lenient accuracy and MRR (official evaluator, -phaseB -e 5)",
         description="Factoid scores as the official BioASQ evaluator (EvaluatorTask1b -phaseB -e 5): "
         "answers lower-cased and compared exactly; gold synonym lists; only the first string of each "
-        "submitted inner list counts; questions missing from the submission are skipped.\n\n"
+        "submitted inner list counts; questions missing from the submission are skipped (listed in `missing` "
+        "and on stderr).\n\n"
         "Give either a BioASQ submission (--pred) or BioBERT-style n-best predictions (--nbest), "
         "which are turned into a submission first (top 5 answers per question).\n\n"
-        "Output: {strict_accuracy, lenient_accuracy, mrr, questions}, percentages (the Java "
+        "Output: {strict_accuracy, lenient_accuracy, mrr, questions, missing}, percentages (the Java "
         "evaluator prints fractions).",
         formatter_class=fmt,
     )

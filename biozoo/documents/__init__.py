@@ -4,6 +4,7 @@ PubMed XML."""
 
 from biozoo.documents.io import (
     INPUT_FORMATS,
+    KEEP_MISMATCHED,
     OUTPUT_FORMATS,
     DocumentStream,
     check_not_an_input,
@@ -18,7 +19,7 @@ from biozoo.documents.model import ABBREVIATION_TYPES, Annotation, Collection, D
 
 __all__ = [
     "ABBREVIATION_TYPES", "Annotation", "Collection", "Document", "Passage", "Relation",
-    "INPUT_FORMATS", "OUTPUT_FORMATS", "DocumentStream",
+    "INPUT_FORMATS", "KEEP_MISMATCHED", "OUTPUT_FORMATS", "DocumentStream",
     "check_not_an_input", "detect_format", "encode_documents", "iter_input_files", "output_format_for",
     "read_documents", "write_documents",
 ]

@@ -60,16 +60,27 @@ def text_mismatch(annotation: Annotation, passage: Passage | None = None, text: 
     return None
 
 
-def quirk_warning(where: str, mismatch: str) -> DataWarning:
+KEEP_MISMATCHED = "keep"  # a readers' `strict`: an annotation whose text differs is kept, with a warning
+
+
+def refuses(strict) -> bool:
+    """Does a readers' `strict` (False, True or KEEP_MISMATCHED) refuse a document whose annotation's
+    text differs from the document's at its offsets?"""
+    return bool(strict) and strict != KEEP_MISMATCHED
+
+
+def quirk_warning(where: str, mismatch: str, strict=False) -> DataWarning:
+    if strict == KEEP_MISMATCHED:
+        return DataWarning(f"{where}: {mismatch}: that annotation is kept, at its offsets")
     return DataWarning(f"{where}: {mismatch}: that annotation is dropped, the document kept (--strict refuses "
                        "the document)")
 
 
-def fit_annotations(document: Document, where: str, strict: bool = False) -> list[DataWarning]:
+def fit_annotations(document: Document, where: str, strict=False) -> list[DataWarning]:
     """Check the annotations a reader put into `document` against its text. Offsets that do not
     fit raise DataFormatError; an annotation whose text differs from the document's there is
-    dropped, with a warning (returned; `strict`: raised instead). Predictions (a biozoo
-    output read back) must fit exactly."""
+    dropped, with a warning (returned; `strict=True`: raised instead; `strict=KEEP_MISMATCHED`:
+    kept, with the warning). Predictions (a biozoo output read back) must fit exactly."""
     warnings = []
     full = document.text if document.annotations or document.predictions else ""
 
@@ -80,10 +91,10 @@ def fit_annotations(document: Document, where: str, strict: bool = False) -> lis
         mismatch = text_mismatch(annotation, passage, text)
         if mismatch is None:
             return True
-        if strict:
+        if refuses(strict):
             raise DataFormatError(f"{where}: {mismatch}")
-        warnings.append(quirk_warning(where, mismatch))
-        return False
+        warnings.append(quirk_warning(where, mismatch, strict))
+        return strict == KEEP_MISMATCHED
 
     for passage in document.passages:
         passage.annotations = [a for a in passage.annotations if keep(a, passage, "")]

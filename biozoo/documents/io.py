@@ -15,6 +15,7 @@ import re
 import sys
 import zlib
 
+from biozoo.documents._checks import KEEP_MISMATCHED
 from biozoo.documents._streams import GZIP_MAGIC, BrokenInput, display_name, iter_input_files, open_input, open_output
 from biozoo.documents.bioc_format import read_bioc_json, read_bioc_xml, write_bioc_json, write_bioc_xml
 from biozoo.documents.jsonl import read_jsonl, write_jsonl
@@ -137,7 +138,8 @@ class DocumentStream:
     of a file that stopped parsing, with skip_bad; each told to `on_skip`), `notes` (what was
     passed over that is no document: PubMed books and deletions; told to `on_note`) and
     `dropped` (input annotations whose text differs from the document's at their offsets, each
-    told to `on_warning`; with `strict` their documents are bad instead) count as it goes.
+    told to `on_warning`; with `strict` their documents are bad instead; with
+    `strict=KEEP_MISMATCHED` they are kept, told, and counted in `kept_mismatched`) count as it goes.
 
     Example (the 4 abstracts biozoo packages):
         >>> stream = DocumentStream([biozoo.data.embedded_corpus("example-pubtator")])
@@ -153,7 +155,7 @@ class DocumentStream:
         self.on_skip = on_skip or _skip_to_stderr
         self.on_note = on_note or _note_to_stderr
         self.on_warning = on_warning or _warn_to_stderr
-        self.read = self.skipped = self.notes = self.dropped = 0
+        self.read = self.skipped = self.notes = self.dropped = self.kept_mismatched = 0
         self._documents = self._generate(inputs)
 
     def __iter__(self):
@@ -198,7 +200,10 @@ class DocumentStream:
                     items = _READERS[fmt](stream, name)
                 for item in items:
                     if isinstance(item, DataWarning):
-                        self.dropped += 1
+                        if self.strict == KEEP_MISMATCHED:
+                            self.kept_mismatched += 1
+                        else:
+                            self.dropped += 1
                         self.on_warning(str(item))
                         continue
                     if isinstance(item, DataFormatError):
@@ -225,7 +230,8 @@ def read_documents(inputs, fmt="auto", skip_bad=False, on_skip=None, on_note=Non
     Real corpora have quirks: an input annotation whose text differs from the document's at its
     offsets ('Intersex' for 'intersex') is dropped and its document kept, told to
     `on_warning(message)` (default: stderr; naming file, line and document) and counted in
-    `dropped`; with `strict=True` such a document is malformed instead.
+    `dropped`; with `strict=True` such a document is malformed instead; with
+    `strict=KEEP_MISMATCHED` ("keep") the annotation is kept, told and counted in `kept_mismatched`.
     """
     return DocumentStream(inputs, fmt, skip_bad, on_skip, on_note, strict, on_warning)
 

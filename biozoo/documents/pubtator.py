@@ -17,7 +17,15 @@ from __future__ import annotations
 import heapq
 import re
 
-from biozoo.documents._checks import annotation_problem, container, encoded, quirk_warning, text_mismatch
+from biozoo.documents._checks import (
+    KEEP_MISMATCHED,
+    annotation_problem,
+    container,
+    encoded,
+    quirk_warning,
+    refuses,
+    text_mismatch,
+)
 from biozoo.documents.model import Annotation, Document, Passage, Relation
 from biozoo.errors import DataFormatError
 
@@ -89,11 +97,12 @@ class _Block:
             where = f"{self.name}:{lineno}: PMID {self.pmid}"
             problem = annotation_problem(annotation, passage, text, check_text=False)
             mismatch = None if problem else text_mismatch(annotation, passage, text)
-            if problem or (mismatch and strict):
+            if problem or (mismatch and refuses(strict)):
                 return [DataFormatError(f"{where}: {problem or mismatch}")]
             if mismatch:
-                warnings.append(quirk_warning(where, mismatch))
-                continue
+                warnings.append(quirk_warning(where, mismatch, strict))
+                if strict != KEEP_MISMATCHED:
+                    continue
             (passage.annotations if passage is not None else document.annotations).append(annotation)
         return warnings + [document]
 

@@ -87,9 +87,10 @@ def factoid_scores(golden, system) -> dict:
         system: a submission in the same structure (``exact_answer = [[a1], [a2], ...]``).
 
     Returns:
-        ``{"strict_accuracy", "lenient_accuracy", "mrr", "questions"}``: percentages, and the
-        number of factoid questions scored (gold factoid questions found in the submission).
-        With no such question all three are 0.0, as the Java evaluator prints.
+        ``{"strict_accuracy", "lenient_accuracy", "mrr", "questions", "missing"}``: percentages,
+        the number of factoid questions scored (gold factoid questions found in the submission)
+        and the ids of those left out because the submission lacks them (skipped, as the Java
+        evaluator skips them). With no question scored all three are 0.0, as it prints.
     """
     gold_qs = _questions(golden, "golden")
     sys_qs = _questions(system, "system")
@@ -98,9 +99,13 @@ def factoid_scores(golden, system) -> dict:
         responses.setdefault(q["id"], q)  # Java getQuestion(id): first match
     strict = lenient = mrr = 0.0
     k = 0
+    missing = []
     for gold in gold_qs:
+        if gold.get("type") != "factoid":
+            continue
         resp = responses.get(gold["id"])
-        if resp is None or gold.get("type") != "factoid":
+        if resp is None:
+            missing.append(gold["id"])
             continue
         gold_lists = _read_answer_lists(gold.get("exact_answer"), gold["id"], "golden", first_only=False)
         sys_lists = _read_answer_lists(resp.get("exact_answer"), gold["id"], "system", first_only=True)
@@ -113,12 +118,13 @@ def factoid_scores(golden, system) -> dict:
                 break
         k += 1
     if k == 0:
-        return {"strict_accuracy": 0.0, "lenient_accuracy": 0.0, "mrr": 0.0, "questions": 0}
+        return {"strict_accuracy": 0.0, "lenient_accuracy": 0.0, "mrr": 0.0, "questions": 0, "missing": missing}
     return {
         "strict_accuracy": 100.0 * (strict / k),
         "lenient_accuracy": 100.0 * (lenient / k),
         "mrr": 100.0 * (mrr / k),
         "questions": k,
+        "missing": missing,
     }
 
 
@@ -158,6 +164,8 @@ def aggregate_factoid(nbest_by_qid, top_k: int = 5) -> dict:
     Returns:
         ``{"questions": [{"id", "type": "factoid", "exact_answer": [[a1], ...], "ideal_answer": "Dummy"}]}``.
     """
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be a positive number of answers, got {top_k!r}")
     if isinstance(nbest_by_qid, (str, Path)):
         nbest_by_qid = read_json(nbest_by_qid, "n-best predictions", DataFormatError)
     if not isinstance(nbest_by_qid, dict):

@@ -9,7 +9,8 @@ Where the official v2.0 script would crash, these functions do something defined
 * A question without a prediction is reported (a ``UserWarning`` listing the ids, where the
   official script prints ``Missing prediction for <id>``) and skipped, as the official script
   does. The official script then raises ``KeyError`` when building the HasAns/NoAns
-  breakdown; here the breakdown covers the scored questions only.
+  breakdown; here the breakdown covers the scored questions only. With ``missing="wrong"``
+  such a question counts instead, as a wrong answer (0) at every threshold.
 * No prediction matching any question, or ``na_probs`` lacking a scored question id, raise
   ``ValueError`` with a clear message (the official script raises ZeroDivisionError/KeyError).
 """
@@ -142,10 +143,10 @@ def _get_raw_scores(dataset, preds):
     return exact_scores, f1_scores
 
 
-def _apply_no_ans_threshold(scores, na_probs, qid_to_has_ans, na_prob_thresh):
+def _apply_no_ans_threshold(scores, na_probs, qid_to_has_ans, na_prob_thresh, unanswered=()):
     new_scores = {}
     for qid, s in scores.items():
-        pred_na = na_probs[qid] > na_prob_thresh
+        pred_na = qid not in unanswered and na_probs[qid] > na_prob_thresh
         if pred_na:
             new_scores[qid] = float(not qid_to_has_ans[qid])
         else:
@@ -178,22 +179,23 @@ def _merge_eval(main_eval, new_eval, prefix):
         main_eval[f"{prefix}_{k}"] = new_eval[k]
 
 
-def find_best_thresh(preds, scores, na_probs, qid_to_has_ans) -> tuple[float, float]:
+def find_best_thresh(preds, scores, na_probs, qid_to_has_ans, unanswered=()) -> tuple[float, float]:
     """The official threshold search: returns ``(100 * best_score / len(scores), best_thresh)``.
 
     Starts from the number of no-answer questions (all answered as empty), then walks the
     question ids in ascending ``na_prob`` (stable: ties keep ``na_probs`` order), adding the
     score of answerable questions and -1 for a non-empty answer to an unanswerable one. Only
     the scored questions (``scores``) count: the official script has a prediction for every
-    question, and an unanswerable question left unscored would be a free point.
+    question, and an unanswerable question left unscored would be a free point. `unanswered`
+    questions (scored without a prediction) are wrong at every threshold.
     """
-    num_no_ans = sum(1 for k in scores if not qid_to_has_ans[k])
+    num_no_ans = sum(1 for k in scores if not qid_to_has_ans[k] and k not in unanswered)
     cur_score = num_no_ans
     best_score = cur_score
     best_thresh = 0.0
     qid_list = sorted(na_probs, key=lambda k: na_probs[k])
     for qid in qid_list:
-        if qid not in scores:
+        if qid not in scores or qid in unanswered:
             continue
         if qid_to_has_ans[qid]:
             diff = scores[qid]
@@ -206,7 +208,7 @@ def find_best_thresh(preds, scores, na_probs, qid_to_has_ans) -> tuple[float, fl
     return 100.0 * best_score / len(scores), best_thresh
 
 
-def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0) -> dict:
+def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0, missing="skip") -> dict:
     """Official SQuAD v2.0 evaluation.
 
     Args:
@@ -217,6 +219,8 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0) -> dict
             0.0 (as the official script) and no ``best_*`` keys are returned.
         na_prob_thresh: a question with ``na_prob > na_prob_thresh`` counts as answered
             "no answer" (official default 1.0).
+        missing: questions without a prediction are "skip"ped (the official script's total),
+            or scored as "wrong" (0, in every total and breakdown).
 
     Returns:
         dict with ``exact``, ``f1``, ``total``, ``HasAns_exact``, ``HasAns_f1``,
@@ -225,16 +229,22 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0) -> dict
         ``best_exact_thresh``, ``best_f1``, ``best_f1_thresh``. Percentages.
     """
     _check_predictions(predictions)
+    if missing not in ("skip", "wrong"):
+        raise ValueError(f"missing must be 'skip' or 'wrong', got {missing!r}")
     given_na_probs = na_probs is not None
     if not given_na_probs:
         na_probs = {k: 0.0 for k in predictions}
     qid_to_has_ans = _make_qid_to_has_ans(dataset)
-    missing = [k for k in qid_to_has_ans if k not in predictions]
-    _warn_missing(missing, "skipped")
+    unanswered = [k for k in qid_to_has_ans if k not in predictions]
+    _warn_missing(unanswered, "skipped" if missing == "skip" else "scored 0")
     exact_raw, f1_raw = _get_raw_scores(dataset, predictions)
     if not exact_raw:
         raise ValueError("no prediction matches any question id of the dataset")
-    lacking = [k for k in exact_raw if k not in na_probs]
+    if missing == "wrong":
+        for qid in unanswered:
+            exact_raw[qid] = f1_raw[qid] = 0
+    unanswered = set(unanswered)
+    lacking = [k for k in exact_raw if k not in na_probs and k not in unanswered]
     if lacking:
         raise ValueError(
             f"na_probs has no value for {len(lacking)} predicted question(s): {', '.join(lacking[:5])}"
@@ -242,16 +252,16 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0) -> dict
     # HasAns/NoAns over the scored questions (the official script raises KeyError on missing ones)
     has_ans_qids = [k for k, v in qid_to_has_ans.items() if v and k in exact_raw]
     no_ans_qids = [k for k, v in qid_to_has_ans.items() if not v and k in exact_raw]
-    exact_thresh = _apply_no_ans_threshold(exact_raw, na_probs, qid_to_has_ans, na_prob_thresh)
-    f1_thresh = _apply_no_ans_threshold(f1_raw, na_probs, qid_to_has_ans, na_prob_thresh)
+    exact_thresh = _apply_no_ans_threshold(exact_raw, na_probs, qid_to_has_ans, na_prob_thresh, unanswered)
+    f1_thresh = _apply_no_ans_threshold(f1_raw, na_probs, qid_to_has_ans, na_prob_thresh, unanswered)
     out_eval = _make_eval_dict(exact_thresh, f1_thresh)
     if has_ans_qids:
         _merge_eval(out_eval, _make_eval_dict(exact_thresh, f1_thresh, qid_list=has_ans_qids), "HasAns")
     if no_ans_qids:
         _merge_eval(out_eval, _make_eval_dict(exact_thresh, f1_thresh, qid_list=no_ans_qids), "NoAns")
     if given_na_probs:
-        best_exact, exact_t = find_best_thresh(predictions, exact_raw, na_probs, qid_to_has_ans)
-        best_f1, f1_t = find_best_thresh(predictions, f1_raw, na_probs, qid_to_has_ans)
+        best_exact, exact_t = find_best_thresh(predictions, exact_raw, na_probs, qid_to_has_ans, unanswered)
+        best_f1, f1_t = find_best_thresh(predictions, f1_raw, na_probs, qid_to_has_ans, unanswered)
         out_eval["best_exact"] = best_exact
         out_eval["best_exact_thresh"] = exact_t
         out_eval["best_f1"] = best_f1

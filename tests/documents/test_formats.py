@@ -445,3 +445,35 @@ def test_skipped_documents_are_reported_on_stderr_by_default(tmp_path, capsys):
     assert [d.id for d in read_documents(path, skip_bad=True)] == ["1"]
     err = capsys.readouterr().err
     assert "skipped: " in err and "bad.pubtator:2: PMID 2: malformed line" in err
+
+
+MISMATCHED = {  # one mention whose text column ('Rats') differs from the text at its offsets ('Mice')
+    "pubtator": "2|t|Aspirin.\n2|a|Mice.\n2\t0\t7\tAspirin\tChemical\n2\t9\t13\tRats\tSpecies\n\n",
+    "jsonl": json.dumps({"id": "2", "text": "Aspirin. Mice.", "annotations": [
+        {"start": 0, "end": 7, "type": "Chemical", "text": "Aspirin"},
+        {"start": 9, "end": 13, "type": "Species", "text": "Rats"}]}) + "\n",
+    "bioc-json": json.dumps({"source": "", "date": "", "key": "", "infons": {}, "documents": [{
+        "id": "2", "infons": {}, "relations": [], "passages": [{
+            "offset": 0, "infons": {}, "text": "Aspirin. Mice.", "sentences": [], "relations": [], "annotations": [
+                {"id": "a", "infons": {"type": "Chemical"}, "text": "Aspirin",
+                 "locations": [{"offset": 0, "length": 7}]},
+                {"id": "b", "infons": {"type": "Species"}, "text": "Rats",
+                 "locations": [{"offset": 9, "length": 4}]}]}]}]}),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(MISMATCHED))
+def test_a_mention_whose_text_differs_is_dropped_refused_or_kept(tmp_path, fmt):
+    from biozoo.documents import KEEP_MISMATCHED
+
+    path = write(tmp_path, f"doc.{fmt}", MISMATCHED[fmt])
+    told = []
+    stream = read_documents(path, fmt=fmt, on_warning=told.append)
+    assert [(a.start, a.text) for a in next(stream).existing_annotations()] == [(0, "Aspirin")]
+    assert stream.dropped == 1 and stream.kept_mismatched == 0 and "'Rats'" in told[0] and "dropped" in told[0]
+    with pytest.raises(DataFormatError, match="'Rats' does not match the text there: 'Mice'"):
+        list(read_documents(path, fmt=fmt, strict=True))
+    told = []
+    stream = read_documents(path, fmt=fmt, strict=KEEP_MISMATCHED, on_warning=told.append)
+    assert [(a.start, a.end, a.text) for a in next(stream).existing_annotations()] == [(0, 7, "Aspirin"), (9, 13, "Rats")]
+    assert stream.dropped == 0 and stream.kept_mismatched == 1 and "kept" in told[0]

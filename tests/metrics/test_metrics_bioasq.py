@@ -45,6 +45,7 @@ SYSTEM = {
 def test_factoid_hand_worked():
     res = factoid_scores(GOLDEN, SYSTEM)
     assert res["questions"] == 5  # Q1, Q2, Q3, Q5, Q8
+    assert res["missing"] == ["Q4"]  # a factoid question the submission lacks; Q6 and Q7 are no factoids
     assert res["strict_accuracy"] == pytest.approx(100 * 1 / 5)
     assert res["lenient_accuracy"] == pytest.approx(100 * 3 / 5)
     assert res["mrr"] == pytest.approx(100 * (1 + 0.5 + 0 + 0.5 + 0) / 5)
@@ -58,6 +59,7 @@ def test_factoid_accepts_question_lists_and_empty():
         "lenient_accuracy": 0.0,
         "mrr": 0.0,
         "questions": 0,
+        "missing": ["Q1", "Q2", "Q3", "Q4", "Q5", "Q8"],
     }
 
 
@@ -107,6 +109,9 @@ def test_aggregate_factoid():
     # top 5, ties (e, f at 0.5) keep their input order
     assert out["questions"][1]["exact_answer"] == [["g"], ["e"], ["f"], ["d"], ["c"]]
     assert aggregate_factoid(nbest, top_k=2)["questions"][1]["exact_answer"] == [["g"], ["e"]]
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="top_k"):  # -1 kept every answer but the last
+            aggregate_factoid(nbest, top_k=bad)
 
 
 def test_real_bioasq_gold_answers_score_100(shared_data):
@@ -138,7 +143,9 @@ def test_real_bioasq_gold_answers_score_100(shared_data):
         "lenient_accuracy": 100.0,
         "mrr": 100.0,
         "questions": 100,
+        "missing": [q["id"] for q in golden["questions"] if q["id"] not in {k["id"] for k in kept["questions"]}],
     }
+    assert len(factoid_scores(golden, kept)["missing"]) == 114
 
 
 def test_snippet_golden_and_scores():

@@ -62,6 +62,23 @@ def test_re(tmp_path, capsys):
     assert json.loads(out)["precision"] == 50.0
 
 
+def test_re_refuses_a_predicted_label_that_is_no_label(tmp_path, capsys):
+    """'cpr:3' for 'CPR:3' scored as another positive class (P = R = 0), a typo 'Flase' as a positive:
+    both are errors naming the line, unless --labels declares them."""
+    gold = tmp_path / "test.tsv"
+    gold.write_text("sentence\tlabel\nA.\tCPR:3\nB.\tFalse\nC.\tCPR:4\n")
+    pred = tmp_path / "pred.txt"
+    for labels, line, hint in ((["cpr:3", "False", "CPR:4"], 1, "did you mean 'CPR:3'"),
+                               (["CPR:3", "Flase", "CPR:4"], 2, "CPR:3, CPR:4, False")):
+        pred.write_text("\n".join(labels) + "\n")
+        status, out, err = score(capsys, "re", "--gold", str(gold), "--pred", str(pred))
+        assert status == 2 and out == "" and f"pred.txt:{line}" in err and hint in err
+    pred.write_text("CPR:9\nFalse\nCPR:4\n")
+    status, out, err = score(capsys, "re", "--gold", str(gold), "--pred", str(pred), "--labels", "CPR:3,CPR:4,CPR:9,False")
+    assert status == 0, err
+    assert json.loads(out)["counts"] == {"tp": 1, "pred_positive": 2, "gold_positive": 2, "total": 3}
+
+
 def test_qa(tmp_path, capsys):
     data = {
         "version": "v2.0",
@@ -93,11 +110,24 @@ def test_qa(tmp_path, capsys):
         "--na-prob",
         str(tmp_path / "na.json"),
     )
+    # c has no prediction: the official script fails on it (KeyError); biozoo names it
+    assert status == 2 and out == "" and "no prediction for 1 question(s)" in err and ": c (" in err
+    (tmp_path / "pred.json").write_text(json.dumps({"a": "the cat", "b": "dog", "c": "sat"}))
+    status, out, err = score(capsys, "qa", "--data", str(tmp_path / "data.json"), "--pred", str(tmp_path / "pred.json"),
+                             "--na-prob", str(tmp_path / "na.json"))
+    assert status == 2 and "na_probs has no value" in err  # c has an answer but no probability
+    (tmp_path / "pred.json").write_text(json.dumps({"a": "the cat", "b": "dog"}))
+
+    status, out, err = score(capsys, "qa", "--data", str(tmp_path / "data.json"), "--pred", str(tmp_path / "pred.json"),
+                             "--na-prob", str(tmp_path / "na.json"), "--allow-missing")
     assert status == 0
     res = json.loads(out)
-    assert res["exact"] == 50.0 and res["total"] == 2
-    assert res["HasAns_exact"] == 100.0 and res["NoAns_exact"] == 0.0
-    assert res["best_exact"] == 100.0 and res["best_exact_thresh"] == 0.1
+    # by hand: a right, b wrong (an answer to an unanswerable question), c missing = wrong, in every total
+    assert res["total"] == 3 and res["missing"] == 1 and res["exact"] == pytest.approx(100 / 3)
+    assert res["HasAns_total"] == 2 and res["HasAns_exact"] == 50.0 and res["NoAns_exact"] == 0.0
+    # the threshold search: b counted as no-answer below every probability (1), a at 0.1 (+1), b at 0.2 (-1);
+    # c is wrong at every threshold: the best is 2 of 3 at 0.1
+    assert res["best_exact"] == pytest.approx(200 / 3) and res["best_exact_thresh"] == 0.1
     assert "c" in err  # the missing prediction is reported on stderr
 
     status, out, _ = score(
@@ -111,9 +141,30 @@ def test_qa(tmp_path, capsys):
         str(tmp_path / "na.json"),
         "--na-prob-thresh",
         "0.15",
+        "--allow-missing",
     )
     res = json.loads(out)
-    assert res["exact"] == 100.0  # b (0.2 > 0.15) now counts as "no answer"
+    assert res["exact"] == pytest.approx(200 / 3)  # b (0.2 > 0.15) now counts as "no answer"; c stays wrong
+
+
+def test_qa_on_v1_data_with_a_missing_prediction_scores_as_the_official_v1_script(tmp_path, capsys):
+    """The official evaluate-v1.1.py counts an unanswered question in the total with score 0."""
+    from biozoo.metrics.squad import evaluate_v1
+
+    data = {"data": [{"paragraphs": [{"context": "BRCA1 and TP53.", "qas": [
+        {"id": "q1", "question": "?", "answers": [{"text": "BRCA1", "answer_start": 0}]},
+        {"id": "q2", "question": "?", "answers": [{"text": "TP53", "answer_start": 10}]}]}]}]}
+    predictions = {"q1": "BRCA1"}
+    (tmp_path / "data.json").write_text(json.dumps(data))
+    (tmp_path / "pred.json").write_text(json.dumps(predictions))
+    status, out, err = score(capsys, "qa", "--data", str(tmp_path / "data.json"), "--pred", str(tmp_path / "pred.json"),
+                             "--allow-missing")
+    assert status == 0, err
+    res = json.loads(out)
+    with pytest.warns(UserWarning):
+        official = evaluate_v1(data, predictions)
+    assert official == {"exact_match": 50.0, "f1": 50.0}
+    assert (res["exact"], res["f1"], res["total"]) == (official["exact_match"], official["f1"], 2)
 
 
 def test_bioasq(tmp_path, capsys):
@@ -136,7 +187,7 @@ def test_bioasq(tmp_path, capsys):
     )
     assert status == 0
     res = json.loads(out)
-    assert res == {"strict_accuracy": 50.0, "lenient_accuracy": 100.0, "mrr": 75.0, "questions": 2}
+    assert res == {"strict_accuracy": 50.0, "lenient_accuracy": 100.0, "mrr": 75.0, "questions": 2, "missing": []}
 
     nbest = {
         "5a0000000000000000000001:0": [{"text": "BRCA1", "probability": 0.9}],
@@ -154,8 +205,31 @@ def test_bioasq(tmp_path, capsys):
         "--save-submission",
         str(sub),
     )
-    assert json.loads(out) == {"strict_accuracy": 50.0, "lenient_accuracy": 100.0, "mrr": 75.0, "questions": 2}
+    assert json.loads(out) == {"strict_accuracy": 50.0, "lenient_accuracy": 100.0, "mrr": 75.0, "questions": 2,
+                               "missing": []}
     assert json.loads(sub.read_text())["questions"][1]["exact_answer"] == [["MDM2"], ["TP53"]]
+
+    # a question the submission lacks is left out, as the official evaluator does, and named
+    system["questions"] = system["questions"][1:]
+    (tmp_path / "system.json").write_text(json.dumps(system))
+    status, out, err = score(capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--pred",
+                             str(tmp_path / "system.json"))
+    assert status == 0
+    assert json.loads(out) == {"strict_accuracy": 100.0, "lenient_accuracy": 100.0, "mrr": 100.0, "questions": 1,
+                               "missing": ["5a0000000000000000000001"]}
+    assert "1 of the factoid questions" in err and "5a0000000000000000000001" in err
+
+    # errors name the file; --top-k below 1 and a submission written over an input are refused
+    system["questions"][0]["exact_answer"] = ["tp53"]  # a flat list, not a list of lists
+    (tmp_path / "system.json").write_text(json.dumps(system))
+    status, out, err = score(capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--pred",
+                             str(tmp_path / "system.json"))
+    assert status == 2 and out == "" and "system.json" in err
+    for bad in (["--top-k", "0"], ["--save-submission", str(tmp_path / "nbest.json")]):
+        status, out, err = score(capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--nbest",
+                                 str(tmp_path / "nbest.json"), *bad)
+        assert status == 2 and out == "" and bad[0] in err
+    assert json.loads((tmp_path / "nbest.json").read_text()) == nbest
 
 
 def test_doc(tmp_path, capsys):
@@ -176,6 +250,12 @@ def test_doc(tmp_path, capsys):
     # abstract 11: gold {0}, pred {0, 1}; abstract 22: gold {1}, pred {}
     assert res["linkbert_micro"]["precision"] == 50.0 and res["linkbert_micro"]["recall"] == 50.0
     assert res["blue"]["precision"] == 25.0 and res["blue"]["recall"] == 50.0
+
+    # the same vectors separated by tabs (3 lines of 10 fields: not the HoC tsv layout)
+    pred.write_text("\t".join("1000000000") + "\n" + "\t".join("0100000000") + "\n" + "\t".join("0" * 10) + "\n")
+    status, out, err = score(capsys, "doc", "--gold", str(gold), "--pred", str(pred))
+    assert status == 0, err
+    assert json.loads(out) == res
 
     pred.write_text("1,0\n")
     status, _, err = score(capsys, "doc", "--gold", str(gold), "--pred", str(pred))

@@ -405,6 +405,27 @@ def test_cli_scores_document_files(tmp_path, capsys):
     assert status == 0 and json.loads(out)["strict"]["f1"] == 100.0
 
 
+def test_cli_scores_an_annotation_whose_text_column_differs_by_its_offsets(tmp_path, capsys):
+    """A predicted mention one character off, with the text of the gold one, is a false positive
+    (and an approximate match), not dropped: dropping it gave precision 100 here."""
+    gold = write_pubtator(tmp_path / "gold.pubtator", [(*DOC_A, [(0, 7, "Chemical"), (12, 24, "Disease")])])
+    pred = tmp_path / "pred.pubtator"
+    pred.write_text("101|t|Aspirin and colon cancer.\n101|a|Mice got aspirin.\n"
+                    "101\t0\t7\tAspirin\tChemical\n101\t11\t23\tcolon cancer\tDisease\n", encoding="utf-8")
+    status, out, err = run_score(capsys, "ner", "--gold", str(gold), "--pred", str(pred))
+    assert status == 0, err
+    result = json.loads(out)
+    assert counts(result["strict"]) == (1, 1, 1)  # by hand: Aspirin exact; 11-23 is not 12-24
+    assert result["strict"]["precision"] == result["strict"]["recall"] == 50.0
+    assert counts(result["approximate"]) == (2, 0, 0)
+    assert result["text_mismatches"] == {"gold": 0, "pred": 1}
+    assert "pred.pubtator: 1 annotation(s)" in err and "pred.pubtator:4" in err
+    # a gold mention whose text column differs is scored too (it was dropped: recall 100 of 1)
+    status, out, err = run_score(capsys, "ner", "--gold", str(pred), "--pred", str(gold))
+    result = json.loads(out)
+    assert counts(result["strict"]) == (1, 1, 1) and result["text_mismatches"] == {"gold": 1, "pred": 0}
+
+
 def test_cli_annotated_jsonl_counts_its_predictions_only(tmp_path, capsys):
     from biozoo.documents import read_documents, write_documents
 
