@@ -163,7 +163,7 @@ def _score_re(args) -> int:
             "one label per line, in the gold file's order, is expected"
         )
     gold = [ex.label for ex in examples]
-    known = set(args.labels.split(",")) if args.labels else set(gold)
+    known = {label.strip() for label in args.labels.split(",")} if args.labels else set(gold)
     where = "--labels" if args.labels else f"the labels of {args.gold}"
     for lineno, label in enumerate(preds, start=1):
         if label not in known:
@@ -194,9 +194,9 @@ def _score_qa(args) -> int:
                     "as wrong answers)")
             result = evaluate_v2(dataset, preds, na_probs=na_probs, na_prob_thresh=args.na_prob_thresh,
                                  missing="wrong")
+        except DataFormatError:
+            raise
         except (KeyError, TypeError, ValueError) as error:  # a malformed dataset or predictions file
-            if isinstance(error, DataFormatError):
-                raise
             raise DataFormatError(f"{args.data} scored with {args.pred}: {error}") from None
     _print_warnings(caught)
     return _emit({**result, "missing": len(missing)})
