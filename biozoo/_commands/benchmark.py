@@ -1,6 +1,7 @@
 """`biozoo benchmark` and `biozoo data download` (the benchmark grid, which imports Keras, is imported
 when a benchmark runs)."""
 
+import argparse
 import json
 import sys
 
@@ -10,6 +11,17 @@ from biozoo._io import read_json
 from biozoo.benchmark.download import download
 from biozoo.benchmark.suites import SIZES, load_suite, model_size, suite_names
 from biozoo.linking.sources import dictionary_table, download_dictionary, load_dictionary, raw_directory
+from biozoo.presets.handles import parse_handle
+
+
+def _positive(convert):
+    def parse(text):
+        value = convert(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text}: give a positive number")
+        return value
+    parse.__name__ = convert.__name__
+    return parse
 
 
 def register(subparsers):
@@ -24,19 +36,19 @@ def register(subparsers):
     parser.add_argument("suite", choices=suite_names())
     parser.add_argument("--preset", required=True, help="registry name, hf://org/repo, or a local directory")
     parser.add_argument("--tasks", nargs="+", help="only these tasks of the suite (default: all)")
-    parser.add_argument("--seeds", type=int, help="runs per task (default: as the paper), seeds 42, 43, ...")
+    parser.add_argument("--seeds", type=_positive(int), help="runs per task (default: as the paper), seeds 42, 43, ...")
     parser.add_argument("--first-seed", type=int, default=42)
     parser.add_argument("--data", default="data", help="root of the data sets, laid out as `biozoo data download` "
                         "writes them (ner/NCBI-disease, re/chemprot, qa/bioasq, ...)")
     parser.add_argument("--output", required=True)
     parser.add_argument("--size", choices=SIZES, help="which recipe rows to use (default: from the hidden size: "
                         "tiny < 512 <= base < 1024 <= large)")
-    parser.add_argument("--epochs", type=float, help="shortened runs: train every task this many epochs instead "
+    parser.add_argument("--epochs", type=_positive(float), help="shortened runs: train every task this many epochs instead "
                         "of the recipe's (the report says so)")
     parser.add_argument("--cross-corpus", action="store_true",
                         help="also score each NER model on the suite's other corpora of its entity type "
                         "(by offsets on gold documents where DATA has them, else on test sentences)")
-    parser.add_argument("--checkpoint-every", type=int, help="steps; a killed cell resumes from its checkpoint")
+    parser.add_argument("--checkpoint-every", type=_positive(int), help="steps; a killed cell resumes from its checkpoint")
     parser.add_argument("--dry-run", action="store_true", help="print the cells and their commands; run nothing")
     add_strategy_arguments(parser)
     parser.set_defaults(func=benchmark_command)
@@ -74,8 +86,9 @@ def benchmark_command(args):
                          seeds=args.seeds, first_seed=args.first_seed, size=args.size, epochs=args.epochs,
                          cross_corpus=args.cross_corpus, checkpoint_every=args.checkpoint_every,
                          strategy=args.strategy, tpu=args.tpu)
+    suite = load_suite(args.suite)
     if args.dry_run:
-        suite = load_suite(args.suite)
+        parse_handle(args.preset)  # an unknown name or missing folder is refused here too
         size = args.size or _registry_size(args.preset)
         if size is None:
             size = "base"
@@ -93,10 +106,16 @@ def benchmark_command(args):
     report = run_benchmark(plan, strategy=resolve_strategy_from(args, lambda m: print(m, file=sys.stderr)))
     print(json.dumps({name: {k: t[k] for k in ("n", "mean", "sd", "difference")}
                       for name, t in report["tasks"].items()}))
-    failed = [name for name, t in report["tasks"].items() if t["missing_seeds"]]
+    # this run's cells decide: cells an earlier, larger run of the same OUTPUT left are only reported
+    asked = set(args.tasks or suite.tasks)
+    seeds = {args.first_seed + i for i in range(args.seeds or suite.seeds)}
+    failed = [name for name, t in report["tasks"].items() if name in asked and seeds & set(t["missing_seeds"])]
     if failed:
         print(f"benchmark: cells of {', '.join(failed)} did not finish (see {args.output}/report.md); rerun the "
               "same command to retry them", file=sys.stderr)
+        return 1
+    if not asked - set(report["skipped"]):
+        print(f"benchmark: no task of {', '.join(sorted(asked))} could run (see the reasons above)", file=sys.stderr)
         return 1
     return 0
 

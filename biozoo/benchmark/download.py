@@ -4,7 +4,9 @@
 Each file is streamed to a temporary file beside its destination, checked against its recorded
 sha256 (or, where only that is recorded, git's blob hash at the pinned commit) and renamed into
 place; a file that differs is refused and nothing of it is kept. A file already present and
-matching is not fetched again. Data sets that need a login, a licence or a conversion, and
+matching is not fetched again; one present that differs is moved aside to <name>.rejected and
+fetched again; one present whose checksum no source records is kept and its sha256 printed. A
+suite's data includes the corpora its `--cross-corpus` scores go to. Data sets that need a login, a licence or a conversion, and
 files that cannot be fetched (offline), are listed with what to do by hand.
 
 Example:
@@ -52,8 +54,11 @@ def data_groups():
 def datasets_for(name, sources):
     """The data folders that `name` (a suite, a group such as `tests`, a suite's task name, or a
     data folder) needs."""
-    if name in suite_names():
-        return list(dict.fromkeys(t.data for t in load_suite(name).tasks.values()))
+    if name in suite_names():  # each task's data, then what --cross-corpus scores its models on
+        tasks = load_suite(name).tasks.values()
+        targets = [t for task in tasks for t in task.cross_corpus]
+        return list(dict.fromkeys([t.data for t in tasks] + [t.data for t in targets] +
+                                  [t.documents.split("/")[0] for t in targets if t.documents]))
     if name in data_groups():
         return list(data_groups()[name])
     if name in sources:
@@ -87,19 +92,31 @@ def download(name, output, sources_file=None, trust_unverified=False, progress=T
             result["complete"] = False
         for file in spec.get("files", []):
             destination = os.path.join(output, folder, file["name"])
-            if os.path.isfile(destination) and _check(destination, file) is None:
-                entry["files"][file["name"]] = "present, verified"
-                continue
+            set_aside = ""
+            if os.path.isfile(destination):
+                problem = _check(destination, file)
+                if problem is None:
+                    entry["files"][file["name"]] = "present, verified"
+                    continue
+                if isinstance(problem, tuple):  # no checksum recorded: kept as it is, never fetched again
+                    entry["files"][file["name"]] = f"present, unverified: sha256 {problem[1]}"
+                    if not trust_unverified:
+                        entry["files"][file["name"]] += " (no checksum is recorded; --trust-unverified accepts it)"
+                        result["complete"] = False
+                    continue
+                # not the recorded file: set aside (never read as the data set), then fetched again
+                os.replace(destination, destination + ".rejected")
+                set_aside = f"the file present had {problem}, moved to {destination}.rejected; "
             try:
                 digest = fetch_file(file["url"], destination, file, trust_unverified, progress)
-                entry["files"][file["name"]] = f"downloaded, sha256 {digest}"
+                entry["files"][file["name"]] = f"{set_aside}downloaded, sha256 {digest}"
             except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
-                entry["files"][file["name"]] = f"not fetched: {getattr(error, 'reason', error)}"
+                entry["files"][file["name"]] = f"{set_aside}not fetched: {getattr(error, 'reason', error)}"
                 result["by_hand"].append({"dataset": folder, "url": file["url"], "into": destination,
                                           "sha256": file.get("sha256"), "git_blob_sha1": file.get("git_blob_sha1")})
                 result["complete"] = False
             except DownloadError as error:
-                entry["files"][file["name"]] = f"refused: {error}"
+                entry["files"][file["name"]] = f"{set_aside}refused: {error}"
                 result["complete"] = False
     for item in result["by_hand"]:
         where = item.get("url") or item["how"]

@@ -1,8 +1,10 @@
 """Run a suite's grid of task x seed fine-tuning cells, resumably (`biozoo benchmark`).
 
 Each cell is one `biozoo finetune` run written to OUTPUT/cells/<task>/seed-<seed>; a cell whose
-metrics.json exists is done and never rerun, so a killed benchmark rerun with the same command
-finishes only the missing cells. OUTPUT/benchmark.json records the plan; the report
+metrics.json records the cell's own settings is done and never rerun, so a killed benchmark rerun
+with the same command finishes only the missing cells. A cell trained with other settings (a
+recipe biozoo has since corrected) is stale: it is retrained, with the cells continuing it, and
+their cross-corpus scores go with the old runs. OUTPUT/benchmark.json records the plan; the report
 (`biozoo.benchmark.report`) is written at the end.
 
 Example:
@@ -17,6 +19,7 @@ import dataclasses
 import json
 import os
 import shlex
+import shutil
 import sys
 import time
 import traceback
@@ -24,8 +27,8 @@ import traceback
 from tqdm.auto import tqdm
 
 from biozoo import presets
-from biozoo._io import atomic_write_json
-from biozoo.benchmark.report import cross_corpus_path, write_report
+from biozoo._io import atomic_write_json, read_json
+from biozoo.benchmark.report import cross_corpus_path, settings_differ, write_report
 from biozoo.benchmark.suites import load_suite, model_size
 from biozoo.data.ner import find_split
 from biozoo.preset_files import METRICS_FILE
@@ -92,7 +95,16 @@ class Cell:
 
     @property
     def done(self):
-        return os.path.isfile(os.path.join(self.directory, METRICS_FILE))
+        return self.stale() is None and os.path.isfile(os.path.join(self.directory, METRICS_FILE))
+
+    def stale(self):
+        """Why the cell's finished run is not this cell (its metrics.json records other settings),
+        or None (finished as planned, or not finished at all)."""
+        path = os.path.join(self.directory, METRICS_FILE)
+        if not os.path.isfile(path):
+            return None
+        differs = settings_differ(read_json(path, "cell metrics", error_class=ValueError), dataclasses.asdict(self))
+        return f"{path} was trained with {differs}" if differs else None
 
     def command(self):
         """The `biozoo finetune` command line that makes this cell on its own."""
@@ -113,7 +125,7 @@ def _available(task, data_root):
         return f"no data: {folder} does not exist (`biozoo data download {task.name}` says how to get it)"
     extensions = task_kind(task.kind).data_extensions
     missing = []
-    for split in ("train", "test"):
+    for split in ("train", task.split):
         try:
             find_split(folder, split, extensions)
         except FileNotFoundError:
@@ -132,7 +144,12 @@ def plan_cells(plan, suite=None, size=None, positions=None):
     unknown = [n for n in names if n not in suite.tasks]
     if unknown:
         raise KeyError(f"suite {suite.name} has no task {', '.join(unknown)}; it has {', '.join(suite.tasks)}")
-    seeds = [plan.first_seed + i for i in range(plan.seeds or suite.seeds)]
+    runs = suite.seeds if plan.seeds is None else plan.seeds
+    if runs < 1:
+        raise ValueError(f"--seeds {runs}: give a positive number of runs per task")
+    if plan.epochs is not None and not plan.epochs > 0:
+        raise ValueError(f"--epochs {plan.epochs:g}: give a positive number of epochs")
+    seeds = [plan.first_seed + i for i in range(runs)]
     skipped = {}
     runnable = []
     for name in names:
@@ -225,16 +242,28 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
     for name, why in skipped.items():
         log(f"{name}: skipped, {why}")
 
-    todo = [c for c in cells if not c.done]
+    todo, reruns = [], set()
+    for cell in cells:  # in run order: a cell continuing another comes after it
+        why = cell.stale() or (cell.preset in reruns and os.path.isfile(os.path.join(cell.directory, METRICS_FILE))
+                               and f"the cell it continues ({cell.preset}) is retrained")
+        if why:
+            log(f"cell {cell.task} seed {cell.seed}: stale, retrained: {why}")
+        if why or not cell.done:
+            todo.append(cell)
+            reruns.add(cell.directory)
     log(f"benchmark {suite.name} of {plan.preset} ({size}): {len(cells)} cells, {len(cells) - len(todo)} already done, "
         f"{len(todo)} to run")
     bar = _bar(len(cells), len(cells) - len(todo), progress)
     started, finished = time.time(), 0
     for cell in cells:
-        if cell.done:
+        if cell.directory not in reruns:
             if plan.cross_corpus:
                 _cross_corpus(plan, suite, cell, log)
             continue
+        # a stale cell's run, what it was scored as and the cells that continued it go: the report
+        # never shows them as this run's (a kill before their retraining leaves them missing, not stale)
+        for other in [cell] + [c for c in record["cells"] if _continues(suite, plan, c, cell)]:
+            _discard(plan.output, other)
         bar.set_postfix_str(f"{cell.task} seed {cell.seed}")
         log(f"cell {cell.task} seed {cell.seed}: {cell.command()}")
         if _run_cell(plan, cell, log, verbose, strategy):
@@ -249,6 +278,20 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
     return write_report(plan.output)
 
 
+def _continues(suite, plan, other, cell):
+    """Whether the recorded cell `other` continues `cell`'s fine-tuned model."""
+    return (suite.tasks[other["task"]].starts_from == cell.task and other["seed"] == cell.seed
+            and other["preset"] != plan.preset)
+
+
+def _discard(output, cell):
+    task, seed = (cell["task"], cell["seed"]) if isinstance(cell, dict) else (cell.task, cell.seed)
+    shutil.rmtree(os.path.join(output, "cross_corpus", task, f"seed-{seed}"), ignore_errors=True)
+    directory = os.path.join(output, "cells", task, f"seed-{seed}")
+    if os.path.isdir(directory):
+        shutil.rmtree(directory)
+
+
 def _run_cell(plan, cell, log, verbose, strategy):
     error_path = cell.directory + ".error.json"
     if cell.preset != plan.preset and not os.path.isfile(os.path.join(cell.preset, METRICS_FILE)):
@@ -258,7 +301,7 @@ def _run_cell(plan, cell, log, verbose, strategy):
     hp = finetune.Hyperparameters(**cell.hyperparameters, checkpoint_every=plan.checkpoint_every)
     try:
         finetune.run_finetune(cell.kind, cell.preset, cell.data, cell.directory, hp, verbose=verbose, log=log,
-                     strategy=strategy)
+                              strategy=strategy)
     except Exception as error:  # recorded, reported, retried by a rerun; the grid goes on
         atomic_write_json(error_path, {"error": f"{type(error).__name__}: {error}",
                                        "traceback": traceback.format_exc()})

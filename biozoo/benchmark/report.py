@@ -10,24 +10,24 @@ Example:
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import os
 
 import numpy as np
 
-from biozoo._io import atomic_binary_file, atomic_write_json, atomic_write_text
+from biozoo._io import atomic_binary_file, atomic_write_json, atomic_write_text, read_json
 from biozoo.benchmark.suites import load_suite, score_value
 from biozoo.preset_files import METRICS_FILE
 
 __all__ = ["build_report", "write_report", "mean_sd"]
 
 
-
 def cross_corpus_path(output, task, seed, title):
     """Where a cell's cross-corpus score on the corpus `title` is written under OUTPUT."""
     slug = "".join(c if c.isalnum() else "_" for c in title).strip("_")
     return os.path.join(output, "cross_corpus", task, f"seed-{seed}", f"{slug}.json")
+
 
 def mean_sd(values):
     """(mean, sample SD with n - 1) as the papers report them; the SD is None for one value."""
@@ -36,8 +36,40 @@ def mean_sd(values):
 
 
 def _read(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_json(path, "benchmark file", error_class=ValueError)
+
+
+def settings_differ(metrics, cell):
+    """How the run that wrote `metrics` differs from what the grid's `cell` (a record of it)
+    plans ("learning_rate 5e-05 (now 0.0002), ..."), or None."""
+    trained = metrics.get("hyperparameters") or {}
+    differs = [f"{key} {trained.get(key)!r} (now {value!r})" for key, value in cell["hyperparameters"].items()
+               if trained.get(key) != value]
+    differs += [f"{key} {metrics.get(key)!r} (now {cell[key]!r})" for key in ("preset", "data")
+                if key in cell and key in metrics and not _same_path(metrics[key], cell[key])]
+    return ", ".join(differs) or None
+
+
+def _same_path(recorded, planned):
+    """Equal, or the same cell of a benchmark folder moved since (cells/<task>/seed-<n>)."""
+    if recorded == planned:
+        return True
+    tails = [os.path.normpath(str(p)).split(os.sep)[-3:] for p in (recorded, planned)]
+    return tails[0][0] == "cells" and tails[0] == tails[1]
+
+
+def _cell_scores(metrics, task, path):
+    """(score, score for the suite's average) of a finished cell on the split `task` is scored
+    on; ValueError naming `path` and what it lacks."""
+    if task.split not in metrics:
+        held = ", ".join(split for split in ("dev", "test") if split in metrics) or "none"
+        why = "; ".join(f"{k}: {v}" for k, v in metrics.get("not_scored", {}).items())
+        raise ValueError(f"{path} holds no {task.split} scores (splits scored: {held})" + (f"; {why}" if why else ""))
+    try:
+        return (score_value(metrics[task.split], task.score),
+                score_value(metrics[task.split], task.average_score or task.score))
+    except KeyError as error:
+        raise ValueError(f"{path}: the {task.split} {error.args[0]}") from None
 
 
 def build_report(output):
@@ -66,7 +98,7 @@ def build_report(output):
     for name, cells in cells_by_task.items():
         task = suite.tasks[name]
         entry = {"title": task.title, "kind": task.kind, "score": task.score, "score_name": task.score_name,
-                 "split": "test", "recipe": cells[0]["recipe"], "commands": {}, "scores": [], "seeds": [],
+                 "split": task.split, "recipe": cells[0]["recipe"], "commands": {}, "scores": [], "seeds": [],
                  "missing_seeds": [], "errors": {}, "dev_scores": []}
         average_scores = []
         for cell in sorted(cells, key=lambda c: c["seed"]):
@@ -78,12 +110,24 @@ def build_report(output):
                 if os.path.isfile(error_path):
                     entry["errors"][str(cell["seed"])] = _read(error_path)["error"]
                 continue
-            metrics = _read(metrics_path)
+            try:
+                metrics = _read(metrics_path)
+                stale = settings_differ(metrics, cell)
+                if stale:
+                    raise ValueError(f"{metrics_path} was trained with {stale}: rerun the benchmark command to "
+                                     "retrain it")
+                score, average_score = _cell_scores(metrics, task, metrics_path)
+                dev_score = _cell_scores(metrics, dataclasses.replace(task, split="dev"), metrics_path)[0] \
+                    if "dev" in metrics else None
+            except ValueError as error:  # finished but not scored: reported, never a crash of the report
+                entry["missing_seeds"].append(cell["seed"])
+                entry["errors"][str(cell["seed"])] = str(error)
+                continue
             entry["seeds"].append(cell["seed"])
-            entry["scores"].append(score_value(metrics["test"], task.score))
-            if "dev" in metrics:
-                entry["dev_scores"].append(score_value(metrics["dev"], task.score))
-            average_scores.append(score_value(metrics["test"], task.average_score or task.score))
+            entry["scores"].append(score)
+            if dev_score is not None:
+                entry["dev_scores"].append(dev_score)
+            average_scores.append(average_score)
         entry["n"] = len(entry["scores"])
         entry["mean"], entry["sd"] = mean_sd(entry["scores"]) if entry["scores"] else (None, None)
         entry["average_scores"] = average_scores
@@ -92,25 +136,37 @@ def build_report(output):
         _compare(entry, published)
         report["tasks"][name] = entry
         for target in task.cross_corpus:
-            found = []
-            for seed in entry["seeds"]:
-                path = cross_corpus_path(output, name, seed, target.title)
-                if os.path.isfile(path):
-                    found.append(_read(path))
-            if not found:
-                continue
-            values = [r["f1"] for r in found]
-            mean, sd = mean_sd(values)
-            in_corpus = [entry["scores"][entry["seeds"].index(r["seed"])] for r in found]
-            report["cross_corpus"].setdefault(name, {})[target.title] = {
-                "level": found[0]["level"], "seeds": [r["seed"] for r in found], "scores": values, "mean": mean,
-                "sd": sd, "in_corpus_mean": float(np.mean(in_corpus)),
-                "difference": mean - float(np.mean(in_corpus)),
-                "source": found[0].get("documents") or found[0].get("data"),
-                "gold_outside_types": found[0].get("scores", {}).get("gold_outside_types"),
-            }
+            row = _cross_corpus_row(output, name, entry, target)
+            if row["seeds"] or row["errors"] or record.get("cross_corpus"):
+                report["cross_corpus"].setdefault(name, {})[target.title] = row
     report["average"] = _average(suite, report, registry_name)
     return report
+
+
+def _cross_corpus_row(output, name, entry, target):
+    """A task's scores on another corpus, per finished seed; a seed whose target failed is in
+    `errors`, one with neither a score nor an error (its data not in DATA, or not reached) in
+    `not_scored`."""
+    found, errors, not_scored = [], {}, []
+    for seed in entry["seeds"]:
+        path = cross_corpus_path(output, name, seed, target.title)
+        error_path = path[: -len(".json")] + ".error.json"
+        if os.path.isfile(path):
+            found.append(_read(path))
+        elif os.path.isfile(error_path):
+            errors[str(seed)] = _read(error_path)["error"]
+        else:
+            not_scored.append(seed)
+    row = {"level": None, "seeds": [r["seed"] for r in found], "scores": [r["f1"] for r in found], "mean": None,
+           "sd": None, "in_corpus_mean": None, "difference": None, "source": None, "gold_outside_types": None,
+           "errors": errors, "not_scored": not_scored}
+    if found:
+        mean, sd = mean_sd(row["scores"])
+        in_corpus = float(np.mean([entry["scores"][entry["seeds"].index(r["seed"])] for r in found]))
+        row.update(level=found[0]["level"], mean=mean, sd=sd, in_corpus_mean=in_corpus, difference=mean - in_corpus,
+                   source=found[0].get("documents") or found[0].get("data"),
+                   gold_outside_types=found[0].get("scores", {}).get("gold_outside_types"))
+    return row
 
 
 def _compare(entry, published):
@@ -120,6 +176,11 @@ def _compare(entry, published):
     applies_to = published.get("applies_to", "this_checkpoint")
     if applies_to != "this_checkpoint":  # a result the paper reports for another checkpoint
         entry["within_rule"] = f"not compared: the published value applies to {applies_to}"
+        return
+    published_split = published.get("split")
+    if published_split and published_split != entry["split"]:
+        entry["within_rule"] = (f"not compared: the published value is on the {published_split} split, these "
+                                f"scores on {entry['split']}")
         return
     difference = entry["mean"] - published["value"]
     entry["difference"] = difference
@@ -153,6 +214,10 @@ def _average(suite, report, registry_name):
         result.update(mean=None, sd=None, per_seed=None)
         return result
     common = sorted(set.intersection(*(set(report["tasks"][n]["seeds"]) for n in counted)))
+    left_out = sorted(set(report["seeds"]) - set(common))
+    if left_out:  # a seed some task lacks: the average is over the seeds every task finished
+        result["complete"] = False
+        result["seeds_left_out"] = left_out
     per_seed = []
     for seed in common:
         values = {n: report["tasks"][n]["average_scores"][report["tasks"][n]["seeds"].index(seed)] for n in counted}
@@ -186,8 +251,8 @@ def render_markdown(report):
     lines = [f"# {report['title']}: measured against published", "",
              f"- preset: `{report['preset']}` (size {report['size']}: hidden < 512 tiny, < 1024 base, else large)",
              f"- {report['published_note']}",
-             f"- seeds: {', '.join(map(str, report['seeds']))}; scores on each task's test split; SD is the sample "
-             "standard deviation (n - 1)",
+             f"- seeds: {', '.join(map(str, report['seeds']))}; scores on each task's test split"
+             f"{_other_splits(report)}; SD is the sample standard deviation (n - 1)",
              f"- within: {report['spread_rule']}"]
     for name, note in report["notes"].items():
         lines.append(f"- note ({name}): {note}")
@@ -217,22 +282,40 @@ def render_markdown(report):
             published = average.get("published")
             lines.append(f"mean {_number(average['mean'])}, SD {_number(average['sd'])} over seeds "
                          f"{average['seeds']}; published {_number(published['value']) if published else 'none'}")
-        else:
+        elif average["missing_tasks"]:
             lines.append(f"not computed: no scores for {', '.join(average['missing_tasks'])}")
+        else:
+            lines.append("not computed: no seed finished on every task it averages")
+        if average.get("seeds_left_out"):
+            lines.append(f"\nseeds {average['seeds_left_out']} left out: not every task finished them")
         if average.get("not_supported"):
             lines.append(f"\nleft out (biozoo cannot run them): {', '.join(average['not_supported'])}")
     if report["cross_corpus"]:
         lines += ["", "## Cross-corpus", "", "In-corpus: the task's own test score above (sentence level).", "",
                   "| model trained on | scored on | level | mean F1 | SD | in-corpus mean | difference |",
                   "|---|---|---|---|---|---|---|"]
+        unscored = []
         for name, targets in report["cross_corpus"].items():
             for title, c in targets.items():
-                lines.append(f"| {report['tasks'][name]['title']} | {title} | {c['level']} | {_number(c['mean'])} | "
-                             f"{_number(c['sd'])} | {_number(c['in_corpus_mean'])} | {_number(c['difference'])} |")
+                lines.append(f"| {report['tasks'][name]['title']} | {title} | {c['level'] or '-'} | "
+                             f"{_number(c['mean'])} | {_number(c['sd'])} | {_number(c['in_corpus_mean'])} | "
+                             f"{_number(c['difference'])} |")
+                failed = "; ".join(f"seed {s}: {e}" for s, e in c["errors"].items())
+                if failed:
+                    unscored.append(f"- {report['tasks'][name]['title']} on {title} failed: {failed}")
+                if c["not_scored"]:
+                    unscored.append(f"- {report['tasks'][name]['title']} on {title}: seeds {c['not_scored']} not "
+                                    "scored (its data is not under DATA, or the run did not reach it)")
+        lines += [""] + unscored if unscored else []
     if report["skipped"]:
         lines += ["", "## Not run", ""] + [f"- {name}: {why}" for name, why in report["skipped"].items()]
     lines += ["", "Each cell is one `biozoo finetune` run; report.json holds its command line."]
     return "\n".join(lines) + "\n"
+
+
+def _other_splits(report):
+    other = [f"{t['title']} on {t['split']}" for t in report["tasks"].values() if t["split"] != "test"]
+    return f" ({', '.join(other)}, as the paper reports it)" if other else ""
 
 
 def plot(report, path):
@@ -248,14 +331,19 @@ def plot(report, path):
     means = [report["tasks"][n]["mean"] for n in names]
     sds = [report["tasks"][n]["sd"] or 0.0 for n in names]  # one run: no bar
     ax.errorbar(x, means, yerr=sds, fmt="o", capsize=4, label="measured mean +- SD")
-    published = [(i, report["tasks"][n]["published"]["value"]) for i, n in enumerate(names)
-                 if report["tasks"][n]["published"]]
-    if published:
-        ax.scatter([p[0] for p in published], [p[1] for p in published], marker="x", color="red", zorder=3,
-                   label="published")
+    published = {True: [], False: []}  # this checkpoint's published value, or another checkpoint's
+    for i, n in enumerate(names):
+        value = report["tasks"][n]["published"]
+        if value:
+            published[value.get("applies_to", "this_checkpoint") == "this_checkpoint"].append((i, value["value"]))
+    for own, marker, color, label in ((True, "x", "red", "published"),
+                                      (False, "+", "grey", "published for another checkpoint")):
+        if published[own]:
+            ax.scatter([p[0] for p in published[own]], [p[1] for p in published[own]], marker=marker, color=color,
+                       zorder=3, label=label)
     ax.set_xticks(x)
     ax.set_xticklabels([report["tasks"][n]["title"] for n in names], rotation=30, ha="right")
-    ax.set_ylabel("score (test)")
+    ax.set_ylabel("score (test)" if not _other_splits(report) else "score (test; dev where the paper reports dev)")
     ax.set_title(f"{report['title']}: {os.path.basename(str(report['preset']).rstrip('/'))}")
     ax.legend()
     fig.tight_layout()

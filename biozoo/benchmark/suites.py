@@ -62,6 +62,7 @@ class SuiteTask:
     score: str
     score_name: str
     published: dict | None = None  # {"task", "metric"} in the registry's reported_results
+    split: str = "test"  # the split the paper reports (LitCovid in Bioformer's table: dev)
     starts_from: str | None = None  # a task of the suite whose fine-tuned model this one continues
     group: str | None = None  # the task type, for suites that average per type
     average_score: str | None = None  # what the suite's average takes of this task (default: score)

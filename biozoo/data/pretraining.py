@@ -18,8 +18,8 @@ while a run, or a resumed run, sees the same ones for the same seed. 15 % of the
 tokens are predicted; with whole-word masking whole words are picked (a WordPiece piece
 starting with "##", or a SentencePiece piece not starting with "▁", continues the word before
 it) until the budget is reached, never more. A chosen piece becomes [MASK] 80 % of the time, a
-random non-special token 10 % and stays unchanged 10 %. [CLS], [SEP], [PAD] and [MASK] are
-never chosen.
+random non-special token 10 % and stays unchanged 10 % (BERT's; `replacement=(0.85, 0.0)`
+gives ELECTRA's 85 % [MASK], 15 % unchanged). [CLS], [SEP], [PAD] and [MASK] are never chosen.
 
 Here, for JAX and PyTorch: each corpus file becomes one shard of unmasked instances, two
 `.npy` arrays (`shard-NNNNN.tokens.npy`: token and segment ids end to end; `.index.npy`: each
@@ -43,7 +43,7 @@ import os
 
 import numpy as np
 
-from biozoo._io import atomic_write_json, is_remote, read_json, remote_files
+from biozoo._io import atomic_write_json, decode_utf8, is_remote, read_json, remote_files
 from biozoo.data import IGNORE_LABEL
 from biozoo.errors import DataFormatError
 from biozoo.tokenizers.sentencepiece import SentencePieceTokenizer
@@ -66,7 +66,7 @@ def read_documents(path):
     path = os.fspath(path)
     opened = remote_files(path).open_file(path, "rb") if is_remote(path) else open(path, "rb")
     with opened as f:
-        text = f.read().decode("utf-8")
+        text = decode_utf8(f.read(), path, DataFormatError)
     for line in text.splitlines():
         line = line.strip()
         if line:
@@ -273,20 +273,23 @@ def write_instance_shards(corpus_files, tokenizer, directory, max_seq_length=128
     """Tokenize and pack each local corpus file into the shard `directory/shard-NNNNN`.
 
     Returns the shard prefixes. Shards already written there for the same corpus files (size
-    and time) and settings are reused; `shards.json` holds the settings and instance counts.
+    and time) and settings are reused; `shards.json` holds the settings, instance counts and
+    file sizes. It is removed before the first shard is written, so shards a killed run left
+    half rewritten are never reused.
     """
     directory = os.fspath(directory)
     settings = packing_settings(corpus_files, tokenizer, max_seq_length, sentence_task, seed, short_seq_prob,
                                 dupe_factor, f"npy-{SHARDS_FORMAT}")
     manifest_path = os.path.join(directory, SHARDS_MANIFEST)
     prefixes = [os.path.join(directory, f"shard-{i:05d}") for i in range(len(corpus_files))]
+    files = [p + suffix for p in prefixes for suffix in (".tokens.npy", ".index.npy")]
     if os.path.exists(manifest_path):
         manifest = read_json(manifest_path, "pretraining shards manifest", DataFormatError)
-        if manifest.get("settings") == settings and all(
-                os.path.exists(p + ".tokens.npy") and os.path.exists(p + ".index.npy") for p in prefixes):
+        if manifest.get("settings") == settings and manifest.get("bytes") == _sizes(files):
             if log:
                 log(f"reusing {sum(manifest['instances'])} pretraining instances in {directory}")
             return prefixes
+        os.remove(manifest_path)
     os.makedirs(directory, exist_ok=True)
     counts = []
     for number, instances in packed_corpora(corpus_files, tokenizer, max_seq_length, sentence_task, seed,
@@ -294,8 +297,13 @@ def write_instance_shards(corpus_files, tokenizer, directory, max_seq_length=128
         write_shard(instances, prefixes[number])
         counts.append(len(instances))
     atomic_write_json(manifest_path, {"settings": settings, "files": [os.path.basename(p) for p in prefixes],
-                                      "instances": counts})
+                                      "instances": counts, "bytes": _sizes(files)})
     return prefixes
+
+
+def _sizes(paths):
+    """The byte size of each file (None where it is missing): a shard cut short no longer matches."""
+    return [os.path.getsize(p) if os.path.exists(p) else None for p in paths]
 
 
 def count_instances(directory):
@@ -305,6 +313,16 @@ def count_instances(directory):
     return sum(manifest["instances"])
 
 
+def _load_array(path):
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:  # cut short, or not an .npy file
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise DataFormatError(f"{path}: not a whole NumPy array ({error}): a damaged shard, remove its folder to "
+                              "pack the corpus again") from None
+
+
 class InstanceShards:
     """The unmasked instances of shards (`write_instance_shards`' prefixes), in file order,
     memory-mapped: `shards[i]` -> (token_ids, segment_ids, sentence_label)."""
@@ -312,8 +330,7 @@ class InstanceShards:
     def __init__(self, prefixes):
         self.tokens, self.index = [], []
         for prefix in prefixes:
-            tokens = np.load(prefix + ".tokens.npy", mmap_mode="r", allow_pickle=False)
-            index = np.load(prefix + ".index.npy", mmap_mode="r", allow_pickle=False)
+            tokens, index = (_load_array(prefix + suffix) for suffix in (".tokens.npy", ".index.npy"))
             if tokens.ndim != 2 or tokens.shape[0] != 2 or index.ndim != 2 or index.shape[1] != 3 or (
                     len(index) and int(index[-1, 1]) != tokens.shape[1]):
                 raise DataFormatError(f"{prefix}: tokens {tokens.shape} and index {index.shape} do not fit together "
@@ -372,15 +389,18 @@ class WordMasker:
 
     `masker.mask(token_ids, rng)` -> `(masked_ids, positions, labels)`: positions
     [max_predictions] (0-padded) and the original ids there (-100-padded). With
-    `whole_words=False` single pieces are chosen (BERT's original token masking).
+    `whole_words=False` single pieces are chosen (BERT's original token masking). A chosen piece
+    becomes [MASK] with probability `replacement[0]`, a random token with `replacement[1]`,
+    else stays (BERT: 0.8, 0.1).
 
     Example:
         >>> masker = WordMasker(tokenizer, max_predictions=20)
         >>> masked, positions, labels = masker.mask(ids, np.random.default_rng([42, 0]))
     """
 
-    def __init__(self, tokenizer, max_predictions, mask_rate=0.15, whole_words=True):
+    def __init__(self, tokenizer, max_predictions, mask_rate=0.15, whole_words=True, replacement=(0.8, 0.1)):
         self.max_predictions = int(max_predictions)
+        self.replacement = _check_replacement(replacement)
         self.mask_rate = float(mask_rate)
         self.whole_words = whole_words
         self.mask_id = int(tokenizer.mask_token_id)
@@ -413,10 +433,20 @@ class WordMasker:
         action = rng.random(len(positions))
         randoms = self.random_ids[rng.integers(0, len(self.random_ids), len(positions))]
         masked = token_ids.copy()
-        masked[positions] = np.where(action < 0.8, self.mask_id, np.where(action < 0.9, randoms, labels))
+        to_mask, to_random = self.replacement
+        masked[positions] = np.where(action < to_mask, self.mask_id,
+                                     np.where(action < to_mask + to_random, randoms, labels))
         pad = self.max_predictions - len(positions)
         return (masked, np.pad(positions, (0, pad)),
                 np.pad(labels, (0, pad), constant_values=IGNORE_LABEL).astype(np.int32))
+
+
+def _check_replacement(replacement):
+    to_mask, to_random = (float(p) for p in replacement)
+    if not (0 <= to_mask and 0 <= to_random and to_mask + to_random <= 1):
+        raise ValueError(f"replacement {replacement}: (P([MASK]), P(random token)) are probabilities summing to "
+                         "at most 1")
+    return to_mask, to_random
 
 
 class MaskedBatches:
@@ -435,14 +465,22 @@ class MaskedBatches:
     """
 
     def __init__(self, prefixes, tokenizer, max_seq_length, batch_size, sentence_task=None, seed=42,
-                 whole_words=True, mask_rate=0.15):
+                 whole_words=True, mask_rate=0.15, replacement=(0.8, 0.1)):
         self.instances = InstanceShards(prefixes)
         if not len(self.instances):
             raise ValueError(f"no pretraining instances in {', '.join(map(str, prefixes))}")
         self.max_seq_length, self.batch_size = int(max_seq_length), int(batch_size)
+        for prefix, index in zip(prefixes, self.instances.index):
+            lengths = np.asarray(index[:, 1] - index[:, 0])
+            if len(lengths) and lengths.max() > self.max_seq_length:
+                longest = int(lengths.argmax())
+                raise DataFormatError(f"{prefix}: instance {longest} has {int(lengths[longest])} tokens, more than "
+                                      f"max_seq_length {self.max_seq_length} (packed for a longer sequence): "
+                                      "pack the corpus again at this length, or train at the length it was packed "
+                                      "for; cutting it would drop its [SEP]")
         self.sentence_task, self.seed = sentence_task, int(seed)
         self.max_predictions = max_predictions_for(max_seq_length, mask_rate)
-        self.masker = WordMasker(tokenizer, self.max_predictions, mask_rate, whole_words)
+        self.masker = WordMasker(tokenizer, self.max_predictions, mask_rate, whole_words, replacement)
         self.pad_id = int(tokenizer.pad_token_id)
         self._order = (None, None)
 
@@ -456,7 +494,6 @@ class MaskedBatches:
     def example(self, position):
         """The masked example at stream `position`: (x, y) of one row."""
         token_ids, segment_ids, label = self._instance_at(position)
-        token_ids, segment_ids = token_ids[:self.max_seq_length], segment_ids[:self.max_seq_length]
         masked, positions, labels = self.masker.mask(token_ids, np.random.default_rng([self.seed, position]))
         fill = self.max_seq_length - len(masked)
         x = {"token_ids": np.pad(masked, (0, fill), constant_values=self.pad_id),

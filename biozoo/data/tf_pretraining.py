@@ -70,7 +70,9 @@ def write_pretraining_records(corpus_files, tokenizer, records_dir, max_seq_leng
     """Tokenize and pack each corpus file into `records_dir/shard-NNNNN.tfrecord`.
 
     Returns the shard paths. Shards already written there for the same corpus files (size and
-    time) and settings are reused; `records.json` holds the settings and instance counts.
+    time) and settings are reused; `records.json` holds the settings, instance counts and file
+    sizes. It is removed before the first shard is written, so shards a killed run left half
+    rewritten are never reused.
     """
     import tensorflow as tf
 
@@ -82,22 +84,30 @@ def write_pretraining_records(corpus_files, tokenizer, records_dir, max_seq_leng
     paths = [os.path.join(records_dir, name) for name in names]
     if tf.io.gfile.exists(manifest_path):
         manifest = read_json(manifest_path, "pretraining records manifest", DataFormatError)
-        if manifest.get("settings") == settings and all(tf.io.gfile.exists(p) for p in paths):
+        if manifest.get("settings") == settings and manifest.get("bytes") == _sizes(paths):
             if log:
                 log(f"reusing {sum(manifest['instances'])} pretraining instances in {records_dir}")
             return paths
+        tf.io.gfile.remove(manifest_path)
     counts = []
     for number, instances in packed_corpora(corpus_files, tokenizer, max_seq_length, sentence_task, seed,
                                             short_seq_prob, dupe_factor, log):
         tf.io.gfile.makedirs(records_dir)
         write_records(instances, paths[number])
         counts.append(len(instances))
-    text = json.dumps({"settings": settings, "files": names, "instances": counts}, indent=2) + "\n"
+    text = json.dumps({"settings": settings, "files": names, "instances": counts, "bytes": _sizes(paths)},
+                      indent=2) + "\n"
     tmp = os.path.join(records_dir, f".{MANIFEST}.partial-{uuid.uuid4().hex[:8]}")
     with tf.io.gfile.GFile(tmp, "w") as f:
         f.write(text)
     tf.io.gfile.rename(tmp, manifest_path, overwrite=True)
     return paths
+
+
+def _sizes(paths):
+    import tensorflow as tf
+
+    return [tf.io.gfile.stat(p).length if tf.io.gfile.exists(p) else None for p in paths]
 
 
 def count_records(records_dir):
@@ -159,7 +169,7 @@ class WholeWordMasker(WordMasker):
         word = tf.where(valid, word, 0)
         num_words = tf.maximum(tf.reduce_sum(tf.cast(starts, tf.int32)), 1)
         num_valid = tf.reduce_sum(tf.cast(valid, tf.int32))
-        budget = tf.cast(tf.round(tf.cast(num_valid, tf.float32) * self.mask_rate), tf.int32)
+        budget = tf.cast(tf.round(tf.cast(num_valid, tf.float64) * self.mask_rate), tf.int32)  # as NumPy rounds
         budget = tf.minimum(self.max_predictions, tf.maximum(1, budget))
         sizes = tf.math.unsorted_segment_sum(tf.cast(valid, tf.int32), word, num_words)
         order = tf.argsort(tf.random.stateless_uniform([num_words], seeds[0]))
@@ -179,7 +189,8 @@ class WholeWordMasker(WordMasker):
         action = tf.random.stateless_uniform([count], seeds[1])
         randoms = tf.gather(tf.constant(self.random_ids),
                             tf.random.stateless_uniform([count], seeds[2], 0, len(self.random_ids), tf.int32))
-        replacement = tf.where(action < 0.8, self.mask_id, tf.where(action < 0.9, randoms, labels))
+        to_mask, to_random = self.replacement
+        replacement = tf.where(action < to_mask, self.mask_id, tf.where(action < to_mask + to_random, randoms, labels))
         masked = tf.tensor_scatter_nd_update(token_ids, positions[:, None], replacement)
         pad = self.max_predictions - count
         positions = tf.pad(positions, [[0, pad]])
@@ -189,19 +200,20 @@ class WholeWordMasker(WordMasker):
 
 
 def masked_dataset(files, tokenizer, max_seq_length, batch_size, sentence_task=None, seed=42, start_step=0,
-                   whole_words=True, mask_rate=0.15, shuffle_buffer=10000):
+                   whole_words=True, mask_rate=0.15, shuffle_buffer=10000, replacement=(0.8, 0.1)):
     """Endless batches of masked instances from TFRecord `files`, from global step `start_step`.
 
     Each batch is `(x, y)`: x = {"token_ids", "segment_ids", "padding_mask" [batch,
     max_seq_length], "mask_positions" [batch, max_predictions]}, y = {"mask_labels" (-100 at
     padding), "sentence_label" [batch]}. Shuffling and masks depend only on `seed`, so the
-    batches from step s are the same whether or not the run was resumed at s.
+    batches from step s are the same whether or not the run was resumed at s. An instance longer
+    than `max_seq_length` (records packed for a longer sequence) fails the stream, naming `files`.
     """
     import tensorflow as tf
 
     files = sorted(os.fspath(f) for f in files)
     max_predictions = max_predictions_for(max_seq_length, mask_rate)
-    masker = WholeWordMasker(tokenizer, max_predictions, mask_rate, whole_words)
+    masker = WholeWordMasker(tokenizer, max_predictions, mask_rate, whole_words, replacement)
     pad_id = int(tokenizer.pad_token_id)
     dataset = tf.data.Dataset.from_tensor_slices(files).repeat()
     dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
@@ -212,7 +224,12 @@ def masked_dataset(files, tokenizer, max_seq_length, batch_size, sentence_task=N
 
     def prepare(index, record):
         example = _parse(record)
-        masked, positions, labels = masker(example["token_ids"][:max_seq_length], tf.stack([tf.constant(seed, tf.int64), index]))
+        with tf.control_dependencies([tf.debugging.assert_less_equal(
+                tf.shape(example["token_ids"])[0], max_seq_length,
+                message=f"{', '.join(files)}: an instance is longer than max_seq_length {max_seq_length} (packed "
+                        "for a longer sequence): pack the corpus again at this length")]):
+            token_ids = tf.identity(example["token_ids"])
+        masked, positions, labels = masker(token_ids, tf.stack([tf.constant(seed, tf.int64), index]))
         length = tf.minimum(tf.shape(masked)[0], max_seq_length)
         fill = max_seq_length - length
         x = {

@@ -20,8 +20,13 @@ import dataclasses
 # What the command line accepts, here so that it is built without importing Keras or TensorFlow.
 # `--strategy` (`tf_strategy.resolve_strategy` builds them):
 STRATEGIES = ("auto", "tpu", "mirrored", "multiworker", "cpu")
-# `biozoo pretrain METHOD`:
-PRETRAIN_METHODS = ("mlm", "electra")
+# `biozoo pretrain METHOD`, per method: what a chosen piece becomes, as (P([MASK]), P(a random
+# token)), the rest unchanged: BERT's 80/10/10; ELECTRA's pretrain_helpers.mask 85 % [MASK], 15 %
+# unchanged, never a random token (the generator makes the replacements).
+PRETRAIN_METHODS = {
+    "mlm": {"replacement": (0.8, 0.1)},
+    "electra": {"replacement": (0.85, 0.0)},
+}
 # `biozoo distill --method`, per method: the loss terms reported, default loss weights, temperature
 # and weight decay (from the authors' DistilBioBERT / TinyBioBERT / CompactBioBERT scripts).
 DISTILL_METHODS = {

@@ -14,7 +14,8 @@ et al., 2023), with the loss weights and temperatures of their released scripts:
 
 KL terms take the teacher as the reference distribution, as both reference implementations do
 (the paper's formulas write the arguments the other way round). Hidden-state and attention
-terms average over real (non-padding) tokens and query rows. Where the student has fewer
+terms average over real (non-padding) tokens and query rows, an attention row's MSE over its real
+keys: no term changes when a batch is padded further. Where the student has fewer
 heads than the teacher, attention maps are compared head-averaged.
 
 The student is the teacher's architecture with changes (`{"num_layers": 6}`); where the widths
@@ -293,13 +294,16 @@ class Distiller(LossHistoryStep, keras.Model):
             terms["align"] = _weighted_mean(last, mask)
             return terms
         rows = mask[:, None, :]  # [batch, 1, query]: real query rows
+        keys = mask[:, None, None, :]  # [batch, 1, 1, key]: real key columns
+        real_keys = ops.maximum(ops.sum(keys, -1), 1.0)
         hidden, attention = 0.0, 0.0
         for l, (g, weight) in enumerate(zip(self.layer_map, self.layer_weights), start=1):
             s_h, t_h = f32(s["hidden_states"][l]), f32(t["hidden_states"][g])
             s_a, t_a = _match_heads(f32(s["attentions"][l - 1]), f32(t["attentions"][g - 1]))
             if self.method == "tinybert":
                 hidden += weight * _weighted_mean(ops.mean(ops.square(f32(self._project(s_h)) - t_h), -1), mask)
-                attention += weight * _weighted_mean(ops.mean(ops.square(s_a - t_a), -1), rows)
+                row_mse = ops.sum(ops.square(s_a - t_a) * keys, -1) / real_keys  # over the row's real keys
+                attention += weight * _weighted_mean(row_mse, rows)
             else:
                 hidden += weight * _weighted_mean(_cosine_distance(s_h, t_h), mask)
                 eps = 1e-12

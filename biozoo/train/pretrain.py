@@ -441,7 +441,7 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
                         jit_compile=run.jit(hp.jit_compile))
 
     records_dir = run.scratch(records_dir, ".records")
-    batches, instances = _masked_batches(run, corpus_files, tok, records_dir, hp, log)
+    batches, instances = _masked_batches(run, corpus_files, tok, records_dir, hp, log, method)
     log(f"pretraining {method} ({hp.masking}{', ' + hp.sentence_task if hp.sentence_task else ''}) on {instances} "
         f"instances: {hp.steps} steps of batch {hp.batch_size}")
     result = run.train(trainer, batches, hp.steps, checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log,
@@ -486,12 +486,13 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
     return metrics
 
 
-def _masked_batches(run, corpus_files, tokenizer, records_dir, hp, log):
+def _masked_batches(run, corpus_files, tokenizer, records_dir, hp, log, method="mlm"):
     """The corpora packed into `records_dir`, as the run's backend reads them: a function of the
     start step giving a tf.data stream (TensorFlow), or an object whose `batches_from(step)`
     gives `((x, y),)` NumPy batches (JAX, PyTorch: see `biozoo.train.loss_history`); and the
     number of instances."""
     whole_words = hp.masking == "wwm"
+    replacement = PRETRAIN_METHODS[method]["replacement"]
     if run.tensorflow:
         from biozoo.data.tf_pretraining import count_records, masked_dataset, write_pretraining_records
 
@@ -500,13 +501,13 @@ def _masked_batches(run, corpus_files, tokenizer, records_dir, hp, log):
 
         def stream(start_step):
             return masked_dataset(files, tokenizer, hp.max_seq_length, hp.batch_size, hp.sentence_task, hp.seed,
-                                  start_step, whole_words=whole_words, mask_rate=hp.mask_rate)
+                                  start_step, whole_words=whole_words, mask_rate=hp.mask_rate, replacement=replacement)
 
         return stream, count_records(records_dir)
     prefixes = write_instance_shards(corpus_files, tokenizer, records_dir, hp.max_seq_length, hp.sentence_task,
                                      hp.seed, hp.short_seq_prob, hp.dupe_factor, log=log)
     data = MaskedBatches(prefixes, tokenizer, hp.max_seq_length, hp.batch_size, hp.sentence_task, hp.seed,
-                         whole_words=whole_words, mask_rate=hp.mask_rate)
+                         whole_words=whole_words, mask_rate=hp.mask_rate, replacement=replacement)
     return LabelsInInputs(data), count_instances(records_dir)
 
 

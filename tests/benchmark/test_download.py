@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import biozoo.benchmark
 from biozoo.benchmark.download import data_sources, download
 from biozoo.cli import main
 
@@ -91,6 +92,48 @@ def test_unrecorded_checksum_needs_trust(server, tmp_path):
     assert hashlib.sha256(CONTENT["test.tsv"]).hexdigest() in trusted["datasets"]["ner/toy"]["files"]["test.tsv"]
 
 
+def _offline_url(name):
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/{name}"  # closed again: nothing listens there
+
+
+def test_a_present_file_no_checksum_covers_is_kept_not_fetched_again(server, tmp_path):
+    """A file fetched by hand whose source records no checksum stays as it is (its sha256
+    told); without --trust-unverified the data set is not complete."""
+    folder = tmp_path / "data" / "ner" / "toy"
+    folder.mkdir(parents=True)
+    mine = b"Tamoxifen\tB-Chemical\n\n"
+    (folder / "test.tsv").write_bytes(mine)
+    files = [{"name": "test.tsv", "url": f"{server}/test.tsv"}]  # serves other bytes
+    trusted = download("ner/toy", tmp_path / "data", _sources(tmp_path, files), trust_unverified=True, progress=False)
+    assert (folder / "test.tsv").read_bytes() == mine and trusted["complete"]
+    assert trusted["datasets"]["ner/toy"]["files"]["test.tsv"] == \
+        f"present, unverified: sha256 {hashlib.sha256(mine).hexdigest()}"
+    untrusted = download("ner/toy", tmp_path / "data", _sources(tmp_path, files), progress=False)
+    assert (folder / "test.tsv").read_bytes() == mine and not untrusted["complete"]
+    assert "--trust-unverified" in untrusted["datasets"]["ner/toy"]["files"]["test.tsv"]
+
+
+def test_a_present_file_that_differs_is_set_aside_and_fetched_again(server, tmp_path):
+    """A present file that is not the recorded one is never left where the benchmark reads it:
+    moved to <name>.rejected, then fetched again (or, offline, left to fetch by hand)."""
+    folder = tmp_path / "data" / "ner" / "toy"
+    folder.mkdir(parents=True)
+    wrong = CONTENT["train.tsv"][:-3]
+    (folder / "train.tsv").write_bytes(wrong)
+    offline = [{**_spec(server, "train.tsv", "train.tsv", CONTENT["train.tsv"]), "url": _offline_url("train.tsv")}]
+    result = download("ner/toy", tmp_path / "data", _sources(tmp_path, offline), progress=False)
+    status = result["datasets"]["ner/toy"]["files"]["train.tsv"]
+    assert not result["complete"] and "not fetched" in status and "train.tsv.rejected" in status
+    assert not (folder / "train.tsv").exists() and (folder / "train.tsv.rejected").read_bytes() == wrong
+    (folder / "train.tsv.rejected").rename(folder / "train.tsv")
+    online = [_spec(server, "train.tsv", "train.tsv", CONTENT["train.tsv"])]
+    result = download("ner/toy", tmp_path / "data", _sources(tmp_path, online), progress=False)
+    assert result["complete"] and (folder / "train.tsv").read_bytes() == CONTENT["train.tsv"]
+    assert (folder / "train.tsv.rejected").read_bytes() == wrong
+
+
 def test_offline_lists_what_to_fetch_by_hand(tmp_path, capsys):
     with contextlib.closing(socket.socket()) as s:
         s.bind(("127.0.0.1", 0))
@@ -114,6 +157,14 @@ def test_suite_and_task_names_resolve_to_data_folders():
 
     assert datasets_for("ncbi_disease", sources) == ["ner/NCBI-disease"]
     assert "qa/bioasq" in datasets_for("biom-table2", sources)
+    # with what --cross-corpus scores the suite's models on (read from suites.json itself)
+    with open(Path(biozoo.benchmark.__file__).parent / "suites.json", encoding="utf-8") as f:
+        suites = json.load(f)["suites"]
+    for suite, spec in suites.items():
+        targets = [t for task in spec["tasks"].values() for t in task.get("cross_corpus", [])]
+        wanted = {t["data"] for t in targets} | {t["documents"].split("/")[0] for t in targets if "documents" in t}
+        assert wanted <= set(datasets_for(suite, sources)), suite
+    assert {"ner/NLM-Chem", "ner/BC4CHEMD", "documents"} <= set(datasets_for("biom-table2", sources))
     with pytest.raises(KeyError, match="neither a suite"):
         datasets_for("no_such_thing", sources)
 

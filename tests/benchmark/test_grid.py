@@ -3,6 +3,7 @@ separate `biozoo finetune` run of its command line, the report's statistics equa
 killed grid reruns only its missing cells, QA continues from the SQuAD cell, cross-corpus scores
 count every gold entity."""
 
+import dataclasses
 import json
 import os
 import shlex
@@ -240,3 +241,76 @@ def test_a_killed_process_resumes(tmp_path, bench_data, tiny_bert_real_vocab):
     assert first.stat().st_mtime_ns == stamp
     report = json.loads((out / "report.json").read_text())
     assert report["tasks"]["ncbi_disease"]["seeds"] == [42, 43]
+
+
+def _fake_finetune(calls, fail=()):
+    """`run_finetune` writing what a real run's metrics.json records (its settings and a score),
+    without training: the grid's bookkeeping, tested quickly."""
+    def run(kind, preset, data, output, hp, *args, **kwargs):
+        calls.append((os.path.basename(os.path.dirname(output)), hp.seed))
+        if (os.path.basename(os.path.dirname(output)), hp.seed) in fail:
+            raise ValueError("out of memory")
+        os.makedirs(output)
+        metrics = {"task": kind, "preset": str(preset), "data": data, "hyperparameters": dataclasses.asdict(hp),
+                   "test": {"squad_v2": {"f1": 50.0}, "bioasq_factoid": {"mrr": 40.0}, "f1": 60.0}}
+        with open(os.path.join(output, "metrics.json"), "w") as f:
+            json.dump(metrics, f)
+        return metrics
+    return run
+
+
+def test_a_cell_trained_with_other_settings_is_retrained_with_what_continues_it(tmp_path, bench_data,
+                                                                                  tiny_bert_real_vocab, monkeypatch):
+    """A finished cell whose metrics.json records another learning rate (the recipe corrected
+    since) is retrained, and so is the BioASQ cell that continued it; their cross-corpus scores go."""
+    import biozoo.train.finetune as finetune
+
+    calls, messages = [], []
+    monkeypatch.setattr(finetune, "run_finetune", _fake_finetune(calls))
+    plan = BenchmarkPlan("biom-table2", str(tiny_bert_real_vocab), data=str(bench_data), output=str(tmp_path / "out"),
+                         tasks=("bioasq7b_factoid", "squad2"), seeds=1, epochs=1)
+    run_benchmark(plan, progress=False, log=messages.append)
+    assert calls == [("squad2", 42), ("bioasq7b_factoid", 42)]
+    calls.clear()
+    run_benchmark(plan, progress=False, log=messages.append)
+    assert calls == []  # finished as planned: nothing reruns
+
+    squad = tmp_path / "out" / "cells" / "squad2" / "seed-42" / "metrics.json"
+    metrics = json.loads(squad.read_text())
+    metrics["hyperparameters"]["learning_rate"] = 3e-5
+    squad.write_text(json.dumps(metrics))
+    scored = tmp_path / "out" / "cross_corpus" / "bioasq7b_factoid" / "seed-42" / "x.json"
+    scored.parent.mkdir(parents=True)
+    scored.write_text("{}")
+    messages.clear()
+    report = run_benchmark(plan, progress=False, log=messages.append)
+    assert calls == [("squad2", 42), ("bioasq7b_factoid", 42)]
+    assert any("stale" in m and "learning_rate 3e-05 (now 0.0001)" in m for m in messages), messages
+    assert json.loads(squad.read_text())["hyperparameters"]["learning_rate"] == 1e-4
+    assert not scored.exists()
+    assert report["tasks"]["bioasq7b_factoid"]["seeds"] == [42]
+
+
+def test_the_exit_status_is_this_runs_cells(tmp_path, bench_data, tiny_bert_real_vocab, monkeypatch, capsys):
+    """A cell an earlier, larger run left unfinished is reported but does not fail a smaller
+    rerun; a run where no asked task can run fails; non-positive --seeds / --epochs are refused;
+    a dry run refuses an unknown checkpoint."""
+    import biozoo.train.finetune as finetune
+
+    calls = []
+    monkeypatch.setattr(finetune, "run_finetune", _fake_finetune(calls, fail={("ncbi_disease", 43)}))
+    command = ["benchmark", "biom-table2", "--preset", str(tiny_bert_real_vocab), "--data", str(bench_data),
+               "--output", str(tmp_path / "out"), "--epochs", "1"]
+    assert main(command + ["--tasks", "ncbi_disease", "--seeds", "2"]) == 1
+    assert main(command + ["--tasks", "ncbi_disease", "--seeds", "1"]) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["tasks"]["ncbi_disease"]["missing_seeds"] == [43]  # still reported
+    assert main(command + ["--tasks", "bc5cdr_chemical", "--seeds", "1"]) == 1  # no data for it
+    assert "no task of bc5cdr_chemical could run" in capsys.readouterr().err
+    for flag, value in (("--seeds", "0"), ("--seeds", "-2"), ("--epochs", "-1")):
+        with pytest.raises(SystemExit):
+            main(command[:-2] + [flag, value])
+        assert "give a positive number" in capsys.readouterr().err
+    assert main(["benchmark", "biom-table2", "--preset", "no_such_checkpoint", "--data", str(bench_data),
+                 "--output", str(tmp_path / "dry"), "--dry-run"]) != 0
+    assert "no_such_checkpoint" in capsys.readouterr().err

@@ -4,6 +4,7 @@ suites' averages, cross-corpus rows, the Markdown and the plot."""
 import json
 import os
 
+import matplotlib.axes
 import numpy as np
 import pytest
 
@@ -12,12 +13,12 @@ from biozoo.benchmark.report import cross_corpus_path, write_report
 from biozoo.benchmark.suites import load_suite
 
 
-def _cell(root, task, seed, test_scores, kind="ner"):
+def _cell(root, task, seed, test_scores, kind="ner", split="test", hyperparameters=None, **metrics):
     directory = root / "cells" / task / f"seed-{seed}"
     directory.mkdir(parents=True)
-    (directory / "metrics.json").write_text(json.dumps({"task": kind, "test": test_scores}))
+    (directory / "metrics.json").write_text(json.dumps({"task": kind, split: test_scores, **metrics}))
     return {"task": task, "seed": seed, "kind": kind, "preset": "p", "data": "d", "directory": str(directory),
-            "hyperparameters": {}, "recipe": {"epochs": 5, "learning_rate": 2e-4, "batch_size": 48,
+            "hyperparameters": hyperparameters or {}, "recipe": {"epochs": 5, "learning_rate": 2e-4, "batch_size": 48,
                                               "max_seq_length": 128, "from": "test", "defaults": []},
             "command": f"biozoo finetune {kind} --seed {seed}"}
 
@@ -85,7 +86,8 @@ def test_bioformer_average_of_the_published_scores_is_the_published_average(tmp_
     suite = load_suite("bioformer-table3")
     published = {(r["task"], r["metric"]): r["value"] for r in registry.get_entry("bioformer_8l")["reported_results"]
                  if r["source"] == "Bioformer, Table 3"}
-    cells = [_cell(tmp_path, name, 42, _bioformer_scores(task, published), task.kind)
+    # LitCovid's published value is on the development set, so its cell's dev scores count
+    cells = [_cell(tmp_path, name, 42, _bioformer_scores(task, published), task.kind, split=task.split)
              for name, task in suite.tasks.items() if task.in_average]
     _record(tmp_path, "bioformer-table3", "bioformer_8l", "bioformer_8l", cells)
     report = write_report(str(tmp_path))
@@ -145,6 +147,106 @@ def test_a_result_for_another_checkpoint_is_shown_not_compared(tmp_path, monkeyp
     monkeypatch.setattr(suites, "published_results", lambda name: [other])
     _record(tmp_path, "biom-table2", "x", "biom_electra_base_discriminator",
             [_cell(tmp_path, "ncbi_disease", 42 + i, {"f1": v}) for i, v in enumerate([88.0, 89.5])])
+    labels = []
+    real_scatter = matplotlib.axes.Axes.scatter
+    monkeypatch.setattr(matplotlib.axes.Axes, "scatter",
+                        lambda self, *a, **k: labels.append(k.get("label")) or real_scatter(self, *a, **k))
     task = write_report(str(tmp_path))["tasks"]["ncbi_disease"]
     assert task["published"]["value"] == 89.0 and task["within"] is None and task["difference"] is None
     assert "89.00 (same_model_other_checkpoint)" in (tmp_path / "report.md").read_text()
+    assert labels == ["published for another checkpoint"]  # the plot does not mark it as this checkpoint's
+
+
+def _bioformer_cells(root, seeds_of=lambda name: (42,)):
+    """A finished cell per Bioformer task and seed, each task's published value as its score."""
+    suite = load_suite("bioformer-table3")
+    published = {(r["task"], r["metric"]): r["value"] for r in registry.get_entry("bioformer_8l")["reported_results"]
+                 if r["source"] == "Bioformer, Table 3"}
+    return [_cell(root, name, seed, _bioformer_scores(task, published), task.kind, split=task.split)
+            for name, task in suite.tasks.items() if task.in_average for seed in seeds_of(name)]
+
+
+def test_litcovid_is_scored_on_dev_as_the_paper_reports_it(tmp_path):
+    """Bioformer's LitCovid value (90.88) is a development-set score: the report takes the
+    cell's dev score, not its test score, and compares it with the published value."""
+    cells = [_cell(tmp_path, "litcovid", 42 + i, {"micro_f1_linkbert": {"f1": dev}}, "doc", split="dev",
+                   test={"micro_f1_linkbert": {"f1": 50.0}}) for i, dev in enumerate([90.5, 91.5])]
+    _record(tmp_path, "bioformer-table3", "bioformer_8l", "bioformer_8l", cells)
+    task = write_report(str(tmp_path))["tasks"]["litcovid"]
+    assert task["split"] == "dev" and task["scores"] == [90.5, 91.5]
+    assert task["published"]["value"] == 90.88 and task["difference"] == pytest.approx(91.0 - 90.88)
+    assert task["dev_scores"] == [90.5, 91.5]
+    assert "BioCreative VII LitCovid on dev" in (tmp_path / "report.md").read_text()
+
+
+def test_a_published_value_on_another_split_is_not_compared(tmp_path, monkeypatch):
+    import biozoo.benchmark.suites as suites
+
+    dev_value = {"task": "NER NCBI-disease", "metric": "entity-level F1", "value": 89.0, "split": "dev",
+                 "source": "BioM-Transformers, Table 2", "applies_to": "this_checkpoint"}
+    monkeypatch.setattr(suites, "published_results", lambda name: [dev_value])
+    _record(tmp_path, "biom-table2", "x", "biom_electra_base_discriminator",
+            [_cell(tmp_path, "ncbi_disease", 42 + i, {"f1": v}) for i, v in enumerate([88.0, 89.5])])
+    task = write_report(str(tmp_path))["tasks"]["ncbi_disease"]
+    assert task["difference"] is None and task["within"] is None and "dev split" in task["within_rule"]
+
+
+def test_a_finished_cell_without_the_split_or_the_score_is_named_not_a_crash(tmp_path):
+    """A cell trained where the test split could not be scored (metrics.json's not_scored), or
+    whose scores lack the task's score, is an error of that seed naming its metrics.json."""
+    cells = [_cell(tmp_path, "ncbi_disease", 42, {"f1": 80.0}),
+             _cell(tmp_path, "ncbi_disease", 43, {"f1": 70.0}, split="dev",
+                   not_scored={"test": "test.tsv holds no sentence"}),
+             _cell(tmp_path, "ncbi_disease", 44, {"precision": 70.0})]
+    _record(tmp_path, "biom-table2", "/m", None, cells)
+    task = write_report(str(tmp_path))["tasks"]["ncbi_disease"]
+    assert task["seeds"] == [42] and task["scores"] == [80.0] and task["missing_seeds"] == [43, 44]
+    metrics_43 = str(tmp_path / "cells" / "ncbi_disease" / "seed-43" / "metrics.json")
+    assert metrics_43 in task["errors"]["43"] and "test.tsv holds no sentence" in task["errors"]["43"]
+    assert "seed-44" in task["errors"]["44"] and "'f1'" in task["errors"]["44"]
+
+
+def test_a_cell_trained_with_other_settings_is_not_reported_as_this_one(tmp_path):
+    """metrics.json records the run's hyperparameters: a cell the record plans with another
+    learning rate (a recipe corrected since) is reported as to be retrained, not scored."""
+    cell = _cell(tmp_path, "ncbi_disease", 42, {"f1": 80.0}, hyperparameters={"learning_rate": 2e-4, "seed": 42})
+    metrics_path = tmp_path / "cells" / "ncbi_disease" / "seed-42" / "metrics.json"
+    metrics = json.loads(metrics_path.read_text())
+    metrics["hyperparameters"] = {"learning_rate": 5e-5, "seed": 42, "epochs": 3.0}
+    metrics_path.write_text(json.dumps(metrics))
+    _record(tmp_path, "biom-table2", "/m", None, [cell])
+    task = write_report(str(tmp_path))["tasks"]["ncbi_disease"]
+    assert task["scores"] == [] and task["missing_seeds"] == [42]
+    assert "learning_rate 5e-05 (now 0.0002)" in task["errors"]["42"]
+
+
+def test_the_average_is_over_the_seeds_every_task_finished(tmp_path):
+    """Seed 43 finished on every task but BC2GM: the average is over seed 42 alone and says so;
+    with no seed every task finished, it is not computed and says why."""
+    _record(tmp_path, "bioformer-table3", "bioformer_8l", "bioformer_8l",
+            _bioformer_cells(tmp_path, lambda name: (42,) if name == "bc2gm" else (42, 43)))
+    average = write_report(str(tmp_path))["average"]
+    assert average["seeds"] == [42] and average["seeds_left_out"] == [43] and not average["complete"]
+    assert "seeds [43] left out" in (tmp_path / "report.md").read_text()
+
+    other = tmp_path / "other"
+    other.mkdir()
+    _record(other, "bioformer-table3", "bioformer_8l", "bioformer_8l",
+            _bioformer_cells(other, lambda name: (43,) if name == "bc2gm" else (42,)))
+    average = write_report(str(other))["average"]
+    assert average["mean"] is None and not average["complete"] and not average["missing_tasks"]
+    assert "no seed finished on every task" in (other / "report.md").read_text()
+
+
+def test_failed_and_unscored_cross_corpus_targets_are_reported(tmp_path):
+    cells = [_cell(tmp_path, "ncbi_disease", 42 + i, {"f1": v}) for i, v in enumerate([80.0, 82.0])]
+    _record(tmp_path, "biom-table2", "/m", None, cells, cross_corpus=True)
+    path = cross_corpus_path(str(tmp_path), "ncbi_disease", 42, "BC5CDR-disease")
+    os.makedirs(os.path.dirname(path))
+    with open(path[: -len(".json")] + ".error.json", "w") as f:
+        json.dump({"error": "DataFormatError: BC5CDR_Test.PubTator line 7"}, f)
+    row = write_report(str(tmp_path))["cross_corpus"]["ncbi_disease"]["BC5CDR-disease"]
+    assert row["errors"] == {"42": "DataFormatError: BC5CDR_Test.PubTator line 7"} and row["not_scored"] == [43]
+    assert row["scores"] == [] and row["mean"] is None
+    markdown = (tmp_path / "report.md").read_text()
+    assert "BC5CDR_Test.PubTator line 7" in markdown and "seeds [43] not scored" in markdown

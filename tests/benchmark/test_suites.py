@@ -119,6 +119,20 @@ def test_every_published_reference_exists_in_the_registry():
                        for source in suite.results_sources), (name, published)
 
 
+def test_each_task_is_scored_on_the_split_its_published_values_are_on():
+    """Bioformer's Table 3 gives LitCovid on the development set (its note 1, the registry's
+    `split`); a task compared with it is scored on dev, every other on test."""
+    for name in suite_names():
+        suite = load_suite(name)
+        for task in suite.tasks.values():
+            splits = {r.get("split") or "test" for checkpoint in registry.list_presets()
+                      for r in registry.get_entry(checkpoint)["reported_results"]
+                      if task.published and r["source"] in suite.results_sources
+                      and (r["task"], r["metric"]) == (task.published["task"], task.published["metric"])}
+            assert splits <= {task.split}, (name, task.name, splits, task.split)
+    assert load_suite("bioformer-table3").tasks["litcovid"].split == "dev"
+
+
 def test_every_task_data_folder_has_a_source_entry():
     sources = data_sources()
     for name in suite_names():

@@ -102,7 +102,9 @@ def reference_terms(method, teacher, student, x, y, layer_map, temperature, proj
         rows = np.broadcast_to(tokens[:, None, :], s_a.shape[:3])
         if method == "tinybert":
             hidden += mse(project(s["hidden_states"][l]), t["hidden_states"][g])
-            attention += ((s_a - t_a) ** 2).mean(-1)[rows].mean()
+            # each real query row's MSE over its real keys (padding columns left out)
+            row_mse = ((s_a - t_a) ** 2 * tokens[:, None, None, :]).sum(-1) / tokens.sum(-1)[:, None, None]
+            attention += row_mse[rows].mean()
         else:
             hidden += cosine_distance(s["hidden_states"][l], t["hidden_states"][g])[tokens].mean()
             kl = (t_a * (np.log(t_a + 1e-12) - np.log(s_a + 1e-12))).sum(-1)
@@ -132,6 +134,23 @@ def test_loss_terms_match_numpy_reference(method, student_shape):
     for term in ours:
         assert ours[term] == pytest.approx(reference[term], rel=1e-4, abs=1e-6), term
         assert reference[term] > 1e-4, term  # non-trivial values: the check means something
+
+
+@pytest.mark.backends
+@pytest.mark.parametrize("method", list(D.DISTILL_METHODS))
+def test_terms_do_not_change_when_the_batch_is_padded_further(method):
+    """Length-sorted micro-batches and dynamic padding pad a sentence to different lengths: the
+    loss of the same sentences must not depend on it (TinyBERT's attention MSE included)."""
+    teacher = tiny_mlm()
+    student = tiny_mlm(num_layers=2, seed=1)
+    distiller = D.Distiller(teacher, student, method, layer_map=[2, 4])
+    x, y = tiny_batch()
+    wider = {k: np.pad(v, ((0, 0), (0, 6))) if k != "mask_positions" else v for k, v in x.items()}
+    terms = [{k: float(v) for k, v in distiller.compute_terms(batch, *D._unpack((batch, y))[1:],
+                                                                 training=False).items()}
+             for batch in (x, wider)]
+    for term in terms[0]:
+        assert terms[1][term] == pytest.approx(terms[0][term], rel=1e-5, abs=1e-7), term
 
 
 @pytest.mark.backends

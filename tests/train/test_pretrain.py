@@ -148,6 +148,93 @@ def test_shards_hold_the_records_instances_are_written_atomically_and_reused(tmp
         InstanceShards(prefixes)
 
 
+def _packer(pipeline):
+    """(module, write function, instances read back) of a packing pipeline."""
+    import biozoo.data.pretraining as shards
+    import biozoo.data.tf_pretraining as records
+
+    if pipeline == "tfrecords":
+        return records, records.write_pretraining_records, lambda files: [
+            list(r["token_ids"]) for r in records.read_records(files).as_numpy_iterator()]
+    return shards, shards.write_instance_shards, lambda prefixes: [
+        list(i[0]) for i in shards.InstanceShards(prefixes)]
+
+
+@pytest.mark.parametrize("pipeline", ["tfrecords", "shards"])
+def test_shards_a_killed_run_half_rewrote_are_not_reused(pipeline, tmp_path, corpus, tiny_bert_real_vocab,
+                                                          monkeypatch):
+    """Packed at length 64, then a run at 48 rewrites the first of two shards and is killed: a
+    rerun at 64 must pack again, not reuse a first shard of 48-token instances."""
+    import shutil
+
+    import biozoo
+
+    module, write, read = _packer(pipeline)
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    second = tmp_path / "second.txt"
+    shutil.copy(corpus, second)
+    corpora = [corpus, second]
+    expected = read(write(corpora, tokenizer, tmp_path / "fresh", 64, "nsp", seed=1))
+    folder = tmp_path / "packed"
+    write(corpora, tokenizer, folder, 64, "nsp", seed=1)
+    real = module.packed_corpora
+
+    def killed_after_one_shard(*args, **kwargs):
+        for number, instances in real(*args, **kwargs):
+            yield number, instances
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "packed_corpora", killed_after_one_shard)
+    with pytest.raises(KeyboardInterrupt):
+        write(corpora, tokenizer, folder, 48, "nsp", seed=1)
+    monkeypatch.setattr(module, "packed_corpora", real)
+    assert read(write(corpora, tokenizer, folder, 64, "nsp", seed=1)) == expected
+
+
+@pytest.mark.parametrize("pipeline", ["tfrecords", "shards"])
+def test_a_shard_cut_short_is_packed_again_or_named(pipeline, tmp_path, corpus, tiny_bert_real_vocab):
+    import biozoo
+    from biozoo.data.pretraining import InstanceShards
+    from biozoo.errors import DataFormatError
+
+    _, write, read = _packer(pipeline)
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    folder = tmp_path / "packed"
+    paths = write([corpus], tokenizer, folder, 64, "nsp", seed=1)
+    expected = read(paths)
+    damaged = paths[0] if pipeline == "tfrecords" else paths[0] + ".tokens.npy"
+    data = open(damaged, "rb").read()
+    open(damaged, "wb").write(data[: len(data) // 2])
+    if pipeline == "shards":  # read directly, a cut .npy is named
+        with pytest.raises(DataFormatError, match=r"shard-00000\.tokens\.npy: not a whole NumPy array"):
+            InstanceShards(paths)
+    assert read(write([corpus], tokenizer, folder, 64, "nsp", seed=1)) == expected  # sizes differ: packed again
+
+
+def test_instances_longer_than_the_training_length_are_refused(tmp_path, corpus, tiny_bert_real_vocab):
+    """Shards packed for 64 tokens, trained at 48: cutting would drop an instance's [SEP]."""
+    import biozoo
+    from biozoo.data.pretraining import MaskedBatches, write_instance_shards
+    from biozoo.errors import DataFormatError
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    prefixes = write_instance_shards([corpus], tokenizer, tmp_path / "shards", 64, "nsp", seed=1)
+    with pytest.raises(DataFormatError, match=r"shard-00000: instance \d+ has (49|[5-6]\d) tokens, more than "
+                                              r"max_seq_length 48"):
+        MaskedBatches(prefixes, tokenizer, 48, batch_size=4, sentence_task="nsp")
+    assert MaskedBatches(prefixes, tokenizer, 64, batch_size=4, sentence_task="nsp").max_seq_length == 64
+
+
+def test_a_corpus_that_is_not_utf8_is_named_with_its_line(tmp_path):
+    from biozoo.data.pretraining import read_documents
+    from biozoo.errors import DataFormatError
+
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(b"BRCA1 mutations.\n\nTNF-\xe1 levels rose.\n")
+    with pytest.raises(DataFormatError, match=r"corpus\.txt:3: not UTF-8 \(byte 0xE1\)"):
+        read_documents(path)
+
+
 def masked_stream(pipeline, tmp_path, corpus, tokenizer, max_seq_length, batch_size, sentence_task=None, seed=42,
                   whole_words=True, **options):
     """`start -> batches` of the TFRecords pipeline (tf.data) or the shards one (NumPy)."""
@@ -324,6 +411,75 @@ def test_whole_word_masking_of_sentencepiece_words(pipeline, tiny_albert):
         chosen = set(positions[labels != -100].tolist())
         broken += any(0 < len(chosen & set(range(s, e))) < e - s for s, e in spans)
     assert broken > 0
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_the_masking_budget_is_berts(pipeline, tiny_albert):
+    """BERT's create_pretraining_data.py masks min(max_predictions, max(1, round(n x 0.15))) of n
+    candidates, rounded in Python (float64): both maskers agree with it at every length,
+    including those a float32 product rounds the other way (190, 350, 390, 670, ...)."""
+    import tensorflow as tf
+
+    import biozoo
+    from biozoo.data.pretraining import WordMasker
+    from biozoo.data.tf_pretraining import WholeWordMasker
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_albert)
+    word = tokenizer.ids(["cancer"])[0][0]
+    kind = WholeWordMasker if pipeline == "tfrecords" else WordMasker
+    masker = kind(tokenizer, max_predictions=120, whole_words=False)
+    for n in [1, 2, 3, 4, 7, 10, 17, 30, 100, 190, 350, 390, 670, 710, 750]:
+        ids = [tokenizer.cls_token_id] + [word] * n + [tokenizer.sep_token_id]
+        if pipeline == "tfrecords":
+            _, _, labels = [t.numpy() for t in masker(tf.constant(ids), tf.constant([7, n], tf.int64))]
+        else:
+            _, _, labels = masker.mask(ids, np.random.default_rng([7, n]))
+        assert (labels != -100).sum() == min(120, max(1, round(n * 0.15))), n
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_electra_masks_85_percent_and_never_puts_a_random_token(pipeline, tiny_bert_real_vocab):
+    """ELECTRA's pretrain_helpers.mask: a chosen piece is [MASK] 85 % of the time and otherwise
+    stays; the generator, not the masker, makes the replacements."""
+    import tensorflow as tf
+
+    import biozoo
+    from biozoo.data.pretraining import WordMasker
+    from biozoo.data.tf_pretraining import WholeWordMasker
+    from biozoo.train import PRETRAIN_METHODS
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    ids = [tokenizer.cls_token_id] + tokenizer.ids(["the tumour suppressor gene was mutated in " * 12])[0][:100] + \
+        [tokenizer.sep_token_id]
+    kind = WholeWordMasker if pipeline == "tfrecords" else WordMasker
+    masker = kind(tokenizer, max_predictions=20, whole_words=False,
+                  replacement=PRETRAIN_METHODS["electra"]["replacement"])
+    outcomes = []
+    for seed in range(150):
+        if pipeline == "tfrecords":
+            masked, positions, labels = [t.numpy() for t in masker(tf.constant(ids), tf.constant([3, seed], tf.int64))]
+        else:
+            masked, positions, labels = masker.mask(ids, np.random.default_rng([3, seed]))
+        chosen = labels != -100
+        outcomes += list(np.where(masked[positions[chosen]] == tokenizer.mask_token_id, "mask",
+                                  np.where(masked[positions[chosen]] == labels[chosen], "kept", "random")))
+    share = {what: outcomes.count(what) / len(outcomes) for what in ("mask", "kept", "random")}
+    assert len(outcomes) == 150 * 15 and share["random"] == 0 and 0.82 < share["mask"] < 0.88, share
+
+
+def test_pretraining_masks_as_its_method_does(tmp_path, corpus, tiny_bert_real_vocab, monkeypatch):
+    import biozoo.data.tf_pretraining as records
+    from biozoo.train.pretrain import run_pretrain
+
+    real, used = records.masked_dataset, []
+    monkeypatch.setattr(records, "masked_dataset",
+                        lambda *args, **kwargs: used.append(kwargs["replacement"]) or real(*args, **kwargs))
+    config = tmp_path / "electra.json"
+    config.write_text(json.dumps(ELECTRA_CONFIG))
+    for method in ("electra", "mlm"):
+        run_pretrain(method, [corpus], tmp_path / method, config=config, tokenizer=tiny_bert_real_vocab,
+                     max_seq_length=32, batch_size=4, steps=1, verbose=0, log=lambda message: None)
+    assert used == [(0.85, 0.0), (0.8, 0.1)]
 
 
 # ---- training ---------------------------------------------------------------------------
