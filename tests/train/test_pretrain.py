@@ -225,6 +225,20 @@ def test_instances_longer_than_the_training_length_are_refused(tmp_path, corpus,
     assert MaskedBatches(prefixes, tokenizer, 64, batch_size=4, sentence_task="nsp").max_seq_length == 64
 
 
+def test_records_longer_than_the_training_length_fail_the_stream(tmp_path, corpus, tiny_bert_real_vocab):
+    import tensorflow as tf
+
+    import biozoo
+    from biozoo.data.tf_pretraining import masked_dataset, write_pretraining_records
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    files = write_pretraining_records([corpus], tokenizer, tmp_path / "records", 64, "nsp", seed=1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="an instance is longer than max_seq_length 48"):
+        for _ in masked_dataset(files, tokenizer, 48, 16, "nsp", shuffle_buffer=10).take(40):
+            pass
+    assert len(list(masked_dataset(files, tokenizer, 64, 16, "nsp", shuffle_buffer=10).take(3))) == 3
+
+
 def test_a_corpus_that_is_not_utf8_is_named_with_its_line(tmp_path):
     from biozoo.data.pretraining import read_documents
     from biozoo.errors import DataFormatError
