@@ -8,6 +8,7 @@ import sys
 from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument
 from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
 from biozoo.choices import LINK_LOSSES, OPTIMIZERS, PRECISIONS, SWITCHES, TRAINING_PRECISION_POLICIES
+from biozoo.documents import KEEP_MISMATCHED
 from biozoo.linking.abbreviations import ENGINES
 from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
 
@@ -85,8 +86,9 @@ def register(subparsers):
                         "SpecificDisease=Disease,DiseaseClass=Disease (applied to gold and predictions)")
     parser.add_argument("--entity-types", default="ALL", help="with --documents, AIONER models: as `annotate`")
     parser.add_argument("--strict", action="store_true", help="with --documents: refuse a gold document whose "
-                        "annotation's text differs from the document's at its offsets (default: drop that "
-                        "annotation with a warning, counted in gold_dropped)")
+                        "annotation's text differs from the document's at its offsets (default: ner scores that "
+                        "annotation by its offsets, counted in gold_text_mismatches; link, which needs the "
+                        "mention's text, drops it with a warning, counted in gold_dropped)")
     parser.add_argument("--precision", choices=PRECISIONS, default="float32", help=PRECISION_HELP)
     parser.add_argument("--xla", choices=SWITCHES, default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
@@ -281,7 +283,8 @@ def _evaluate_documents(args):
         raise ValueError(f"--type-map: {', '.join(bad)} is not FROM=TO (e.g. SpecificDisease=Disease)")
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
     result = score_documents(args.model, args.documents, type_map=dict(pair.split("=") for pair in pairs),
-                             entity_types=types, precision=args.precision, strict=args.strict)
+                             entity_types=types, precision=args.precision,
+                             strict=True if args.strict else KEEP_MISMATCHED)
     print(json.dumps(result))
     return 0
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from biozoo.annotate.annotators import load_annotator
 from biozoo.annotate.runner import AnnotationRun
-from biozoo.documents import read_documents
+from biozoo.documents import KEEP_MISMATCHED, read_documents
 from biozoo.metrics.documents import score_mentions
 
 __all__ = ["score_documents"]
 
 
 def score_documents(model, paths, *, type_map=None, keep_types=None, model_types_only=False, entity_types=("ALL",),
-                    precision="float32", progress=True, strict=False):
+                    precision="float32", progress=True, strict=KEEP_MISMATCHED):
     """Strict and approximate mention scores of `model` on the gold documents in `paths`.
 
     Args:
@@ -22,9 +22,10 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, model_types
             out and counted in the result's "gold_outside_types" ({type: count}), predictions of
             other types too ("predictions_outside_types").
         model_types_only: keep_types are the entity types the (token-classification) model tags.
-        strict: refuse a gold document whose annotation's text differs from the document's at its
-            offsets; by default that annotation is dropped (with a warning on stderr) and counted
-            in the result's "gold_dropped".
+        strict: True refuses a gold document whose annotation's text differs from the
+            document's at its offsets; by default (`KEEP_MISMATCHED`) that annotation is scored
+            by its offsets, as every gold mention is, told on stderr and counted in the result's
+            "gold_text_mismatches"; False drops it, counted in "gold_dropped".
 
     Example:
         >>> score_documents("runs/ncbi", ["BC5CDR_Test.PubTator"], keep_types={"Disease"})["strict"]["f1"]
@@ -47,6 +48,7 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, model_types
     result = score_mentions(documents, documents, gold_from="existing", pred_from="predictions")
     result["model"] = str(model)
     result["gold_dropped"] = gold.dropped
+    result["gold_text_mismatches"] = gold.kept_mismatched
     if keep_types is not None:
         result["kept_types"] = sorted(keep_types)
         result["gold_outside_types"] = outside["gold"]

@@ -201,6 +201,29 @@ def test_evaluate_documents_equals_a_direct_count(tmp_path, shared_data, aioner_
     assert result["mentions"]["gold"] == len(gold) == 960
 
 
+def test_evaluate_documents_scores_a_gold_mention_whose_text_column_differs(tmp_path, shared_data, aioner_preset,
+                                                                           capsys):
+    """A gold line whose text column is not the document's text at its offsets is still a gold
+    mention: scored by its offsets (as the official scorers do), counted, not dropped."""
+    blocks = (shared_data / "documents" / "NCBIdisease_Test.PubTator").read_text(encoding="utf-8").split("\n\n")[:3]
+    lines = "\n\n".join(blocks).split("\n")
+    first = next(i for i, line in enumerate(lines) if line.count("\t") >= 4)
+    fields = lines[first].split("\t")
+    fields[3] = fields[3].upper() + "x"  # the text column no longer matches
+    lines[first] = "\t".join(fields)
+    gold_file = tmp_path / "gold.pubtator"
+    gold_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    gold_lines = sum(line.count("\t") >= 4 for line in lines)
+    command = ["evaluate", "ner", "--model", aioner_preset, "--documents", str(gold_file), "--type-map",
+               "SpecificDisease=Disease,DiseaseClass=Disease,Modifier=Disease,CompositeMention=Disease"]
+    assert main(command) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out.splitlines()[-1])
+    assert result["mentions"]["gold"] == gold_lines and result["gold_text_mismatches"] == 1
+    assert result["gold_dropped"] == 0 and fields[3] in captured.err
+    assert main(command + ["--strict"]) == 2
+
+
 def test_plain_text_lines_that_look_like_json_or_xml_are_text():
     from biozoo.documents import detect_format
 
