@@ -170,6 +170,7 @@ def annotate_command(args):
     workers = host_workers(args.workers)
     annotators = job.annotators()
     _warn_entity_types(job, annotators)
+    _warn_link_types(job, annotators)
     skipped = []
 
     def on_skip(message):
@@ -186,7 +187,7 @@ def annotate_command(args):
         summary += (f"; {documents.dropped} input annotation(s) dropped (their text differs from the document's at "
                     "their offsets; --strict refuses such documents)")
     summary += "".join(annotator.summary() for annotator in annotators)
-    if run.link_mentions:
+    if job.link:
         summary += f"; {run.linked} of {run.link_mentions} mentions linked"
     print(f"{summary}; {written} written to {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
     return 0
@@ -255,6 +256,32 @@ def _warn_entity_types(job, annotators):
             if not hasattr(annotator, "entity_types"):
                 print(f"warning: --entity-types applies to AIONER models only; {annotator.name} tags the types "
                       "it was trained for", file=sys.stderr)
+
+
+def _tagged_types(annotator):
+    """The entity types a token-classification annotator (or a cascade's) tags; None for AIONER,
+    whose types are asked for at run time."""
+    tagger = getattr(annotator, "small", annotator)
+    names = getattr(getattr(tagger, "task", None), "label_names", None)
+    return {name.split("-", 1)[-1] for name in names if name != "O"} if names else None
+
+
+def _warn_link_types(job, annotators):
+    """A --link whose types the models never tag would link nothing: say so before the run."""
+    from biozoo.linking import default_link_types, parse_link_spec
+    from biozoo.linking.pipeline import ANY_TYPE
+
+    tagged = [_tagged_types(annotator) for annotator in annotators]
+    if not job.link or any(types is None for types in tagged):
+        return
+    tagged = sorted(set().union(*tagged))
+    for spec in job.link:
+        wanted, handle = parse_link_spec(spec)
+        wanted = wanted or default_link_types(handle)
+        if ANY_TYPE not in wanted and not set(wanted) & set(tagged):
+            print(f"warning: --link {spec} links mentions of type {', '.join(wanted)}, and the model tags "
+                  f"{', '.join(tagged) or 'none'}: it will link nothing; name the types, e.g. --link "
+                  f"{','.join(tagged)}={handle}", file=sys.stderr)
 
 
 def _annotate_on_beam(args, job):

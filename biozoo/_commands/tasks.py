@@ -95,7 +95,8 @@ def register(subparsers):
                         "for large inputs once each bucket shape is compiled)")
     link = parser.add_argument_group("link: accuracy@1 of the gold mentions of --documents")
     link.add_argument("--dictionary", help="link: the dictionary (as `biozoo annotate --link`)")
-    link.add_argument("--types", help="link: only gold mentions of these types (comma-separated)")
+    link.add_argument("--types", help="link: only gold mentions of these types (comma-separated; default: the "
+                      "dictionary's, as `annotate --link` links them)")
     link.add_argument("--threshold", type=float, help="link: the linker's threshold (default: its own)")
     link.add_argument("--sparse-weight", type=float, default=0.0, help="link: BioSyn's sparse weight (default 0)")
     link.add_argument("--abbreviations", choices=ENGINES + ("none",), default="schwartz-hearst",
@@ -236,8 +237,9 @@ def _finetune_link(args):
 
 def _evaluate_link(args):
     from biozoo.documents import read_documents
-    from biozoo.linking import Linker, NameEncoder, load_dictionary
+    from biozoo.linking import Linker, NameEncoder, default_link_types, load_dictionary
     from biozoo.linking.evaluation import evaluate_linking
+    from biozoo.linking.pipeline import ANY_TYPE
 
     if not args.documents or not args.dictionary:
         raise ValueError("evaluate link needs --documents (gold documents with concept ids) and --dictionary")
@@ -245,6 +247,8 @@ def _evaluate_link(args):
     linker = Linker(load_dictionary(args.dictionary, trust_unverified=args.trust_unverified), encoder,
                     threshold=args.threshold, sparse_weight=args.sparse_weight)
     types = tuple(t.strip() for t in args.types.split(",") if t.strip()) if args.types else None
+    if types is None and ANY_TYPE not in default_link_types(args.dictionary):
+        types = default_link_types(args.dictionary)  # as `annotate --link DICTIONARY` links
     stream = read_documents(args.documents, strict=args.strict)
     documents = list(stream)
     engine = None if args.abbreviations == "none" else args.abbreviations

@@ -11,6 +11,7 @@ placed at their offsets. For PubTator the document text is `title + " " + abstra
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 # An abbreviation definition written as two annotations and, in BioC, a relation between them (as
@@ -183,9 +184,10 @@ class Document:
 
 
 def ids_of(value):
-    """The set of ids in a concept id field ("D001|MESH:D002" -> {"D001", "D002"}); empty for no id."""
+    """The set of ids in a concept id field ("D001|MESH:D002" -> {"D001", "D002"}); empty for no id.
+    "|" (PubTator, NCBI-disease), "," (BioRED) and ";" (GNormPlus's composite genes) separate ids."""
     if value in NO_ID:
         return frozenset()
-    parts = (part.strip() for part in str(value).split("|"))
+    parts = (part.strip() for part in re.split(r"[|,;]", str(value)))
     return frozenset(part[len(MESH_PREFIX):] if part.upper().startswith(MESH_PREFIX) else part
                      for part in parts if part not in NO_ID)

@@ -24,6 +24,7 @@ _PUBLIC = {
     "Link": "biozoo.linking.linker",
     "Linker": "biozoo.linking.linker",
     "DocumentLinker": "biozoo.linking.pipeline",
+    "default_link_types": "biozoo.linking.pipeline",
     "load_document_linker": "biozoo.linking.pipeline",
     "parse_link_spec": "biozoo.linking.pipeline",
     "dictionary_names": "biozoo.linking.sources",

@@ -5,7 +5,8 @@ Two engines:
   "A simple algorithm for identifying abbreviation definitions in biomedical text"), sentence
   by sentence: "long form (SF)" and "SF (long form)"; a short form has 2-10 characters, at most
   two words, a letter, and starts with a letter or digit; the long form is the shortest run of
-  whole words before the parenthesis whose characters hold the short form's in order, the
+  whole words before the parenthesis (after the previous parenthesis and the last ", " or
+  ". ", as the paper's code cuts it) whose characters hold the short form's in order, the
   first one starting a word; it has at most min(|SF| + 5, 2 |SF|) words.
 - `ab3p`: NCBI's Ab3P (the rules PubTator and HunFlair2 use) through the `pyab3p` bindings,
   where installed (`pip install 'biozoo[link]'`; wheels exist for Linux x86-64 and Windows).
@@ -23,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import warnings
 
 from biozoo.documents.sentences import split_sentences
 
@@ -139,7 +141,7 @@ def _closing(sentence, open_at):
 def _schwartz_hearst(text, start, end):
     sentence = text[start:end]
     found = []
-    position = 0
+    position = boundary = 0
     while True:
         open_at = sentence.find("(", position)
         if open_at < 0:
@@ -148,6 +150,11 @@ def _schwartz_hearst(text, start, end):
         if close_at is None:
             break
         position = open_at + 1
+        # as the paper's code: a long form starts after the previous parenthesis and after the
+        # last ". " or ", " before this one
+        marks = [sentence.rfind(mark, boundary, open_at) for mark in (". ", ", ")]
+        long_from = max([boundary] + [at + 2 for at in marks if at >= 0])
+        boundary = max(boundary, close_at + 1)
         inner_start = open_at + 1
         inner = sentence[inner_start:close_at]
         cut = min((i for i in (inner.find("; "), inner.find(", ")) if i >= 0), default=len(inner))
@@ -157,8 +164,9 @@ def _schwartz_hearst(text, start, end):
         if not short or not before:
             continue
         if len(short.split()) > 2 or len(short) > len(before):
-            # "SF (long form)": the word before the parenthesis is the short form, with a capital
-            long = inner.strip()
+            # "SF (long form)": the word before the parenthesis is the short form, with a capital;
+            # the long form is the parenthesis up to its first ", " or "; "
+            long = short
             word_start = _word_start(before, len(before))
             short, short_start = before[word_start:], word_start
             if not any(c.isupper() for c in short) or not _is_short_form(short):
@@ -166,7 +174,7 @@ def _schwartz_hearst(text, start, end):
             long_start = inner_start + inner.find(long)
             pair = _pair(sentence, short, short_start, long_start, long_start + len(long))
         elif _is_short_form(short):
-            pair = _pair(sentence, short, short_start, 0, open_at)
+            pair = _pair(sentence, short, short_start, long_from, open_at)
         else:
             continue
         if pair:
@@ -196,6 +204,22 @@ def _pair(sentence, short, short_start, long_from, long_to):
         return None
     long_start = long_from + begin
     return short, long, short_start, short_start + len(short), long_start, long_start + len(long)
+
+
+def _occurrences(data, part):
+    found, at = [], data.find(part)
+    while at >= 0:
+        found.append(at)
+        at = data.find(part, at + 1)
+    return found
+
+
+def _closest_pair(data, short, long):
+    """(short offset, long offset) of the occurrences of `short` and `long` in `data` nearest
+    each other (a definition writes them side by side), or None when either is absent."""
+    pairs = [(s, l) for s in _occurrences(data, short) for l in _occurrences(data, long)
+             if s >= l + len(long) or l >= s + len(short)]
+    return min(pairs, key=lambda p: min(abs(p[0] - p[1] - len(long)), abs(p[1] - p[0] - len(short))), default=None)
 
 
 # ------------------------------------------------------------------ Ab3P
@@ -234,7 +258,14 @@ def _ab3p(text):
         s_bytes, l_bytes = item.short_form.encode("utf-8"), item.long_form.encode("utf-8")
         s0, l0 = item.short_form_offset, item.long_form_offset
         if data[s0:s0 + len(s_bytes)] != s_bytes or data[l0:l0 + len(l_bytes)] != l_bytes:
-            raise ValueError(f"Ab3P's offsets do not point at {item.short_form!r} / {item.long_form!r}")
+            # Ab3P lost its place (it rewrites some characters, e.g. "H_RG364P16" -> "H-RG364P16",
+            # and then reports offsets into its own copy): the closest pair of the two in the text
+            located = _closest_pair(data, s_bytes, l_bytes)
+            if located is None:
+                warnings.warn(f"Ab3P's pair {item.short_form!r} / {item.long_form!r} is not in the text: left out",
+                              stacklevel=2)
+                continue
+            s0, l0 = located
         spans = []
         for start, size in ((s0, len(s_bytes)), (l0, len(l_bytes))):
             first, end = char_at[start], char_at[start + size]

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from biozoo.documents.sentences import split_sentences
 from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
 from biozoo.linking.concepts import Concept, Dictionary, clean_name
-from biozoo.linking.species import TAXON_RULES, assign_taxa, gene_taxa
+from biozoo.linking.species import HUMAN, TAXON_RULES, assign_taxa, gene_taxa
 from biozoo.metrics.linking import accuracy_at_1, ids_of
 
 
@@ -64,24 +64,31 @@ def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hear
                      taxon_rule="preceding"):
     """Accuracy@1 of `linker` on the gold mentions of `documents` of `types` (default: the entity
     types of the linker's dictionary; every type when some concept has none): accuracy_at_1's
-    result plus "types", "methods" ({method: [mentions, correct]}) and "unlinked" (mentions
-    given no id); with `details`, "mentions_linked": [doc id, start, end, type, text, gold id,
+    result (the ids the linker gives, its threshold applied, as annotation writes them) plus
+    "top1_accuracy" (SapBERT's and BioSyn's acc@1: the best candidate's id, no threshold),
+    "types", "methods" ({method: [mentions, correct]}) and "unlinked" (mentions given no id).
+    No gold mention of `types` is an error naming the types the documents have. With `details`, "mentions_linked": [doc id, start, end, type, text, gold id,
     id, method, score]. A linker that searches genes by taxon gets each mention's taxon from the
     document's gold species mentions under `taxon_rule`, as annotation does from predicted ones."""
     if types is None:
         kinds = {concept.type for concept in linker.dictionary.concepts}
         types = None if None in kinds or "" in kinds else tuple(sorted(kinds))
     pairs = gold_mentions(documents, types)
+    if not pairs:
+        found = Counter(a.type for d in documents for a in d.existing_annotations())
+        raise ValueError(f"no gold mention of type {', '.join(types or ())} to link; the documents' types: "
+                         f"{dict(found) or 'none'} (choose with --types)")
     tables = {}
     queries = []
     for document, annotation in pairs:
         if document.id not in tables:
             tables[document.id] = _expansions(document, abbreviations)
         queries.append(expand(annotation.text, tables[document.id]))
-    taxa = _gold_taxa(pairs, taxon_rule) if linker.by_taxon else None
+    taxa = _gold_taxa(pairs, taxon_rule, linker.only_taxon or HUMAN) if linker.by_taxon else None
     links = linker.link(queries, taxa)
     gold = [a.concept_id for _, a in pairs]
     result = accuracy_at_1(gold, [link.id for link in links], [a.type for _, a in pairs])
+    result["top1_accuracy"] = accuracy_at_1(gold, [link.candidate for link in links])["accuracy"]
     methods = defaultdict(lambda: [0, 0])
     for (_, annotation), link in zip(pairs, links):
         if ids_of(annotation.concept_id):
@@ -97,15 +104,16 @@ def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hear
     return result
 
 
-def _gold_taxa(pairs, rule):
-    """The taxon of each (document, gene mention) from the document's linked species mentions."""
+def _gold_taxa(pairs, rule, default):
+    """The taxon of each (document, gene mention) from the document's linked species mentions
+    (`default` where a document names none)."""
     taxa, by_document = [None] * len(pairs), defaultdict(list)
     for i, (document, _) in enumerate(pairs):
         by_document[id(document)].append(i)
     for members in by_document.values():
         document = pairs[members[0]][0]
         spans = [(pairs[i][1].start, pairs[i][1].end) for i in members]
-        for i, taxon in zip(members, gene_taxa(spans, document.existing_annotations(), document.text, rule)):
+        for i, taxon in zip(members, gene_taxa(spans, document.existing_annotations(), document.text, rule, default)):
             taxa[i] = taxon
     return taxa
 

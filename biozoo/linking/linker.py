@@ -31,7 +31,8 @@ class Link:
     `name` matched and its `score` (1.0 for string matches), the `method` (exact, normalized,
     dense, sparse, none, no-taxon), the `dictionary` (name@version), the text looked up
     (`query`: the mention, its abbreviations expanded), the `taxon` searched within, and the
-    ids of other concepts with the same matched name (`alternatives`).
+    ids of other concepts with the same matched name (`alternatives`); `candidate`: the best
+    concept's id whether or not it passed the threshold (what SapBERT's accuracy@1 scores).
 
     Example:
         >>> table = Dictionary([Concept("D009203", "Myocardial Infarction", ("heart attack",))], "diseases", "1")
@@ -48,6 +49,7 @@ class Link:
     query: str
     taxon: str | None = None
     alternatives: tuple = ()
+    candidate: str | None = None
 
 
 class Linker:
@@ -78,6 +80,12 @@ class Linker:
         self.progress = progress
         self._sparse = None
         self.dense = embedded_names(dictionary, encoder, method, progress) if encoder is not None else None
+
+    @property
+    def only_taxon(self):
+        """The taxon of a dictionary of one species' genes (`ncbi-gene:10090`), else None."""
+        taxa = [taxon for taxon in self.table.taxon_ranges if taxon]
+        return taxa[0] if len(taxa) == 1 and self.by_taxon else None
 
     @property
     def sparse(self):
@@ -121,8 +129,8 @@ class Linker:
         best = (preferred or concepts)[0]
         row = next(r for r in rows if self.table.concepts[r] == best)
         others = tuple(self.dictionary.concepts[c].id for c in concepts if c != best)
-        return Link(self.dictionary.concepts[best].id, self.table.names[row], 1.0, method, self.dictionary.label,
-                    mention, taxon, others)
+        best_id = self.dictionary.concepts[best].id
+        return Link(best_id, self.table.names[row], 1.0, method, self.dictionary.label, mention, taxon, others, best_id)
 
     def _search(self, queries, taxa):
         if not queries:
@@ -153,7 +161,9 @@ class Linker:
             score, row = max(found, key=lambda item: (item[0], -item[1]))
             concept = self.dictionary.concepts[int(self.table.concepts[row])]
             if score < self.threshold:
-                links.append(Link(None, self.table.names[row], score, "none", self.dictionary.label, query, taxon))
+                links.append(Link(None, self.table.names[row], score, "none", self.dictionary.label, query, taxon,
+                                  candidate=concept.id))
             else:
-                links.append(Link(concept.id, self.table.names[row], score, method, self.dictionary.label, query, taxon))
+                links.append(Link(concept.id, self.table.names[row], score, method, self.dictionary.label, query, taxon,
+                                  candidate=concept.id))
         return links

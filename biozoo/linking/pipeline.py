@@ -44,7 +44,9 @@ def parse_link_spec(spec):
     return types, handle.strip()
 
 
-def _default_types(handle):
+def default_link_types(handle):
+    """The entity types a dictionary links when no TYPE= says (its table entry's, e.g. Disease and
+    NCBI-disease's SpecificDisease, DiseaseClass, ... for ctd-diseases), or ("*",): any type."""
     kind, info = parse_dictionary_handle(handle)
     if kind == "table":
         return tuple(dictionary_table()[info["name"]]["entity_types"])
@@ -138,10 +140,15 @@ class DocumentLinker:
                           f"their taxon, else {HUMAN} (human)", DataWarning, stacklevel=3)
         for d, members in by_document.items():
             document = documents[d]
-            spans = [(jobs[j][1].start, jobs[j][1].end) for j in members]
             annotations = document.predictions + document.existing_annotations()
-            for j, taxon in zip(members, gene_taxa(spans, annotations, document.text, self.taxon_rule)):
-                taxa[j] = taxon
+            by_linker = {}
+            for j in members:
+                by_linker.setdefault(id(jobs[j][2]), []).append(j)
+            for group in by_linker.values():
+                spans = [(jobs[j][1].start, jobs[j][1].end) for j in group]
+                default = jobs[group[0]][2].only_taxon or HUMAN  # a dictionary of one species' genes: it
+                for j, taxon in zip(group, gene_taxa(spans, annotations, document.text, self.taxon_rule, default)):
+                    taxa[j] = taxon
         return taxa
 
     def _link(self, jobs, tables, taxa):
@@ -187,5 +194,5 @@ def load_document_linker(specs, encoder="sapbert_pubmedbert_fulltext", threshold
         types, handle = parse_link_spec(spec)
         dictionary = load_dictionary(handle, trust_unverified=trust_unverified, progress=progress)
         linker = Linker(dictionary, name_encoder, threshold=threshold, sparse_weight=sparse_weight, progress=progress)
-        linkers.append((types or _default_types(handle), linker))
+        linkers.append((types or default_link_types(handle), linker))
     return DocumentLinker(linkers, abbreviations, write_abbreviations, taxon_rule)

@@ -1,7 +1,8 @@
 """Entity-linking scores: accuracy@1 of gold mentions, and end-to-end NER + concept id F1.
 
 A predicted id is correct when it is one of the gold ids: gold ids and predicted ids are
-split at "|" (composite mentions such as "D001|D002") and correct when the two sets meet, as
+split at "|", "," and ";" (composite mentions such as "D001|D002"; BioRED's "D001,D002") and
+correct when the two sets meet, as
 BioSyn's and SapBERT's evaluation (`check_label`) counts; "MESH:D001" and "D001" are one id
 (PubTator3 and HunFlair2 write the prefix, BC5CDR does not, NCBI-disease both). A gold mention
 without an id (none, "", "-" or "-1": BC5CDR's unlinkable mentions) is left out of both scores

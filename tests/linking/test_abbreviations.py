@@ -30,6 +30,14 @@ GOLD = Path(__file__).resolve().parents[1] / "fixtures" / "linking" / "abbreviat
     ("Rare in the\u00a0Wilson disease (WD) cohort.", [("WD", "Wilson disease")]),
     ("Levels of\ntumour necrosis factor (TNF) rose.", [("TNF", "tumour necrosis factor")]),
     ("Levels of\u00a0TNF (tumour necrosis factor) rose.", [("TNF", "tumour necrosis factor")]),
+    # the paper's code (ExtractAbbrev.java): "SF (long form)" takes the parenthesis up to its
+    # first ", " (BC5CDR PMID 20009434) ...
+    ("after PTLD (post-transplantation lymphoproliferative disorder, Burkitt-type malignant lymphoma) in 1995.",
+     [("PTLD", "post-transplantation lymphoproliferative disorder")]),
+    # ... and a long form starts after the previous parenthesis and the last ", " (PMID 15987266)
+    ("As it correlates with MFS, we assessed the intensity (densitometry) and extension (width) of it.", []),
+    ("Heat shock protein 70 (HSP70) and tumour necrosis factor (TNF) rose.",
+     [("HSP70", "Heat shock protein 70"), ("TNF", "tumour necrosis factor")]),
 ])
 def test_schwartz_hearst_cases(text, pairs):
     found = find_abbreviations(text)
@@ -114,3 +122,17 @@ def test_ab3p_offsets_survive_runs_of_spaces_and_multibyte_characters():
     assert [(a.short, text[a.long_start:a.long_end]) for a in found] == [
         ("TNF-α", "tumour\n necrosis factor-α"), ("WD", "Wilson disease")]
     assert all(text[a.short_start:a.short_end] == a.short for a in found)
+
+
+def test_ab3p_pairs_it_misplaces_are_found_in_the_text(shared_documents):
+    """Ab3P rewrites "H_RG364P16" as "H-RG364P16" in NCBI-disease PMID 9729124 and then reports
+    an offset into its own copy for PDS: the pair is found where the text has it, not a crash."""
+    pytest.importorskip("pyab3p")
+    document = next(d for d in shared_documents if d.id == "9729124")
+    found = find_abbreviations(document.text, "ab3p")
+    pds = [a for a in found if a.short == "PDS"]
+    assert [(a.short, a.long) for a in pds] == [("PDS", "Pendred syndrome gene")]
+    assert pds[0].short_start == document.text.index("(PDS)") + 1
+    assert pds[0].long_start == document.text.index("Pendred syndrome gene")
+    for a in found:
+        assert document.text[a.short_start:a.short_end] == a.short and document.text[a.long_start:a.long_end] == a.long

@@ -55,6 +55,52 @@ def test_evaluate_link_counts_by_hand(tmp_path, capsys):
     assert "Wilsen" in capsys.readouterr().err
 
 
+def test_evaluate_link_gives_the_thresholded_and_the_top_candidate_accuracy(tmp_path, capsys):
+    """At --threshold 0.99 the two char 3-gram links (breast cancer, heart attacks) give no id:
+    accuracy 3 of 5; SapBERT's acc@1 scores the best candidate whatever its score: 5 of 5."""
+    (tmp_path / "gold.pubtator").write_text(GOLD)
+    (tmp_path / "dict.tsv").write_text(DICTIONARY)
+    assert main(["evaluate", "link", "--model", "none", "--documents", str(tmp_path / "gold.pubtator"),
+                 "--dictionary", str(tmp_path / "dict.tsv"), "--threshold", "0.99"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["correct"], result["mentions"], result["accuracy"]) == (3, 5, 60.0)
+    assert result["top1_accuracy"] == 100.0 and result["unlinked"] == 2
+
+
+def test_evaluate_link_of_no_gold_mention_of_the_types_is_an_error(tmp_path, capsys):
+    (tmp_path / "gold.pubtator").write_text(GOLD.replace("\tDisease\t", "\tSpecificDisease\t"))
+    (tmp_path / "dict.tsv").write_text(DICTIONARY)
+    argv = ["evaluate", "link", "--model", "none", "--documents", str(tmp_path / "gold.pubtator"),
+            "--dictionary", str(tmp_path / "dict.tsv")]
+    assert main(argv + ["--types", "Disease"]) == 2
+    assert "no gold mention of type Disease to link; the documents' types: {'SpecificDisease': 5}" in \
+        capsys.readouterr().err
+    assert main(argv + ["--types", "SpecificDisease"]) == 0
+    assert json.loads(capsys.readouterr().out)["mentions"] == 5
+
+
+def test_a_disease_dictionary_links_ncbi_diseases_types_by_default(shared_data, tmp_path):
+    """`annotate --link ctd-diseases` and `evaluate link --dictionary ctd-diseases` link the types
+    the table names for it: every type NCBI-disease's and BC5CDR's gold use for diseases."""
+    from biozoo.linking import default_link_types
+
+    for name in ("NCBIdisease_Test.PubTator", "BC5CDR_Test.PubTator"):
+        types = {a.type for d in read_documents([str(shared_data / "documents" / name)]) for a in d.existing_annotations()}
+        diseases = types - {"Chemical"}
+        assert diseases and diseases <= set(default_link_types("ctd-diseases")), (name, diseases)
+    (tmp_path / "mine.tsv").write_text(DICTIONARY)
+    assert default_link_types(str(tmp_path / "mine.tsv")) == ("*",)
+
+
+def test_a_link_whose_types_the_model_never_tags_is_told(tmp_path, tagger_dir, capsys):
+    (tmp_path / "docs.pubtator").write_text("1|t|Wilson disease is rare.\n1|a|Aspirin helps.\n\n")
+    (tmp_path / "dict.tsv").write_text(DICTIONARY)
+    annotate(tmp_path, tagger_dir, "--link", f"Gene={tmp_path / 'dict.tsv'}", "--link-encoder", "none")
+    err = capsys.readouterr().err
+    assert "links mentions of type Gene, and the model tags Chemical, Disease: it will link nothing" in err
+    assert "; 0 of 0 mentions linked" in err
+
+
 def test_score_ner_ids_by_hand(tmp_path, capsys):
     (tmp_path / "gold.pubtator").write_text(GOLD)
     pred = ("1|t|Wilson disease (WD) and breast cancer.\n1|a|WD patients had heart attacks.\n"

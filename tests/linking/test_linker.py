@@ -162,6 +162,30 @@ def test_a_missing_species_linker_is_said_and_stale_ids_go():
     assert below.predictions[0].concept_id is None and below.predictions[0].infons["link_method"] == "none"
 
 
+def test_a_species_mention_with_several_ids_gives_its_genes_the_first():
+    doc = document("In mice p53 rose.", (8, 11, "Gene"))
+    doc.passages[0].annotations.append(Annotation(3, 7, "Species", "mice", concept_id="10090|9606"))
+    with pytest.warns(UserWarning, match="no dictionary links Species mentions"):
+        DocumentLinker([(("Gene",), Linker(genes(), KeyEncoder(), threshold=0.5, progress=False))],
+                       abbreviations=None).link_documents([doc])
+    assert doc.predictions[0].infons["taxon"] == "10090" and doc.predictions[0].concept_id == "22059"
+
+
+def test_a_dictionary_of_one_species_genes_links_within_it_where_no_species_is_named():
+    """`ncbi-gene:10090` on a text that names no species: its genes are the mouse's, not a
+    human fallback the dictionary does not hold (which linked nothing)."""
+    mouse = Dictionary([c for c in genes().concepts if c.taxon == "10090"], "toy-genes:10090", "1")
+    linker = Linker(mouse, KeyEncoder(), threshold=0.5, progress=False)
+    assert linker.only_taxon == "10090" and Linker(genes(), None, progress=False).only_taxon is None
+    doc = document("The p53 rose.", (4, 7, "Gene"))
+    with pytest.warns(UserWarning, match="no dictionary links Species mentions"):
+        DocumentLinker([(("Gene",), linker)], abbreviations=None).link_documents([doc])
+    assert doc.predictions[0].concept_id == "22059" and doc.predictions[0].infons["taxon"] == "10090"
+    gold = Document("1", [Passage(0, "The p53 rose.", annotations=[
+        Annotation(4, 7, "Gene", "p53", concept_id="22059")])], source_format="pubtator")
+    assert evaluate_linking(linker, [gold])["correct"] == 1
+
+
 def test_evaluate_linking_searches_genes_in_the_gold_species_and_scores_the_dictionarys_types():
     text = "In mice p53 rose; aspirin did not."
     doc = Document("1", [Passage(0, text, annotations=[

@@ -65,6 +65,14 @@ def test_mesh_prefixed_and_bare_ids_are_one_id():
     assert score_linked(gold, pred)["strict"]["counts"]["tp"] == 2
 
 
+def test_ids_joined_by_commas_or_semicolons_are_several_ids():
+    """BioRED joins a mention's ids with "," (bigbio's loader splits there), GNormPlus a composite
+    gene's with ";": each id counts, with or without the MESH: prefix."""
+    assert correct("D001", "D001,D002") and correct("MESH:D002", "MESH:D001,MESH:D002")
+    assert correct("7157", "7157;7158") and not correct("7159", "7157;7158")
+    assert accuracy_at_1(["D001,D002", "7157;7158"], ["D002", "7158"])["accuracy"] == 100.0
+
+
 def pml_losses(labels, embeddings):
     torch = pytest.importorskip("torch")
     pml = pytest.importorskip("pytorch_metric_learning")
