@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import io
 import json
+import zlib
 
 import numpy as np
 
@@ -138,7 +139,16 @@ class Dictionary:
 
     @classmethod
     def read_tsv(cls, path, source=None):
-        """A table `write_tsv` wrote; a malformed line raises DataFormatError naming path and line."""
+        """A table `write_tsv` wrote; a malformed line, or a file that is not whole gzip, raises
+        DataFormatError naming path (and line)."""
+        try:
+            return cls._read_tsv(path, source)
+        except (EOFError, gzip.BadGzipFile, UnicodeDecodeError, zlib.error) as error:
+            raise DataFormatError(f"{path}: not a whole gzipped concept table ({type(error).__name__}: {error}): "
+                                  "remove it to build it again") from None
+
+    @classmethod
+    def _read_tsv(cls, path, source):
         with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
             header = f.readline().rstrip("\n").split("\t")
             if len(header) != 3 or header[0] != "# biozoo concept table":

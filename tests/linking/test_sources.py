@@ -166,3 +166,18 @@ def test_every_dictionary_of_the_table_is_complete():
     with pytest.raises(ValueError, match=r"ncbi-gene: choose taxa \(ncbi-gene:9606,10090"):
         sources.load_dictionary("ncbi-gene")  # refused before anything is downloaded (no network here)
     assert dictionary_table()["mesh-diseases"]["files"][0]["url"].endswith("/2025/xmlmesh/desc2025.gz")
+
+
+def test_a_concept_table_cut_short_or_not_gzip_is_named(tmp_path):
+    from biozoo.errors import DataFormatError
+    from biozoo.linking.concepts import Concept, Dictionary
+
+    whole = tmp_path / "table.tsv.gz"
+    Dictionary([Concept("D1", "a b", ("x",), "Disease")], "t", "1").write_tsv(whole)
+    assert [c.id for c in Dictionary.read_tsv(whole).concepts] == ["D1"]
+    cut, plain = tmp_path / "cut.tsv.gz", tmp_path / "plain.tsv"
+    cut.write_bytes(whole.read_bytes()[:-12])
+    plain.write_text("# biozoo concept table\tt\t1\n")
+    for path in (cut, plain):
+        with pytest.raises(DataFormatError, match=f"{path.name}: not a whole gzipped concept table"):
+            Dictionary.read_tsv(path)
