@@ -6,8 +6,9 @@ sha256 (or, where only that is recorded, git's blob hash at the pinned commit) a
 place; a file that differs is refused and nothing of it is kept. A file already present and
 matching is not fetched again; one present that differs is moved aside to <name>.rejected and
 fetched again; one present whose checksum no source records is kept and its sha256 printed. A
-suite's data includes the corpora its `--cross-corpus` scores go to. Data sets that need a login, a licence or a conversion, and
-files that cannot be fetched (offline), are listed with what to do by hand.
+suite's data includes the corpora its `--cross-corpus` scores go to. Data sets that need a
+login, a licence or a conversion, and files that cannot be fetched (offline), are listed with
+what to do by hand.
 
 Example:
     >>> download("biom-table2", "data")["complete"]

@@ -244,11 +244,12 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
 
     todo, reruns = [], set()
     for cell in cells:  # in run order: a cell continuing another comes after it
-        why = cell.stale() or (cell.preset in reruns and os.path.isfile(os.path.join(cell.directory, METRICS_FILE))
-                               and f"the cell it continues ({cell.preset}) is retrained")
+        finished = os.path.isfile(os.path.join(cell.directory, METRICS_FILE))
+        why = finished and (cell.stale() or (cell.preset in reruns and
+                                             f"the cell it continues ({cell.preset}) is retrained"))
         if why:
             log(f"cell {cell.task} seed {cell.seed}: stale, retrained: {why}")
-        if why or not cell.done:
+        if why or not finished:
             todo.append(cell)
             reruns.add(cell.directory)
     log(f"benchmark {suite.name} of {plan.preset} ({size}): {len(cells)} cells, {len(cells) - len(todo)} already done, "

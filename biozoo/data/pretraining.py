@@ -316,9 +316,9 @@ def count_instances(directory):
 def _load_array(path):
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise
     except (ValueError, OSError, EOFError) as error:  # cut short, or not an .npy file
-        if isinstance(error, FileNotFoundError):
-            raise
         raise DataFormatError(f"{path}: not a whole NumPy array ({error}): a damaged shard, remove its folder to "
                               "pack the corpus again") from None
 

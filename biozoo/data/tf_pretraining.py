@@ -230,11 +230,11 @@ def masked_dataset(files, tokenizer, max_seq_length, batch_size, sentence_task=N
                         "for a longer sequence): pack the corpus again at this length")]):
             token_ids = tf.identity(example["token_ids"])
         masked, positions, labels = masker(token_ids, tf.stack([tf.constant(seed, tf.int64), index]))
-        length = tf.minimum(tf.shape(masked)[0], max_seq_length)
+        length = tf.shape(masked)[0]
         fill = max_seq_length - length
         x = {
-            "token_ids": tf.pad(masked[:length], [[0, fill]], constant_values=pad_id),
-            "segment_ids": tf.pad(example["segment_ids"][:length], [[0, fill]]),
+            "token_ids": tf.pad(masked, [[0, fill]], constant_values=pad_id),
+            "segment_ids": tf.pad(example["segment_ids"], [[0, fill]]),
             "padding_mask": tf.pad(tf.ones([length], tf.int32), [[0, fill]]),
             "mask_positions": positions,
         }

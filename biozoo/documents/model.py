@@ -183,11 +183,19 @@ class Document:
         return "".join(parts)
 
 
-def ids_of(value):
-    """The set of ids in a concept id field ("D001|MESH:D002" -> {"D001", "D002"}); empty for no id.
-    "|" (PubTator, NCBI-disease), "," (BioRED) and ";" (GNormPlus's composite genes) separate ids."""
+# between the ids of one mention: "|" (PubTator, NCBI-disease), "," (BioRED), ";" (GNormPlus's composite genes)
+ID_SEPARATORS = re.compile(r"[|,;]")
+
+
+def split_ids(value):
+    """The ids of a concept id field in order ("D001|MESH:D002" -> ["D001", "D002"]); [] for no id."""
     if value in NO_ID:
-        return frozenset()
-    parts = (part.strip() for part in re.split(r"[|,;]", str(value)))
-    return frozenset(part[len(MESH_PREFIX):] if part.upper().startswith(MESH_PREFIX) else part
-                     for part in parts if part not in NO_ID)
+        return []
+    parts = (part.strip() for part in ID_SEPARATORS.split(str(value)))
+    return [part[len(MESH_PREFIX):] if part.upper().startswith(MESH_PREFIX) else part
+            for part in parts if part not in NO_ID]
+
+
+def ids_of(value):
+    """The set of ids in a concept id field ("D001|MESH:D002" -> {"D001", "D002"}); empty for no id."""
+    return frozenset(split_ids(value))

@@ -77,15 +77,12 @@ class Linker:
         if by_taxon is None:  # genes are searched within their taxon; cell lines and species are not
             by_taxon = bool(dictionary.concepts) and all(c.type == "Gene" and c.taxon for c in dictionary.concepts)
         self.by_taxon = by_taxon
+        taxa = [taxon for taxon in self.table.taxon_ranges if taxon]
+        # a dictionary of one species' genes (`ncbi-gene:10090`): where a text names no species
+        self.only_taxon = taxa[0] if len(taxa) == 1 and by_taxon else None
         self.progress = progress
         self._sparse = None
         self.dense = embedded_names(dictionary, encoder, method, progress) if encoder is not None else None
-
-    @property
-    def only_taxon(self):
-        """The taxon of a dictionary of one species' genes (`ncbi-gene:10090`), else None."""
-        taxa = [taxon for taxon in self.table.taxon_ranges if taxon]
-        return taxa[0] if len(taxa) == 1 and self.by_taxon else None
 
     @property
     def sparse(self):

@@ -146,7 +146,7 @@ class DocumentLinker:
                 by_linker.setdefault(id(jobs[j][2]), []).append(j)
             for group in by_linker.values():
                 spans = [(jobs[j][1].start, jobs[j][1].end) for j in group]
-                default = jobs[group[0]][2].only_taxon or HUMAN  # a dictionary of one species' genes: it
+                default = jobs[group[0]][2].only_taxon or HUMAN  # where the document names no species
                 for j, taxon in zip(group, gene_taxa(spans, annotations, document.text, self.taxon_rule, default)):
                     taxa[j] = taxon
         return taxa

@@ -20,10 +20,9 @@ taxon a species mention links to onto the one gene_info uses.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
-from biozoo.documents.model import ids_of
+from biozoo.documents.model import split_ids
 from biozoo.documents.sentences import split_sentences
 
 SPECIES_TYPES = ("Species", "Organism")  # the entity types whose mentions give genes their taxon
@@ -78,15 +77,11 @@ def gene_taxa(genes, annotations, text, rule="preceding", default=HUMAN):
     species mentions among `annotations` that carry an id (the first, where a mention lists
     several: "10090|9606"; the document's `text` gives the sentences of the `preceding` rule);
     `default` where the document names no species."""
-    species = [(a.start, a.end, first_id(a.concept_id)) for a in annotations
-               if a.type in SPECIES_TYPES and ids_of(a.concept_id)]
+    species = [(a.start, a.end, split_ids(a.concept_id)[0]) for a in annotations
+               if a.type in SPECIES_TYPES and split_ids(a.concept_id)]
     sentences = split_sentences(text) if rule == "preceding" else None
     return [gene_taxon(taxon) for taxon in assign_taxa(genes, species, rule, sentences, default)]
 
-
-def first_id(value):
-    """The first id of a concept id field ("10090|9606" -> "10090"), or None."""
-    return next((part.strip() for part in re.split(r"[|,;]", str(value)) if ids_of(part)), None)
 
 
 def gene_taxon(taxon):
