@@ -31,7 +31,7 @@ RUNNABLE = [
     concepts.Concept, concepts.Dictionary,
     abbreviations.Abbreviation,
     index.StringMatcher, index.CharNgramIndex,
-    linker.Linker, linker.Link,
+    linker.Linker, linker.Link, linker.describe_links,
     pipeline.DocumentLinker,
     runner.AnnotationRun,
     files, ner.Sentence, qa.QAExample, relation.RelationExample,

@@ -188,7 +188,9 @@ def annotate_command(args):
                     "their offsets; --strict refuses such documents)")
     summary += "".join(annotator.summary() for annotator in annotators)
     if job.link:
-        summary += f"; {run.linked} of {run.link_mentions} mentions linked"
+        from biozoo.linking.linker import describe_links
+
+        summary += f"; {describe_links(run.link_methods)}"
     print(f"{summary}; {written} written to {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
     return 0
 
@@ -298,6 +300,10 @@ def _annotate_on_beam(args, job):
     if summary.get("annotations_dropped"):
         line += (f"; {summary['annotations_dropped']} input annotation(s) dropped (their text differs from the "
                  "document's at their offsets; --strict dead-letters such documents)")
+    if job.link:
+        from biozoo.linking.linker import describe_links
+
+        line += f"; {describe_links(summary.get('link_methods', {}))}"
     if "escalated" in summary:
         line += (f"; cascade: {summary['escalated']} of {summary['sentences']} sentences escalated "
                  f"({summary['escalated_fraction']:.1%})")

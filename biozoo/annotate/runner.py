@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import sys
 import time
@@ -22,6 +23,7 @@ from biozoo.annotate._gc import collection_paused, heap_frozen
 from biozoo.annotate._workers import WAITS, can_run_in_workers, predictions_in_workers
 from biozoo.choices import OVERLAP_RULES
 from biozoo.documents.model import Annotation
+from biozoo.linking.linker import count_link_methods
 
 
 def _overlap(a, b):
@@ -87,8 +89,8 @@ class AnnotationRun:
     linker: object = None  # a biozoo.linking DocumentLinker: concept ids for each chunk's predictions
     workers: int = 0
     documents: int = 0
-    link_mentions: int = 0  # predictions a dictionary was asked about, and those that got an id
-    linked: int = 0
+    # {link method: predictions} of those a dictionary was asked about (biozoo.linking.describe_links)
+    link_methods: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     skipped: int = 0
     entities: int = 0
     seconds: float = 0.0
@@ -186,9 +188,7 @@ class AnnotationRun:
             finished.append(self.finish(document, annotations))
         if self.linker is not None:
             finished = self._link(finished)
-            asked = [p for d in finished for p in d.predictions if "link_method" in p.infons]
-            self.link_mentions += len(asked)
-            self.linked += sum(1 for p in asked if p.concept_id is not None)
+            self.link_methods.update(count_link_methods(finished))
         return finished
 
     def unwritable(self, document, error):

@@ -15,6 +15,7 @@ a re-run with other options is refused. Paths may be local or `gs://`.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import json
@@ -25,6 +26,7 @@ import sys
 from biozoo._io import atomic_write_bytes, is_remote, remote_files
 from biozoo.documents import encode_documents, read_documents
 from biozoo.documents.io import EXTENSION
+from biozoo.linking.linker import count_link_methods
 
 JOB_FILE = "job.json"
 SUMMARY_FILE = "summary.json"
@@ -194,7 +196,7 @@ class ShardStore:
             "key": chunk.key, "source": chunk.source, "position": chunk.position, "index": chunk.index,
             "complete": complete, "shard": shard, "ids": [d.id for d in documents],
             "entities": sum(len(d.predictions) for d in documents), "dead_letters": len(dead_letters),
-            "stats": chunk.stats,
+            "stats": chunk.stats, "link_methods": count_link_methods(documents),
         }
         self._put(self.path("manifests", f"{chunk.key}.json"), (json.dumps(manifest) + "\n").encode("utf-8"))
         return manifest
@@ -231,6 +233,11 @@ class ShardStore:
             "duplicate_ids": len(ids) - len(set(ids)),
             "incomplete_chunks": sum(1 for m in manifests if not m.get("complete", True)),
         }
+        link_methods = collections.Counter()
+        for manifest in manifests:
+            link_methods.update(manifest.get("link_methods", {}))
+        if link_methods:
+            summary["link_methods"] = dict(sorted(link_methods.items()))
         dropped = sum(m["stats"].get("annotations_dropped", 0) for m in manifests)
         if dropped:
             summary["annotations_dropped"] = dropped

@@ -17,12 +17,15 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 from biozoo.linking.index import CharNgramIndex, StringMatcher, embedded_names, normalize_name
 
 DEFAULT_THRESHOLD = 0.6
 SPARSE_THRESHOLD = 0.5
+# the methods of a Link without an id, and what each means for the mentions it left unlinked
+UNLINKED_METHODS = {"none": "nothing above the threshold", "no-taxon": "a taxon whose genes the dictionary lacks"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,3 +167,23 @@ class Linker:
                 links.append(Link(concept.id, self.table.names[row], score, method, self.dictionary.label, query, taxon,
                                   candidate=concept.id))
         return links
+
+
+def count_link_methods(documents):
+    """{link method: mentions} over the predictions of `documents` a dictionary was asked about
+    (those with a `link_method` infon); `describe_links` tells it."""
+    return dict(collections.Counter(p.infons["link_method"] for document in documents
+                                    for p in document.predictions if "link_method" in p.infons))
+
+
+def describe_links(methods):
+    """'N of M mentions linked' of `count_link_methods`' counts, with why the others were not.
+
+    Example:
+        >>> describe_links({"exact": 3, "dense": 1, "none": 2, "no-taxon": 1})
+        '4 of 7 mentions linked (2: nothing above the threshold; 1: a taxon whose genes the dictionary lacks)'
+    """
+    total = sum(methods.values())
+    unlinked = [f"{methods[m]}: {why}" for m, why in UNLINKED_METHODS.items() if methods.get(m)]
+    linked = total - sum(methods.get(m, 0) for m in UNLINKED_METHODS)
+    return f"{linked} of {total} mentions linked" + (f" ({'; '.join(unlinked)})" if unlinked else "")

@@ -3,6 +3,7 @@ Beam runs alike), `evaluate link`, `score ner --ids` and `finetune link`, each a
 worked out by hand or by the test."""
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -163,11 +164,32 @@ def test_beam_links_as_plain_annotate_does(tmp_path, tagger_dir, shared_data):
     job = AnnotationJob(models=(tagger_dir,), output_format="jsonl", drop_existing=True, chunk_size=16,
                         link=(f"Disease,Chemical={tmp_path / 'dict.tsv'}",), link_encoder=None, link_threshold=0.2)
     plain = list(job.run(progress=False).annotate(read_documents([str(path)])))
-    annotate_corpus(job, [str(path)], str(tmp_path / "shards"), progress=False)
+    summary = annotate_corpus(job, [str(path)], str(tmp_path / "shards"), progress=False)
     beam = {d.id: d for d in read_documents(sorted(str(p) for p in (tmp_path / "shards").rglob("*.jsonl*")))}
     expected = [(d.id, p.start, p.end, p.concept_id, p.infons.get("link_name")) for d in plain for p in d.predictions]
     got = [(d.id, p.start, p.end, p.concept_id, p.infons.get("link_name")) for d in plain for p in beam[d.id].predictions]
     assert got == expected and any(item[3] for item in expected)
+    # the summary counts every mention asked about, by method, as the plain run linked them
+    methods = Counter(p.infons["link_method"] for d in plain for p in d.predictions)
+    assert summary["link_methods"] == dict(methods) and methods["none"] and sum(methods.values()) > methods["none"]
+    assert json.loads((tmp_path / "shards" / "summary.json").read_text())["link_methods"] == dict(methods)
+
+
+def test_annotate_tells_how_many_mentions_were_linked_and_why_not_the_others(tmp_path, tagger_dir, shared_data, capsys):
+    text = (shared_data / "documents" / "NCBIdisease_Test.PubTator").read_text().split("\n\n")[:6]
+    (tmp_path / "docs.pubtator").write_text("\n\n".join(text) + "\n\n")
+    texts = sorted({p.text for d in annotate(tmp_path, tagger_dir) for p in d.predictions})
+    kept = texts[::2]  # half the mention texts have a concept; char 3-grams at threshold 0.99 find none of the others
+    (tmp_path / "dict.tsv").write_text("".join(f"X{i}\t{t}\n" for i, t in enumerate(kept)))
+    capsys.readouterr()
+    linked = annotate(tmp_path, tagger_dir, "--link", f"Chemical,Disease={tmp_path / 'dict.tsv'}", "--link-encoder",
+                      "none", "--link-threshold", "0.99", "--abbreviations", "none")
+    predictions = [p for d in linked for p in d.predictions]
+    with_id = sum(1 for p in predictions if p.concept_id)
+    assert 0 < with_id < len(predictions)
+    err = capsys.readouterr().err
+    assert (f"; {with_id} of {len(predictions)} mentions linked ({len(predictions) - with_id}: nothing above the "
+            "threshold);") in err
 
 
 def test_finetune_link_cli(tmp_path, tiny_encoder_dir, capsys):
