@@ -24,6 +24,7 @@ from biozoo.testing.cases import CONVERTED_HEADS, MIXED_POLICIES, MIXED_TOLERANC
 from biozoo.testing.checkpoints import (
     HEAD_TENSORS,
     case_inputs,
+    hf_features,
     hf_outputs,
     make_model,
     max_diff,
@@ -61,6 +62,27 @@ def _assert_matches_transformers(outputs, model, inputs, what):
         assert "pooled_output" in outputs, f"{what}: transformers has a pooled output, biozoo none"
         diff = float(np.abs(np.asarray(outputs["pooled_output"]) - pooled).max())
         assert diff <= TOLERANCE, f"{what}: pooled_output max |diff| to transformers {diff:.2e} > {TOLERANCE:g}"
+
+
+def _assert_features_match_transformers(backbone, model, inputs, what):
+    """`features()` (distillation's and the TF Hub export's `encoder_outputs`) gives transformers'
+    hidden states and attention maps, the last hidden state being the sequence output."""
+    hidden, attentions = hf_features(model, inputs)
+    features = backbone.features(inputs, attentions=True)
+    ours = [to_numpy(h) for h in features["hidden_states"]]
+    assert len(ours) == len(hidden), f"{what}: {len(ours)} hidden states, transformers {len(hidden)}"
+    mask = inputs["padding_mask"]
+    for i, (got, reference) in enumerate(zip(ours, hidden)):
+        diff = max_diff(got, reference, mask)
+        assert diff <= TOLERANCE, f"{what}: hidden state {i} max |diff| to transformers {diff:.2e} > {TOLERANCE:g}"
+    last = max_diff(ours[-1], to_numpy(features["sequence_output"]), mask)
+    assert last <= 1e-6, f"{what}: the last hidden state differs from the sequence output by {last:.2e}"
+    maps = [to_numpy(a) for a in features["attentions"]]
+    assert len(maps) == len(attentions), f"{what}: {len(maps)} attention maps, transformers {len(attentions)}"
+    queries = np.asarray(mask).astype(bool)[:, None, :, None]
+    for i, (got, reference) in enumerate(zip(maps, attentions)):
+        diff = float(np.abs(np.where(queries, got - reference, 0.0)).max())
+        assert diff <= TOLERANCE, f"{what}: attention map {i} max |diff| to transformers {diff:.2e} > {TOLERANCE:g}"
 
 
 def run_parity_test(name, hf_class, fmt, directory, spiece_model=None):
@@ -119,6 +141,7 @@ def run_backbone_test(name, directory, spiece_model=None, sequence_lengths=(8, 2
     mask = inputs["padding_mask"]
     expected = _numpy(backbone(inputs))
     _assert_matches_transformers(expected, model, inputs, f"{case.name} length {longest}")
+    _assert_features_match_transformers(backbone, model, inputs, case.name)
 
     # Shorter sequences: parity, and padding them to the longest length changes nothing.
     for length in sorted(sequence_lengths)[:-1]:

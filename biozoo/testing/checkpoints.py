@@ -153,6 +153,22 @@ def hf_outputs(model, inputs):
     return out.last_hidden_state.numpy(), None if pooled is None else pooled.numpy()
 
 
+def hf_features(model, inputs):
+    """(hidden states, attention maps) of the model's base encoder, as `output_hidden_states`
+    and `output_attentions` give them: the embeddings' output, then every layer's."""
+    import torch
+
+    previous = model.config._attn_implementation
+    model.set_attn_implementation("eager")  # SDPA returns no attention maps
+    try:
+        base = model.base_model
+        with torch.no_grad():
+            out = base(**torch_inputs(base, inputs), output_hidden_states=True, output_attentions=True)
+    finally:
+        model.set_attn_implementation(previous)
+    return [h.numpy() for h in out.hidden_states], [a.numpy() for a in out.attentions]
+
+
 def max_diff(ours, ref, mask):
     """max |ours - ref| over the positions where `mask` is set."""
     mask = np.asarray(mask).astype(bool)

@@ -60,7 +60,11 @@ class StepLog:
                 cb.model.stop_training = True  # one fit call per epoch (see train)
 
             def on_train_batch_end(cb, batch, logs=None):
-                step = self.fit_start + batch + 1  # `batch`: the last step of this execution, from 0
+                # `batch`: the last step of this execution, from 0; Keras reports a whole
+                # execution's end even where the epoch ended inside it (steps_per_execution > 1)
+                if cb.params.get("steps"):
+                    batch = min(batch, cb.params["steps"] - 1)
+                step = self.fit_start + batch + 1
                 done = step - self.step
                 self.step = step
                 if logs and "loss" in logs and done > 0:

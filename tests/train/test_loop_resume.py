@@ -186,3 +186,30 @@ def test_a_checkpoint_with_an_earlier_versions_generator_state_resumes(tmp_path)
     resumed = linear()
     assert run(tmp_path, resumed, batches, TOTAL, every=2)["resumed_from"] == 4
     np.testing.assert_allclose(weights(resumed), weights(whole), rtol=0, atol=1e-6)
+
+
+@pytest.mark.skipif(keras.backend.backend() == "torch", reason="Keras' PyTorch trainer runs one step an execution")
+def test_executions_of_several_steps_count_the_steps_run_where_an_epoch_ends_inside_one(tmp_path):
+    """Epochs of 5 steps run 3 at a time: Keras reports the second execution's end as step 6, and
+    only 5 ran. The losses, checkpoints and a resume count the steps run: one loss each, the
+    checkpoint after 5 steps named 5, and a rerun killed after it ends with the whole run's weights."""
+    batches = data()
+
+    def build(steps_per_execution):
+        model = linear()
+        model.compile(optimizer=make_optimizer("adamw", 1e-2, TOTAL, 0.0, 0.0), loss="mse",
+                      steps_per_execution=steps_per_execution)
+        return model
+
+    one = build(1)
+    each = run(tmp_path / "one", one, batches, TOTAL, steps_per_epoch=5)["losses"]
+    whole = build(3)
+    losses = run(tmp_path / "whole", whole, batches, TOTAL, steps_per_epoch=5)["losses"]
+    assert len(losses) == TOTAL
+    for start, end in ((0, 3), (3, 5), (5, 8)):  # an execution's steps share its mean loss
+        np.testing.assert_allclose(losses[start:end], [np.mean(each[start:end])] * (end - start), rtol=1e-5)
+    np.testing.assert_allclose(weights(whole), weights(one), rtol=0, atol=1e-6)
+    run(tmp_path, build(3), batches, 5, every=2, steps_per_epoch=5)  # killed after the checkpoint at step 5
+    resumed = build(3)
+    assert run(tmp_path, resumed, batches, TOTAL, every=2, steps_per_epoch=5)["resumed_from"] == 5
+    np.testing.assert_allclose(weights(resumed), weights(whole), rtol=0, atol=1e-6)

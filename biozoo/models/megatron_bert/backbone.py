@@ -83,6 +83,8 @@ class MegatronBertBackbone(FeaturesMixin, keras_hub.models.Backbone):
             features["hidden_states"].append(x)
         x = run_layers(self.transformer_layers, x, inputs["padding_mask"], features, training)
         x = self.final_layer_norm(x)
+        if features is not None:
+            features["hidden_states"][-1] = x  # transformers' last hidden state is after the final LayerNorm
         outputs = {"sequence_output": x}
         if self.pooled_dense is not None:
             outputs["pooled_output"] = self.pooled_dense(x[:, 0, :])
