@@ -204,3 +204,15 @@ def test_backend_option_refuses_another_backend_once_keras_runs(capsys):
         main(["--backend", other, "list"])
     assert exit_.value.code == 2
     assert f"Keras already runs on {keras.backend.backend()}" in capsys.readouterr().err
+
+
+def test_a_packaged_corpus_is_read_by_name_where_documents_are_asked_for(tmp_path, capsys):
+    """`example-pubtator` (4 abstracts) as `score ner`'s gold and predictions; `evaluate --documents`
+    takes the name too (its parser, here: evaluating needs a model)."""
+    from biozoo.data import embedded_corpus
+
+    status, out, _ = run(capsys, "score", "ner", "--gold", "example-pubtator", "--pred", "example-pubtator")
+    assert status == 0 and json.loads(out)["documents"]["gold"] == 4
+    args = build_parser().parse_args(["evaluate", "ner", "--model", "m", "--documents", "example-pubtator"])
+    assert args.documents == [os.fspath(embedded_corpus("example-pubtator"))]
+    assert os.path.isfile(args.documents[0])

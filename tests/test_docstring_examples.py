@@ -15,7 +15,7 @@ import biozoo.linking
 import biozoo.tokenizers
 from biozoo import task_kinds
 from biozoo.annotate import runner
-from biozoo.data import files, ner, qa, relation
+from biozoo.data import embedded, files, ner, qa, relation
 from biozoo.documents import io as documents_io
 from biozoo.documents import model
 from biozoo.linking import abbreviations, concepts, index, linker, pipeline
@@ -34,7 +34,7 @@ RUNNABLE = [
     linker.Linker, linker.Link, linker.describe_links,
     pipeline.DocumentLinker,
     runner.AnnotationRun,
-    files, ner.Sentence, qa.QAExample, relation.RelationExample,
+    files, embedded.packaged_names_hint, ner.Sentence, qa.QAExample, relation.RelationExample,
     adapters.TaskAdapter,
     tokenizer_base.Tokenizer, wordpiece.WordPieceTokenizer,
     token_classifier.TokenClassifierPreprocessor, sequence_classifier.SequenceClassifierPreprocessor,

@@ -166,8 +166,20 @@ def test_no_unpinned_checkpoint_but_the_known_one():
     # BioM-ELECTRA-Base-Generator and BioBERT v1.2 were pinned from the 2021 HF API snapshot
     # (github saranscript/huggingface-models, models/*/infos.json); BioTinyBERT has only short ids.
     unpinned = {n for n in ALL_NAMES if not _entry(n)["sources"]["hf"].get("revision_pinned", False)}
-    # AIONER's archive: no commit of lingbionlp/AIONER-0415 was seen (the hub was unreachable)
-    assert unpinned == {"bio_tinybert", "aioner_bioformer", "aioner_pubmedbert"}
+    assert unpinned == {"bio_tinybert"}
+    # AIONER's archive: pinned at the commit whose page gave its sha256 (f06ef0a, lingbionlp/AIONER-0415)
+    assert _entry("aioner_bioformer")["sources"]["hf"]["revision"].startswith("f06ef0a")
+
+
+@pytest.mark.parametrize("name", ALL_NAMES)
+def test_a_file_digest_read_at_a_full_commit_leaves_no_revision_unpinned(name):
+    """A digest read on a commit's page names a commit that holds the file: the revision can be pinned."""
+    hf = _entry(name)["sources"]["hf"]
+    commits = {c for record in hf.get("integrity", {}).values()
+               for c in re.findall(r"/commit/([0-9a-f]{40})", record.get("read_from", ""))}
+    if commits and not hf.get("revision_pinned", False):
+        pytest.fail(f"{name}: revision {hf['revision']} unpinned ({hf['revision_unpinned_reason']}), "
+                    f"but its digests were read at commit {', '.join(sorted(commits))}")
     assert _entry("biobert_v1_2")["sources"]["hf"]["revision"].startswith("67c9c25")
 
 

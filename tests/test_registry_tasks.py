@@ -341,6 +341,16 @@ def test_cli_info_shows_the_task_section(capsys):
     assert status == 0 and "task " not in out
 
 
+def test_cli_info_shows_every_registry_entry(capsys):
+    """Every name `biozoo list` gives has an `info`, AIONER's (a task without a transformers class) too."""
+    for name in _registry()["checkpoints"]:
+        status, out, err = _run(capsys, "info", name)
+        assert status == 0 and out.startswith(f"{name}: "), (name, err)
+    status, out, _ = _run(capsys, "info", "aioner_bioformer")
+    assert ("task          aioner (model_file AIONER/Bioformer-softmax-AIONER.h5, decoder softmax), fine-tuned from "
+            "bioformer_8l") in out
+
+
 # ------------------------------------------------------------------ the schema is strict about tasks
 
 def _bad(name, mutate):

@@ -68,7 +68,7 @@ def parameters(specific):
     """The first cell: the notebook's settings, then the common ones. The default Keras backend is
     JAX, what Colab's TPU and GPU runtimes run."""
     chosen = ('BACKEND = os.environ.get("BIOZOO_NB_BACKEND", "jax")  # jax: Colab\'s TPU and GPU runtimes; '
-              '"tensorflow" for a TPU VM with TF 2.18\n')
+              '"tensorflow" for a TPU VM (installs tensorflow-tpu 2.20)\n')
     return code("import os\n\n" + textwrap.dedent(specific).strip("\n") + "\n" + chosen
                 + textwrap.dedent(PARAMETERS_COMMON).strip("\n"), tags=["parameters"])
 

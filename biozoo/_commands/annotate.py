@@ -10,6 +10,7 @@ from biozoo.documents import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     check_not_an_input,
+    iter_input_files,
     output_format_for,
     read_documents,
     write_documents,
@@ -163,6 +164,7 @@ def annotate_command(args):
     if args.runner != "beam":
         args.output_format = output_format_for(args.output, args.output_format)
     check_not_an_input(args.output, args.inputs or ["-"])
+    _check_inputs(args.inputs or [])
     args.batch_size = model_batch_size(args.batch_size)
     job = job_from_arguments(args)
     if args.runner == "beam":
@@ -182,6 +184,8 @@ def annotate_command(args):
     documents = read_documents(args.inputs or ["-"], fmt=args.input_format, skip_bad=args.skip_bad, on_skip=on_skip,
                                strict=getattr(args, "strict", False))
     written = write_documents(run.annotate(documents), args.output, args.output_format, on_unwritable=run.unwritable)
+    if not run.documents and not skipped:
+        print(f"warning: no document in {', '.join(args.inputs or ['standard input'])}", file=sys.stderr)
     summary = run.summary() + (f"; {len(skipped)} bad document(s) skipped" if skipped else "")
     if documents.dropped:
         summary += (f"; {documents.dropped} input annotation(s) dropped (their text differs from the document's at "
@@ -193,6 +197,13 @@ def annotate_command(args):
         summary += f"; {describe_links(run.link_methods)}"
     print(f"{summary}; {written} written to {'stdout' if args.output == '-' else args.output}", file=sys.stderr)
     return 0
+
+
+def _check_inputs(inputs):
+    """Before any model loads: every local input exists, and a folder holds a file."""
+    for item in inputs:
+        if item != "-" and "://" not in item and next(iter_input_files([item]), None) is None:
+            raise FileNotFoundError(f"input folder {item} holds no file (hidden files are skipped)")
 
 
 def job_from_arguments(args):

@@ -101,7 +101,9 @@ def _result_lines(title, results, empty, row):
 
 
 def _task_lines(task):
-    lines = [f"task          {task['kind']} ({task['hf_class']}), fine-tuned from {task['base']}"]
+    made = task.get("hf_class") or ", ".join(f"{k} {v}" for k, v in task.get(task["kind"], {}).items()
+                                            if k in ("model_file", "decoder"))
+    lines = [f"task          {task['kind']}" + (f" ({made})" if made else "") + f", fine-tuned from {task['base']}"]
     if task.get("label_names"):
         lines.append(f"labels        {len(task['label_names'])}: {', '.join(task['label_names'])}")
     if task.get("problem_type"):

@@ -77,8 +77,9 @@ def register(subparsers):
                         "name encoder (any handle, or 'none' for string and char 3-gram matching)")
     parser.add_argument("--data", type=data_argument, help=f"sentence-level splits: {DATA_HELP}")
     parser.add_argument("--split", default="test", help="train, dev (devel) or test")
-    parser.add_argument("--documents", nargs="+", metavar="GOLD",
-                        help="ner: gold documents (PubTator, BioC, JSONL) instead of --data; the model annotates them "
+    parser.add_argument("--documents", nargs="+", metavar="GOLD", type=data_argument,
+                        help="ner: gold documents (PubTator, BioC, JSONL, or example-pubtator) instead of --data; the "
+                        "model annotates them "
                         "as `biozoo annotate` does and mentions are scored by offsets (strict and approximate); "
                         "--model may also be an AIONER model")
     parser.add_argument("--type-map", default="",

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,3 +60,14 @@ def resolve_data_path(path):
     if text in EMBEDDED_CORPORA and not os.path.exists(text):
         return embedded_corpus(text)
     return path
+
+
+def packaged_names_hint(path):
+    """What to say after "not found: PATH": the packaged corpora's names, the closest first.
+
+    Example:
+        >>> packaged_names_hint("ncbi_disease")
+        ' (did you mean ncbi-disease? biozoo packages ncbi-disease, example-pubtator)'
+    """
+    close = difflib.get_close_matches(os.path.basename(os.fspath(path).rstrip("/")).lower(), EMBEDDED_CORPORA, n=1)
+    return f" ({f'did you mean {close[0]}? ' if close else ''}biozoo packages {', '.join(EMBEDDED_CORPORA)})"

@@ -42,7 +42,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from biozoo.data.embedded import resolve_data_path
+from biozoo.data.embedded import packaged_names_hint, resolve_data_path
 from biozoo.data.files import text_lines
 from biozoo.errors import DataFormatError, DataWarning
 
@@ -278,7 +278,7 @@ def find_split(data_dir, split, extensions=(".tsv", ".txt")) -> Path:
     if split not in _SPLIT_NAMES:
         raise ValueError(f"unknown split {split!r}; expected one of {', '.join(_SPLIT_NAMES)}")
     if not data_dir.is_dir():
-        raise FileNotFoundError(f"no data folder at {data_dir}")
+        raise FileNotFoundError(f"no data folder at {data_dir}{packaged_names_hint(data_dir)}")
     candidates = [data_dir / f"{name}{ext}{gz}" for name in _SPLIT_NAMES[split] for ext in extensions
                   for gz in ("", ".gz")]
     found = [c for c in candidates if c.is_file()]

@@ -665,3 +665,22 @@ def test_an_entity_where_passages_overlap_with_different_texts_is_refused_not_mi
     assert [d.id for d in done] == ["8", "9"] and len(skipped) == 1 and run.skipped == 1
     assert all(d.text_at(a.start, a.end) == a.text == "mutation" for d in done for a in d.predictions)
     assert [len(d.predictions) for d in done] == [2, 2]
+
+
+def test_a_missing_input_or_an_empty_folder_is_named_before_any_model_loads(tmp_path, capsys, monkeypatch):
+    """The model here cannot be loaded (an offline hub handle): the error is the input's, so it came first."""
+    monkeypatch.setenv("BIOZOO_OFFLINE", "1")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / ".hidden").write_text("1|t|x\n\n")
+    for missing, said in ((tmp_path / "missing.xml.gz", "input not found"), (tmp_path / "empty", "holds no file")):
+        assert main(["annotate", str(missing), "--model", "hf://nobody/none", "--output", str(tmp_path / "o.jsonl"),
+                     "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert said in err and str(missing) in err and "nobody" not in err, err
+
+
+def test_an_input_without_documents_is_told(tmp_path, tagger_dir, capsys):
+    (tmp_path / "empty.txt").write_text("")
+    assert main(["annotate", str(tmp_path / "empty.txt"), "--model", tagger_dir, "--output",
+                 str(tmp_path / "o.jsonl"), "--no-progress"]) == 0
+    assert f"warning: no document in {tmp_path / 'empty.txt'}" in capsys.readouterr().err
