@@ -107,12 +107,20 @@ def export_hf_task(task, out_dir, overwrite=False, inputs=()):
     config["architectures"] = [base + suffix]
     prefix = family.hf_table.strip_prefixes[0]
     hidden = getattr(task, "cls_dense", None)
+    pooler = None  # a classifier's new pooler, on a backbone without one, as transformers builds it
     if kind == "SequenceClassifier" and hidden is not None and reverse_lookup(family.hf_table, "heads/classifier/hidden/kernel") is None:
-        raise CheckpointError(f"{config['architectures'][0]} reads the pooled output; this classifier has a dense "
-                              "layer on the first token instead (a backbone without a pooler).")
+        if task.head_activation != "tanh" or task.dropout_before_dense:
+            raise CheckpointError(f"{config['architectures'][0]} reads the pooled output; this classifier has a "
+                                  f"{task.head_activation} dense layer on the first token instead (saved before biozoo's "
+                                  "head followed transformers'): fine-tune it again to export it")
+        pooler, hidden = hidden, None
     # the task classes save no pooler except sequence classification (HF: add_pooling_layer=False)
     state = {(prefix + name): value for name, value in state.items()
              if kind == "SequenceClassifier" or not name.startswith("pooler")}
+    if pooler is not None:
+        for variable, value in zip(("kernel", "bias"), pooler.get_weights()):
+            name, transform = reverse_lookup(family.hf_table, f"pooled_dense/{variable}")
+            state[prefix + name] = np.ascontiguousarray(INVERSE[transform](np.asarray(value, np.float32)))
     heads = {"qa/dense": task.span_dense} if kind == "QuestionAnswerer" else {"classifier/dense": task.output_dense}
     if hidden is not None:
         heads = {"classifier/hidden": hidden, "classifier/output": task.output_dense}

@@ -50,13 +50,14 @@ FAMILIES = {family.name: family for family in (
            tokenizer_cls=ElectraTokenizer, use_pooler=never,
            source_tables={"tf1": electra_tf1.DISCRIMINATOR_TABLE, "tf1_generator": electra_tf1.GENERATOR_TABLE},
            tf1_config_files=("config.json",), tf1_scope="electra/", tf1_config=electra_tf1.infer_config,
-           classifier_activation="gelu", mlm_activation="gelu", electra_discriminator=True,
+           classifier_activation="gelu", dropout_before_classifier_dense=True, mlm_activation="gelu",
+           electra_discriminator=True,
            garden_encoder="BertEncoderV2",
            garden_absent={k: v.format(family="ELECTRA") for k, v in _NO_POOLER.items()}),
     # BioDistilBERT cased and uncased
     Family(name="distilbert", model_types=("distilbert",), backbone_cls=DistilBertBackbone,
            convert_hf=distilbert_hf, tokenizer_cls=DistilBertTokenizer, use_pooler=never,
-           classifier_activation="relu", classification_dropout=0.2, garden_encoder="BertEncoderV2",
+           classifier_activation="relu", classification_dropout=0.2, qa_dropout=0.1, garden_encoder="BertEncoderV2",
            garden_absent={"type_embeddings/embeddings": "DistilBERT has no token types: a zero type embedding adds nothing",
                           **{k: v.format(family="DistilBERT") for k, v in _NO_POOLER.items()}}),
     # BioMobileBERT

@@ -42,9 +42,15 @@ class Family:
     head_dropout: Optional[float] = None
     # Sequence classification's own dropout where HF gives it one (DistilBERT: seq_classif_dropout).
     classification_dropout: Optional[float] = None
-    # Without a trained pooler, sequence classification reads token 0 through dense +
-    # this activation (HF's ElectraClassificationHead: gelu; DistilBERT's pre_classifier: relu).
-    classifier_activation: str = "gelu"
+    # Without a trained pooler, sequence classification reads token 0 through a new dense layer
+    # with this activation, as transformers' head for the family: a new pooler (tanh) for the
+    # families that have one, ElectraClassificationHead's gelu, DistilBERT's pre_classifier relu.
+    classifier_activation: str = "tanh"
+    # ElectraClassificationHead applies dropout before that dense layer too (the others after it only).
+    dropout_before_classifier_dense: bool = False
+    # Dropout on the span logits' input: none in transformers' *ForQuestionAnswering (nor BERT's
+    # run_squad.py), but DistilBERT's qa_dropout.
+    qa_dropout: float = 0.0
     # The MLM head's transform activation when it differs from hidden_act (HF ELECTRA's
     # generator head is exact GELU whatever the config says).
     mlm_activation: Optional[str] = None

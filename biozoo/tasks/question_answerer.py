@@ -14,9 +14,10 @@ import keras_hub
 import numpy as np
 
 from biozoo.data.pipeline import model_input_batches
+from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
 from biozoo.tasks._qa_pipeline import answer_chars, decode_spans, pipeline_tokens, span_probabilities
-from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin, head_dropout
+from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin
 from biozoo.tasks.inference import compile_ahead, compiled_predict
 from biozoo.tokenizers.base import Tokenizer, text_list
 
@@ -271,7 +272,8 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, keras_hub.models.T
     reads_pooled_output = False
 
     def __init__(self, backbone, preprocessor=None, dropout=None, null_threshold=0.0, **kwargs):
-        dropout = head_dropout(backbone, dropout)
+        if dropout is None:  # a model saved with a dropout keeps it
+            dropout = family_for_backbone(backbone).qa_dropout
         inputs = backbone.input
         hidden = backbone(inputs)["sequence_output"]
         self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="output_dropout")

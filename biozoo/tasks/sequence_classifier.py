@@ -116,7 +116,7 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
     hf_class_suffix = "ForSequenceClassification"
 
     def __init__(self, backbone, label_names, preprocessor=None, multi_label=False, thresholds=None,
-                 dropout=None, problem_type=None, **kwargs):
+                 dropout=None, problem_type=None, head_activation=None, dropout_before_dense=None, **kwargs):
         if problem_type not in (None, *PROBLEM_TYPES):
             raise ValueError(f"problem_type {problem_type!r} is none of {', '.join(PROBLEM_TYPES)}")
         if problem_type is None and multi_label:
@@ -128,6 +128,10 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
         if dropout is None:
             dropout = family_for_backbone(backbone).classification_dropout
         dropout = head_dropout(backbone, dropout)
+        family = family_for_backbone(backbone)
+        head_activation = head_activation or family.classifier_activation
+        if dropout_before_dense is None:
+            dropout_before_dense = family.dropout_before_classifier_dense
         inputs = backbone.input
         outputs = backbone(inputs)
         init = keras.initializers.TruncatedNormal(stddev=0.02)
@@ -135,15 +139,15 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
             x = outputs["pooled_output"]
             self.cls_dense = None
         else:
-            # no trained pooler: token 0 through dense + the family's activation, as HF does
-            activation = family_for_backbone(backbone).classifier_activation
+            # no trained pooler: token 0 through a new dense layer, as transformers' head for the family
+            x = outputs["sequence_output"][:, 0, :]
+            if dropout_before_dense:
+                x = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy)(x)
             self.cls_dense = keras.layers.Dense(
-                backbone.hidden_dim, activation=activation, kernel_initializer=init,
+                backbone.hidden_dim, activation=head_activation, kernel_initializer=init,
                 dtype=backbone.dtype_policy, name="cls_dense",
             )
-            x = self.cls_dense(
-                keras.layers.Dropout(dropout, dtype=backbone.dtype_policy)(outputs["sequence_output"][:, 0, :])
-            )
+            x = self.cls_dense(x)
         self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="output_dropout")
         self.output_dense = keras.layers.Dense(
             len(label_names), kernel_initializer=init, dtype=backbone.dtype_policy, name="logits"
@@ -159,6 +163,8 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
         self.thresholds = list(thresholds) if thresholds is not None else [0.5] * len(label_names)
         self.dropout = dropout
         self.problem_type = problem_type
+        self.head_activation = head_activation
+        self.dropout_before_dense = dropout_before_dense
         if compile_now:
             self.compile()
 
@@ -170,8 +176,20 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
     def get_config(self):
         config = super().get_config()
         config.update({"label_names": self.label_names, "multi_label": self.multi_label,
-                       "thresholds": self.thresholds, "dropout": self.dropout, "problem_type": self.problem_type})
+                       "thresholds": self.thresholds, "dropout": self.dropout, "problem_type": self.problem_type,
+                       "head_activation": self.head_activation, "dropout_before_dense": self.dropout_before_dense})
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        if "head_activation" not in config:
+            # saved before the head followed transformers' for every family: dropout, then a gelu
+            # dense (DistilBERT's relu), then dropout
+            backbone = config.get("backbone")
+            name = backbone.get("class_name", "") if isinstance(backbone, dict) else type(backbone).__name__
+            config = {**config, "head_activation": "relu" if "DistilBert" in name else "gelu",
+                      "dropout_before_dense": True}
+        return super().from_config(config)
 
     @classmethod
     def _problem_arguments(cls, head):

@@ -204,6 +204,32 @@ def _task_head_modules(model, kind):
     return getattr(model, "pre_classifier", None), head, dropout
 
 
+def _assert_head_dropouts_match(task, model, inputs, what):
+    """Training applies the dropouts transformers' head applies: as many, at the same rates."""
+    ours = sorted(layer.rate for layer in task.layers if isinstance(layer, keras.layers.Dropout) and layer.rate)
+    theirs = sorted(p for p in _hf_head_dropouts(model, inputs) if p)
+    assert ours == theirs, f"{what}: the head applies dropout {ours}, transformers' head {theirs}"
+
+
+def _hf_head_dropouts(model, inputs):
+    """The rate of each dropout transformers' model applies outside its base model, in training,
+    once per call (ELECTRA's classification head applies one module twice)."""
+    import torch
+
+    inside = {id(m) for m in model.base_model.modules()}
+    rates, hooks = [], []
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout) and id(module) not in inside:
+            hooks.append(module.register_forward_hook(lambda m, args, out: rates.append(m.p)))
+    try:
+        with torch.no_grad():
+            model(**torch_inputs(model, inputs))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return rates
+
+
 def _copy_linear(layer, linear):
     layer.set_weights([linear.weight.detach().numpy().T, linear.bias.detach().numpy()])
 
@@ -215,7 +241,8 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     head comes from the converter. "ner" and "re" (sequence classification): the encoder of the HF model is
     converted, the task built on it, and the HF head's weights copied into the task's layers
     (torch Linear [out, in] -> Keras kernel [in, out]); the head structure (pooler or token 0
-    through a dense layer) and the head's dropout rate must be HF's. Then the task's
+    through a dense layer) must be HF's. For "ner", "re" and "qa" the dropouts the head applies in
+    training are transformers' (as many, at the same rates). Then the task's
     `get_config` / `from_config` round trip gives the same logits.
     """
     import torch
@@ -240,11 +267,9 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
         if dense is not None:
             _copy_linear(ours, dense)
         _copy_linear(task.output_dense, output)
-    _, _, dropout = _task_head_modules(model, kind)
-    if dropout is not None and hasattr(task, "dropout"):
-        assert task.dropout == dropout.p, f"{what}: head dropout {task.dropout}, transformers {dropout.p}"
-
     inputs = case_inputs(model)
+    if kind in ("ner", "re", "qa"):  # the fine-tuning heads (a pre-training class also runs heads biozoo's lack)
+        _assert_head_dropouts_match(task, model, inputs, what)
     mask = inputs["padding_mask"]
     if kind == "mlm":
         positions = np.array([[1, 3, 5], [0, 2, 9], [4, 5, 6]], np.int32)
@@ -274,7 +299,50 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     restored = type(task).from_config(task.get_config())
     restored.set_weights(task.get_weights())
     np.testing.assert_allclose(to_numpy(restored(inputs)), ours, atol=1e-6, err_msg=f"{what}: from_config")
+    if kind == "re" and _pooler_linear(model.base_model) is not None:
+        _check_classifier_without_pooler(case, model, Path(directory) / "no-pooler", spiece_model, labels, inputs, what)
     return task
+
+
+def _pooler_linear(base):
+    """The pooler's dense layer of a transformers base model (ALBERT's pooler is one), or None."""
+    import torch
+
+    pooler = getattr(base, "pooler", None)
+    linear = getattr(pooler, "dense", pooler)
+    return linear if isinstance(linear, torch.nn.Linear) else None
+
+
+def _check_classifier_without_pooler(case, model, directory, spiece_model, labels, inputs, what):
+    """On an encoder saved without its pooler, transformers' *ForSequenceClassification builds a
+    new pooler (dense + tanh): biozoo's classifier on that encoder is the same head (logits and
+    dropouts), and `export_hf_task` writes its dense layer as the pooler transformers loads."""
+    import torch
+    import transformers
+
+    from biozoo.export.hf import export_hf_task
+
+    base = model.base_model
+    without = type(base)(base.config, add_pooling_layer=False).eval()
+    without.load_state_dict({k: v for k, v in base.state_dict().items() if not k.startswith("pooler")})
+    hf_dir = save_hf_directory(without, directory / "hf", "safetensors", case.tokenizer, spiece_model)
+    task = biozoo.SequenceClassifier.from_preset(str(hf_dir), label_names=labels)
+    what = f"{what} on an encoder without a pooler"
+    assert "pooled_output" not in task.backbone.output and task.cls_dense is not None, what
+    _copy_linear(task.cls_dense, _pooler_linear(base))
+    _copy_linear(task.output_dense, model.classifier)
+    ours = to_numpy(task(inputs))
+    with torch.no_grad():
+        theirs = model(**torch_inputs(model, inputs)).logits.numpy()
+    diff = float(np.abs(ours - theirs).max())
+    assert diff <= TOLERANCE, f"{what}: logits max |diff| to transformers {diff:.2e} > {TOLERANCE:g}"
+    _assert_head_dropouts_match(task, model, inputs, what)
+    export_hf_task(task, directory / "export")
+    exported = transformers.AutoModelForSequenceClassification.from_pretrained(str(directory / "export")).eval()
+    with torch.no_grad():
+        reloaded = exported(**torch_inputs(exported, inputs)).logits.numpy()
+    diff = float(np.abs(reloaded - ours).max())
+    assert diff <= TOLERANCE, f"{what}: the export's logits in transformers max |diff| {diff:.2e} > {TOLERANCE:g}"
 
 
 def _check_compiled_prediction(task, inputs, eager, mask, what, unpadded, unpadded_reference):

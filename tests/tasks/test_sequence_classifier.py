@@ -146,3 +146,34 @@ def test_pairs_are_cut_and_packed_as_the_pipelines_tokenizer_does(tmp_path):
         == [hf(text="a b", text_pair="")["input_ids"]] == [[2, 5, 6, 3]]
     with pytest.raises(ValueError, match="2 texts and 1 pairs"):
         SequenceClassifierPreprocessor(ours, sequence_length=8).encode(["a", "b"], ["c"])
+
+
+def test_a_classifier_saved_before_the_head_followed_transformers_loads_as_it_was(tmp_path):
+    """Before 2026-11-29 a backbone without a pooler got dropout, a gelu dense and dropout whatever
+    the family; a saved config without `head_activation` still builds that head (same logits),
+    and the HF export, whose classes read a tanh pooler, refuses it naming the layer."""
+    import keras
+
+    from biozoo import testing as H
+    from biozoo.errors import CheckpointError
+    from biozoo.export.hf import export_hf_task
+
+    case = H.get_case("megatron_bert")
+    pooled = H.make_model(case, "MegatronBertModel")
+    model = type(pooled)(pooled.config, add_pooling_layer=False).eval()
+    model.load_state_dict({k: v for k, v in pooled.state_dict().items() if not k.startswith("pooler")})
+    hf_dir = H.save_hf_directory(model, tmp_path / "hf", "safetensors", case.tokenizer)
+    new = biozoo.SequenceClassifier.from_preset(str(hf_dir), label_names=["a", "b"])
+    assert (new.head_activation, new.dropout_before_dense) == ("tanh", False)
+    old = biozoo.SequenceClassifier(new.backbone, label_names=["a", "b"], preprocessor=new.preprocessor,
+                                    head_activation="gelu", dropout_before_dense=True)
+    config = old.get_config()
+    del config["head_activation"], config["dropout_before_dense"]
+    restored = biozoo.SequenceClassifier.from_config(config)
+    restored.set_weights(old.get_weights())
+    assert restored.cls_dense.activation is keras.activations.gelu
+    assert sum(isinstance(layer, keras.layers.Dropout) for layer in restored.layers) == 2
+    inputs = H.case_inputs(model)
+    np.testing.assert_allclose(np.asarray(restored(inputs)), np.asarray(old(inputs)), atol=1e-6)
+    with pytest.raises(CheckpointError, match="gelu dense layer on the first token"):
+        export_hf_task(restored, tmp_path / "export")
