@@ -22,9 +22,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import random
+import sys
 import time
 
 import keras
@@ -211,7 +213,8 @@ def finetune_linker(dictionary, preset, output, settings=LinkTraining(), log=pri
             vectors = encoder.encode(dictionary.names().names, progress=progress)
             neighbours = nearest_concepts(dictionary, vectors, settings.hard_negatives)
         batches = epoch_batches(pairs, settings.batch_pairs, neighbours, rng)
-        history = model.fit(PairBatches(encoder, batches), epochs=1, verbose=1 if progress else 0, shuffle=False)
+        with contextlib.redirect_stdout(sys.stderr):  # Keras' progress bar: stdout carries results
+            history = model.fit(PairBatches(encoder, batches), epochs=1, verbose=1 if progress else 0, shuffle=False)
         losses.append(float(history.history["loss"][-1]))
         log(f"epoch {epoch + 1}: loss {losses[-1]:.4f}")
     metrics = {"task": "link", "dictionary": dictionary.label, "concepts": len(dictionary),

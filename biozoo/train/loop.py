@@ -26,6 +26,7 @@ import itertools
 import math
 import os
 import re
+import sys
 
 import keras
 import numpy as np
@@ -220,8 +221,9 @@ def train(model, batches_from, total_steps, checkpoint_dir=None, *, steps_per_ep
         recorder = StepLog(model, manager if save else None, checkpoint_every, start, log)
         epochs = math.ceil(total_steps / steps_per_epoch)
         for epoch, step, count in fit_spans(start, total_steps, steps_per_epoch):
-            keras.Model.fit(model, _take(batches_from(step), count), initial_epoch=epoch, epochs=epochs,
-                            steps_per_epoch=count, verbose=verbose, callbacks=[recorder.callback], shuffle=False)
+            with contextlib.redirect_stdout(sys.stderr):  # Keras' progress bar: stdout carries results
+                keras.Model.fit(model, _take(batches_from(step), count), initial_epoch=epoch, epochs=epochs,
+                                steps_per_epoch=count, verbose=verbose, callbacks=[recorder.callback], shuffle=False)
     finished = recorder.step
     check_finite_weights(model, finished)
     if save and manager is not None and finished % checkpoint_every:

@@ -16,7 +16,9 @@ so a kill during a save leaves the previous checkpoint valid.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 
 import keras
 import numpy as np
@@ -147,8 +149,9 @@ def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=No
         # keras.Model.fit, not KerasHub's PipelineModel.fit: batches are already preprocessed,
         # and PipelineModel would try to rebuild a distributed dataset as a tf.data one.
         # epochs=`epochs` for the progress header ("Epoch 2/3"); the callback stops after this one
-        keras.Model.fit(model, data, initial_epoch=epoch, epochs=epochs, steps_per_epoch=count, verbose=verbose,
-                        callbacks=[recorder.callback], shuffle=False)
+        with contextlib.redirect_stdout(sys.stderr):  # Keras' progress bar: stdout carries results
+            keras.Model.fit(model, data, initial_epoch=epoch, epochs=epochs, steps_per_epoch=count, verbose=verbose,
+                            callbacks=[recorder.callback], shuffle=False)
     # the steps run: the optimizer's own count lags it where a float16 loss scale skipped a step
     finished = recorder.step
     check_finite_weights(model, finished)
