@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -56,6 +57,7 @@ def fetch_file(url, destination, spec, trust_unverified=False, progress=True, va
         raise DownloadError(f"{url}: no checksum is recorded for it, so it is not downloaded; pass "
                             "--trust-unverified to accept it (its sha256 is then printed and recorded)")
     directory = os.path.dirname(os.path.abspath(destination))
+    created = _missing_folders(directory)
     os.makedirs(directory, exist_ok=True)
     remove_stale_scratch(destination)  # what a killed download of it left
     fd, partial = tempfile.mkstemp(prefix=_scratch_prefix(destination, "partial"), dir=directory)
@@ -77,3 +79,16 @@ def fetch_file(url, destination, spec, trust_unverified=False, progress=True, va
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
+        if not os.path.exists(destination):
+            for folder in created:  # a failed download leaves no empty folder behind
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)
+
+
+def _missing_folders(directory):
+    """The folders of `directory`'s path that do not exist yet, deepest first."""
+    missing = []
+    while directory and not os.path.exists(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    return missing

@@ -216,3 +216,6 @@ def test_a_packaged_corpus_is_read_by_name_where_documents_are_asked_for(tmp_pat
     args = build_parser().parse_args(["evaluate", "ner", "--model", "m", "--documents", "example-pubtator"])
     assert args.documents == [os.fspath(embedded_corpus("example-pubtator"))]
     assert os.path.isfile(args.documents[0])
+    # the packaged NER corpus is sentences, not documents: its name is not read as one
+    status, _, err = run(capsys, "score", "ner", "--gold", "ncbi-disease", "--pred", "example-pubtator")
+    assert status == 2 and "input not found: ncbi-disease" in err

@@ -22,4 +22,13 @@ def data_argument(value):
     return os.fspath(resolve_data_path(value))
 
 
+def documents_argument(value):
+    """A document file or folder, or the name of a document file packaged with biozoo
+    (`example-pubtator`); a packaged NER corpus is no documents, so its name stays a path."""
+    from biozoo.data.embedded import resolve_data_path
+
+    resolved = resolve_data_path(value)
+    return os.fspath(resolved) if os.path.isfile(resolved) else value
+
+
 DATA_HELP = "a data folder, or ncbi-disease (the NCBI-disease corpus packaged with biozoo)"

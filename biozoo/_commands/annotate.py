@@ -4,7 +4,7 @@ import json
 import os
 import sys
 
-from biozoo._commands import PRECISION_HELP, data_argument
+from biozoo._commands import PRECISION_HELP, data_argument, documents_argument
 from biozoo.choices import AGGREGATION_STRATEGIES, CONFIDENCE_MEASURES, OVERLAP_RULES, PRECISIONS, SWITCHES
 from biozoo.documents import (
     INPUT_FORMATS,
@@ -32,7 +32,7 @@ def register(subparsers):
         "input stay apart from the predictions (or go, with --drop-existing). Text input: one document "
         "per line. Progress and a summary go to stderr.",
     )
-    parser.add_argument("inputs", nargs="*", metavar="INPUT", type=data_argument,
+    parser.add_argument("inputs", nargs="*", metavar="INPUT", type=documents_argument,
                         help="files, folders, .gz files, gs:// paths, - for stdin (default), or example-pubtator "
                         "(4 PubMed abstracts packaged with biozoo)")
     parser.add_argument("--model", action="append", dest="models", metavar="MODEL",

@@ -19,7 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from biozoo._commands import data_argument
+from biozoo._commands import documents_argument
 from biozoo._io import atomic_write_json
 from biozoo.data.files import text_lines
 from biozoo.data.relation import RELATION_FORMATS, read_relation
@@ -318,9 +318,9 @@ def register(subparsers):
     )
     ner_source = ner.add_mutually_exclusive_group(required=True)
     ner_source.add_argument("--input", metavar="FILE", help="conlleval-format file")
-    ner_source.add_argument("--gold", metavar="GOLD", type=data_argument,
+    ner_source.add_argument("--gold", metavar="GOLD", type=documents_argument,
                             help="gold document file (its annotations are the gold), or example-pubtator")
-    ner.add_argument("--pred", metavar="PRED", type=data_argument,
+    ner.add_argument("--pred", metavar="PRED", type=documents_argument,
                      help="with --gold: predicted document file, or example-pubtator")
     ner.add_argument("--gold-format", default=None, metavar="F", help="format of GOLD (default: detected)")
     ner.add_argument("--pred-format", default=None, metavar="F", help="format of PRED (default: detected)")

@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument
+from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument, documents_argument
 from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
 from biozoo.choices import LINK_LOSSES, OPTIMIZERS, PRECISIONS, SWITCHES, TRAINING_PRECISION_POLICIES
 from biozoo.documents import KEEP_MISMATCHED
@@ -77,7 +77,7 @@ def register(subparsers):
                         "name encoder (any handle, or 'none' for string and char 3-gram matching)")
     parser.add_argument("--data", type=data_argument, help=f"sentence-level splits: {DATA_HELP}")
     parser.add_argument("--split", default="test", help="train, dev (devel) or test")
-    parser.add_argument("--documents", nargs="+", metavar="GOLD", type=data_argument,
+    parser.add_argument("--documents", nargs="+", metavar="GOLD", type=documents_argument,
                         help="ner: gold documents (PubTator, BioC, JSONL, or example-pubtator) instead of --data; the "
                         "model annotates them "
                         "as `biozoo annotate` does and mentions are scored by offsets (strict and approximate); "

@@ -6,7 +6,8 @@ sha256 (or, where only that is recorded, git's blob hash at the pinned commit) a
 place; a file that differs is refused and nothing of it is kept. A file already present and
 matching is not fetched again; one present that differs is moved aside to <name>.rejected and
 fetched again; one present whose checksum no source records is kept and its sha256 printed. A
-suite's data includes the corpora its `--cross-corpus` scores go to. Data sets that need a
+file of a corpus packaged with biozoo (NCBI-disease) is copied from the package when it is
+byte-identical to the recorded one, without the network. A suite's data includes the corpora its `--cross-corpus` scores go to. Data sets that need a
 login, a licence or a conversion, and files that cannot be fetched (offline), are listed with
 what to do by hand.
 
@@ -17,13 +18,16 @@ Example:
 from __future__ import annotations
 
 import functools
+import gzip
+import hashlib
 import http.client
 import os
 import sys
 import urllib.error
 
-from biozoo._io import read_json
+from biozoo._io import atomic_write_bytes, read_json
 from biozoo.benchmark.suites import load_suite, suite_names
+from biozoo.data.embedded import CORPORA_ROOT, EMBEDDED_CORPORA
 from biozoo.downloads import DownloadError, fetch_file
 from biozoo.downloads import check as _check
 
@@ -108,6 +112,9 @@ def download(name, output, sources_file=None, trust_unverified=False, progress=T
                 # not the recorded file: set aside (never read as the data set), then fetched again
                 os.replace(destination, destination + ".rejected")
                 set_aside = f"the file present had {problem}, moved to {destination}.rejected; "
+            if _copy_packaged(folder, file, destination):
+                entry["files"][file["name"]] = f"{set_aside}copied from the corpus packaged with biozoo, verified"
+                continue
             try:
                 digest = fetch_file(file["url"], destination, file, trust_unverified, progress)
                 entry["files"][file["name"]] = f"{set_aside}downloaded, sha256 {digest}"
@@ -123,3 +130,17 @@ def download(name, output, sources_file=None, trust_unverified=False, progress=T
         where = item.get("url") or item["how"]
         print(f"by hand: {item['dataset']}: {where} -> {item['into']}", file=sys.stderr)
     return result
+
+
+def _copy_packaged(folder, file, destination):
+    """Write `file` of data set `folder` from the corpus packaged with biozoo, when one is that
+    data set and holds the file as recorded (sha256); whether it did."""
+    for corpus in EMBEDDED_CORPORA.values():
+        packaged = CORPORA_ROOT / corpus.path / f"{file['name']}.gz"
+        if corpus.data_source == folder and file.get("sha256") and packaged.is_file():
+            data = gzip.decompress(packaged.read_bytes())
+            if hashlib.sha256(data).hexdigest() == file["sha256"]:
+                os.makedirs(os.path.dirname(destination), exist_ok=True)
+                atomic_write_bytes(destination, data)
+                return True
+    return False

@@ -63,11 +63,12 @@ def resolve_data_path(path):
 
 
 def packaged_names_hint(path):
-    """What to say after "not found: PATH": the packaged corpora's names, the closest first.
+    """What to say after "no data folder at PATH": the packaged data folders' names, the closest first.
 
     Example:
         >>> packaged_names_hint("ncbi_disease")
-        ' (did you mean ncbi-disease? biozoo packages ncbi-disease, example-pubtator)'
+        ' (did you mean ncbi-disease? biozoo packages the data folder ncbi-disease)'
     """
-    close = difflib.get_close_matches(os.path.basename(os.fspath(path).rstrip("/")).lower(), EMBEDDED_CORPORA, n=1)
-    return f" ({f'did you mean {close[0]}? ' if close else ''}biozoo packages {', '.join(EMBEDDED_CORPORA)})"
+    folders = [name for name, corpus in EMBEDDED_CORPORA.items() if (CORPORA_ROOT / corpus.path).is_dir()]
+    close = difflib.get_close_matches(os.path.basename(os.fspath(path).rstrip("/")).lower(), folders, n=1)
+    return f" ({f'did you mean {close[0]}? ' if close else ''}biozoo packages the data folder {', '.join(folders)})"

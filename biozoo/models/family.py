@@ -37,8 +37,8 @@ class Family:
     tokenizer_cls: type
     use_pooler: Callable  # (hf_config, Keras targets the checkpoint's tensors map to) -> bool
     source_tables: dict = dataclasses.field(default_factory=dict)  # other formats: "tf1", "gluon", ...
-    # Dropout of task heads; None: the backbone's hidden dropout (HF's rule when
-    # classifier_dropout is unset). ALBERT's heads use classifier_dropout_prob (0.1).
+    # Dropout of token and sequence classification heads; None: the backbone's hidden dropout (HF's
+    # rule when classifier_dropout is unset). ALBERT's heads use classifier_dropout_prob (0.1).
     head_dropout: Optional[float] = None
     # Sequence classification's own dropout where HF gives it one (DistilBERT: seq_classif_dropout).
     classification_dropout: Optional[float] = None

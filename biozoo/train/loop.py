@@ -151,12 +151,14 @@ class NpzCheckpoints:
             count = len(set(data.files) - LEGACY_ENTRIES)
             if count != len(variables):
                 raise CheckpointError(f"{path}: {count} arrays, but the model and optimizer have "
-                                      f"{len(variables)} variables: a checkpoint of another run (remove it)")
+                                      f"{len(variables)} variables: a checkpoint of another run, or of a model an "
+                                      "earlier biozoo built otherwise (remove it to start again)")
             for i, variable in enumerate(variables):
                 value = data[f"v{i}"]
                 if tuple(value.shape) != tuple(variable.shape):
                     raise CheckpointError(f"{path}: array v{i} has shape {value.shape}, variable {variable.path} "
-                                          f"{tuple(variable.shape)}: a checkpoint of another run (remove it)")
+                                          f"{tuple(variable.shape)}: a checkpoint of another run, or of a model an "
+                                          "earlier biozoo built otherwise (remove it to start again)")
                 variable.assign(value)
         return steps[-1]
 

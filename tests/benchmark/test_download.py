@@ -208,3 +208,29 @@ def test_bioasq_dev_is_the_recorded_test_file(shared_data):
     spec = [f for f in data_sources()["qa/bioasq"]["files"] if f["name"] == "test.json"][0]
     assert hashlib.sha256((shared_data / "qa" / "bioasq" / "dev.json").read_bytes()).hexdigest() == spec["sha256"]
     assert Path(spec["url"]).name == "dev.json"
+
+
+def test_a_failed_download_leaves_no_empty_folder(tmp_path):
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    files = [{"name": "train.tsv", "url": f"http://127.0.0.1:{port}/train.tsv", "sha256": "ab" * 32}]
+    (tmp_path / "d").mkdir()  # the user's folder stays
+    result = download("ner/toy", tmp_path / "d", _sources(tmp_path, files), progress=False)
+    assert not result["complete"] and "not fetched" in result["datasets"]["ner/toy"]["files"]["train.tsv"]
+    assert (tmp_path / "d").is_dir() and not any((tmp_path / "d").iterdir())
+
+
+def test_the_packaged_ncbi_disease_is_copied_without_the_network(tmp_path, monkeypatch):
+    """Its files are the recorded ones (sha256 of data_sources.json), read from the package: no URL is opened."""
+    def offline(*args, **kwargs):
+        raise AssertionError("the network was used")
+
+    monkeypatch.setattr("biozoo.downloads.stream_url", offline)
+    result = download("ner/NCBI-disease", tmp_path / "d", progress=False)
+    assert result["complete"]
+    for spec in data_sources()["ner/NCBI-disease"]["files"]:
+        assert result["datasets"]["ner/NCBI-disease"]["files"][spec["name"]] == \
+            "copied from the corpus packaged with biozoo, verified"
+        data = (tmp_path / "d" / "ner" / "NCBI-disease" / spec["name"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == spec["sha256"] and len(data) == spec["size"]
