@@ -7,9 +7,9 @@ place; a file that differs is refused and nothing of it is kept. A file already 
 matching is not fetched again; one present that differs is moved aside to <name>.rejected and
 fetched again; one present whose checksum no source records is kept and its sha256 printed. A
 file of a corpus packaged with biozoo (NCBI-disease) is copied from the package when it is
-byte-identical to the recorded one, without the network. A suite's data includes the corpora its `--cross-corpus` scores go to. Data sets that need a
-login, a licence or a conversion, and files that cannot be fetched (offline), are listed with
-what to do by hand.
+byte-identical to the recorded one, without the network. A suite's data includes the corpora
+its `--cross-corpus` scores go to. Data sets that need a login, a licence or a conversion, and
+files that cannot be fetched (offline), are listed with what to do by hand.
 
 Example:
     >>> download("biom-table2", "data")["complete"]

@@ -68,8 +68,9 @@ def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hear
     "top1_accuracy" (SapBERT's and BioSyn's acc@1: the best candidate's id, no threshold),
     "types", "methods" ({method: [mentions, correct]}) and "unlinked" (mentions given no id).
     No gold mention of `types` is an error naming the types the documents have. With `details`,
-    "mentions_linked": [doc id, start, end, type, text, gold id, id, method, score]. A linker that searches genes by taxon gets each mention's taxon from the
-    document's gold species mentions under `taxon_rule`, as annotation does from predicted ones."""
+    "mentions_linked": [doc id, start, end, type, text, gold id, id, method, score]. A linker that
+    searches genes by taxon gets each mention's taxon from the document's gold species mentions
+    under `taxon_rule`, as annotation does from predicted ones."""
     if types is None:
         kinds = {concept.type for concept in linker.dictionary.concepts}
         types = None if None in kinds or "" in kinds else tuple(sorted(kinds))

@@ -77,11 +77,10 @@ def gene_taxa(genes, annotations, text, rule="preceding", default=HUMAN):
     species mentions among `annotations` that carry an id (the first, where a mention lists
     several: "10090|9606"; the document's `text` gives the sentences of the `preceding` rule);
     `default` where the document names no species."""
-    species = [(a.start, a.end, split_ids(a.concept_id)[0]) for a in annotations
-               if a.type in SPECIES_TYPES and split_ids(a.concept_id)]
+    species = [(a.start, a.end, ids[0]) for a in annotations
+               if a.type in SPECIES_TYPES and (ids := split_ids(a.concept_id))]
     sentences = split_sentences(text) if rule == "preceding" else None
     return [gene_taxon(taxon) for taxon in assign_taxa(genes, species, rule, sentences, default)]
-
 
 
 def gene_taxon(taxon):

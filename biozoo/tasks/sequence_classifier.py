@@ -125,10 +125,10 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
             multi_label = True
         elif multi_label:
             raise ValueError(f"multi_label=True contradicts problem_type {problem_type!r}")
-        if dropout is None:
-            dropout = family_for_backbone(backbone).classification_dropout
-        dropout = head_dropout(backbone, dropout)
         family = family_for_backbone(backbone)
+        if dropout is None:
+            dropout = family.classification_dropout
+        dropout = head_dropout(backbone, dropout)
         head_activation = head_activation or family.classifier_activation
         if dropout_before_dense is None:
             dropout_before_dense = family.dropout_before_classifier_dense

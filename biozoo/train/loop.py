@@ -39,6 +39,7 @@ from biozoo.train.distribution import local_rows, process_count
 CHECKPOINT = re.compile(r"^step-(\d+)\.npz$")
 # What earlier versions saved of torch's generator (each step now seeds it): read past.
 LEGACY_ENTRIES = frozenset({"torch_rng_state"})
+ANOTHER_RUN = "a checkpoint of another run, or of a model an earlier biozoo built otherwise (remove it to start again)"
 
 
 class StepLog:
@@ -151,14 +152,12 @@ class NpzCheckpoints:
             count = len(set(data.files) - LEGACY_ENTRIES)
             if count != len(variables):
                 raise CheckpointError(f"{path}: {count} arrays, but the model and optimizer have "
-                                      f"{len(variables)} variables: a checkpoint of another run, or of a model an "
-                                      "earlier biozoo built otherwise (remove it to start again)")
+                                      f"{len(variables)} variables: {ANOTHER_RUN}")
             for i, variable in enumerate(variables):
                 value = data[f"v{i}"]
                 if tuple(value.shape) != tuple(variable.shape):
                     raise CheckpointError(f"{path}: array v{i} has shape {value.shape}, variable {variable.path} "
-                                          f"{tuple(variable.shape)}: a checkpoint of another run, or of a model an "
-                                          "earlier biozoo built otherwise (remove it to start again)")
+                                          f"{tuple(variable.shape)}: {ANOTHER_RUN}")
                 variable.assign(value)
         return steps[-1]
 

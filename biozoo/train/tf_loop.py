@@ -25,7 +25,7 @@ import numpy as np
 
 from biozoo import _keras_internals
 from biozoo.errors import CheckpointError
-from biozoo.train.loop import StepLog, check_finite_weights, fit_spans
+from biozoo.train.loop import ANOTHER_RUN, StepLog, check_finite_weights, fit_spans
 
 
 def distribute(strategy, stream, start_step):
@@ -107,7 +107,7 @@ def restore(checkpoint, path):
     try:
         checkpoint.restore(path).assert_existing_objects_matched()
     except (ValueError, AssertionError) as error:
-        raise CheckpointError(f"{path}: {error}: a checkpoint of another run (remove it)") from error
+        raise CheckpointError(f"{path}: {error}: {ANOTHER_RUN}") from error
 
 
 def train(model, stream, total_steps, checkpoint_dir=None, *, steps_per_epoch=None, checkpoint_every=None,
