@@ -3,7 +3,8 @@
 Two engines:
 - `schwartz-hearst` (default, pure Python): the algorithm of Schwartz & Hearst (PSB 2003,
   "A simple algorithm for identifying abbreviation definitions in biomedical text"), sentence
-  by sentence: "long form (SF)" and "SF (long form)"; a short form has 2-10 characters, at most
+  by sentence: "long form (SF)" and "SF (long form)", a parenthesis after whitespace as in the
+  paper's code (so "bis(p-nitrophenyl) phosphate" is a long form); a short form has 2-10 characters, at most
   two words, a letter, and starts with a letter or digit; the long form is the shortest run of
   whole words before the parenthesis (after the previous parenthesis and the last ", " or
   ". ", as the paper's code cuts it) whose characters hold the short form's in order, the
@@ -72,13 +73,30 @@ def expansions(abbreviations):
 
 def expand(mention, table):
     """`mention` with each whole-word short form of `table` replaced by its long form
-    ("WD" -> "Wilson disease", "WD patients" -> "Wilson disease patients")."""
+    ("WD" -> "Wilson disease", "WD patients" -> "Wilson disease patients"); a definition the
+    mention holds loses its short form ("superior vena cava (SVC) syndrome" -> "superior vena
+    cava syndrome")."""
     if not table:
         return mention
     if mention in table:
         return table[mention]
+    mention = _without_definitions(mention, table)
     pattern = _pattern(tuple(sorted(table, key=len, reverse=True)))
     return pattern.sub(lambda m: table[m.group(0)], mention)
+
+
+def _without_definitions(mention, table):
+    for short, long in table.items():
+        token = f"({short})"
+        at = mention.find(token)
+        while at >= 0:
+            before = mention[:at].rstrip()
+            if before.lower().endswith(long.lower()):
+                mention = before + mention[at + len(token):]
+                at = mention.find(token, len(before))
+            else:
+                at = mention.find(token, at + 1)
+    return mention
 
 
 @functools.lru_cache(maxsize=256)
@@ -91,6 +109,7 @@ def _pattern(shorts):
 _WORDS = re.compile(r"[\s-]+")  # the paper's reference code counts words split at hyphens too
 _NUMBER = re.compile(r"^[\d.,]+$")
 _QUOTES = {'"': '"', "“": "”", "'": "'"}
+_JOINERS = "-/–—"
 
 
 def _is_short_form(candidate):
@@ -146,6 +165,9 @@ def _schwartz_hearst(text, start, end):
         open_at = sentence.find("(", position)
         if open_at < 0:
             break
+        if open_at == 0 or not sentence[open_at - 1].isspace():  # as the paper's code, " (" only:
+            position = open_at + 1  # not "bis(p-nitrophenyl)", which a long form may hold
+            continue
         close_at = _closing(sentence, open_at)
         if close_at is None:
             break
@@ -191,16 +213,18 @@ def _pair(sentence, short, short_start, long_from, long_to):
     if begin is None:
         return None
     long = candidate[begin:]
+    while long[:1] in _JOINERS:  # "(IS)/transient ischemic attack (TIA)": the slash joins, not defines
+        long, begin = long[1:], begin + 1
     if long[:1] in _QUOTES and long.endswith(_QUOTES[long[0]]) and len(long) > 2:  # "real world" -> real world
         long, begin = long[1:-1], begin + 1
     elif long[:1] == "[" and long.count("[") > long.count("]"):  # [sinus-cycle length -> sinus-cycle length
         long, begin = long[1:], begin + 1
-    if long[:1] in "([{" or long.count("[") != long.count("]"):  # begins in an earlier parenthesis
-        return None
+    if any(long.count(opening) != long.count(closing) for opening, closing in ("()", "[]", "{}")):
+        return None  # begins inside an earlier parenthesis ("[11C]raclopride" does not)
     words = len(_WORDS.split(long.strip()))
     letters = sum(c.isalnum() for c in short)
     if (len(long) < len(short) or short + " " in long or long.endswith(short) or words > 2 * letters
-            or words > letters + 5 or letters > 10 or long.count("(") != long.count(")")):
+            or words > letters + 5 or letters > 10):
         return None
     long_start = long_from + begin
     return short, long, short_start, short_start + len(short), long_start, long_start + len(long)

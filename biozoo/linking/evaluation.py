@@ -81,10 +81,10 @@ def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hear
                          f"{dict(found) or 'none'} (choose with --types)")
     tables = {}
     queries = []
-    for document, annotation in pairs:
-        if document.id not in tables:
-            tables[document.id] = _expansions(document, abbreviations)
-        queries.append(expand(annotation.text, tables[document.id]))
+    for document, annotation in pairs:  # by the document itself: two files may hold one PMID
+        if id(document) not in tables:
+            tables[id(document)] = _expansions(document, abbreviations)
+        queries.append(expand(annotation.text, tables[id(document)]))
     taxa = _gold_taxa(pairs, taxon_rule, linker.only_taxon or HUMAN) if linker.by_taxon else None
     links = linker.link(queries, taxa)
     gold = [a.concept_id for _, a in pairs]

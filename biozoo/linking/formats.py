@@ -49,8 +49,24 @@ def open_text(path):
 
 
 def _lines(path):
-    with open_text(path) as f:
-        yield from enumerate(f, 1)
+    """(line number, line) of a UTF-8 text file (gzip or not); a line that is not UTF-8 is an
+    error naming it and the byte."""
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == GZIP_MAGIC
+    lineno = 0
+    try:
+        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as raw:
+            for lineno, data in enumerate(raw, 1):
+                try:
+                    line = data.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise DataFormatError(
+                        f"{path}:{lineno}: not UTF-8 (byte 0x{data[error.start]:02x} at column {error.start + 1}); "
+                        "save the file as UTF-8") from None
+                yield lineno, line[:-2] + "\n" if line.endswith("\r\n") else line
+    except (OSError, EOFError, zlib.error) as error:
+        raise DataFormatError(f"{path}: unreadable after line {lineno} ({type(error).__name__}: {error}); "
+                              "truncated or corrupt?") from None
 
 
 def _names(text, separator):
@@ -321,17 +337,20 @@ def _cell_line(entry, path, start):
 
 def read_tsv(paths, entity_type=None, separator="\t", **_):
     """`id<TAB>name[<TAB>type[<TAB>taxon]]` per line ('#' comments, blank lines and an
-    `id<TAB>name` header skipped); the first name of an id is its preferred name, later rows
-    add synonyms. `separator="||"` reads BioSyn / SapBERT dictionaries (`id||name`)."""
+    `id<TAB>name` header, the first other line, skipped); the first name of an id is its
+    preferred name, later rows add synonyms. `separator="||"` reads BioSyn / SapBERT dictionaries (`id||name`)."""
     def rows():
         for path in paths:
+            first = True
             for lineno, line in _lines(path):
                 line = line.rstrip("\n")
                 if not line.strip() or line.startswith("#"):
                     continue
                 fields = line.split(separator)
-                if lineno == 1 and [f.strip().lower() for f in fields[:2]] == ["id", "name"]:
+                if first and [f.strip().lower() for f in fields[:2]] == ["id", "name"]:  # the header
+                    first = False
                     continue
+                first = False
                 if len(fields) < 2 or not fields[0].strip() or not clean_name(fields[1]):
                     raise DataFormatError(f"{path}:{lineno}: expected id{separator!r}name, got {line[:80]!r}")
                 kind = fields[2].strip() if len(fields) > 2 and fields[2].strip() else entity_type

@@ -68,12 +68,17 @@ class StringMatcher:
             if key:
                 self.normalized[key].append(row)
 
-    def find(self, mention):
-        """("exact" | "normalized" | None, rows)."""
-        rows = self.exact.get(mention)
+    def find(self, mention, within=None):
+        """("exact" | "normalized" | None, rows); only rows in the range `within` (start, end)
+        when given, so that a name exact in another species' rows leaves normalized matching
+        within this one."""
+        def kept(rows):
+            return [r for r in rows if within[0] <= r < within[1]] if rows and within is not None else rows
+
+        rows = kept(self.exact.get(mention))
         if rows:
             return "exact", rows
-        rows = self.normalized.get(normalize_name(mention))
+        rows = kept(self.normalized.get(normalize_name(mention)))
         return ("normalized", rows) if rows else (None, [])
 
 

@@ -105,9 +105,7 @@ class Linker:
             if rows is False:
                 links[i] = Link(None, None, 0.0, "no-taxon", self.dictionary.label, mention, taxon)
                 continue
-            method, found = self.strings.find(mention)
-            if rows is not None:
-                found = [r for r in found if rows[0] <= r < rows[1]]
+            method, found = self.strings.find(mention, rows)
             if found:
                 links[i] = self._string_link(mention, method, found, taxon)
             else:

@@ -117,6 +117,8 @@ class DocumentLinker:
 
     def _write(self, document, abbreviations):
         model = f"abbreviations:{self.abbreviations}"
+        # those an earlier run wrote (read back with its output) are replaced, not doubled
+        document.predictions[:] = [p for p in document.predictions if p.model != model]
         for a in abbreviations:
             document.predictions.append(Annotation(a.long_start, a.long_end, "LongForm", a.long, model=model,
                                                    infons={"short_form": a.short}))
@@ -165,8 +167,14 @@ class DocumentLinker:
                     self.linked += 1
 
 
+# What `_record` writes; an annotation linked again loses what an earlier link wrote.
+LINK_INFONS = ("link_method", "dictionary", "link_name", "link_score", "link_query", "taxon", "link_alternatives")
+
+
 def _record(annotation, link):
     annotation.concept_id = link.id
+    for key in LINK_INFONS:
+        annotation.infons.pop(key, None)
     infons = {"link_method": link.method, "dictionary": link.dictionary}
     if link.name is not None:
         infons.update(link_name=link.name, link_score=format(link.score, ".4f"))

@@ -38,6 +38,14 @@ GOLD = Path(__file__).resolve().parents[1] / "fixtures" / "linking" / "abbreviat
     ("As it correlates with MFS, we assessed the intensity (densitometry) and extension (width) of it.", []),
     ("Heat shock protein 70 (HSP70) and tumour necrosis factor (TNF) rose.",
      [("HSP70", "Heat shock protein 70"), ("TNF", "tumour necrosis factor")]),
+    # a parenthesis is a definition's only after whitespace (" (" in the paper's code), so a long
+    # form may hold one (BC5CDR PMID 4082192), and may start with a bracket (PMID 6631522's kind)
+    ("The effect of bis(p-nitrophenyl) phosphate (BNPP) was studied.", [("BNPP", "bis(p-nitrophenyl) phosphate")]),
+    ("Binding of [11C]raclopride (RAC) was measured.", [("RAC", "[11C]raclopride")]),
+    # a hyphen or slash after the previous parenthesis joins words; it is not the long form's (PMID 20431083)
+    ("with ischemic stroke (IS)/transient ischemic attack (TIA).",
+     [("IS", "ischemic stroke"), ("TIA", "transient ischemic attack")]),
+    ("Bortezomib (bort)-dexamethasone (dex) is effective.", [("bort", "Bortezomib"), ("dex", "dexamethasone")]),
 ])
 def test_schwartz_hearst_cases(text, pairs):
     found = find_abbreviations(text)
@@ -53,6 +61,11 @@ def test_offsets_shift_and_short_forms_expand():
     assert table == {"WD": "Wilson disease"}  # the first definition of a short form
     assert expand("WD patients", table) == "Wilson disease patients"
     assert expand("WDR5 and anti-WD", table) == "WDR5 and anti-WD"  # whole words only
+    # a mention that holds its definition (NCBI-disease, BC5CDR) loses the short form, not doubles the long one
+    table = {"SVC": "superior vena cava", "AV": "atrioventricular"}
+    assert expand("superior vena cava (SVC) syndrome", table) == "superior vena cava syndrome"
+    assert expand("Atrioventricular (AV) block", table) == "Atrioventricular block"
+    assert expand("obstruction (SVC) syndrome", table) == "obstruction (superior vena cava) syndrome"
 
 
 @pytest.fixture(scope="module")

@@ -69,6 +69,9 @@ def test_a_users_own_tsv_and_biosyns_format(tmp_path):
     tsv.write_text("id\tname\n# a comment\nX1\tfoo bar\nX2\tbaz\tDisease\nX1\tFoo-bar\n")
     found = concepts("tsv", [tsv])
     assert found == {"X1": Concept("X1", "foo bar", ("Foo-bar",)), "X2": Concept("X2", "baz", (), "Disease")}
+    commented = tmp_path / "commented.tsv"  # the header after a comment is a header still, CRLF lines too
+    commented.write_bytes(b"# my diseases\r\nid\tname\r\nX1\tfoo bar\r\n")
+    assert concepts("tsv", [commented]) == {"X1": Concept("X1", "foo bar", ())}
     biosyn = tmp_path / "dict.txt"
     biosyn.write_text("D001||first name\nD001||second name\nD002|OMIM:1||composite id\n")
     found = concepts("biosyn", [biosyn])
@@ -95,6 +98,10 @@ def test_truncated_cellosaurus_and_malformed_rows_name_file_and_line(source_file
     bad.write_text("X1\tfine\nonly-an-id\n")
     with pytest.raises(DataFormatError, match=r"bad.tsv:2: expected id"):
         list(read_concepts("tsv", [str(bad)]))
+    windows = tmp_path / "cp1252.tsv"  # the line and byte that are not UTF-8, not a decoder chunk's offset
+    windows.write_bytes(b"X1\tfine\n" * 3000 + b"X2\tCrohn\x92s disease\n")
+    with pytest.raises(DataFormatError, match=r"cp1252.tsv:3001: not UTF-8 \(byte 0x92 at column 9\)"):
+        list(read_concepts("tsv", [str(windows)]))
     headerless = tmp_path / "CTD_x.tsv"
     headerless.write_text("Aspirin\tMESH:D001241\n")
     with pytest.raises(DataFormatError, match=r"CTD_x.tsv:1: no '# Fields:' header"):

@@ -75,6 +75,11 @@ def test_genes_are_searched_within_their_taxon():
     assert [(l.id, l.method) for l in links] == [("7157", "exact"), ("22059", "exact"), (None, "no-taxon"),
                                                   ("7157", "dense")]
     assert Linker(genes(), KeyEncoder(), progress=False).link(["p53"])[0].alternatives == ("22059",)
+    # "TP53" is exact only in the human genes' rows; within the mouse's it is found by normalizing ("Tp53")
+    mouse = Linker(Dictionary([*genes().concepts, Concept("22060", "Tp53", (), "Gene", "10090")], "g", "1"),
+                   KeyEncoder(), threshold=0.5, progress=False)
+    assert [(l.id, l.method) for l in mouse.link(["TP53", "tp53"], taxa=["10090", "10090"])] == [
+        ("22060", "normalized"), ("22060", "normalized")]
 
 
 def test_species_rules():
@@ -160,6 +165,42 @@ def test_a_missing_species_linker_is_said_and_stale_ids_go():
     DocumentLinker([(("Gene",), Linker(genes(), None, progress=False, by_taxon=False))],
                    abbreviations=None).link_documents([below])
     assert below.predictions[0].concept_id is None and below.predictions[0].infons["link_method"] == "none"
+
+
+def test_linking_a_runs_output_again_replaces_its_links_and_abbreviations(tmp_path):
+    """A run's JSONL output annotated again: the abbreviations it wrote are not doubled, and an
+    annotation linked again keeps nothing of the earlier link (name, score, query) it no longer has."""
+    text = "Wilson disease (WD) is rare. WD patients."
+    first = document(text, (29, 31, "Disease"))
+    DocumentLinker([(("Disease",), Linker(diseases(), None, progress=False))], abbreviations="schwartz-hearst",
+                   write_abbreviations=True).link_documents([first])
+    linked = first.predictions[[a.type for a in first.predictions].index("Disease")]
+    assert linked.concept_id == "D006527" and linked.infons["link_query"] == "Wilson disease"
+    write_documents([first], str(tmp_path / "first.jsonl"), "jsonl")
+    (again,) = read_documents([str(tmp_path / "first.jsonl")])
+    nothing = Dictionary([Concept("D0", "Zebra fever", (), "Disease")], "other", "2")
+    DocumentLinker([(("Disease",), Linker(nothing, None, threshold=0.99, progress=False))],
+                   abbreviations="schwartz-hearst", write_abbreviations=True).link_documents([again])
+    kinds = sorted(a.type for a in again.predictions)
+    assert kinds == ["Disease", "LongForm", "ShortForm"], kinds
+    relinked = next(a for a in again.predictions if a.type == "Disease")
+    assert relinked.concept_id is None
+    assert {k: v for k, v in relinked.infons.items() if k.startswith("link_") or k == "dictionary"} == {
+        "link_method": "none", "dictionary": "other@2", "link_query": "Wilson disease"}
+
+
+def test_evaluate_linking_expands_each_documents_own_abbreviations_when_two_share_an_id():
+    def gold(text, concept_id):  # two files, one PMID
+        at = text.rindex("WD")
+        return Document("1", [Passage(0, text, annotations=[Annotation(at, at + 2, "Disease", "WD",
+                                                                       concept_id=concept_id)])],
+                        source_format="pubtator")
+
+    dictionary = Dictionary([Concept("D006527", "Wilson disease", (), "Disease"),
+                             Concept("D015223", "Wolman disease", (), "Disease")], "two", "1")
+    documents = [gold("Wilson disease (WD) is rare. WD.", "D006527"), gold("Wolman disease (WD) is rare. WD.", "D015223")]
+    result = evaluate_linking(Linker(dictionary, None, progress=False), documents, details=True)
+    assert [m[6] for m in result["mentions_linked"]] == ["D006527", "D015223"] and result["accuracy"] == 100.0
 
 
 def test_a_species_mention_with_several_ids_gives_its_genes_the_first():
