@@ -308,6 +308,9 @@ def _annotate_on_beam(args, job):
     line = (f"read {summary['read']} documents: {summary['annotated']} annotated, {summary['dead_lettered']} "
             f"dead-lettered; {summary['entities']} entities in {summary['shards']} shards ({summary['this_run']['chunks_committed']} "
             f"chunks committed now, {summary['this_run']['chunks_already_done']} done before)")
+    if summary["incomplete_chunks"]:
+        line += (f"; {summary['incomplete_chunks']} chunk(s) failed (their documents are dead-lettered with the "
+                 "reason): run the same command again to retry them")
     if summary.get("annotations_dropped"):
         line += (f"; {summary['annotations_dropped']} input annotation(s) dropped (their text differs from the "
                  "document's at their offsets; --strict dead-letters such documents)")

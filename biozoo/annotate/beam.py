@@ -101,16 +101,15 @@ class ChunkModelHandler(ModelHandler):
         try:
             first = cascade.first_pass(chunk.documents)
         except Exception:  # find the document(s) at fault, dead-letter them, read the others
-            good = []
+            good, letters = [], []
             for document in chunk.documents:
                 try:
                     cascade.first_pass([document])
                     good.append(document)
                 except Exception as error:
-                    chunk.dead_letters = chunk.dead_letters + [{
-                        "id": document.id, "source": document.source, "stage": "annotate",
-                        "reason": f"{document.source or 'document'} (id {document.id}): {error}"}]
-            chunk.documents = good
+                    letters.append({"id": document.id, "source": document.source,
+                                    "reason": f"{document.source or 'document'} (id {document.id}): {error}"})
+            self._annotated(chunk, good, letters)  # every document failed: the chunk fails, as without a cascade
             first = cascade.first_pass(good)
         chunk.stage_state = first
         chunk.stats = {**chunk.stats, "sentences": len(first.entities), "escalated": len(first.escalate)}
@@ -235,7 +234,9 @@ def annotate_corpus(job, inputs, output, beam_options="", progress=True):
     finally:
         _LOADED.clear()
     summary = store.summary()
-    summary["this_run"] = {"chunks_committed": summary["chunks"] - len(done), "chunks_already_done": len(done),
+    # an incomplete chunk is never done, so every one is this run's
+    summary["this_run"] = {"chunks_committed": summary["chunks"] - len(done) - summary["incomplete_chunks"],
+                           "chunks_failed": summary["incomplete_chunks"], "chunks_already_done": len(done),
                            "seconds": round(time.perf_counter() - started, 2)}
     store.write_summary(summary)
     return summary

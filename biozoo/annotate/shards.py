@@ -26,6 +26,7 @@ import sys
 from biozoo._io import atomic_write_bytes, is_remote, remote_files
 from biozoo.documents import encode_documents, read_documents
 from biozoo.documents.io import EXTENSION
+from biozoo.errors import OutputError
 from biozoo.linking.linker import count_link_methods
 
 JOB_FILE = "job.json"
@@ -135,6 +136,13 @@ class ShardStore:
         if self._exists(path):
             self._gfile().remove(path) if self._remote() else os.remove(path)
 
+    def _entries(self):
+        """Everything in the root folder, hidden names too ([] when there is no folder)."""
+        if self._remote():
+            files = self._gfile()
+            return sorted(n.rstrip("/") for n in files.listdir(self.root)) if files.isdir(self.root) else []
+        return sorted(os.listdir(self.root)) if os.path.isdir(self.root) else []
+
     def _list(self, folder):
         path = self.path(folder)
         if not self._exists(path):
@@ -144,9 +152,16 @@ class ShardStore:
 
     # -- the job
     def claim(self, job_record):
-        """Record the job's options, or check them against those of the run that wrote here."""
+        """Record the job's options, or check them against those of the run that wrote here; a
+        folder that holds something else is refused, not written into."""
         path = self.path(JOB_FILE)
-        if self._exists(path):
+        if not self._exists(path):
+            found = [n for n in self._entries() if not n.startswith(f".{JOB_FILE}.")]  # a killed claim's scratch
+            if found:
+                shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+                raise OutputError(f"--output {self.root} exists and holds {shown}, but no {JOB_FILE}: it is not an "
+                                  "annotation job's output, which a run writes into and resumes; choose a new folder")
+        else:
             before = json.loads(self._get(path))
             # an option the earlier run did not record (added since) matches when it is off now
             differ = [key for key in sorted(set(before) | set(job_record))

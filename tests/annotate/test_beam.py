@@ -309,10 +309,37 @@ def test_a_chunk_whose_every_document_fails_is_retried_not_dead_lettered_for_goo
     monkeypatch.setattr(runner.AnnotationRun, "_predictions", device_lost)
     first = run_beam(job, [source], tmp_path / "out")
     assert (first["annotated"], first["dead_lettered"], first["incomplete_chunks"]) == (1, 2, 1)
+    # the failed chunk is not counted as committed
+    assert (first["this_run"]["chunks_failed"], first["this_run"]["chunks_committed"]) == (1, first["chunks"] - 1)
     letters = [l for l in beam.ShardStore(tmp_path / "out", "jsonl").dead_letters() if l["stage"] == "inference"]
     assert len(letters) == 1 and "every document of the chunk failed" in letters[0]["reason"]
     assert "device lost" in letters[0]["reason"]
     monkeypatch.setattr(runner.AnnotationRun, "_predictions", original)
+    second = run_beam(job, [source], tmp_path / "out")
+    assert (second["annotated"], second["dead_lettered"], second["incomplete_chunks"]) == (2, 1, 0)
+
+
+def test_a_cascade_chunk_whose_every_document_fails_in_the_small_model_is_retried(tmp_path, models, monkeypatch):
+    """As without a cascade: the small model failing on each document of a chunk is the worker's fault, so
+    the chunk is not committed as done with its documents dead-lettered for good."""
+    from biozoo.annotate import beam
+    from biozoo.annotate.annotators import CascadeAnnotator
+
+    source = write_bad_pubtator(tmp_path / "in.pubtator")
+    job = AnnotationJob(cascade=tuple(models), escalate_below=0.8, output_format="jsonl", chunk_size=1)
+    original = CascadeAnnotator.first_pass
+
+    def out_of_memory(self, documents):
+        if any(d.id == "3" for d in documents):
+            raise MemoryError("out of memory")
+        return original(self, documents)
+
+    monkeypatch.setattr(CascadeAnnotator, "first_pass", out_of_memory)
+    first = run_beam(job, [source], tmp_path / "out")
+    assert (first["annotated"], first["dead_lettered"], first["incomplete_chunks"]) == (1, 2, 1)
+    letters = [l for l in beam.ShardStore(tmp_path / "out", "jsonl").dead_letters() if l["stage"] == "inference"]
+    assert len(letters) == 1 and "every document of the chunk failed" in letters[0]["reason"]
+    monkeypatch.setattr(CascadeAnnotator, "first_pass", original)
     second = run_beam(job, [source], tmp_path / "out")
     assert (second["annotated"], second["dead_lettered"], second["incomplete_chunks"]) == (2, 1, 0)
 
@@ -339,3 +366,21 @@ def test_a_document_the_output_cannot_hold_is_dead_lettered_and_the_run_resumabl
     assert main(["annotate", "--runner", "beam", "--model", models[0], "--output", str(source.parent / "tagged"),
                  "--no-progress", str(source.parent)]) == 2
     assert "lies inside the input folder" in capsys.readouterr().err and not (source.parent / "tagged").exists()
+
+
+def test_a_folder_that_is_no_jobs_output_is_refused_untouched(tmp_path, models):
+    from biozoo.errors import OutputError
+
+    source = write_bad_pubtator(tmp_path / "in.pubtator")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "summary.json").write_text('{"mine": 1}')
+    (mine / "notes.txt").write_text("my notes")
+    job = AnnotationJob(models=(models[0],), output_format="jsonl", chunk_size=2)
+    with pytest.raises(OutputError, match=r"mine exists and holds notes.txt, summary.json, but no job.json"):
+        run_beam(job, [source], mine)
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "summary.json"]
+    assert (mine / "summary.json").read_text() == '{"mine": 1}'
+    empty = tmp_path / "empty"
+    empty.mkdir()  # an empty folder is a new output
+    assert run_beam(job, [source], empty)["read"] == 3
