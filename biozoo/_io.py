@@ -18,6 +18,8 @@ import tempfile
 import urllib.error
 import urllib.request
 
+from safetensors.numpy import save_file
+
 from biozoo.errors import BiozooError, CheckpointError, NetworkError, OutputError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -122,9 +124,12 @@ def check_output(path, overwrite=False, inputs=(), what="output folder"):
     Refused: an existing file (a folder would replace it); a symbolic link; the working folder
     or a folder holding it; a folder that is, or holds, one of `inputs` (local paths); an
     existing non-empty folder without biozoo's marker (`OUTPUT_MARKER`), whatever `overwrite`
-    says; a folder biozoo wrote, unless `overwrite`. An empty folder is fine."""
+    says; a folder biozoo wrote, unless `overwrite`; gs:// and the like (a folder is written
+    locally and renamed into place). An empty folder is fine."""
     if is_remote(path):
-        return  # gs:// and the like: objects, not a folder to replace
+        raise OutputError(f"{what} {path}: biozoo writes this folder on a local disk (whole, in one rename), not "
+                          f"to {str(path).split('://', 1)[0]}://; write it to a local folder, then copy it up "
+                          f"(gcloud storage cp -r FOLDER {path})")
     real = os.path.realpath(os.fspath(path))
     for item in inputs:
         if item is None or is_remote(item) or not os.path.exists(item):
@@ -201,6 +206,13 @@ def replace_directory(src, dst):
         os.rename(old, dst)
         raise
     shutil.rmtree(old, ignore_errors=True)
+
+
+def save_safetensors(tensors, path, metadata=None):
+    """safetensors' `save_file`, the file readable as every other file biozoo writes (it makes
+    its files private: a shared cache's users could load a backbone but not its heads)."""
+    save_file(tensors, path, metadata=metadata)
+    os.chmod(path, 0o666 & ~_umask())
 
 
 @contextlib.contextmanager

@@ -238,6 +238,12 @@ def mapped_targets(table, names):
     return targets
 
 
+def _with_source(table, target):
+    """`target`, and the checkpoint tensor that gives it where the table says."""
+    found = reverse_lookup(table, target)
+    return f"{target} (from '{found[0]}')" if found else target
+
+
 def _list(names, limit=40):
     names = sorted(names)
     shown = ", ".join(names[:limit])
@@ -301,7 +307,7 @@ def apply_table(table, tensors, sink, source, progress=None):
     missing = set(variables) - assigned
     problems = []
     if missing:
-        problems.append(f"missing tensors for: {_list(missing)}")
+        problems.append(f"missing tensors for: {_list(_with_source(table, target) for target in missing)}")
     if unexpected:
         problems.append(f"unexpected tensors: {_list(unexpected)}")
     if problems:
@@ -309,6 +315,8 @@ def apply_table(table, tensors, sink, source, progress=None):
     for name, target, array in tied:
         head = target[len("heads/"):] if target.startswith("heads/") else None
         if head is not None and head not in heads:
+            if any(key.split("/")[0] == head.split("/")[0] for key in heads):
+                heads[head] = np.ascontiguousarray(array)  # a save that kept only the tied copy's name
             continue
         stored = np.asarray(heads[head] if head is not None else sink.read(target), np.float32)
         if stored.shape != array.shape or not np.array_equal(stored, array):

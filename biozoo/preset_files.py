@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from biozoo._io import atomic_directory, atomic_write_json, read_json, sha256_file
+from biozoo._io import atomic_directory, atomic_write_json, read_json, save_safetensors, sha256_file
 from biozoo.errors import CheckpointError
 
 HEADS_FILE = "heads.safetensors"
@@ -33,8 +33,6 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
     `weights_file`: a `.weights.h5` already written for `backbone` (streamed conversion); it is
     moved into place instead of saving the backbone's variables. `task_kind`: the task kind the
     preset records (a task preset that no transformers class describes, AIONER's)."""
-    from safetensors.numpy import save_file
-
     with atomic_directory(out_dir, overwrite) as tmp:
         if weights_file is None:
             backbone.save_to_preset(tmp)
@@ -42,7 +40,7 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
             _save_with_weights_file(backbone, tmp, weights_file)
         tokenizer.save_to_preset(tmp)
         if heads:
-            save_file({k: np.ascontiguousarray(v) for k, v in heads.items()}, os.path.join(tmp, HEADS_FILE))
+            save_safetensors({k: np.ascontiguousarray(v) for k, v in heads.items()}, os.path.join(tmp, HEADS_FILE))
             present = sorted({key.split("/")[0] for key in heads})
             config = {name: (heads_config or {}).get(name, {}) for name in present}
             atomic_write_json(os.path.join(tmp, HEADS_CONFIG_FILE), config)

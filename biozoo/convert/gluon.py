@@ -28,18 +28,34 @@ def _find(directory, names):
     return os.path.join(directory, candidates[0]) if candidates else None
 
 
-def gluon_config(shapes, model, part, num_heads):
-    """An HF-style ELECTRA config from the parameter shapes and model.yml's MODEL section."""
+# The head only each part has: a file holding the other's is the other part.
+PART_HEADS = {"discriminator": "rtd_encoder.", "generator": "mlm_decoder."}
+
+
+def gluon_config(shapes, model, part, num_heads, where="the parameters"):
+    """An HF-style ELECTRA config from the parameter shapes and model.yml's MODEL section
+    (`where`: the file, for errors)."""
     def find(suffix):
         for name, shape in shapes.items():
             if name.endswith(suffix):
                 return shape
         return None
 
+    def require(suffix):
+        shape = find(suffix)
+        if shape is None:
+            raise CheckpointError(f"{where}: no '...{suffix}' parameter; not a complete GluonNLP ELECTRA model")
+        return shape
+
+    for other, head in PART_HEADS.items():
+        held = sorted(n for n in shapes if n.startswith(head))
+        if other != part and held:
+            raise CheckpointError(f"{where}: holds the {other}'s head ({held[0]}, ...), so it is the {other}, not "
+                                  f"the {part}: convert it with --part {other}")
     qkv = find("all_encoder_layers.0.attn_qkv.weight")
     embed = find("word_embed.weight") or find("mlm_decoder.3.weight")
     if qkv is None or embed is None:
-        raise CheckpointError("not a GluonNLP ELECTRA model: no attn_qkv or word embedding parameters")
+        raise CheckpointError(f"{where}: not a GluonNLP ELECTRA model: no attn_qkv or word embedding parameters")
     units = qkv[1]
     layers = 1 + max(int(m.group(1)) for n in shapes if (m := re.search(r"all_encoder_layers\.(\d+)\.", n)))
     heads = num_heads
@@ -59,9 +75,9 @@ def gluon_config(shapes, model, part, num_heads):
         "hidden_size": units,
         "num_hidden_layers": layers,
         "num_attention_heads": heads,
-        "intermediate_size": find("all_encoder_layers.0.ffn.ffn_1.weight")[0],
-        "max_position_embeddings": find("token_pos_embed._embed.weight")[0],
-        "type_vocab_size": find("token_type_embed.weight")[0],
+        "intermediate_size": require("all_encoder_layers.0.ffn.ffn_1.weight")[0],
+        "max_position_embeddings": require("token_pos_embed._embed.weight")[0],
+        "type_vocab_size": require("token_type_embed.weight")[0],
         "hidden_act": ACTIVATIONS[activation],
         "layer_norm_eps": float((model or {}).get("layer_norm_eps", 1e-12)),
     }
@@ -91,17 +107,20 @@ def convert_gluon(path, out_dir, config=None, vocab=None, part="discriminator", 
     all_shapes = param_shapes(path)  # headers only
     shapes = {table.normalize(n): s for n, s in all_shapes.items() if table.lookup(n) not in (None, "ignore")}
     names = list(all_shapes)
-    hf_config = gluon_config(shapes, model, part, num_heads)
+    hf_config = gluon_config(shapes, model, part, num_heads, path)
     vocab_path = vocab or _find(directory, ["vocab.json", "vocab-*.json", "vocab.txt"])
     if vocab_path is None:
         raise CheckpointError(f"{directory}: no vocab.json beside the parameters; pass --vocab.")
     if vocab_path.endswith(".json"):
         tokens = read_gluon_vocab(vocab_path)
-        vocab_path = os.path.join(tempfile.mkdtemp(prefix="biozoo-gluon-vocab-"), "vocab.txt")
-        with open(vocab_path, "w", encoding="utf-8") as f:
-            f.write("\n".join(tokens) + "\n")
         lowercase = True if lowercase is None else lowercase  # GluonNLP's ELECTRA tokenizer lower-cases
-    tokenizer = wordpiece_tokenizer(family, vocab_path, lowercase)
+        with tempfile.TemporaryDirectory(prefix="biozoo-gluon-vocab-") as folder:  # read whole, then removed
+            text_path = os.path.join(folder, "vocab.txt")
+            with open(text_path, "w", encoding="utf-8") as f:
+                f.write("\n".join(tokens) + "\n")
+            tokenizer = wordpiece_tokenizer(family, text_path, lowercase)
+    else:
+        tokenizer = wordpiece_tokenizer(family, vocab_path, lowercase)
     record = {"format": "gluon", "source": os.path.abspath(path), "part": part, "label": os.path.basename(path)}
     record.update(provenance or {})
     return convert_tensors(family, hf_config, table, names, iter_params(path), tokenizer, out_dir, path, record,

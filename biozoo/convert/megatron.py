@@ -60,29 +60,55 @@ def load_state(path):
 
 def _config_from_yaml(path):
     with open(path, encoding="utf-8") as f:
-        return _megatron_keys(yaml.safe_load(f) or {})
+        return _megatron_keys(yaml.safe_load(f) or {}, path)
 
 
-def _megatron_keys(config):
-    """Megatron-LM / NeMo names (num_layers, ffn_hidden_size, layernorm_epsilon...) -> HF's."""
+# HF's config key: the Megatron-LM / NeMo keys that give it, first found wins.
+MEGATRON_KEYS = {
+    "hidden_size": ("hidden_size",), "num_hidden_layers": ("num_layers", "num_hidden_layers"),
+    "num_attention_heads": ("num_attention_heads",), "intermediate_size": ("ffn_hidden_size", "intermediate_size"),
+    "max_position_embeddings": ("max_position_embeddings", "max_seq_length", "encoder_seq_length"),
+    "layer_norm_eps": ("layernorm_epsilon", "layer_norm_eps"),
+}
+_INTERPOLATION = re.compile(r"\$\{\.*([\w.]+)\}")  # OmegaConf's ${key} / ${.key}, as NeMo configs keep them
+
+
+def _megatron_keys(config, where="the checkpoint's args"):
+    """Megatron-LM / NeMo names (num_layers, ffn_hidden_size, layernorm_epsilon...) -> HF's, as
+    numbers (YAML 1.1 reads NeMo's `1e-5` as a string); `${key}` read from the same config."""
     sections = [config, config.get("language_model", {}) or {}, (config.get("language_model") or {}).get("config", {}) or {}]
     merged = {}
     for section in sections:
         merged.update({k: v for k, v in section.items() if not isinstance(v, dict)})
     out = {}
-    for ours, keys in {
-        "hidden_size": ("hidden_size",), "num_hidden_layers": ("num_layers", "num_hidden_layers"),
-        "num_attention_heads": ("num_attention_heads",), "intermediate_size": ("ffn_hidden_size", "intermediate_size"),
-        "max_position_embeddings": ("max_position_embeddings", "max_seq_length", "encoder_seq_length"),
-        "layer_norm_eps": ("layernorm_epsilon", "layer_norm_eps"),
-    }.items():
+    for ours, keys in MEGATRON_KEYS.items():
         for key in keys:
             if merged.get(key) is not None:
-                out[ours] = merged[key]
+                out[ours] = _number(merged, key, float if ours == "layer_norm_eps" else int, where)
                 break
     if merged.get("openai_gelu"):
         out["hidden_act"] = "gelu_new"
     return out
+
+
+def _number(merged, key, kind, where):
+    value, seen = merged[key], [key]
+    while isinstance(value, str) and (match := _INTERPOLATION.fullmatch(value.strip())):
+        name = match.group(1).rsplit(".", 1)[-1]
+        if name in seen or merged.get(name) is None:
+            raise CheckpointError(f"{where}: {key}: {merged[key]!r} refers to {name!r}, which the config does not "
+                                  "give; pass a config with the value (--config)")
+        value = merged[name]
+        seen.append(name)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise CheckpointError(f"{where}: {key}: {merged[key]!r} is not a number") from None
+    if kind is float:
+        return number
+    if not number.is_integer():
+        raise CheckpointError(f"{where}: {key}: {merged[key]!r} is not a whole number")
+    return int(number)
 
 
 def infer_config(flat, num_heads=None):
@@ -147,7 +173,7 @@ def _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercas
     elif version is None:
         version = 3.0 if workdir else 0.0  # NeMo's Megatron BERT: per-head (heads, 3, dim) layout
     hf_config = infer_config(flat, num_heads)
-    hf_config.update(_megatron_keys(args))
+    hf_config.update(_megatron_keys(args, f"{weights}: the saved args"))
     if yaml_config:
         hf_config.update(_config_from_yaml(yaml_config))
     if config:

@@ -78,6 +78,10 @@ class SafetensorsReader:
                 dtype, shape, (begin, end) = info["dtype"], info["shape"], info["data_offsets"]
             except (KeyError, TypeError, ValueError):
                 raise CheckpointError(f"{path}: corrupt safetensors header entry for '{name}'.") from None
+            if not (isinstance(shape, list) and all(_whole(d) and d >= 0 for d in shape)
+                    and _whole(begin) and _whole(end)):
+                raise CheckpointError(f"{path}: corrupt safetensors header entry for '{name}' (shape {shape}, "
+                                      f"data_offsets {info['data_offsets']}).")
             if dtype not in SAFETENSORS_DTYPES:
                 raise CheckpointError(f"{path}: tensor '{name}' has unsupported dtype {dtype}.")
             itemsize = np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
@@ -116,6 +120,10 @@ class SafetensorsReader:
         finally:
             for f in handles.values():
                 f.close()
+
+
+def _whole(value):
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class TorchBinReader:

@@ -117,10 +117,11 @@ def _tokenizer(family, path, vocab, config, lowercase):
             proto = f.read()
         return family.tokenizer_cls(proto=proto, lowercase=True if lowercase is None else lowercase)
     vocab = vocab or os.path.join(directory, "vocab.txt")
-    if not os.path.exists(vocab) and tf.io.gfile.exists(vocab):  # gs://: copy locally first
-        local = os.path.join(tempfile.mkdtemp(prefix="biozoo-vocab-"), "vocab.txt")
-        tf.io.gfile.copy(vocab, local)
-        vocab = local
+    if not os.path.exists(vocab) and tf.io.gfile.exists(vocab):  # gs://: copied locally, read whole, removed
+        with tempfile.TemporaryDirectory(prefix="biozoo-vocab-") as folder:
+            local = os.path.join(folder, "vocab.txt")
+            tf.io.gfile.copy(vocab, local)
+            return wordpiece_tokenizer(family, local, lowercase)
     return wordpiece_tokenizer(family, vocab, lowercase)
 
 
@@ -147,7 +148,7 @@ def convert_tf1(path, out_dir, family=None, config=None, vocab=None, num_heads=N
     if num_heads:
         hf_config["num_attention_heads"] = num_heads
     tokenizer = _tokenizer(fam, path, vocab, hf_config, lowercase)
-    names = sorted(shapes)
+    names = sorted(n for n in shapes if table.lookup(n) != "ignore")  # optimizer slots (3x the weights) unread
     tensors = ((name, reader.get_tensor(name)) for name in names)
     record = {"format": "tf1", "source": path, "part": part, "label": os.path.basename(path.rstrip("/"))}
     record.update(provenance or {})

@@ -6,11 +6,10 @@ import json
 import os
 
 import numpy as np
-from safetensors.numpy import save_file
 
 import biozoo
 from biozoo import presets
-from biozoo._io import atomic_directory, atomic_write_text, check_output
+from biozoo._io import atomic_directory, atomic_write_text, check_output, save_safetensors
 from biozoo.errors import CheckpointError
 from biozoo.export.card import model_card, plot_parameters_f1
 from biozoo.mapping import INVERSE, reverse_lookup
@@ -142,7 +141,7 @@ def export_hf_task(task, out_dir, overwrite=False, inputs=()):
 
 def _write(out_dir, state, config, tokenizer, overwrite=False, inputs=(), card=None):
     with atomic_directory(out_dir, overwrite, inputs) as tmp:
-        save_file(state, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        save_safetensors(state, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2)
         tokenizer_files(tokenizer, tmp, config.get("max_position_embeddings"))

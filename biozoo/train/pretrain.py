@@ -36,10 +36,9 @@ import os
 
 import keras
 import numpy as np
-from safetensors.numpy import save_file
 
 from biozoo import presets
-from biozoo._io import atomic_write_json, read_json
+from biozoo._io import atomic_write_json, read_json, save_safetensors
 from biozoo.api import Tokenizer
 from biozoo.data import IGNORE_LABEL
 from biozoo.data.pretraining import MaskedBatches, count_instances, write_instance_shards
@@ -541,7 +540,7 @@ def save_pretrained(trainer, method, tokenizer, directory, metrics):
         trainer.generator_task().save_to_preset(os.path.join(directory, "generator"))
         tokenizer.save_to_preset(os.path.join(directory, "generator"))
     tokenizer.save_to_preset(directory)
-    save_file({k: np.ascontiguousarray(v) for k, v in heads.items()}, os.path.join(directory, HEADS_FILE))
+    save_safetensors({k: np.ascontiguousarray(v) for k, v in heads.items()}, os.path.join(directory, HEADS_FILE))
     heads_config = {name: {} for name in sorted({k.split("/")[0] for k in heads})}
     if "mlm" in heads_config:
         head = trainer.task.mlm_head

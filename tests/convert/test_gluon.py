@@ -2,6 +2,7 @@
 convert to presets equal to the transformers models they were made from."""
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -59,10 +60,35 @@ def test_generator_with_tied_embedding_under_either_name(filename, tmp_path):
     assert np.abs(logits - expected).max() <= 1e-4 * max(1, np.abs(expected).max())
 
 
-def test_cli(tmp_path, capsys):
+def test_cli(tmp_path, capsys, monkeypatch):
     folder = FIXTURES / "electra_disc"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "system-tmp"))  # vocab.json's vocab.txt is made there
+    (tmp_path / "system-tmp").mkdir()
     assert main(["convert", "--from", "gluon", str(folder / "disc_model.v3.params"), "--output", str(tmp_path / "p")]) == 0
     assert biozoo.Tokenizer.from_preset(str(tmp_path / "p")).lowercase is True
+    assert list((tmp_path / "system-tmp").iterdir()) == []  # and removed
+
+
+@pytest.mark.parametrize("folder, filename, part", [("electra_disc", "disc_model.v3.params", "generator"),
+                                                    ("electra_gen", "gen_model.v3.params", "discriminator")])
+def test_the_other_part_is_refused_not_mislabelled(folder, filename, part, tmp_path):
+    other = "discriminator" if part == "generator" else "generator"
+    with pytest.raises(CheckpointError, match=rf"{filename}: holds the {other}'s head .* convert it with --part {other}"):
+        convert_gluon(str(FIXTURES / folder / filename), tmp_path / "preset", part=part, progress=False)
+    assert not (tmp_path / "preset").exists()
+
+
+def test_a_missing_parameter_is_named(tmp_path):
+    folder = copy_fixture(tmp_path)
+    path = folder / "disc_model.npz.params"
+    with np.load(path) as data:
+        kept = {k: data[k] for k in data.files if not k.endswith("layers.0.ffn.ffn_1.weight")}
+    assert len(kept) == len(np.load(path).files) - 1
+    with open(path, "wb") as f:
+        np.savez(f, **kept)
+    with pytest.raises(CheckpointError, match=r"disc_model.npz.params: no '...all_encoder_layers.0.ffn.ffn_1.weight' "
+                                              r"parameter"):
+        convert_gluon(str(path), tmp_path / "preset", progress=False)
 
 
 def copy_fixture(tmp_path):

@@ -2,6 +2,7 @@
 masked-LM heads are: an untied one (tie_word_embeddings false), which transformers' own
 *ForMaskedLM uses as stored, is refused naming the tensor, not dropped."""
 
+import os
 import re
 
 import numpy as np
@@ -50,3 +51,25 @@ def test_a_tied_decoder_saved_as_a_copy_converts(name, hf_class, decoder, tmp_pa
     positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype=np.int32), (len(logits), 1))
     ours = np.asarray(biozoo.MaskedLM.from_preset(converted)({**inputs, "mask_positions": positions}))
     assert H.max_diff(ours, logits, inputs["padding_mask"]) <= H.TOLERANCE
+
+
+def test_a_head_bias_saved_only_as_the_decoders_converts(tmp_path):
+    """The MLM head's bias and the decoder's are one tensor in transformers; a save that kept only
+    `cls.predictions.decoder.bias` gives the head its bias (it was dropped, and the head unloadable)."""
+    import torch
+    from safetensors.numpy import load_file, save_file
+
+    model, directory = H.save_case("bert", "BertForMaskedLM", tmp_path / "bert")
+    weights = load_file(directory / "model.safetensors")
+    weights["cls.predictions.decoder.bias"] = weights.pop("cls.predictions.bias")
+    save_file(weights, directory / "model.safetensors", metadata={"format": "pt"})
+    converted = presets.resolve_preset(str(directory))
+    inputs = H.case_inputs(model)
+    with torch.no_grad():
+        logits = model(**H.torch_inputs(model, inputs)).logits.numpy()
+    positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype=np.int32), (len(logits), 1))
+    ours = np.asarray(biozoo.MaskedLM.from_preset(converted)({**inputs, "mask_positions": positions}))
+    assert H.max_diff(ours, logits, inputs["padding_mask"]) <= H.TOLERANCE
+    # the heads are as readable as the rest of the preset (safetensors makes its files private)
+    modes = {name: os.stat(os.path.join(converted, name)).st_mode & 0o777 for name in ("heads.safetensors", "config.json")}
+    assert modes["heads.safetensors"] == modes["config.json"], modes

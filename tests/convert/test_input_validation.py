@@ -95,3 +95,18 @@ def test_tf1_file_given_as_gluon(capsys, albert_checkpoint, tmp_path):
     index = albert_checkpoint / "model.ckpt-100.index"
     status, err = convert(capsys, "--from", "gluon", str(index), "--output", str(tmp_path / "out"))
     assert_one_line_error(status, err, tmp_path / "out", str(index), "TF1 checkpoint", "GluonNLP ELECTRA .params")
+
+
+@pytest.mark.parametrize("shape, offsets", [([-2, -50], [0, 400]), ([2.5, 4], [0, 40]), ([4, 4], [0, "64"])])
+def test_a_corrupt_safetensors_header_entry_is_named(capsys, tmp_path, shape, offsets):
+    _, directory = H.save_case("bert", "BertModel", tmp_path / "bert")
+    path = directory / "model.safetensors"
+    data = path.read_bytes()
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + length])
+    name = next(k for k in header if k != "__metadata__")
+    header[name] = {**header[name], "shape": shape, "data_offsets": offsets}
+    encoded = json.dumps(header).encode()
+    path.write_bytes(len(encoded).to_bytes(8, "little") + encoded + data[8 + length:])
+    status, err = convert(capsys, "--from", "hf", str(directory), "--output", str(tmp_path / "out"))
+    assert_one_line_error(status, err, tmp_path / "out", str(path), f"corrupt safetensors header entry for '{name}'")

@@ -111,7 +111,10 @@ def add_bytes(tar, name, data, kind=tarfile.REGTYPE, link=""):
     tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
 
 
-def nemo_archive(path, model, extra=()):
+CONFIG = b"hidden_size: 32\nnum_layers: 2\nnum_attention_heads: 4\nffn_hidden_size: 37\nlayernorm_epsilon: 1.0e-12\n"
+
+
+def nemo_archive(path, model, extra=(), config=CONFIG):
     flat = {}
 
     def flatten(tree, prefix):
@@ -124,7 +127,6 @@ def nemo_archive(path, model, extra=()):
     flatten(megatron_state(model, 3.0)["model"], "model.")
     weights = io.BytesIO()
     torch.save(flat, weights)
-    config = b"hidden_size: 32\nnum_layers: 2\nnum_attention_heads: 4\nffn_hidden_size: 37\nlayernorm_epsilon: 1.0e-12\n"
     with tarfile.open(path, "w:gz") as tar:
         add_bytes(tar, "./model_weights.ckpt", weights.getvalue())
         add_bytes(tar, "./model_config.yaml", config)
@@ -137,6 +139,25 @@ def test_nemo_archive(model, tmp_path):
     nemo_archive(tmp_path / "biomegatron.nemo", model)
     convert_megatron(str(tmp_path / "biomegatron.nemo"), tmp_path / "preset", progress=False)
     assert_matches(tmp_path / "preset", model)
+
+
+def test_nemo_configs_as_nemo_writes_them(model, tmp_path):
+    """NeMo's configs write `1e-12` (a string to YAML 1.1's reader, which made a preset whose layer
+    norm failed on its first call) and keep OmegaConf's `${...}` references."""
+    nemo = CONFIG.replace(b"1.0e-12", b"1e-12") + b"encoder_seq_length: 64\nmax_position_embeddings: ${.encoder_seq_length}\n"
+    nemo_archive(tmp_path / "nemo-style.nemo", model, config=nemo)
+    convert_megatron(str(tmp_path / "nemo-style.nemo"), tmp_path / "preset", progress=False)
+    assert_matches(tmp_path / "preset", model)
+    assert biozoo.from_preset(str(tmp_path / "preset")).get_config()["layer_norm_epsilon"] == 1e-12
+    for config, says in [(CONFIG + b"max_position_embeddings: ${.model.seq_length}\n",
+                          r"model_config.yaml: max_position_embeddings: '\$\{.model.seq_length\}' refers to "
+                          r"'seq_length', which the config does not give"),
+                         (CONFIG.replace(b"ffn_hidden_size: 37", b"ffn_hidden_size: 37.5"),
+                          r"model_config.yaml: ffn_hidden_size: 37.5 is not a whole number")]:
+        nemo_archive(tmp_path / "bad.nemo", model, config=config)
+        with pytest.raises(CheckpointError, match=says):
+            convert_megatron(str(tmp_path / "bad.nemo"), tmp_path / "refused", progress=False)
+        assert not (tmp_path / "refused").exists()
 
 
 @pytest.mark.parametrize("member, kind, link", [

@@ -42,13 +42,30 @@ def assert_matches(preset, model, num_segments=2):
     return backbone
 
 
-def test_bert(tmp_path):
+def test_bert(tmp_path, monkeypatch):
+    import biozoo.convert.tf1 as tf1
+
+    read, open_tf1 = [], tf1.open_tf1
+
+    def counting_reads(path):
+        shapes, reader = open_tf1(path)
+
+        class Reader:
+            def get_tensor(self, name):
+                read.append(name)
+                return reader.get_tensor(name)
+
+        return shapes, Reader()
+
+    monkeypatch.setattr(tf1, "open_tf1", counting_reads)
     model = H.make_model("bert", "BertForPreTraining")
     T.write_tf1_checkpoint(T.bert_tf1_variables(T.torch_state(model)), tmp_path / "bert_model.ckpt")
     (tmp_path / "bert_config.json").write_text(json.dumps(google_config(model, BERT_KEYS)))
     write_vocab(tmp_path)
     convert_tf1(str(tmp_path / "bert_model.ckpt"), tmp_path / "preset", progress=False)
     assert_matches(tmp_path / "preset", model)
+    # Adam's slots (each as large as its weight) and global_step are never read
+    assert read and [n for n in read if n.endswith(("/adam_m", "/adam_v")) or n == "global_step"] == []
     from biozoo.preset_files import read_heads
 
     heads, _ = read_heads(tmp_path / "preset")
@@ -144,7 +161,9 @@ def test_missing_layer_and_unknown_variable_are_named(tmp_path):
     with pytest.raises(CheckpointError) as error:
         convert_tf1(str(tmp_path / "ckpt"), tmp_path / "preset", progress=False)
     message = str(error.value)
-    assert "transformer_layer_1/feedforward_output_dense/kernel" in message
+    # the Keras weight, and the checkpoint's name that gives it
+    assert "transformer_layer_1/feedforward_output_dense/kernel (from 'bert/encoder/layer_1/output/dense/kernel')" \
+        in message, message
     assert "bert/encoder/layer_0/attention/self/rotary/kernel" in message
     assert not (tmp_path / "preset").exists()
 

@@ -360,6 +360,11 @@ CASES = [
       r"PermissionDeniedError|\w+Error): ", slow=True),
     c("gs-input-one-line", ANN + " gs://biozoo-no-such-bucket-32/abstracts.pubtator --output {out}.jsonl", 2,
       r"gs://biozoo-no-such-bucket-32/abstracts.pubtator.*\(\w+Error: ", slow=True),
+    # a folder output is written locally and renamed into place: not a local folder named "gs:"
+    c("gs-output-folder-refused", "export hf --preset {tiny_hf} --output gs://biozoo-no-such-bucket-32/export", 2,
+      r"--output gs://biozoo-no-such-bucket-32/export: biozoo writes this folder on a local disk.*gcloud storage cp"),
+    c("gs-output-convert-refused", "convert --from hf {tiny_hf} --output gs://biozoo-no-such-bucket-32/preset", 2,
+      r"--output gs://biozoo-no-such-bucket-32/preset: biozoo writes this folder on a local disk"),
     c("cache-not-writable", "export hf --preset {tiny_hf} --output {out}", 2,
       r"biozoo's cache BIOZOO_CACHE=/sys/biozoo-cache-32 cannot be written", env={"BIOZOO_CACHE": "/sys/biozoo-cache-32"}),
 
