@@ -10,7 +10,12 @@ class CheckpointError(BiozooError, ValueError):
 
 
 class DataFormatError(BiozooError, ValueError):
-    """A data file has a malformed line; the message names the file and line number."""
+    """A data file has a malformed line; the message names the file and line number, and
+    `document_id` the document it spoils where that is known."""
+
+    def __init__(self, message="", document_id=None):
+        super().__init__(message)
+        self.document_id = document_id
 
 
 class OfflineError(BiozooError, FileNotFoundError):

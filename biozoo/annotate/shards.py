@@ -66,7 +66,7 @@ def read_chunks(source, position, chunk_size, fmt="auto", skip=frozenset(), on_n
     dead, documents, index, dropped = [], [], 0, [0]
 
     def on_skip(message):
-        dead.append({"id": None, "source": source, "stage": "read", "reason": message})
+        dead.append({"id": stream.skipped_id, "source": source, "stage": "read", "reason": message})
 
     def on_warning(message):
         dropped[0] += 1
@@ -78,8 +78,9 @@ def read_chunks(source, position, chunk_size, fmt="auto", skip=frozenset(), on_n
             found.stats["annotations_dropped"] = dropped[0]
         return found
 
-    for document in read_documents([source], fmt=fmt, skip_bad=True, on_skip=on_skip, on_note=on_note or _quiet,
-                                   strict=strict, on_warning=on_warning):
+    stream = read_documents([source], fmt=fmt, skip_bad=True, on_skip=on_skip, on_note=on_note or _quiet,
+                            strict=strict, on_warning=on_warning)
+    for document in stream:
         documents.append(document)
         if len(documents) == chunk_size:
             if chunk_key(source, index) not in skip:

@@ -87,12 +87,12 @@ def fit_annotations(document: Document, where: str, strict=False) -> list[DataWa
     def keep(annotation, passage, text):
         problem = annotation_problem(annotation, passage, text, check_text=False)
         if problem:
-            raise DataFormatError(f"{where}: {problem}")
+            raise DataFormatError(f"{where}: {problem}", document.id)
         mismatch = text_mismatch(annotation, passage, text)
         if mismatch is None:
             return True
         if refuses(strict):
-            raise DataFormatError(f"{where}: {mismatch}")
+            raise DataFormatError(f"{where}: {mismatch}", document.id)
         warnings.append(quirk_warning(where, mismatch, strict))
         return strict == KEEP_MISMATCHED
 
@@ -102,7 +102,7 @@ def fit_annotations(document: Document, where: str, strict=False) -> list[DataWa
     for prediction in document.predictions:
         problem = annotation_problem(prediction, text=full)
         if problem:
-            raise DataFormatError(f"{where}: {problem}")
+            raise DataFormatError(f"{where}: {problem}", document.id)
     return warnings
 
 

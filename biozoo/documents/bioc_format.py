@@ -129,7 +129,7 @@ def document_from_bioc(obj, source, collection=None, strict=False, warnings=None
                             source=source, collection=collection)
         document.annotations = [_annotation(a) for a in obj.get("annotations") or []]
     except (_Bad, AttributeError, TypeError) as error:
-        raise DataFormatError(f"{source}: document {ident}: {error}") from None
+        raise DataFormatError(f"{source}: document {ident}: {error}", None if ident is None else str(ident)) from None
     found = fit_annotations(document, f"{source}: document {ident}", strict)
     if warnings is not None:
         warnings.extend(found)

@@ -156,6 +156,7 @@ class DocumentStream:
         self.on_note = on_note or _note_to_stderr
         self.on_warning = on_warning or _warn_to_stderr
         self.read = self.skipped = self.notes = self.dropped = self.kept_mismatched = 0
+        self.skipped_id = None  # the id of the document `on_skip` hears of, where the reader knew it
         self._documents = self._generate(inputs)
 
     def __iter__(self):
@@ -168,8 +169,9 @@ class DocumentStream:
         self.notes += 1
         self.on_note(message)
 
-    def _skip(self, message):
+    def _skip(self, message, document_id=None):
         self.skipped += 1
+        self.skipped_id = document_id
         self.on_skip(message)
 
     def _generate(self, inputs):
@@ -209,7 +211,7 @@ class DocumentStream:
                     if isinstance(item, DataFormatError):
                         if not self.skip_bad:
                             raise item
-                        self._skip(str(item))
+                        self._skip(str(item), item.document_id)
                         continue
                     item.source_format = fmt
                     self.read += 1

@@ -103,14 +103,15 @@ def read_jsonl(stream, name, strict=False):
         try:
             document = document_from_dict(obj, where)
         except (_Bad, AttributeError, KeyError, TypeError, ValueError) as error:
-            ident = f" document {obj['id']}" if isinstance(obj, dict) and "id" in obj else ""
-            yield DataFormatError(f"{where}:{ident} {error}")
+            known = obj.get("id") if isinstance(obj, dict) else None
+            ident = f" document {known}" if known is not None else ""
+            yield DataFormatError(f"{where}:{ident} {error}", None if known is None else str(known))
             continue
         if document.id is None:
             document.id = str(lineno)
         surrogate = _lone_surrogate(document)
         if surrogate:
-            yield DataFormatError(f"{where}: document {document.id}: {surrogate}")
+            yield DataFormatError(f"{where}: document {document.id}: {surrogate}", document.id)
             continue
         try:
             warnings = fit_annotations(document, f"{where}: document {document.id}", strict)

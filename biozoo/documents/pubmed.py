@@ -42,7 +42,8 @@ def _article(element, name):
     article = element.find("MedlineCitation/Article")
     if not pmid or article is None:
         missing = "PMID" if not pmid else "Article"
-        return DataFormatError(f"{where}: PMID {pmid or '?'}: PubmedArticle without MedlineCitation/{missing}")
+        return DataFormatError(f"{where}: PMID {pmid or '?'}: PubmedArticle without MedlineCitation/{missing}",
+                               pmid.strip() if pmid else None)
     pmid = pmid.strip()
     title = _text(article.find("ArticleTitle"))
     passages = [Passage(0, title, "title", {"type": "title"}),

@@ -83,7 +83,7 @@ class _Block:
         if self.error is None and self.title is None:
             self.fail(self.lineno, "no title line (PMID|t|...)")
         if self.error is not None:
-            return [DataFormatError(self.error)]
+            return [DataFormatError(self.error, self.pmid)]
         passages = [Passage(0, self.title, "title", {"type": "title"})]
         if self.abstract is not None:
             passages.append(Passage(len(self.title) + 1, self.abstract, "abstract", {"type": "abstract"}))
@@ -98,7 +98,7 @@ class _Block:
             problem = annotation_problem(annotation, passage, text, check_text=False)
             mismatch = None if problem else text_mismatch(annotation, passage, text)
             if problem or (mismatch and refuses(strict)):
-                return [DataFormatError(f"{where}: {problem or mismatch}")]
+                return [DataFormatError(f"{where}: {problem or mismatch}", self.pmid)]
             if mismatch:
                 warnings.append(quirk_warning(where, mismatch, strict))
                 if strict != KEEP_MISMATCHED:

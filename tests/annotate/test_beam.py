@@ -171,7 +171,7 @@ def test_failed_inference_is_dead_lettered_then_retried_and_other_options_are_re
     first = run_beam(job, [source], tmp_path / "out")
     assert (first["read"], first["annotated"], first["dead_lettered"], first["incomplete_chunks"]) == (3, 1, 2, 1)
     letters = list(beam.ShardStore(tmp_path / "out", "jsonl").dead_letters())
-    assert {(l["stage"], l["id"]) for l in letters} == {("read", None), ("inference", "3")}
+    assert {(l["stage"], l["id"]) for l in letters} == {("read", "2"), ("inference", "3")}
     assert [l["reason"] for l in letters if l["stage"] == "inference"] == [
         "inference failed for the chunk: RuntimeError: RuntimeError('worker out of memory')"]
     monkeypatch.setattr(beam.ChunkModelHandler, "_annotate", original)

@@ -183,3 +183,22 @@ def test_a_remote_output_is_complete_or_absent(tmp_path):
     write_documents(documents, "ram://biozoo-out/run.jsonl", "jsonl")
     assert tf.io.gfile.glob("ram://biozoo-out/*") == ["ram://biozoo-out/run.jsonl"]
     assert [d.id for d in read_documents(["ram://biozoo-out/run.jsonl"])] == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("name, text, bad_id", [
+    ("bad.pubtator", "1|t|Fine\n1|a|Text.\n\n2|t|Bad\n2|a|Text.\n2\t0\t99\tBad\tGene\n\n3|t|Fine\n3|a|Too.\n", "2"),
+    ("bad.jsonl", '{"id": "1", "text": "abc"}\n{"id": "2", "text": "abc", "annotations": [{"start": 0, "end": 9, '
+                  '"type": "T"}]}\n{"id": "3", "text": "abc"}\n', "2"),
+    ("bad.bioc.json", json.dumps({"documents": [{"id": "1", "passages": [{"offset": 0, "text": "abc"}]},
+                                                {"id": "2", "passages": [{"offset": 0, "text": 5}]}]}), "2"),
+])
+def test_a_skipped_document_is_known_by_its_id_where_the_reader_knows_it(tmp_path, name, text, bad_id):
+    """What a corpus run records as the dead letter's id (it was None, though the message named the PMID)."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    ids = []
+    stream = read_documents([str(path)], skip_bad=True, on_skip=lambda message: ids.append(stream.skipped_id))
+    assert bad_id not in [d.id for d in stream] and ids == [bad_id]
+    with pytest.raises(DataFormatError) as error:
+        list(read_documents([str(path)]))
+    assert error.value.document_id == bad_id
