@@ -144,7 +144,7 @@ def _linked_scores(gold, pred, pred_from):
             annotations = document.existing_annotations() if source == "existing" else (
                 list(document.predictions) if source == "predictions" else
                 document.existing_annotations() + list(document.predictions))
-            out[document.id] = [(a.start, a.end, a.type, a.concept_id) for a in annotations
+            out[document.id] = [(a.start, a.end, a.type, a.concept_id, tuple(a.spans())) for a in annotations
                                 if a.type not in ABBREVIATION_TYPES]
         return out
 

@@ -9,11 +9,12 @@ CONCEPT_ID_KEYS = ("identifier", "Identifier", "MESH", "MeSH", "NCBI Gene", "NCB
 
 
 def concept_id_from(infons: dict) -> str | None:
-    """The concept id a BioC annotation's infons carry ("identifier", or a key such as "MESH")."""
+    """The concept id a BioC annotation's infons carry ("identifier", or a key such as "MESH");
+    "" for an empty "identifier" (a PubTator line's empty id column, kept for its round trip)."""
     for key in CONCEPT_ID_KEYS:
         if infons.get(key) not in (None, ""):
             return infons[key]
-    return None
+    return "" if infons.get("identifier") == "" else None
 
 
 def container(document: Document, annotation: Annotation) -> Passage | None:

@@ -88,7 +88,15 @@ def _json_format(text):
     if "documents" in obj or "bioctype" in obj or (
             isinstance(passages, list) and passages and isinstance(passages[0], dict) and "sentences" in passages[0]):
         return "bioc-json"
-    return "jsonl"
+    return "bioc-json" if _has_bioc_annotation(obj) else "jsonl"
+
+
+def _has_bioc_annotation(document):
+    """Whether a document object holds an annotation as BioC writes one: "locations" and no
+    "start" (a BioC JSON document a line, as PubTator3 gives them)."""
+    units = [document, *(p for p in document.get("passages") or [] if isinstance(p, dict))]
+    return any(isinstance(a, dict) and "locations" in a and "start" not in a
+               for unit in units if isinstance(unit.get("annotations"), list) for a in unit["annotations"])
 
 
 def detect_format(path_or_head, name=None) -> str:

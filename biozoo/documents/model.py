@@ -185,12 +185,23 @@ class Document:
 
 # between the ids of one mention: "|" (PubTator, NCBI-disease), "," (BioRED), ";" (GNormPlus's composite genes)
 ID_SEPARATORS = re.compile(r"[|,;]")
+# tmVar's variant ids hold "|" and ";" themselves: "p|SUB|V|600|E", in PubTator3
+# "tmVar:p|SUB|V|600|E;HGVS:p.V600E;VariantGroup:0;CorrespondingGene:673;RS#:113488022"
+VARIANT_ID = re.compile(r"(tmVar:)?[cgmnpr]\|[A-Z]+\|")
+VARIANT_CONTEXT = ("VariantGroup:", "CorrespondingGene:")  # the variant's group and gene, not the variant
 
 
 def split_ids(value):
-    """The ids of a concept id field in order ("D001|MESH:D002" -> ["D001", "D002"]); [] for no id."""
+    """The ids of a concept id field in order ("D001|MESH:D002" -> ["D001", "D002"]); [] for no id.
+    A tmVar variant id is split at ";" only, less its group and gene ("tmVar:p|SUB|V|600|E;
+    HGVS:p.V600E;VariantGroup:0" -> ["p|SUB|V|600|E", "HGVS:p.V600E"], as older PubTator files
+    write the first)."""
     if value in NO_ID:
         return []
+    if VARIANT_ID.match(str(value).strip()):
+        parts = (part.strip() for part in str(value).split(";"))
+        return [part[len("tmVar:"):] if part.startswith("tmVar:") else part
+                for part in parts if part not in NO_ID and not part.startswith(VARIANT_CONTEXT)]
     parts = (part.strip() for part in ID_SEPARATORS.split(str(value)))
     return [part[len(MESH_PREFIX):] if part.upper().startswith(MESH_PREFIX) else part
             for part in parts if part not in NO_ID]

@@ -64,11 +64,20 @@ def _overlap(a, b):
     return a[0] < b[1] and b[0] < a[1] or (a[0] == b[0] and a[1] == b[1])
 
 
-def _meets(mention, spans, approximate):
-    """Whether `mention` has the type and span of one of `spans` ((start, end, type)), or, when
-    `approximate`, overlaps one of its type."""
-    return any(mention[2] == kind and ((mention[0], mention[1]) == (start, end) or
-                                       approximate and _overlap(mention[:2], (start, end))) for start, end, kind in spans)
+def _spans(mention):
+    """A mention's spans: its optional fifth element (a discontinuous one's), else (start, end)."""
+    return tuple(sorted(tuple(map(int, span)) for span in mention[4])) if len(mention) > 4 and mention[4] else (
+        (int(mention[0]), int(mention[1])),)
+
+
+def _located(spans, other, approximate):
+    return spans == other or approximate and any(_overlap(a, b) for a in spans for b in other)
+
+
+def _meets(mention, located, approximate):
+    """Whether `mention` ((spans, type, ...)) has the type and spans of one of `located`
+    ((spans, type)), or, when `approximate`, overlaps one of its type."""
+    return any(mention[1] == kind and _located(mention[0], spans, approximate) for spans, kind in located)
 
 
 def _max_matching(edges, n_gold):
@@ -93,8 +102,9 @@ def _max_matching(edges, n_gold):
 def score_linked(gold, pred):
     """Strict and approximate NER + id scores.
 
-    `gold`, `pred`: {doc_id: [(start, end, type, concept_id), ...]} (documents on one side
-    only count: gold as misses, pred as false positives). Returns {"strict", "approximate"}
+    `gold`, `pred`: {doc_id: [(start, end, type, concept_id[, spans]), ...]} (`spans`: a
+    discontinuous mention's (start, end) pairs, all compared; documents on one side only
+    count: gold as misses, pred as false positives). Returns {"strict", "approximate"}
     (each {"precision", "recall", "f1", "per_type", "counts"}), the gold mentions left out
     (`gold_without_id`), the predictions left out on them (`pred_on_gold_without_id`, per
     section), the predictions without an id, scored as false positives (`pred_without_id`),
@@ -105,13 +115,14 @@ def score_linked(gold, pred):
     for side, data in (("gold", gold), ("pred", pred)):
         for doc_id, mentions in data.items():
             kept = []
-            for start, end, kind, concept in mentions:
+            for mention in mentions:
+                spans, kind, concept = _spans(mention), mention[2], mention[3]
                 if not ids_of(concept):
                     left_out[f"{side}_without_id"] += 1
                     if side == "gold":
-                        unlinkable.setdefault(doc_id, []).append((int(start), int(end), kind))
+                        unlinkable.setdefault(doc_id, []).append((spans, kind))
                         continue
-                kept.append((int(start), int(end), kind, concept))
+                kept.append((spans, kind, concept))
             cleaned[side][doc_id] = list(dict.fromkeys(kept))
             left_out["duplicates_removed"] += len(kept) - len(cleaned[side][doc_id])
     for approximate in (False, True):
@@ -120,23 +131,21 @@ def score_linked(gold, pred):
         left_out["pred_on_gold_without_id"][section] = 0
         for doc_id in sorted(set(cleaned["gold"]) | set(cleaned["pred"])):
             g, p = cleaned["gold"].get(doc_id, []), cleaned["pred"].get(doc_id, [])
-            without_id, with_id = unlinkable.get(doc_id, ()), [m[:3] for m in g]
+            without_id, with_id = unlinkable.get(doc_id, ()), [m[:2] for m in g]
             scored = [m for m in p if not _meets(m, without_id, approximate) or _meets(m, with_id, approximate)]
             left_out["pred_on_gold_without_id"][section] += len(p) - len(scored)
             p = scored
             for m in g:
-                counts[m[2]][0] += 1
+                counts[m[1]][0] += 1
             for m in p:
-                counts[m[2]][1] += 1
+                counts[m[1]][1] += 1
             edges = defaultdict(list)
             for gi, gm in enumerate(g):
                 for pi, pm in enumerate(p):
-                    if gm[2] != pm[2] or not correct(pm[3], gm[3]):
-                        continue
-                    if (gm[0], gm[1]) == (pm[0], pm[1]) or (approximate and _overlap(gm[:2], pm[:2])):
+                    if gm[1] == pm[1] and correct(pm[2], gm[2]) and _located(gm[0], pm[0], approximate):
                         edges[gi].append(pi)
             for gi in _max_matching(edges, len(g)):
-                counts[g[gi][2]][2] += 1
+                counts[g[gi][1]][2] += 1
         sections[section] = _section(counts)
     return {**sections, **left_out}
 
@@ -161,13 +170,14 @@ def mention_accuracy(gold, pred):
     found = right = total = 0
     for doc_id, mentions in gold.items():
         predicted = defaultdict(list)
-        for start, end, kind, concept in pred.get(doc_id, []):
-            predicted[(int(start), int(end), kind)].append(concept)
-        for start, end, kind, concept in mentions:
+        for mention in pred.get(doc_id, []):
+            predicted[(_spans(mention), mention[2])].append(mention[3])
+        for mention in mentions:
+            concept = mention[3]
             if not ids_of(concept):
                 continue
             total += 1
-            candidates = predicted.get((int(start), int(end), kind))
+            candidates = predicted.get((_spans(mention), mention[2]))
             if candidates:
                 found += 1
                 right += any(correct(c, concept) for c in candidates)

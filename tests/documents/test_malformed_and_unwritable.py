@@ -202,3 +202,28 @@ def test_a_skipped_document_is_known_by_its_id_where_the_reader_knows_it(tmp_pat
     with pytest.raises(DataFormatError) as error:
         list(read_documents([str(path)]))
     assert error.value.document_id == bad_id
+
+
+def test_bioc_json_a_document_a_line_is_read_as_bioc_json(tmp_path):
+    """PubTator3's BioC JSON, one compact document a line, with no "sentences": it was read as
+    biozoo's JSONL and refused."""
+    line = {"id": "1", "infons": {}, "passages": [{"infons": {"type": "title"}, "offset": 0, "text": "Aspirin works.",
+                                                   "annotations": [{"id": "1", "infons": {"type": "Chemical",
+                                                                                           "identifier": "MESH:D001241"},
+                                                                    "text": "Aspirin",
+                                                                    "locations": [{"offset": 0, "length": 7}]}]}]}
+    path = tmp_path / "pubtator3.json"
+    path.write_text(json.dumps(line) + "\n" + json.dumps({**line, "id": "2"}) + "\n", encoding="utf-8")
+    documents = list(read_documents([str(path)]))
+    assert [(d.id, [(a.start, a.end, a.type, a.concept_id) for a in d.existing_annotations()]) for d in documents] == [
+        ("1", [(0, 7, "Chemical", "MESH:D001241")]), ("2", [(0, 7, "Chemical", "MESH:D001241")])]
+
+
+@pytest.mark.parametrize("fmt", ["bioc-xml", "bioc-json"])
+def test_an_empty_pubtator_id_column_survives_bioc(tmp_path, fmt):
+    source = tmp_path / "in.pubtator"
+    source.write_text("5|t|Only one\n5|a|\n5\t0\t4\tOnly\tX\t\n5\t5\t8\tone\tX\t-\n\n", encoding="utf-8")
+    documents = list(read_documents([str(source)]))
+    write_documents(documents, str(tmp_path / "out"), fmt)
+    write_documents(list(read_documents([str(tmp_path / "out")], fmt)), str(tmp_path / "back.pubtator"), "pubtator")
+    assert (tmp_path / "back.pubtator").read_text(encoding="utf-8") == source.read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from biozoo.linking.concepts import Concept, Dictionary
-from biozoo.metrics.documents import score_offsets
+from biozoo.metrics.documents import Mention, score_offsets
 from biozoo.metrics.linking import accuracy_at_1, correct, mention_accuracy, score_linked
 
 
@@ -71,6 +71,31 @@ def test_ids_joined_by_commas_or_semicolons_are_several_ids():
     assert correct("D001", "D001,D002") and correct("MESH:D002", "MESH:D001,MESH:D002")
     assert correct("7157", "7157;7158") and not correct("7159", "7157;7158")
     assert accuracy_at_1(["D001,D002", "7157;7158"], ["D002", "7158"])["accuracy"] == 100.0
+
+
+def test_a_tmvar_variant_id_is_one_variant_not_its_pieces():
+    """tmVar's ids hold "|" and ";" (PubTator3: the variant, its HGVS name, group and gene): two
+    substitutions share "SUB", and one document's variants share "VariantGroup:0"."""
+    v600e = "tmVar:p|SUB|V|600|E;HGVS:p.V600E;VariantGroup:0;CorrespondingGene:673;RS#:113488022"
+    g12d = "tmVar:p|SUB|G|12|D;HGVS:p.G12D;VariantGroup:0;CorrespondingGene:3845"
+    assert not correct(g12d, v600e) and correct(v600e, v600e)
+    assert correct("p|SUB|V|600|E", v600e) and correct("RS#:113488022", v600e)  # older PubTator's forms
+    assert score_linked({"d": [(0, 5, "Variant", v600e)]}, {"d": [(0, 5, "Variant", g12d)]})["strict"]["counts"][
+        "tp"] == 0
+
+
+def test_a_discontinuous_mention_is_scored_by_all_its_spans():
+    """`score ner --ids` gives each mention its spans: "breast ... cancer" found as "breast" is wrong,
+    as the offset scorer says."""
+    gold = {"d": [(0, 6, "Disease", "D001943", ((0, 6), (19, 25)))]}
+    first_span = {"d": [(0, 6, "Disease", "D001943")]}
+    whole = {"d": [(0, 6, "Disease", "D001943", ((19, 25), (0, 6)))]}
+    assert score_linked(gold, first_span)["strict"]["counts"]["tp"] == 0
+    assert score_linked(gold, first_span)["approximate"]["counts"]["tp"] == 1
+    assert score_linked(gold, whole)["strict"]["counts"]["tp"] == 1
+    assert mention_accuracy(gold, first_span)["mentions"] == 0 and mention_accuracy(gold, whole)["correct"] == 1
+    offsets = score_offsets({"d": [Mention(((0, 6), (19, 25)), "Disease")]}, {"d": [(0, 6, "Disease")]})
+    assert offsets["strict"]["counts"]["tp"] == 0
 
 
 def pml_losses(labels, embeddings):
