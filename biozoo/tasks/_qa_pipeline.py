@@ -4,7 +4,6 @@ answer selection, so that `QuestionAnswerer.pipeline_answers` answers exactly as
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 
@@ -73,15 +72,6 @@ def _aligned(word, normalize):
     return "".join(chars), owner
 
 
-@functools.lru_cache(maxsize=1)
-def _removed_spaces():
-    """Control characters that are also whitespace (\v, \f, NEL): HF's BertNormalizer removes
-    them before splitting words, `split_words` splits there (as a pattern, or None)."""
-    control, spaces = _char_class(U.CONTROL), [_char_class(U.SPLIT_WHITESPACE), _char_class(U.WHITESPACE)]
-    both = [chr(c) for c in range(0x3001) if control.fullmatch(chr(c)) and any(p.fullmatch(chr(c)) for p in spaces)]
-    return re.compile("[" + "".join(map(re.escape, both)) + "]") if both else None
-
-
 class _WordPieceOffsets:
     """BertPreTokenizer words tokenized one by one; a piece spans the characters it came from
     (BertNormalizer: control characters removed, accents stripped after NFD, lower-cased), an
@@ -90,7 +80,6 @@ class _WordPieceOffsets:
     def __init__(self, tokenizer):
         self.tokenizer, self.vocab = tokenizer, tokenizer.get_vocabulary()
         self.control, self.marks = _char_class(U.CONTROL), _char_class(U.NONSPACING_MARKS)
-        self.removed_spaces = _removed_spaces()
 
     def normalize(self, c):
         c = "" if self.control.fullmatch(c) else c
@@ -100,7 +89,7 @@ class _WordPieceOffsets:
 
     def words(self, text):
         # NUL: removed by the tokenizer too, and no word boundary
-        return self.tokenizer.split_words(self.removed_spaces.sub("\x00", text) if self.removed_spaces else text)
+        return self.tokenizer.split_words(text)
 
     def tokens(self, text, words, pieces):
         """[(id, start, end, starts a word)] of `text`."""

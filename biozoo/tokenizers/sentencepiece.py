@@ -61,7 +61,7 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
         self._sentence_piece = None
         self._forget_engines()
         super().set_proto(proto)
-        self.whitespace_to_space = None
+        self.whitespace_to_space = self._word_breaks = None
         if self.proto is not None:
             # HF splits words on Unicode whitespace *after* the model's own normalizer
             # (WhitespaceSplit); SentencePiece only breaks pieces at what that normalizer turns
@@ -70,6 +70,10 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
             survivors = [c for c in UNICODE_WHITESPACE if c in self._sentence_piece_spm.normalize(f"x{c}y")]
             if survivors:
                 self.whitespace_to_space = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in survivors) + "]"
+            # words break at the whitespace the normalizer keeps or makes a space, not at what it deletes (\v)
+            joined = self._sentence_piece_spm.normalize("xy")
+            self._word_breaks = "".join(c for c in UNICODE_WHITESPACE
+                                        if self._sentence_piece_spm.normalize(f"x{c}y") != joined)
             model = sentencepiece_model_pb2.ModelProto()
             model.ParseFromString(self.proto)
             user_defined = sentencepiece_model_pb2.ModelProto.SentencePiece.USER_DEFINED
@@ -118,8 +122,10 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
 
     def split_words(self, text):
         """Whitespace-separated words: SentencePiece (HF: WhitespaceSplit + Metaspace)
-        tokenizes each on its own, so per-word pieces equal whole-text pieces."""
-        return [(m.group(), m.start(), m.end()) for m in re.finditer(f"[^{re.escape(UNICODE_WHITESPACE)}]+", text)]
+        tokenizes each on its own, so per-word pieces equal whole-text pieces (whitespace the
+        model's normalizer deletes, as nmt_nfkc does \v, joins its neighbours)."""
+        breaks = self._word_breaks or UNICODE_WHITESPACE
+        return [(m.group(), m.start(), m.end()) for m in re.finditer(f"[^{re.escape(breaks)}]+", text)]
 
     def vocabulary_size(self):
         self._check_vocabulary()

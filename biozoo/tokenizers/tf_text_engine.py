@@ -119,17 +119,19 @@ def wordpiece_words(tokenizer, inputs):
     flat = segments.flat_values
     text = bert_normalize(flat, tokenizer.lowercase, tokenizer.strip_accents)
     forms = tokenizer.normalized_forms()
+    def limited(words):  # HF's limit is on the WordPiece model's words: not on special or added tokens
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > tokenizer.max_input_chars_per_word
+        return words.with_flat_values(tf.where(too_long, tokenizer.oov_token, words.flat_values))
+
     if forms:
         pieces, is_added = split_special_tokens(text, special_tokens_pattern(forms))
-        words = tf_text.regex_split(pieces.flat_values, SPLIT, KEEP)
+        words = limited(tf_text.regex_split(pieces.flat_values, SPLIT, KEEP))
         words = replace_rows(words, is_added.flat_values, normalized_token_table(tokenizer).lookup(pieces.flat_values))
         words = pieces.with_flat_values(words).merge_dims(1, 2)
     else:
-        words = tf_text.regex_split(text, SPLIT, KEEP)
+        words = limited(tf_text.regex_split(text, SPLIT, KEEP))
     words = replace_rows(words, is_special.flat_values, flat)
-    words = segments.with_flat_values(words).merge_dims(1, 2)
-    too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > tokenizer.max_input_chars_per_word
-    return words.with_flat_values(tf.where(too_long, tokenizer.oov_token, words.flat_values))
+    return segments.with_flat_values(words).merge_dims(1, 2)
 
 
 def wordpiece_ragged_ids(tokenizer, inputs):

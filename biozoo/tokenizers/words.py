@@ -18,7 +18,9 @@ def python_class(parts):
 
 @functools.lru_cache(maxsize=1)
 def _patterns():
-    space = f"{python_class(U.SPLIT_WHITESPACE)}|{python_class(U.WHITESPACE)}"
+    # \v, \f and NEL are whitespace that HF's BertNormalizer removes (as control characters)
+    # before words are split: they join the characters around them
+    space = f"(?!{python_class(U.CONTROL)})(?:{python_class(U.SPLIT_WHITESPACE)}|{python_class(U.WHITESPACE)})"
     single = f"{python_class(U.PUNCTUATION)}|{python_class(U.CJK)}"
     return re.compile(f"(?:{single})|(?:(?!{space}|{single}).)+", re.DOTALL)
 

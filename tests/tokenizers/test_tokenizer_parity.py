@@ -93,6 +93,44 @@ def test_albert_sentencepiece(corpus_spiece, corpus_sentences, tmp_path, engine)
                     corpus_sentences + HARD_CASES + ["``double'' quotes", "fullwidth ＜pad＞ x［CLS］ ［MASK］y"])
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_word_length_limit_leaves_special_and_added_tokens_whole(minilm_dir, engine):
+    """HF limits the WordPiece model's words, which special and added tokens never reach: with a
+    limit of 5 characters "[MASK]" and "@GENE$" stay themselves (the graph engine made them [UNK])."""
+    from tokenizers import AddedToken, models
+
+    reference = hf_tokenizer(minilm_dir)
+    reference.add_tokens([AddedToken("@GENE$", normalized=False), AddedToken("chemicalx", normalized=True)])
+    reference.backend_tokenizer.model = models.WordPiece(reference.get_vocab(), unk_token="[UNK]",
+                                                         max_input_chars_per_word=5)
+    ours = biozoo.Tokenizer.from_preset(str(minilm_dir), max_input_chars_per_word=5)
+    ours = ours.with_added_tokens(["@GENE$"]).with_added_tokens(["chemicalx"], normalized=True)
+    texts = ["[CLS] the [MASK] @GENE$ protein and ChemicalX [SEP]", "a [PAD] longword x@GENE$y", *HARD_CASES]
+    assert_same_ids(engine_ids(ours, engine), reference, texts)
+
+
+WORD_BREAK_CASES = ["a\x0bb", "a\x0cb c", "a\x85b", "a\x1cb", "a\u2028b", "x\u1680y", "a\x0b b", "Σ\x0cβ-1"]
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "sentencepiece"])
+def test_words_tokenized_one_by_one_give_the_whole_texts_ids(kind, minilm_dir, corpus_spiece, tmp_path):
+    """QA tokenizes a context word by word (`split_words`): the words must break where HF's do, so
+    \v, \f and NEL, which HF's normalizers delete, join the characters around them."""
+    if kind == "wordpiece":
+        directory = minilm_dir
+    else:
+        directory = tmp_path
+        shutil.copy(corpus_spiece, tmp_path / "spiece.model")
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+        (tmp_path / "config.json").write_text(json.dumps({"model_type": "albert", "vocab_size": 2000}))
+    ours, reference = biozoo.Tokenizer.from_preset(str(directory)), hf_tokenizer(directory)
+    for text in WORD_BREAK_CASES:
+        words = ours.split_words(text)
+        assert all(text[start:end] == word for word, start, end in words)
+        pieces = [int(i) for word, _, _ in words for i in ours([word])[0]]
+        assert pieces == reference(text, add_special_tokens=False)["input_ids"], (text, [w for w, _, _ in words])
+
+
 def test_tokenizer_works_in_tf_data(minilm_dir):
     ours = biozoo.Tokenizer.from_preset(str(minilm_dir))
     dataset = tf.data.Dataset.from_tensor_slices(["BRCA1 mutations", "Σ µg"]).batch(2).map(ours)
