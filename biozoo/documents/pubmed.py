@@ -45,7 +45,7 @@ def _article(element, name):
         return DataFormatError(f"{where}: PMID {pmid or '?'}: PubmedArticle without MedlineCitation/{missing}",
                                pmid.strip() if pmid else None)
     pmid = pmid.strip()
-    title = _text(article.find("ArticleTitle"))
+    title = _text(article.find("ArticleTitle")) or _text(article.find("VernacularTitle"))  # some give only that
     passages = [Passage(0, title, "title", {"type": "title"}),
                 Passage(len(title) + 1, abstract_text(article.find("Abstract")), "abstract", {"type": "abstract"})]
     return Document(pmid, passages, source=f"{where} PMID {pmid}", source_format="pubmed-xml")

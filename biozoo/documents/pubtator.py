@@ -126,8 +126,9 @@ def read_pubtator(stream, name, strict=False):
         try:
             line = _decode(raw, name, lineno)
         except UnicodeDecodeError as error:
-            if block is None:
-                block = _Block(name, lineno, "?")
+            if block is None:  # the PMID before the first "|" or tab is ASCII in a readable line
+                pmid = re.split(rb"[|\t]", raw, maxsplit=1)[0].decode("utf-8", "replace").strip()
+                block = _Block(name, lineno, pmid if pmid.isdigit() else "?")
             block.fail(lineno, f"not UTF-8 ({error.reason} at byte {error.start})")
             continue
         if not line.strip():

@@ -62,6 +62,15 @@ def test_pubmed_xml_reads_an_entity_its_doctype_declares(tmp_path):
     assert document.text == "T. 5 \u00b5M of it."
 
 
+def test_pubmed_xml_an_article_titled_only_in_its_language_keeps_that_title(tmp_path):
+    path = tmp_path / "pubmed.xml"
+    path.write_text('<?xml version="1.0"?>\n<PubmedArticleSet><PubmedArticle><MedlineCitation><PMID Version="1">101'
+                    "</PMID><Article><ArticleTitle></ArticleTitle><VernacularTitle>Über Aspirin.</VernacularTitle>"
+                    "</Article></MedlineCitation></PubmedArticle></PubmedArticleSet>\n", encoding="utf-8")
+    (document,), _, _ = read_all(path)
+    assert (document.id, document.passages[0].text) == ("101", "Über Aspirin.")
+
+
 # ------------------------------------------------------------------------------------------ BioC
 
 def test_a_passage_with_text_and_sentences_keeps_the_sentences_annotations(tmp_path):

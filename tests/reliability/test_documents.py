@@ -70,6 +70,17 @@ def test_one_bad_byte_in_the_first_64_kb_loses_one_document(tmp_path):
         stream = read_documents([tmp_path / name], skip_bad=True, on_skip=skipped.append)
         assert [d.id for d in stream] == [str(6000 + i) for i in range(20) if i != 2]
         assert stream.skipped == 1 and "PMID 6002: not UTF-8" in skipped[0]
+    title = bytearray("".join(pubtator_document(6000 + i) for i in range(20)).encode())
+    title[title.index(b"6005|t|") + 9] = 0xFF  # the title line itself: its PMID is still named
+    skipped = []
+    stream = read_documents([_bytes(tmp_path / "title.pubtator", bytes(title))], skip_bad=True, on_skip=skipped.append)
+    assert [d.id for d in stream] == [str(6000 + i) for i in range(20) if i != 5]
+    assert "title.pubtator" in skipped[0] and "PMID 6005: not UTF-8" in skipped[0] and stream.skipped_id == "6005"
+
+
+def _bytes(path, data):
+    path.write_bytes(data)
+    return path
 
 
 def test_overlapping_bioc_passages_are_refused_in_pubtator_and_kept_elsewhere(kit, tmp_path, capsys):
