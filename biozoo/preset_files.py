@@ -81,6 +81,19 @@ def _save_with_weights_file(backbone, preset_dir, weights_file):
         del backbone.save_weights
 
 
+class Heads(dict):
+    """A preset's head tensors by name; a missing one is a CheckpointError naming the file."""
+
+    def __init__(self, tensors, path):
+        super().__init__(tensors)
+        self.path = path
+
+    def __missing__(self, key):
+        raise CheckpointError(f"{self.path}: no '{key}' tensor: the {key.split('/')[0]} head is incomplete (a "
+                              "checkpoint that holds only part of it, or a damaged file); convert the checkpoint "
+                              "again, or load the backbone alone")
+
+
 def read_heads(preset_dir):
     """`({"mlm/dense/kernel": array, ...}, {"mlm": {...}})`; empty when the preset has none."""
     from safetensors.numpy import load_file
@@ -88,7 +101,7 @@ def read_heads(preset_dir):
     path = os.path.join(preset_dir, HEADS_FILE)
     if not os.path.exists(path):
         return {}, {}
-    return load_file(path), read_json(os.path.join(preset_dir, HEADS_CONFIG_FILE), "heads config")
+    return Heads(load_file(path), path), read_json(os.path.join(preset_dir, HEADS_CONFIG_FILE), "heads config")
 
 
 def read_provenance(preset_dir):

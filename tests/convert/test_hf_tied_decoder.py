@@ -73,3 +73,19 @@ def test_a_head_bias_saved_only_as_the_decoders_converts(tmp_path):
     # the heads are as readable as the rest of the preset (safetensors makes its files private)
     modes = {name: os.stat(os.path.join(converted, name)).st_mode & 0o777 for name in ("heads.safetensors", "config.json")}
     assert modes["heads.safetensors"] == modes["config.json"], modes
+
+
+def test_a_preset_missing_a_head_tensor_names_the_file_and_tensor(tmp_path):
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    _, directory = H.save_case("bert", "BertForMaskedLM", tmp_path / "bert")
+    preset = tmp_path / "preset"
+    shutil.copytree(presets.resolve_preset(str(directory)), preset)
+    heads = load_file(preset / "heads.safetensors")
+    del heads["mlm/output_bias"]
+    save_file(heads, preset / "heads.safetensors")
+    with pytest.raises(CheckpointError, match=r"heads.safetensors: no 'mlm/output_bias' tensor: the mlm head is "
+                                              r"incomplete"):
+        biozoo.MaskedLM.from_preset(str(preset))
