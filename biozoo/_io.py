@@ -127,9 +127,10 @@ def check_output(path, overwrite=False, inputs=(), what="output folder"):
     says; a folder biozoo wrote, unless `overwrite`; gs:// and the like (a folder is written
     locally and renamed into place). An empty folder is fine."""
     if is_remote(path):
+        scheme = str(path).split("://", 1)[0]
+        copy = f"gcloud storage cp -r FOLDER {path}" if scheme == "gs" else f"copy it to {path} yourself"
         raise OutputError(f"{what} {path}: biozoo writes this folder on a local disk (whole, in one rename), not "
-                          f"to {str(path).split('://', 1)[0]}://; write it to a local folder, then copy it up "
-                          f"(gcloud storage cp -r FOLDER {path})")
+                          f"to {scheme}://; write it to a local folder, then {copy}")
     real = os.path.realpath(os.fspath(path))
     for item in inputs:
         if item is None or is_remote(item) or not os.path.exists(item):

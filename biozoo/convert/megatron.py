@@ -58,9 +58,13 @@ def load_state(path):
     return flat, (None if version is None else float(version)), args
 
 
-def _config_from_yaml(path):
+def _config_from_yaml(path, where=None):
     with open(path, encoding="utf-8") as f:
-        return _megatron_keys(yaml.safe_load(f) or {}, path)
+        return _megatron_keys(yaml.safe_load(f) or {}, where or path)
+
+
+class _Unreadable(str):
+    """A config value that is no number (the error it makes, raised only if no later config gives the key)."""
 
 
 # HF's config key: the Megatron-LM / NeMo keys that give it, first found wins.
@@ -84,7 +88,10 @@ def _megatron_keys(config, where="the checkpoint's args"):
     for ours, keys in MEGATRON_KEYS.items():
         for key in keys:
             if merged.get(key) is not None:
-                out[ours] = _number(merged, key, float if ours == "layer_norm_eps" else int, where)
+                try:
+                    out[ours] = _number(merged, key, float if ours == "layer_norm_eps" else int, where)
+                except CheckpointError as error:
+                    out[ours] = _Unreadable(str(error))
                 break
     if merged.get("openai_gelu"):
         out["hidden_act"] = "gelu_new"
@@ -173,11 +180,14 @@ def _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercas
     elif version is None:
         version = 3.0 if workdir else 0.0  # NeMo's Megatron BERT: per-head (heads, 3, dim) layout
     hf_config = infer_config(flat, num_heads)
-    hf_config.update(_megatron_keys(args, f"{weights}: the saved args"))
+    hf_config.update(_megatron_keys(args, f"{path} (its saved args)"))
     if yaml_config:
-        hf_config.update(_config_from_yaml(yaml_config))
+        hf_config.update(_config_from_yaml(yaml_config, f"{path} (model_config.yaml)"))
     if config:
         hf_config.update(_config_from_yaml(config) if config.endswith((".yaml", ".yml")) else read_json(config, "config"))
+    unreadable = [value for value in hf_config.values() if isinstance(value, _Unreadable)]
+    if unreadable:
+        raise CheckpointError(unreadable[0])
     if num_heads:
         hf_config["num_attention_heads"] = num_heads
     hf_config["model_type"] = "megatron-bert"

@@ -73,22 +73,28 @@ def _xml_format(text, name):
     return fmt
 
 
+# BioC's locations are objects ({"offset", "length"}); biozoo's JSONL writes [start, end] pairs
+_BIOC_LOCATIONS = re.compile(r'"locations"\s*:\s*\[\s*\{')
+
+
 def _json_format(text):
-    """'bioc-json' or 'jsonl' for text starting with '{'."""
-    first_line, newline, _ = text.partition("\n")
+    """'bioc-json' or 'jsonl' for text starting with '{' (the head of a file)."""
+    first_line, newline, rest = text.partition("\n")
     try:
         obj = json.loads(first_line)
     except ValueError:
         if newline:
             return "bioc-json"  # a JSON value over several lines: JSONL documents are one a line
-        return "bioc-json" if '"sentences"' in first_line else "jsonl"  # a line longer than the head
+        # a line longer than the head: a PMC full text in BioC JSON, one document a line
+        return "bioc-json" if '"sentences"' in first_line or _BIOC_LOCATIONS.search(first_line) else "jsonl"
     if not isinstance(obj, dict):
         return "jsonl"
     passages = obj.get("passages")
     if "documents" in obj or "bioctype" in obj or (
             isinstance(passages, list) and passages and isinstance(passages[0], dict) and "sentences" in passages[0]):
         return "bioc-json"
-    return "bioc-json" if _has_bioc_annotation(obj) else "jsonl"
+    # BioC JSON a document a line (PubTator3): any annotation in the head as BioC writes one
+    return "bioc-json" if _has_bioc_annotation(obj) or _BIOC_LOCATIONS.search(rest) else "jsonl"
 
 
 def _has_bioc_annotation(document):

@@ -29,7 +29,9 @@ def _annotation(obj) -> Annotation:
         raise _Bad(f"an annotation must be an object, got {obj!r:.80}")
     missing = [key for key in ("start", "end", "type") if key not in obj]
     if missing:
-        raise _Bad(f"annotation {obj!r:.80} lacks {', '.join(missing)}")
+        bioc = "locations" in obj and "start" not in obj  # BioC's, as a BioC JSON file a document a line has them
+        raise _Bad(f"annotation {obj!r:.80} lacks {', '.join(missing)}" + (
+            "; it is a BioC annotation: read the file as BioC JSON (--input-format bioc-json)" if bioc else ""))
     locations = obj.get("locations")
     if locations is not None:
         if not isinstance(locations, list) or not all(

@@ -185,26 +185,27 @@ class Document:
 
 # between the ids of one mention: "|" (PubTator, NCBI-disease), "," (BioRED), ";" (GNormPlus's composite genes)
 ID_SEPARATORS = re.compile(r"[|,;]")
-# tmVar's variant ids hold "|" and ";" themselves: "p|SUB|V|600|E", in PubTator3
-# "tmVar:p|SUB|V|600|E;HGVS:p.V600E;VariantGroup:0;CorrespondingGene:673;RS#:113488022"
-VARIANT_ID = re.compile(r"(tmVar:)?[cgmnpr]\|[A-Z]+\|")
+# Variant ids hold "|" and ";" themselves: tmVar's "p|SUB|V|600|E", PubTator3's
+# "tmVar:p|SUB|V|600|E;HGVS:p.V600E;VariantGroup:0;CorrespondingGene:673;RS#:113488022",
+# "RS#:121908192;HGVS:c.581G>A;CorrespondingGene:2671", "p.F83S;CorrespondingGene:5290"
+VARIANT_ID = re.compile(r"(tmVar:)?[cgmnpr]\|[A-Z]+\||(tmVar|HGVS|RS#|CA#|Variant|CorrespondingGene|VariantGroup):")
 VARIANT_CONTEXT = ("VariantGroup:", "CorrespondingGene:")  # the variant's group and gene, not the variant
 
 
 def split_ids(value):
     """The ids of a concept id field in order ("D001|MESH:D002" -> ["D001", "D002"]); [] for no id.
-    A tmVar variant id is split at ";" only, less its group and gene ("tmVar:p|SUB|V|600|E;
-    HGVS:p.V600E;VariantGroup:0" -> ["p|SUB|V|600|E", "HGVS:p.V600E"], as older PubTator files
-    write the first)."""
+    A variant's id field is split at ";" and "," only, less the variant's group and gene
+    ("tmVar:p|SUB|V|600|E;HGVS:p.V600E;VariantGroup:0" -> ["p|SUB|V|600|E", "HGVS:p.V600E"], as
+    older PubTator files write the first)."""
     if value in NO_ID:
         return []
-    if VARIANT_ID.match(str(value).strip()):
-        parts = (part.strip() for part in str(value).split(";"))
-        return [part[len("tmVar:"):] if part.startswith("tmVar:") else part
-                for part in parts if part not in NO_ID and not part.startswith(VARIANT_CONTEXT)]
-    parts = (part.strip() for part in ID_SEPARATORS.split(str(value)))
-    return [part[len(MESH_PREFIX):] if part.upper().startswith(MESH_PREFIX) else part
-            for part in parts if part not in NO_ID]
+    text = str(value)
+    variant = any(VARIANT_ID.match(part.strip()) for part in re.split(r"[;,]", text))
+    parts = (part.strip() for part in (re.split(r"[;,]", text) if variant else ID_SEPARATORS.split(text)))
+    parts = [part for part in parts if part not in NO_ID and not part.startswith(VARIANT_CONTEXT)]
+    for prefix in (MESH_PREFIX, "tmVar:"):
+        parts = [part[len(prefix):] if part.upper().startswith(prefix.upper()) else part for part in parts]
+    return parts
 
 
 def ids_of(value):

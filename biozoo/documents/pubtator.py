@@ -44,8 +44,10 @@ def _int(value):
 class _Block:
     """The lines of one document while it is read."""
 
-    def __init__(self, name, lineno, pmid):
+    def __init__(self, name, lineno, pmid, known=True):
         self.name, self.lineno, self.pmid = name, lineno, pmid
+        # the document's id where a title or abstract line (or a readable PMID) gave it, for errors
+        self.document_id = pmid if known and pmid.strip() and pmid != "?" else None
         self.title = self.abstract = None
         self.annotations, self.relations, self.error = [], [], None
 
@@ -83,7 +85,7 @@ class _Block:
         if self.error is None and self.title is None:
             self.fail(self.lineno, "no title line (PMID|t|...)")
         if self.error is not None:
-            return [DataFormatError(self.error, self.pmid)]
+            return [DataFormatError(self.error, self.document_id)]
         passages = [Passage(0, self.title, "title", {"type": "title"})]
         if self.abstract is not None:
             passages.append(Passage(len(self.title) + 1, self.abstract, "abstract", {"type": "abstract"}))
@@ -98,7 +100,7 @@ class _Block:
             problem = annotation_problem(annotation, passage, text, check_text=False)
             mismatch = None if problem else text_mismatch(annotation, passage, text)
             if problem or (mismatch and refuses(strict)):
-                return [DataFormatError(f"{where}: {problem or mismatch}", self.pmid)]
+                return [DataFormatError(f"{where}: {problem or mismatch}", self.document_id)]
             if mismatch:
                 warnings.append(quirk_warning(where, mismatch, strict))
                 if strict != KEEP_MISMATCHED:
@@ -157,7 +159,7 @@ def read_pubtator(stream, name, strict=False):
                 block.abstract = text
         else:
             if block is None:
-                block = _Block(name, lineno, line.split("\t")[0][:20])
+                block = _Block(name, lineno, line.split("\t")[0][:20], known=False)
                 block.fail(lineno, f"line before any title line (PMID|t|...): {line[:80]!r}")
             block.add_line(lineno, line)
     if block is not None:

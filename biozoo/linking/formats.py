@@ -44,29 +44,28 @@ def open_text(path):
     try:
         with io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline=None) as text:
             yield text
-    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as error:
+    except UnicodeDecodeError:
+        raise DataFormatError(f"{path}{_first_undecodable(path)}; save the file as UTF-8") from None
+    except (OSError, EOFError, zlib.error) as error:
         raise DataFormatError(f"{path}: unreadable ({type(error).__name__}: {error}); truncated or corrupt?") from None
 
 
 def _lines(path):
-    """(line number, line) of a UTF-8 text file (gzip or not); a line that is not UTF-8 is an
-    error naming it and the byte."""
+    with open_text(path) as f:
+        yield from enumerate(f, 1)
+
+
+def _first_undecodable(path):
+    """`:LINE: not UTF-8 (byte 0x.. at column N)` for the first line of `path` that is not UTF-8."""
     with open(path, "rb") as probe:
         gzipped = probe.read(2) == GZIP_MAGIC
-    lineno = 0
-    try:
-        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as raw:
-            for lineno, data in enumerate(raw, 1):
-                try:
-                    line = data.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise DataFormatError(
-                        f"{path}:{lineno}: not UTF-8 (byte 0x{data[error.start]:02x} at column {error.start + 1}); "
-                        "save the file as UTF-8") from None
-                yield lineno, line[:-2] + "\n" if line.endswith("\r\n") else line
-    except (OSError, EOFError, zlib.error) as error:
-        raise DataFormatError(f"{path}: unreadable after line {lineno} ({type(error).__name__}: {error}); "
-                              "truncated or corrupt?") from None
+    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as raw:
+        for lineno, data in enumerate(raw, 1):
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                return f":{lineno}: not UTF-8 (byte 0x{data[error.start]:02x} at column {error.start + 1})"
+    return ": not UTF-8"
 
 
 def _names(text, separator):

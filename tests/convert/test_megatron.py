@@ -150,14 +150,19 @@ def test_nemo_configs_as_nemo_writes_them(model, tmp_path):
     assert_matches(tmp_path / "preset", model)
     assert biozoo.from_preset(str(tmp_path / "preset")).get_config()["layer_norm_epsilon"] == 1e-12
     for config, says in [(CONFIG + b"max_position_embeddings: ${.model.seq_length}\n",
-                          r"model_config.yaml: max_position_embeddings: '\$\{.model.seq_length\}' refers to "
+                          r"max_position_embeddings: '\$\{.model.seq_length\}' refers to "
                           r"'seq_length', which the config does not give"),
                          (CONFIG.replace(b"ffn_hidden_size: 37", b"ffn_hidden_size: 37.5"),
-                          r"model_config.yaml: ffn_hidden_size: 37.5 is not a whole number")]:
+                          r"ffn_hidden_size: 37.5 is not a whole number")]:
         nemo_archive(tmp_path / "bad.nemo", model, config=config)
-        with pytest.raises(CheckpointError, match=says):
+        with pytest.raises(CheckpointError, match=r"bad.nemo \(model_config.yaml\): " + says):
             convert_megatron(str(tmp_path / "bad.nemo"), tmp_path / "refused", progress=False)
         assert not (tmp_path / "refused").exists()
+    # as the message says, a config that gives the value converts
+    (tmp_path / "given.json").write_text('{"max_position_embeddings": 64}')
+    nemo_archive(tmp_path / "bad.nemo", model, config=CONFIG + b"max_position_embeddings: ${.model.seq_length}\n")
+    convert_megatron(str(tmp_path / "bad.nemo"), tmp_path / "given", config=str(tmp_path / "given.json"), progress=False)
+    assert_matches(tmp_path / "given", model)
 
 
 @pytest.mark.parametrize("member, kind, link", [

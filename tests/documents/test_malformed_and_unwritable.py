@@ -200,6 +200,8 @@ def test_a_remote_output_is_complete_or_absent(tmp_path):
                   '"type": "T"}]}\n{"id": "3", "text": "abc"}\n', "2"),
     ("bad.bioc.json", json.dumps({"documents": [{"id": "1", "passages": [{"offset": 0, "text": "abc"}]},
                                                 {"id": "2", "passages": [{"offset": 0, "text": 5}]}]}), "2"),
+    ("junk.pubtator", "1|t|Fine\n1|a|Text.\n\nhello world\tthis is not PubTator\n\n3|t|Fine\n3|a|Too.\n", None),
+    ("empty.pubtator", "|t|No PMID\n|a|Text.\n\n1|t|Fine\n1|a|Text.\n", None),
 ])
 def test_a_skipped_document_is_known_by_its_id_where_the_reader_knows_it(tmp_path, name, text, bad_id):
     """What a corpus run records as the dead letter's id (it was None, though the message named the PMID)."""
@@ -226,6 +228,17 @@ def test_bioc_json_a_document_a_line_is_read_as_bioc_json(tmp_path):
     documents = list(read_documents([str(path)]))
     assert [(d.id, [(a.start, a.end, a.type, a.concept_id) for a in d.existing_annotations()]) for d in documents] == [
         ("1", [(0, 7, "Chemical", "MESH:D001241")]), ("2", [(0, 7, "Chemical", "MESH:D001241")])]
+    # the first document without annotations: the next lines of the head tell
+    bare = {**line, "passages": [{**line["passages"][0], "annotations": []}]}
+    path.write_text(json.dumps(bare) + "\n" + json.dumps({**line, "id": "2"}) + "\n", encoding="utf-8")
+    assert [len(d.existing_annotations()) for d in read_documents([str(path)])] == [0, 1]
+    # a first line longer than the 64 KB head, its annotations after its text: the error says what to do
+    long = {**line, "passages": [{**line["passages"][0], "text": "Aspirin works. " + "x" * 70000}]}
+    path.write_text(json.dumps(long) + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"it is a BioC annotation: read the file as BioC JSON "
+                                              r"\(--input-format bioc-json\)"):
+        list(read_documents([str(path)]))
+    assert len(next(iter(read_documents([str(path)], "bioc-json"))).existing_annotations()) == 1
 
 
 @pytest.mark.parametrize("fmt", ["bioc-xml", "bioc-json"])

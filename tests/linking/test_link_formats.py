@@ -72,6 +72,8 @@ def test_a_users_own_tsv_and_biosyns_format(tmp_path):
     commented = tmp_path / "commented.tsv"  # the header after a comment is a header still, CRLF lines too
     commented.write_bytes(b"# my diseases\r\nid\tname\r\nX1\tfoo bar\r\n")
     assert concepts("tsv", [commented]) == {"X1": Concept("X1", "foo bar", ())}
+    commented.write_bytes(b"# old Mac lines\rid\tname\rX1\tfoo bar\rX2\tbaz\r")
+    assert concepts("tsv", [commented]) == {"X1": Concept("X1", "foo bar", ()), "X2": Concept("X2", "baz", ())}
     biosyn = tmp_path / "dict.txt"
     biosyn.write_text("D001||first name\nD001||second name\nD002|OMIM:1||composite id\n")
     found = concepts("biosyn", [biosyn])

@@ -80,6 +80,10 @@ def test_a_tmvar_variant_id_is_one_variant_not_its_pieces():
     g12d = "tmVar:p|SUB|G|12|D;HGVS:p.G12D;VariantGroup:0;CorrespondingGene:3845"
     assert not correct(g12d, v600e) and correct(v600e, v600e)
     assert correct("p|SUB|V|600|E", v600e) and correct("RS#:113488022", v600e)  # older PubTator's forms
+    # PubTator's other variant forms: one gene's two variants are two variants
+    assert not correct("RS#:121908192;HGVS:c.581G>A;CorrespondingGene:2671", "RS#:771809901;CorrespondingGene:2671")
+    assert not correct("p.F83S;CorrespondingGene:5290", "p.H1047R;CorrespondingGene:5290")
+    assert correct("c|SUB|G|1298|C", "c|SUB|C|677|T,c|SUB|G|1298|C")  # two variants of one mention
     assert score_linked({"d": [(0, 5, "Variant", v600e)]}, {"d": [(0, 5, "Variant", g12d)]})["strict"]["counts"][
         "tp"] == 0
 
