@@ -35,6 +35,17 @@ def test_an_untied_decoder_is_refused_naming_it(name, hf_class, decoder, tmp_pat
         presets.resolve_preset(str(directory))
 
 
+def assert_masked_lm_gives_transformers_logits(model, preset):
+    import torch
+
+    inputs = H.case_inputs(model)
+    with torch.no_grad():
+        logits = model(**H.torch_inputs(model, inputs)).logits.numpy()
+    positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype=np.int32), (len(logits), 1))
+    ours = np.asarray(biozoo.MaskedLM.from_preset(preset)({**inputs, "mask_positions": positions}))
+    assert H.max_diff(ours, logits, inputs["padding_mask"]) <= H.TOLERANCE
+
+
 @pytest.mark.parametrize("name, hf_class, decoder", MASKED_LMS[:1])
 def test_a_tied_decoder_saved_as_a_copy_converts(name, hf_class, decoder, tmp_path):
     """A .bin (torch.save) keeps the tied decoder as a tensor of its own, equal to the embedding."""
@@ -44,19 +55,12 @@ def test_a_tied_decoder_saved_as_a_copy_converts(name, hf_class, decoder, tmp_pa
     saved = torch.load(directory / "pytorch_model.bin", weights_only=True)
     assert any(key.endswith(decoder) for key in saved)  # the premise: the tied copy is in the file
     converted = presets.resolve_preset(str(directory))
-    # and the masked-LM head built from it gives transformers' logits
-    inputs = H.case_inputs(model)
-    with torch.no_grad():
-        logits = model(**H.torch_inputs(model, inputs)).logits.numpy()
-    positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype=np.int32), (len(logits), 1))
-    ours = np.asarray(biozoo.MaskedLM.from_preset(converted)({**inputs, "mask_positions": positions}))
-    assert H.max_diff(ours, logits, inputs["padding_mask"]) <= H.TOLERANCE
+    assert_masked_lm_gives_transformers_logits(model, converted)  # the head built from it
 
 
 def test_a_head_bias_saved_only_as_the_decoders_converts(tmp_path):
     """The MLM head's bias and the decoder's are one tensor in transformers; a save that kept only
     `cls.predictions.decoder.bias` gives the head its bias (it was dropped, and the head unloadable)."""
-    import torch
     from safetensors.numpy import load_file, save_file
 
     model, directory = H.save_case("bert", "BertForMaskedLM", tmp_path / "bert")
@@ -64,12 +68,7 @@ def test_a_head_bias_saved_only_as_the_decoders_converts(tmp_path):
     weights["cls.predictions.decoder.bias"] = weights.pop("cls.predictions.bias")
     save_file(weights, directory / "model.safetensors", metadata={"format": "pt"})
     converted = presets.resolve_preset(str(directory))
-    inputs = H.case_inputs(model)
-    with torch.no_grad():
-        logits = model(**H.torch_inputs(model, inputs)).logits.numpy()
-    positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype=np.int32), (len(logits), 1))
-    ours = np.asarray(biozoo.MaskedLM.from_preset(converted)({**inputs, "mask_positions": positions}))
-    assert H.max_diff(ours, logits, inputs["padding_mask"]) <= H.TOLERANCE
+    assert_masked_lm_gives_transformers_logits(model, converted)
     # the heads are as readable as the rest of the preset (safetensors makes its files private)
     modes = {name: os.stat(os.path.join(converted, name)).st_mode & 0o777 for name in ("heads.safetensors", "config.json")}
     assert modes["heads.safetensors"] == modes["config.json"], modes
