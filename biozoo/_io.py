@@ -18,8 +18,6 @@ import tempfile
 import urllib.error
 import urllib.request
 
-from safetensors.numpy import save_file
-
 from biozoo.errors import BiozooError, CheckpointError, NetworkError, OutputError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -45,6 +43,11 @@ def remote_files(path):
 
 
 @functools.lru_cache(maxsize=1)
+def file_mode():
+    """The mode biozoo's files get: readable as the umask allows (not private, as mkstemp makes them)."""
+    return 0o666 & ~_umask()
+
+
 def _umask():
     # read once: os.umask can only be read by setting it, which races with other threads
     mask = os.umask(0o022)
@@ -209,13 +212,6 @@ def replace_directory(src, dst):
     shutil.rmtree(old, ignore_errors=True)
 
 
-def save_safetensors(tensors, path, metadata=None):
-    """safetensors' `save_file`, the file readable as every other file biozoo writes (it makes
-    its files private: a shared cache's users could load a backbone but not its heads)."""
-    save_file(tensors, path, metadata=metadata)
-    os.chmod(path, 0o666 & ~_umask())
-
-
 @contextlib.contextmanager
 def atomic_binary_file(path):
     """A binary file object whose contents appear at `path` only when the block ends without
@@ -227,7 +223,7 @@ def atomic_binary_file(path):
     remove_stale_scratch(path)
     fd, tmp = tempfile.mkstemp(prefix=_scratch_prefix(os.path.abspath(path), "partial"), dir=directory)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, file_mode())
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from safetensors.numpy import load_file, save_file
 
-from biozoo._io import atomic_directory, atomic_write_json, read_json, save_safetensors, sha256_file
+from biozoo._io import atomic_directory, atomic_write_json, file_mode, read_json, sha256_file
 from biozoo.errors import CheckpointError
 
 HEADS_FILE = "heads.safetensors"
@@ -81,7 +82,14 @@ def _save_with_weights_file(backbone, preset_dir, weights_file):
         del backbone.save_weights
 
 
-class Heads(dict):
+def save_safetensors(tensors, path, metadata=None):
+    """safetensors' `save_file`, the file readable as every other file biozoo writes (it makes
+    its files private: a shared cache's users could load a backbone but not its heads)."""
+    save_file(tensors, path, metadata=metadata)
+    os.chmod(path, file_mode())
+
+
+class _Heads(dict):
     """A preset's head tensors by name; a missing one is a CheckpointError naming the file."""
 
     def __init__(self, tensors, path):
@@ -96,12 +104,10 @@ class Heads(dict):
 
 def read_heads(preset_dir):
     """`({"mlm/dense/kernel": array, ...}, {"mlm": {...}})`; empty when the preset has none."""
-    from safetensors.numpy import load_file
-
     path = os.path.join(preset_dir, HEADS_FILE)
     if not os.path.exists(path):
         return {}, {}
-    return Heads(load_file(path), path), read_json(os.path.join(preset_dir, HEADS_CONFIG_FILE), "heads config")
+    return _Heads(load_file(path), path), read_json(os.path.join(preset_dir, HEADS_CONFIG_FILE), "heads config")
 
 
 def read_provenance(preset_dir):

@@ -112,20 +112,25 @@ def vocabulary_is_cased(tokens):
     return sum(t[0].isupper() for t in words) > 0.05 * max(1, len(words))
 
 
-def wordpiece_tokenizer(family, vocab_path, lowercase=None, strip_accents=None):
-    """The family's WordPiece tokenizer for a vocab.txt; casing guessed from it if not given."""
-    if not os.path.exists(vocab_path):
-        raise CheckpointError(f"no vocabulary at {vocab_path} (pass --vocab).")
-    try:
-        with open(vocab_path, encoding="utf-8") as f:
-            tokens = [line.rstrip("\n") for line in f]
-    except UnicodeDecodeError:
-        raise CheckpointError(
-            f"{vocab_path}: {describe(vocab_path)}; the {family.name} family expects a WordPiece "
-            "vocab.txt (UTF-8 text, one token a line) as its vocabulary (--vocab).") from None
+def wordpiece_tokenizer(family, vocab, lowercase=None, strip_accents=None, where=None):
+    """The family's WordPiece tokenizer for a vocab.txt path, or for its tokens (a list read
+    elsewhere; `where` names their file); casing guessed from them if not given."""
+    if isinstance(vocab, (list, tuple)):
+        tokens, where = list(vocab), where or "the vocabulary"
+    else:
+        where = vocab
+        if not os.path.exists(vocab):
+            raise CheckpointError(f"no vocabulary at {vocab} (pass --vocab).")
+        try:
+            with open(vocab, encoding="utf-8") as f:
+                tokens = [line.rstrip("\n").rstrip("\r") for line in f]  # as the tokenizer reads a vocab.txt
+        except UnicodeDecodeError:
+            raise CheckpointError(
+                f"{vocab}: {describe(vocab)}; the {family.name} family expects a WordPiece "
+                "vocab.txt (UTF-8 text, one token a line) as its vocabulary (--vocab).") from None
     if lowercase is None:
         lowercase = not vocabulary_is_cased(tokens)
     try:
-        return family.tokenizer_cls(vocabulary=vocab_path, lowercase=lowercase, strip_accents=strip_accents)
+        return family.tokenizer_cls(vocabulary=tokens, lowercase=lowercase, strip_accents=strip_accents)
     except ValueError as error:
-        raise CheckpointError(f"{vocab_path}: {error}") from None
+        raise CheckpointError(f"{where}: {error}") from None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 
 from biozoo._io import check_output
 from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
@@ -112,13 +111,8 @@ def convert_gluon(path, out_dir, config=None, vocab=None, part="discriminator", 
     if vocab_path is None:
         raise CheckpointError(f"{directory}: no vocab.json beside the parameters; pass --vocab.")
     if vocab_path.endswith(".json"):
-        tokens = read_gluon_vocab(vocab_path)
         lowercase = True if lowercase is None else lowercase  # GluonNLP's ELECTRA tokenizer lower-cases
-        with tempfile.TemporaryDirectory(prefix="biozoo-gluon-vocab-") as folder:  # read whole, then removed
-            text_path = os.path.join(folder, "vocab.txt")
-            with open(text_path, "w", encoding="utf-8") as f:
-                f.write("\n".join(tokens) + "\n")
-            tokenizer = wordpiece_tokenizer(family, text_path, lowercase)
+        tokenizer = wordpiece_tokenizer(family, read_gluon_vocab(vocab_path), lowercase, where=vocab_path)
     else:
         tokenizer = wordpiece_tokenizer(family, vocab_path, lowercase)
     record = {"format": "gluon", "source": os.path.abspath(path), "part": part, "label": os.path.basename(path)}

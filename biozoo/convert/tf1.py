@@ -10,7 +10,6 @@ functions that read a checkpoint: it is optional under JAX and PyTorch.
 from __future__ import annotations
 
 import os
-import tempfile
 
 from biozoo._io import check_output, read_json
 from biozoo.convert.core import convert_tensors, wordpiece_tokenizer
@@ -117,11 +116,10 @@ def _tokenizer(family, path, vocab, config, lowercase):
             proto = f.read()
         return family.tokenizer_cls(proto=proto, lowercase=True if lowercase is None else lowercase)
     vocab = vocab or os.path.join(directory, "vocab.txt")
-    if not os.path.exists(vocab) and tf.io.gfile.exists(vocab):  # gs://: copied locally, read whole, removed
-        with tempfile.TemporaryDirectory(prefix="biozoo-vocab-") as folder:
-            local = os.path.join(folder, "vocab.txt")
-            tf.io.gfile.copy(vocab, local)
-            return wordpiece_tokenizer(family, local, lowercase)
+    if not os.path.exists(vocab) and tf.io.gfile.exists(vocab):  # gs://
+        with tf.io.gfile.GFile(vocab, "r") as f:
+            tokens = [line.rstrip("\n").rstrip("\r") for line in f]
+        return wordpiece_tokenizer(family, tokens, lowercase, where=vocab)
     return wordpiece_tokenizer(family, vocab, lowercase)
 
 

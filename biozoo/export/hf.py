@@ -9,12 +9,12 @@ import numpy as np
 
 import biozoo
 from biozoo import presets
-from biozoo._io import atomic_directory, atomic_write_text, check_output, save_safetensors
+from biozoo._io import atomic_directory, atomic_write_text, check_output
 from biozoo.errors import CheckpointError
 from biozoo.export.card import model_card, plot_parameters_f1
 from biozoo.mapping import INVERSE, reverse_lookup
 from biozoo.models import family_for_backbone
-from biozoo.preset_files import read_certificate, read_provenance
+from biozoo.preset_files import read_certificate, read_provenance, save_safetensors
 from biozoo.tokenizers import SentencePieceTokenizer
 
 

@@ -38,7 +38,7 @@ import keras
 import numpy as np
 
 from biozoo import presets
-from biozoo._io import atomic_write_json, read_json, save_safetensors
+from biozoo._io import atomic_write_json, read_json
 from biozoo.api import Tokenizer
 from biozoo.data import IGNORE_LABEL
 from biozoo.data.pretraining import MaskedBatches, count_instances, write_instance_shards
@@ -46,7 +46,14 @@ from biozoo.errors import CheckpointError
 from biozoo.models import FAMILIES, family_for_backbone, get_family, run_layers
 from biozoo.models.electra.backbone import ElectraBackbone
 from biozoo.optim import adamw
-from biozoo.preset_files import HEADS_CONFIG_FILE, HEADS_FILE, METRICS_FILE, PROVENANCE_FILE, read_heads
+from biozoo.preset_files import (
+    HEADS_CONFIG_FILE,
+    HEADS_FILE,
+    METRICS_FILE,
+    PROVENANCE_FILE,
+    read_heads,
+    save_safetensors,
+)
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
 from biozoo.train import PRETRAIN_METHODS
 from biozoo.train.loss_history import LabelsInInputs, LossHistoryStep, freeze_unused_pooler
