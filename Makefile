@@ -25,8 +25,10 @@ $(PY):
 # then protobuf 7 again: Beam's tests (in process and with worker processes) pass on it. pip reports the conflict.
 PROTOBUF ?= protobuf>=7.36,<8
 
-$(VENV)/.installed-test: setup.py Makefile tools/repair_venv.py $(PY)
+# torch comes first from PyTorch's CPU index (requirements/torch-cpu.txt): PyPI's Linux torch is the CUDA build.
+$(VENV)/.installed-test: setup.py Makefile tools/repair_venv.py requirements/torch-cpu.txt $(PY)
 	$(PY) tools/repair_venv.py
+	$(PY) -m pip install --quiet --no-deps -r requirements/torch-cpu.txt
 	$(PY) -m pip install --quiet -e ".[test]"
 	$(PY) -m pip install --quiet -e ".[beam]"
 	$(PY) -m pip install --quiet "$(PROTOBUF)"

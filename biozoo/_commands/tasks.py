@@ -155,14 +155,23 @@ def finetune_command(args):
     if not args.data:
         raise ValueError(f"finetune {args.kind} needs --data (a folder with train / dev / test files)")
     from biozoo._io import check_output
-    from biozoo.train.finetune import Hyperparameters, check_hyperparameters, run_finetune, run_seeds
+    from biozoo.train.finetune import (
+        Hyperparameters,
+        check_hyperparameters,
+        check_seeds_output,
+        run_finetune,
+        run_seeds,
+    )
     from biozoo.train.run import check_values
 
     def log(message):
         print(message, file=sys.stderr)
 
     check_values([("--seeds", args.seeds, "whole")])
-    check_output(args.output, args.overwrite, [args.preset, args.data], "--output")
+    if args.seeds > 1:  # an unfinished --seeds run is resumed
+        check_seeds_output(args.output, args.overwrite, [args.preset, args.data])
+    else:
+        check_output(args.output, args.overwrite, [args.preset, args.data], "--output")
     defaults = {k: getattr(Hyperparameters, k) for k in ("epochs", "batch_size", "learning_rate")}
     extra = {}
     if args.recipe == "biom":

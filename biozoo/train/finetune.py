@@ -10,6 +10,7 @@ and an atomic write of the task preset plus metrics.json (the run scaffold of
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 
@@ -17,18 +18,19 @@ import keras
 import numpy as np
 
 from biozoo import presets
-from biozoo._io import atomic_write_json, check_output, write_marker
+from biozoo._io import OUTPUT_MARKER, atomic_write_json, check_output, read_json, write_marker
+from biozoo.errors import CheckpointError
 from biozoo.metrics.seeds import mean_std
 from biozoo.optim import make_optimizer
-from biozoo.preset_files import METRICS_FILE, TASK_KIND_FILE, task_kind_record
+from biozoo.preset_files import METRICS_FILE, TASK_KIND_FILE, read_task_kind, task_kind_record
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
 from biozoo.train.distribution import accelerators, has_gpu, process_count
 from biozoo.train.loss_history import freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second, precision_policy, resume_settings, set_seed
 
-__all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "run_evaluate",
-           "micro_batches", "checkpoint_directory", "precision_policy", "set_seed"]
+__all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "check_seeds_output",
+           "run_evaluate", "micro_batches", "checkpoint_directory", "precision_policy", "set_seed"]
 
 
 @dataclasses.dataclass
@@ -220,21 +222,68 @@ def _where(data_dir):
     return data_dir if "://" in str(data_dir) else os.path.abspath(data_dir)
 
 
+def check_seeds_output(output, overwrite=False, inputs=()):
+    """`check_output` for a `--seeds` run: the folder of an unfinished one (OUTPUT without its
+    metrics.json) is resumed, not refused; a finished one is replaced only with `overwrite`."""
+    check_output(output, overwrite or _unfinished_seeds(output), inputs)
+
+
+def _unfinished_seeds(output):
+    return (os.path.isfile(os.path.join(output, OUTPUT_MARKER))
+            and not os.path.exists(os.path.join(output, METRICS_FILE)))
+
+
+def _finished_seed(seed_dir, kind, preset, data_dir, hp, task_options):
+    """The metrics of a seed's run an earlier call finished with these settings, or None where
+    it did not finish; a CheckpointError where it ran with other settings."""
+    path = os.path.join(seed_dir, METRICS_FILE)
+    if not os.path.isfile(path):
+        return None
+    metrics = read_json(path, "a seed's metrics")
+    given = dict(task_options or {})  # the adapter adds options it reads from the data, which is compared
+    recorded = (read_task_kind(seed_dir) or (None, {}))[1]
+    before = resume_settings(_hyperparameters(metrics.get("hyperparameters", {})), task=metrics.get("task"),
+                             preset=metrics.get("preset"), data=metrics.get("data"),
+                             task_options={key: recorded.get(key) for key in given})
+    now = resume_settings(hp, task=kind, preset=str(preset), data=_where(data_dir), task_options=given)
+    before, now = (json.loads(json.dumps(settings, default=str)) for settings in (before, now))
+    changed = [key for key in sorted(before.keys() | now.keys()) if before.get(key) != now.get(key)]
+    if changed:
+        raise CheckpointError(
+            f"{seed_dir} is a finished run with other settings: "
+            + "; ".join(f"{key} {before.get(key)!r} (now {now.get(key)!r})" for key in changed)
+            + ": rerun with those settings to resume the seeds, or pass --overwrite (overwrite=True) to start again")
+    return metrics
+
+
+def _hyperparameters(recorded):
+    known = {field.name for field in dataclasses.fields(Hyperparameters)}
+    return Hyperparameters(**{key: value for key, value in recorded.items() if key in known})
+
+
 def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verbose=1, log=print,
               strategy=None, overwrite=False):
     """`seeds` runs with seeds hp.seed, hp.seed + 1, ... into OUTPUT/seed-<n>; OUTPUT/metrics.json
     holds every run and the mean and standard deviation (n - 1) of each score, as the papers
-    report them. An earlier biozoo output at OUTPUT is replaced only with `overwrite`."""
+    report them. A rerun of an unfinished call resumes it: seeds it finished are read back
+    (refused if their settings differ), the one it was in resumes from its checkpoints. A
+    finished OUTPUT is replaced only with `overwrite`."""
     check_hyperparameters(hp)
-    check_output(output, overwrite, [preset, data_dir])
+    check_seeds_output(output, overwrite, [preset, data_dir])
     os.makedirs(output, exist_ok=True)
-    write_marker(output)  # biozoo's folder from now on: a rerun may replace it (--overwrite)
+    write_marker(output)  # biozoo's folder from now on
     runs = []
     for offset in range(seeds):
         seeded = dataclasses.replace(hp, seed=hp.seed + offset)
+        seed_dir = os.path.join(output, f"seed-{seeded.seed}")
+        finished = None if overwrite else _finished_seed(seed_dir, kind, preset, data_dir, seeded, task_options)
+        if finished is not None:
+            log(f"seed {seeded.seed} ({offset + 1} of {seeds}): finished earlier, read from {seed_dir}")
+            runs.append(finished)
+            continue
         log(f"seed {seeded.seed} ({offset + 1} of {seeds})")
-        runs.append(run_finetune(kind, preset, data_dir, os.path.join(output, f"seed-{seeded.seed}"), seeded,
-                                 task_options, verbose, log, strategy, overwrite=True))
+        runs.append(run_finetune(kind, preset, data_dir, seed_dir, seeded, task_options, verbose, log, strategy,
+                                 overwrite=True))
     summary = {"task": kind, "preset": str(preset), "seeds": [r["hyperparameters"]["seed"] for r in runs],
                "strategy": runs[0]["strategy"], "replicas": runs[0]["replicas"]}
     for split in ("dev", "test"):

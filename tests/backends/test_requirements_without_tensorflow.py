@@ -1,6 +1,7 @@
 """requirements/without-tensorflow.txt (the README's install for a machine without TensorFlow)
 lists every run-time requirement of biozoo and of KerasHub except those that are or pull
-TensorFlow, and nothing that pulls it."""
+TensorFlow, and nothing that pulls it; requirements/torch-cpu.txt pins setup.py's torch from
+PyTorch's CPU index."""
 
 import ast
 import pathlib
@@ -34,3 +35,18 @@ def test_every_requirement_but_tensorflow_is_listed():
     assert biozoo_needs - TENSORFLOW_ONLY - listed == {"keras-hub"}  # installed after, without its dependencies
     assert keras_hub_needs - TENSORFLOW_ONLY - listed - {"keras-hub"} == set()
     assert listed & TENSORFLOW_ONLY == set()
+
+
+def _setup_constant(name):
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    return next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                and getattr(node.targets[0], "id", None) == name)
+
+
+def test_torch_is_the_cpu_wheel_of_setup_pys_pin():
+    lines = [line.strip() for line in (ROOT / "requirements" / "torch-cpu.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert lines == ["--index-url https://download.pytorch.org/whl/cpu", _setup_constant("TORCH")]
+    makefile = (ROOT / "Makefile").read_text()
+    torch_first = makefile.index("pip install --quiet --no-deps -r requirements/torch-cpu.txt")
+    assert torch_first < makefile.index('pip install --quiet -e ".[test]"')
