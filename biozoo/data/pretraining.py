@@ -38,6 +38,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 
@@ -190,8 +191,18 @@ def _random_segment(documents, index, target_length, rng):
 # ---- what both writers share ----------------------------------------------------------------
 
 
-def vocabulary_digest(tokenizer):
-    return hashlib.sha256("\n".join(tokenizer.get_vocabulary()).encode("utf-8")).hexdigest()[:16]
+# a tokenizer's config entries that do not change the ids it gives
+NOT_TOKENIZATION = frozenset({"name", "trainable", "dtype", "config_file", "vocabulary", "proto", "sequence_length"})
+
+
+def tokenizer_digest(tokenizer):
+    """A digest of what the ids depend on: the vocabulary (a SentencePiece model's bytes) and the
+    settings (casing, accents, special and added tokens)."""
+    model = getattr(tokenizer, "proto", None)
+    digest = hashlib.sha256(model if isinstance(model, bytes) else "\n".join(tokenizer.get_vocabulary()).encode())
+    settings = {key: value for key, value in tokenizer.get_config().items() if key not in NOT_TOKENIZATION}
+    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return digest.hexdigest()[:16]
 
 
 def corpus_source(path):
@@ -211,7 +222,7 @@ def packing_settings(corpus_files, tokenizer, max_seq_length, sentence_task, see
     return {
         "format": file_format,
         "sources": [corpus_source(path) for path in corpus_files],
-        "vocabulary": vocabulary_digest(tokenizer),
+        "tokenizer": tokenizer_digest(tokenizer),
         "max_seq_length": int(max_seq_length),
         "sentence_task": sentence_task,
         "seed": int(seed),

@@ -148,6 +148,21 @@ def test_shards_hold_the_records_instances_are_written_atomically_and_reused(tmp
         InstanceShards(prefixes)
 
 
+def test_shards_of_another_tokenization_of_the_same_vocabulary_are_not_reused(tmp_path, corpus,
+                                                                              tiny_bert_real_vocab):
+    """Cased and uncased WordPiece share the vocabulary but not the ids: a cased run packs again."""
+    import biozoo
+    from biozoo.data.pretraining import InstanceShards, write_instance_shards
+
+    uncased = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    cased = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab, lowercase=False)
+    assert cased.get_vocabulary() == uncased.get_vocabulary() and cased("Gene") != uncased("Gene")
+    write_instance_shards([corpus], uncased, tmp_path / "shards", 64, seed=1)
+    prefixes = write_instance_shards([corpus], cased, tmp_path / "shards", 64, seed=1)
+    fresh = write_instance_shards([corpus], cased, tmp_path / "fresh", 64, seed=1)
+    assert [list(i[0]) for i in InstanceShards(prefixes)] == [list(i[0]) for i in InstanceShards(fresh)]
+
+
 def _packer(pipeline):
     """(module, write function, instances read back) of a packing pipeline."""
     import biozoo.data.pretraining as shards
