@@ -279,7 +279,7 @@ def evaluate_command(args):
         raise ValueError("evaluate needs --data (a data folder) or, for ner, --documents (gold documents)")
     from biozoo.train.finetune import run_evaluate
 
-    metrics = run_evaluate(args.model, args.data, args.split, args.precision, kind=args.kind)
+    metrics = run_evaluate(args.model, args.data, args.split, args.precision, kind=args.kind, progress=True)
     print(json.dumps(metrics))
     return 0
 

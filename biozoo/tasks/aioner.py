@@ -39,7 +39,7 @@ import numpy as np
 from biozoo import presets
 from biozoo.convert.aioner import MARKER_TOKENS
 from biozoo.preset_files import read_heads
-from biozoo.tasks.inference import check_precision, compiled_predict
+from biozoo.tasks.inference import batch_progress, check_precision, compiled_predict
 from biozoo.tokenizers.base import Tokenizer, text_list
 
 ENTITY_TYPES = ("Gene", "Chemical", "Disease", "Species", "Variant", "CellLine")
@@ -250,7 +250,8 @@ class AionerTagger:
         # softmax rows do not see padding: sort by length so batches pad little; the CRF decodes
         # over all 256 positions (its energies at padding count), so it runs at full length
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        for start in range(0, len(order), batch_size):
+        starts = range(0, len(order), batch_size)
+        for start in batch_progress(starts, len(starts)):
             rows = order[start:start + batch_size]
             width = MAX_LENGTH if self.decoder == "crf" else max(len(encoded[i]) for i in rows)
             token_ids = np.zeros((len(rows), width), np.int32)

@@ -16,14 +16,41 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 from contextlib import contextmanager
 
 import keras
 import numpy as np
+from tqdm.auto import tqdm
 
 from biozoo._keras_internals import attention_without_dropout, layer_norm_replaced
 from biozoo._xla import compile_all
 from biozoo.choices import PRECISIONS
+
+_PROGRESS = contextvars.ContextVar("biozoo_prediction_progress", default=None)
+
+
+@contextmanager
+def showing_progress(description):
+    """Within it, the tasks' prediction loops show a progress bar on stderr named `description`.
+
+    Example:
+        >>> with showing_progress("scoring test"):
+        ...     tags, scores = ner.predict_tags(sentences)
+    """
+    token = _PROGRESS.set(description)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+def batch_progress(batches, total):
+    """`batches` (an iterable of `total` model calls), counted on a bar inside `showing_progress`."""
+    description = _PROGRESS.get()
+    if description is None:
+        return batches
+    return tqdm(batches, total=total, desc=description, unit="batch", dynamic_ncols=True, leave=False)
 
 
 def check_precision(precision):

@@ -18,7 +18,7 @@ from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
 from biozoo.tasks._qa_pipeline import answer_chars, decode_spans, pipeline_tokens, span_probabilities
 from biozoo.tasks.base import GlobalBatchLossMixin, PresetTaskMixin
-from biozoo.tasks.inference import compile_ahead, compiled_predict
+from biozoo.tasks.inference import batch_progress, compile_ahead, compiled_predict
 from biozoo.tokenizers.base import Tokenizer, text_list
 
 
@@ -313,7 +313,7 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, keras_hub.models.T
         out = [None] * len(features.token_ids)
         predict = compiled_predict(self)
         compile_ahead(predict, batches.planned_shapes(), batches.x_keys)
-        for indices in batches.plan:
+        for indices in batch_progress(batches.plan, len(batches.plan)):
             logits = np.asarray(predict(batches.batch(indices)))
             for row, window in enumerate(indices):
                 n = len(features.token_ids[window])

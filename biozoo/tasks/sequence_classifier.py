@@ -15,7 +15,7 @@ from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
 from biozoo.tasks._util import sigmoid, softmax
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
-from biozoo.tasks.inference import compile_ahead, compiled_predict
+from biozoo.tasks.inference import batch_progress, compile_ahead, compiled_predict
 from biozoo.tokenizers.base import Tokenizer, text_list
 
 # Entity markers of the biomedical RE corpora; each stays one token.
@@ -243,7 +243,7 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
         predict = compiled_predict(self)
         compile_ahead(predict, batches.planned_shapes(), batches.x_keys)
         probs = np.zeros((len(encoded), len(self.label_names)), np.float32)
-        for indices in batches.plan:
+        for indices in batch_progress(batches.plan, len(batches.plan)):
             logits = np.asarray(predict(batches.batch(indices)))[: len(indices)]
             probs[indices] = self._scores(logits)
         return probs

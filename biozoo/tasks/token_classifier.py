@@ -16,7 +16,7 @@ from biozoo.optim import default_optimizer
 from biozoo.tasks._aggregation import Piece, aggregate, is_subword
 from biozoo.tasks._util import softmax
 from biozoo.tasks.base import ClassifierHeadMixin, GlobalBatchLossMixin, PresetTaskMixin, head_dropout
-from biozoo.tasks.inference import compile_ahead, compiled_predict, compiles_predictions
+from biozoo.tasks.inference import batch_progress, compile_ahead, compiled_predict, compiles_predictions
 from biozoo.tokenizers.base import Tokenizer, text_list
 
 
@@ -267,7 +267,8 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
             return lambda per_window=True: []
         predict = compiled_predict(self)
         compile_ahead(predict, {x["token_ids"].shape for _, x in batches}, MODEL_INPUTS)
-        pending = [(indices, x["padding_mask"][:len(indices)].sum(axis=1), predict(x)) for indices, x in batches]
+        pending = [(indices, x["padding_mask"][:len(indices)].sum(axis=1), predict(x))
+                   for indices, x in batch_progress(batches, len(batches))]
 
         def collect(per_window=True):
             read = [(indices, np.asarray(logits)[:len(indices), :int(lengths.max())])

@@ -9,6 +9,7 @@ and an atomic write of the task preset plus metrics.json (the run scaffold of
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -25,6 +26,7 @@ from biozoo.optim import make_optimizer
 from biozoo.preset_files import METRICS_FILE, TASK_KIND_FILE, read_task_kind, task_kind_record
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
+from biozoo.tasks.inference import showing_progress
 from biozoo.train.distribution import accelerators, has_gpu, process_count
 from biozoo.train.loss_history import freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second, precision_policy, resume_settings, set_seed
@@ -188,10 +190,12 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     if not_scored:
         metrics["not_scored"] = not_scored
     if splits.get("dev"):
-        adapter.tune(task, splits["dev"])
+        with _progress("tuning on dev", verbose):
+            adapter.tune(task, splits["dev"])
     for split in ("dev", "test"):
         if splits.get(split):
-            metrics[split] = adapter.evaluate(task, splits[split])
+            with _progress(f"scoring {split}", verbose):
+                metrics[split] = adapter.evaluate(task, splits[split])
     losses = {"first_step": result["resumed_from"] + 1, "losses": [round(x, 6) for x in result["losses"]]}
     with run.scope():  # every worker: creating variables is collective
         task.compile()  # a fresh optimizer: the preset keeps the model, not Adam's moments
@@ -212,6 +216,10 @@ def micro_batches(hp, task, replica_batch, fixed_shapes):
     if wanted < 1:
         raise ValueError(f"--micro-batches {hp.micro_batches}: give a positive number or auto")
     return math.gcd(wanted, replica_batch)
+
+
+def _progress(description, shown):
+    return showing_progress(description) if shown else contextlib.nullcontext()
 
 
 def _mean(values):
@@ -294,10 +302,10 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
     return summary
 
 
-def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=None):
+def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=None, progress=False):
     """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric, at
     inference `precision`. `kind`: the task kind the caller expects; a model of another kind is
-    refused before the data is read."""
+    refused before the data is read. `progress`: a bar of the model's batches on stderr."""
     found, adapter, task = load_with_adapter(model_dir, precision)
     if kind is not None and found != task_kind(kind).name:
         have, want = task_kind(found), task_kind(kind)
@@ -307,6 +315,8 @@ def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=No
     kind = found
     splits = adapter.load(data_dir, only=split)
     model = os.path.abspath(model_dir) if os.path.exists(model_dir) else model_dir
+    with _progress(f"scoring {split}", progress):
+        scores = adapter.evaluate(task, splits[split])
     return {"task": kind, "model": model, "data": _where(data_dir), "split": split, "inference_precision": precision,
-            **adapter.evaluate(task, splits[split])}
+            **scores}
 

@@ -156,3 +156,17 @@ def test_ragged_words_in_a_graph_give_the_windows_inputs_and_labels(ner16, ncbi_
     np.testing.assert_array_equal(y, padded(windows.labels, IGNORE_LABEL))
     logits = ner16.predict(tf.ragged.constant(sentences), verbose=0)
     np.testing.assert_allclose(logits, ner16.predict(x, verbose=0), atol=1e-6)
+
+
+def test_prediction_shows_a_bar_of_its_batches_only_when_asked(ner16, ncbi_test, capsys):
+    from biozoo.tasks.inference import showing_progress
+
+    sentences = [s.words for s in ncbi_test[:40]]
+    windows = len(ner16.preprocessor.windows(sentences).token_ids)
+    batches = -(-windows // 8)
+    ner16.predict_tags(sentences, batch_size=8)
+    assert capsys.readouterr().err == ""
+    with showing_progress("scoring test"):
+        ner16.predict_tags(sentences, batch_size=8)
+    shown = capsys.readouterr().err
+    assert "scoring test:" in shown and f"0/{batches} " in shown and batches > 1  # the bar of every batch
