@@ -39,7 +39,10 @@ def tokenizer_files(tokenizer, directory, max_length=None):
     if isinstance(tokenizer, SentencePieceTokenizer):
         with open(os.path.join(directory, "spiece.model"), "wb") as f:
             f.write(tokenizer.proto)
-        config = {"do_lower_case": tokenizer.lowercase, "keep_accents": tokenizer.keep_accents, **specials}
+        # transformers' AlbertTokenizer returns no token_type_ids unless told to: a pair would
+        # then run as one segment, not as ALBERT (and biozoo) read it
+        config = {"do_lower_case": tokenizer.lowercase, "keep_accents": tokenizer.keep_accents,
+                  "model_input_names": ["input_ids", "token_type_ids", "attention_mask"], **specials}
     else:
         with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(tokenizer.get_vocabulary()) + "\n")

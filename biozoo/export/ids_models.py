@@ -146,6 +146,14 @@ def _one_row(tokenizer):
     return {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
 
 
+# The README's code up to the model: `texts` -> int32 `ids`, `mask`, `types`
+README_TOKENIZATION = """import transformers
+tokenizer = transformers.AutoTokenizer.from_pretrained("tokenizer")
+batch = tokenizer(texts, padding=True, truncation=True, return_tensors="np")
+ids, mask, types = (batch[k].astype("int32") for k in ("input_ids", "attention_mask", "token_type_ids"))
+"""
+
+
 def _readme(info, certificate):
     fmt, quantize, tokenizer = info["format"], info["quantize"], info["tokenizer"]
     kind = QUANTIZATIONS[quantize]
@@ -191,11 +199,7 @@ transformers loads it ({tokenizer['model']}, `{tokenizer['transformers_class']}`
 
 Outputs: {', '.join(f'`{n}`' for n in info['outputs'])}.{labels}
 ```python
-import transformers
-tokenizer = transformers.AutoTokenizer.from_pretrained("tokenizer")
-batch = tokenizer(texts, padding=True, truncation=True, return_tensors="np")
-ids, mask, types = (batch[k].astype("int32") for k in ("input_ids", "attention_mask", "token_type_ids"))
-{load}
+{README_TOKENIZATION}{load}
 ```
 
 Neither biozoo nor Keras is needed: transformers' tokenizer and {runtime} run it. The task's

@@ -356,16 +356,17 @@ def test_exported_tokenizer_is_transformers_and_the_readme_runs(re_with_markers,
     assert np.abs(namespace["outputs"][0] - np.asarray(task(x, training=False))).max() <= TOLERANCE
 
 
-def test_exported_sentencepiece_tokenizer_is_transformers(tiny_spiece, tmp_path):
+def test_exported_sentencepiece_tokenizer_is_transformers(tiny_spiece, tmp_path, monkeypatch):
     """A SentencePiece tokenizer (ALBERT's normalization) with added markers, written as the
     ONNX / LiteRT exports write it: AutoTokenizer loads it with the ids of transformers' own
-    ALBERT tokenizer of that model."""
+    ALBERT tokenizer of that model, and the README's tokenization code runs on it (transformers'
+    ALBERT tokenizer returns token_type_ids only where the export asks for them)."""
     import shutil
 
     transformers = pytest.importorskip("transformers")
     from tokenizers import AddedToken
 
-    from biozoo.export.ids_models import tokenizer_settings, write_tokenizer
+    from biozoo.export.ids_models import README_TOKENIZATION, tokenizer_settings, write_tokenizer
 
     source = tmp_path / "source"
     source.mkdir()
@@ -381,6 +382,14 @@ def test_exported_sentencepiece_tokenizer_is_transformers(tiny_spiece, tmp_path)
     assert tokenizer_settings(ours) == {"files": "tokenizer/", "model": "SentencePiece",
                                         "transformers_class": "AlbertTokenizer", "lowercase": True,
                                         "keep_accents": False, "added_tokens": MARKERS}
+
+    monkeypatch.chdir(tmp_path)
+    namespace = {"texts": TEXTS}
+    exec(README_TOKENIZATION, namespace)
+    expected = reference(TEXTS, padding=True, return_tensors="np")
+    np.testing.assert_array_equal(namespace["ids"], expected["input_ids"])
+    np.testing.assert_array_equal(namespace["mask"], expected["attention_mask"])
+    np.testing.assert_array_equal(namespace["types"], np.zeros_like(expected["input_ids"]))
 
 
 def test_onnx_int8_certificate_says_its_outputs_depend_on_the_batch(model_dir, tmp_path):

@@ -85,3 +85,25 @@ def test_exported_added_tokens_are_matched_as_they_were_added(kind, tmp_path, ti
     legacy = transformers.AutoTokenizer.from_pretrained(str(exported))(CASE_VARIANTS, add_special_tokens=False)
     assert legacy["input_ids"] != expected  # the premise: "<E1>" is now "<e1>"
     assert biozoo.Tokenizer.from_preset(str(exported)).ids(CASE_VARIANTS) == legacy["input_ids"]
+
+
+def test_exported_albert_classifier_reads_a_pair_as_biozoo_does(tmp_path, tiny_spiece):
+    """transformers' ALBERT tokenizer returns token_type_ids for the export (the second text in
+    segment 1), so its text-classification pipeline scores a pair as biozoo does."""
+    transformers = pytest.importorskip("transformers")
+    from biozoo.export.hf import export_hf_task
+
+    _, source = H.save_case("albert", "AlbertModel", tmp_path, "safetensors", tiny_spiece)
+    task = biozoo.SequenceClassifier.from_preset(str(source), label_names=["a", "b", "c"])
+    kernel, bias = task.output_dense.get_weights()
+    task.output_dense.set_weights([np.random.default_rng(1).normal(0, 3, kernel.shape).astype("float32"), bias])
+    export_hf_task(task, tmp_path / "exported")
+    pipeline = transformers.pipeline("text-classification", model=str(tmp_path / "exported"), top_k=None, device="cpu")
+    pairs = [("the gene cancer", "cell protein the"), ("protein-cell", "the brca1 gene (cancer) cells.")]
+    for text, pair in pairs:
+        expected = pipeline({"text": text, "text_pair": pair})
+        got = task.classify([text], pairs=[pair])[0]
+        assert [r["label"] for r in got] == [r["label"] for r in expected]
+        np.testing.assert_allclose([r["score"] for r in got], [r["score"] for r in expected], atol=1e-4)
+    encoded = pipeline.tokenizer(*pairs[0])
+    assert encoded["token_type_ids"] == task.preprocessor.encode([pairs[0][0]], [pairs[0][1]])[0][1].tolist()
