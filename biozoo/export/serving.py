@@ -211,7 +211,7 @@ def _qa_signature(task, tokenization, seq_length, special, max_query_length, max
         score = tf.where(has_window, pick(window_best, 0.0), 0.0)
         arg = tf.cast(pick(window_arg, 0), tf.int64)
         window_start = pick(windows.row_starts(), tf.constant(0, tf.int64))
-        n64 = tf.cast(n, tf.int64)
+        n64 = tf.maximum(tf.cast(n, tf.int64), 1)  # n is 0 when no context has a token (has_window masks them)
         num_tokens = tf.size(tokens.flat_values, out_type=tf.int64)
         start_token = tf.where(has_window, window_start + arg // n64, num_tokens)
         end_token = tf.where(has_window, window_start + arg % n64, num_tokens)

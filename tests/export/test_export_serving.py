@@ -161,6 +161,22 @@ def test_qa_serving_equals_answer(tiny_bert_real_vocab, shared_data, tmp_path):
         assert result["best_non_null"] in text and contexts[i][served["start"][i]:served["end"][i]] == text
 
 
+def test_qa_serving_of_empty_contexts_equals_answer(tiny_bert_real_vocab, tmp_path):
+    """A request whose contexts are all empty has no window to read: no answer, as `answer`
+    gives (the span arithmetic divided by the longest window, 0 there)."""
+    task = biozoo.QuestionAnswerer.from_preset(str(tiny_bert_real_vocab))
+    task.preprocessor.sequence_length, task.preprocessor.max_query_length = 32, 8
+    export_task_hub(task, tmp_path / "qa")
+    serve = tf.saved_model.load(str(tmp_path / "qa")).signatures["serving_default"]
+    for questions, contexts in (([""], [""]), (["the gene"], [""]), (["the gene", ""], ["", " "])):
+        served = decode(serve(question=tf.constant(questions), context=tf.constant(contexts)))
+        for i, result in enumerate(task.answer(questions, contexts)):
+            assert (result["text"], result["best_non_null"], result["nbest"]) == ("", "", [])  # the premise
+            assert (served["answer"][i].decode(), served["best_non_null"][i].decode()) == ("", "")
+            assert (served["start"][i], served["end"][i]) == (-1, -1)
+            assert served["null_score_diff"][i] == result["null_score_diff"] == float("inf")
+
+
 def test_served_entities_are_seqevals():
     """The serving graph's decoding of word tags gives seqeval's entities (conlleval's rules) on
     random tag sequences: typed, bare ("B", "I": type "_") and ill-formed ones."""
