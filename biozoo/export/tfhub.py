@@ -28,7 +28,6 @@ from biozoo._io import atomic_directory, check_output
 from biozoo.errors import BiozooError
 from biozoo.export.hf import registry_card
 from biozoo.tokenizers import SentencePieceTokenizer, WordPieceTokenizer, tf_text_engine
-from biozoo.tokenizers.sentencepiece import UNICODE_WHITESPACE
 
 # No-pooler families: what `pooled_output` holds instead of an (untrained) pooler.
 CLS_STATE = "the final hidden state of the first token ([CLS]); this family has no pooler"
@@ -78,7 +77,7 @@ class _Tokenization:
         if self.kind == "wordpiece":
             words, starts, ends = _bert_words_with_offsets(sentences)
         else:
-            words, starts, ends = _whitespace_words_with_offsets(sentences)
+            words, starts, ends = _words_between(sentences, self.tokenizer.word_breaks)
         ids = self.ids(words.flat_values)
         return words.with_flat_values(ids), _char_offsets(sentences, starts), _char_offsets(sentences, ends)
 
@@ -89,9 +88,9 @@ def _bert_words_with_offsets(sentences):
     return tf_text.regex_split_with_offsets(sentences, f"{space}|{single}", single)
 
 
-def _whitespace_words_with_offsets(sentences):
-    space = "[" + "".join(f"\\x{{{ord(c):X}}}" for c in UNICODE_WHITESPACE) + "]"
-    return tf_text.regex_split_with_offsets(sentences, space)
+def _words_between(sentences, breaks):
+    """`SentencePieceTokenizer.split_words` in the graph: words between the `breaks` characters."""
+    return tf_text.regex_split_with_offsets(sentences, "[" + "".join(f"\\x{{{ord(c):X}}}" for c in breaks) + "]")
 
 
 def _char_offsets(sentences, byte_offsets):

@@ -120,12 +120,16 @@ class SentencePieceTokenizer(Tokenizer, keras_hub.tokenizers.SentencePieceTokeni
                              "cannot match them as HF does. Add them with normalized=False.")
         return forms
 
+    @property
+    def word_breaks(self):
+        """The characters words break at: the whitespace the model's normalizer keeps or makes a
+        space (not what it deletes, as nmt_nfkc does \v, which joins its neighbours)."""
+        return self._word_breaks or UNICODE_WHITESPACE
+
     def split_words(self, text):
-        """Whitespace-separated words: SentencePiece (HF: WhitespaceSplit + Metaspace)
-        tokenizes each on its own, so per-word pieces equal whole-text pieces (whitespace the
-        model's normalizer deletes, as nmt_nfkc does \v, joins its neighbours)."""
-        breaks = self._word_breaks or UNICODE_WHITESPACE
-        return [(m.group(), m.start(), m.end()) for m in re.finditer(f"[^{re.escape(breaks)}]+", text)]
+        """Words between `word_breaks`: SentencePiece (HF: WhitespaceSplit + Metaspace)
+        tokenizes each on its own, so per-word pieces equal whole-text pieces."""
+        return [(m.group(), m.start(), m.end()) for m in re.finditer(f"[^{re.escape(self.word_breaks)}]+", text)]
 
     def vocabulary_size(self):
         self._check_vocabulary()

@@ -177,6 +177,45 @@ def test_qa_serving_of_empty_contexts_equals_answer(tiny_bert_real_vocab, tmp_pa
             assert served["null_score_diff"][i] == result["null_score_diff"] == float("inf")
 
 
+WHITESPACE_TEXTS = ["the gene\vcancer cell\vprotein the", "the\fgene cancer\x85cell", "the\u00a0gene\u2003cancer",
+                    "gene\v\vcell the\u3000protein\u200bcancer", "cell\u2028the gene\u2009protein"]
+
+
+def test_sentencepiece_serving_splits_words_as_the_tokenizer(tiny_spiece, tmp_path):
+    """An ALBERT NER SavedModel splits words where the eager tokenizer does (`split_words`):
+    at the whitespace the model's normalizer keeps or makes a space, not at what it deletes
+    (nmt_nfkc: \\v), so its ids, offsets and entities are the task's."""
+    from biozoo import testing as H
+    from biozoo.export.tfhub import _Tokenization, _trackable
+
+    _, source = H.save_case("albert", "AlbertModel", tmp_path, "safetensors", tiny_spiece)
+    task = biozoo.TokenClassifier.from_preset(str(source), label_names=LABELS)
+    task.preprocessor.sequence_length = 32
+    sharpen_head(task.output_dense, 4)
+    tokenizer = task.preprocessor.tokenizer
+    assert "\v" not in tokenizer.word_breaks and "\f" in tokenizer.word_breaks  # the premise: nmt_nfkc deletes \v
+
+    # and deleted characters at a text's ends: entities there end where the word ends, not the
+    # pipeline's last token, and HF's offsets after a leading one are one short (so not below)
+    texts = WHITESPACE_TEXTS + ["\vthe gene\v"]
+    ids, starts, ends = _Tokenization(tokenizer, _trackable()).ids_by_word(tf.constant(texts))
+    for i, text in enumerate(texts):
+        words = tokenizer.split_words(text)
+        assert list(zip(starts[i].numpy().tolist(), ends[i].numpy().tolist())) == [(s, e) for _, s, e in words], text
+        assert ids[i].to_list() == tokenizer.ids([w for w, _, _ in words]), text
+        assert [t for row in ids[i].to_list() for t in row] == tokenizer.ids([text])[0], text
+
+    export_task_hub(task, tmp_path / "ner")
+    served = decode(tf.saved_model.load(str(tmp_path / "ner")).signatures["serving_default"](
+        text=tf.constant(WHITESPACE_TEXTS)))
+    expected = task.annotate(WHITESPACE_TEXTS)
+    for i, result in enumerate(expected):
+        got = served_entities(served, i)
+        assert [(e["start"], e["end"], e["type"], e["text"]) for e in got] == \
+               [(e["start"], e["end"], e["type"], e["text"]) for e in result["entities"]], WHITESPACE_TEXTS[i]
+    assert any("\v" in e["text"] for result in expected for e in result["entities"])  # a word joined across \v
+
+
 def test_served_entities_are_seqevals():
     """The serving graph's decoding of word tags gives seqeval's entities (conlleval's rules) on
     random tag sequences: typed, bare ("B", "I": type "_") and ill-formed ones."""
