@@ -49,7 +49,8 @@ def register(subparsers):
 
     garden = formats.add_parser(
         "garden", help="a TF Model Garden encoder checkpoint (BertEncoderV2 / AlbertEncoder; extra 'garden')",
-        description="Writes OUT/encoder-1.* (tf.train.Checkpoint(encoder=...)) and OUT/garden_encoder.json "
+        description="Writes OUT/encoder.index and OUT/encoder.data-* (the checkpoint prefix OUT/encoder of "
+        "tf.train.Checkpoint(encoder=...)) and OUT/garden_encoder.json "
         "(the encoder class and its constructor arguments). Needs tf-models-official: pip install 'biozoo[garden]'.",
     )
     garden.add_argument("--preset", required=True)

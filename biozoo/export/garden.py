@@ -1,8 +1,9 @@
 """Keras preset -> TF Model Garden encoder checkpoint (`BertEncoderV2` / `AlbertEncoder`).
 
-The output directory holds `encoder-1.*` (a `tf.train.Checkpoint(encoder=...)`, what Model
-Garden's tasks restore from `init_checkpoint`) and `garden_encoder.json` with the class and
-the constructor arguments that rebuild the encoder.
+The output directory holds `encoder.index` and `encoder.data-*` (the checkpoint prefix
+`encoder`, as `tf.train.Checkpoint(encoder=...).write` writes it: what Model Garden's tasks
+restore from `init_checkpoint`) and `garden_encoder.json` with the class and the constructor
+arguments that rebuild the encoder.
 
 Example:
     >>> export_garden("bioformer_8l", "out/garden")

@@ -15,6 +15,9 @@ def test_garden_encoder_equals_transformers(name, model_cls, overrides, tmp_path
     pytest.importorskip("official.nlp.modeling")
     model, source = H.save_case(name, model_cls, tmp_path, spiece_model=tiny_spiece, **overrides)
     export_garden(str(source), tmp_path / "garden")
+    # what the module's docstring and the CLI's help say is written
+    assert sorted(p.name for p in (tmp_path / "garden").iterdir() if not p.name.startswith(".")) == \
+        ["encoder.data-00000-of-00001", "encoder.index", "garden_encoder.json"]
     encoder = load_garden_encoder(tmp_path / "garden")
     inputs = H.random_inputs(num_segments=2 if H.family_of(name) != "distilbert" else 1)
     outputs = encoder({"input_word_ids": inputs["token_ids"], "input_mask": inputs["padding_mask"],
