@@ -37,7 +37,8 @@ def register(subparsers):
     hub.set_defaults(func=export_hub_command)
 
     hf = formats.add_parser("hf", help="a HuggingFace directory (config.json, model.safetensors, tokenizer)",
-                          description="--preset P: transformers.AutoModel.from_pretrained(OUT) loads it with equal "
+                          description="--preset P (a backbone; a task model is refused, as its head would be "
+                          "dropped): transformers.AutoModel.from_pretrained(OUT) loads it with equal "
                           "outputs. --model DIR (from `biozoo finetune`, or a task checkpoint handle): the matching "
                           "*ForTokenClassification / *ForSequenceClassification / *ForQuestionAnswering class with "
                           "id2label, which transformers' pipelines run with the task's predictions.")

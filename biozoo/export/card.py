@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 from collections import Counter
+from typing import NamedTuple
 
 import yaml
 
@@ -21,26 +22,44 @@ from biozoo._io import atomic_binary_file, atomic_write_text
 from biozoo.errors import OutputError
 from biozoo.task_kinds import task_kind
 
-__all__ = ["model_card", "write_card", "plot_parameters_f1", "plot_file_name"]
+__all__ = ["model_card", "write_card", "plot_parameters_f1", "plot_file_name", "EXPORTS"]
+
+
+class Export(NamedTuple):
+    """What a card describes: `library_name`, the hub's name of the library that loads it (None:
+    none the hub knows); `tags` of its format; `pipeline_tag`, None where it is the checkpoint's
+    own (its task's; fill-mask with a masked-LM head; else feature-extraction)."""
+
+    library_name: str | None
+    tags: tuple
+    pipeline_tag: str | None
+
+
+EXPORTS = {
+    "preset": Export("keras-hub", ("keras",), None),  # `biozoo card`: the converted preset, with its heads
+    "hf": Export("transformers", (), "feature-extraction"),  # `export_hf`: the bare encoder
+    "tfhub": Export(None, ("tensorflow",), "feature-extraction"),  # a SavedModel encoder and preprocessor
+}
 
 # The hub's licence ids are lower-case SPDX ids.
 
 
-def _front_matter(entry):
+def _front_matter(entry, export):
     licence = entry["license"]
     meta = {"license": licence["spdx"].lower() if licence["spdx"] and licence["from"] == "hf_tag" else "other"}
     if meta["license"] == "other":  # none stated for the weights: name what is known, and where
         meta["license_name"] = (f"{licence['spdx']} (inferred from the code repository)" if licence["spdx"]
                                 else "not stated")
         meta["license_link"] = licence["url"]
-    meta.update({"language": ["en"],
-            "library_name": "keras-hub",
-            "tags": ["biozoo", "keras", "biomedical", entry["family"].replace("_", "-")]})
+    meta["language"] = ["en"]
+    if export.library_name:
+        meta["library_name"] = export.library_name
+    meta["tags"] = ["biozoo", *export.tags, "biomedical", entry["family"].replace("_", "-")]
     if entry.get("task"):
-        meta["pipeline_tag"] = task_kind(entry["task"]["kind"]).pipeline_tag or "feature-extraction"
+        meta["pipeline_tag"] = export.pipeline_tag or task_kind(entry["task"]["kind"]).pipeline_tag or "feature-extraction"
         meta["base_model"] = registry.get_entry(entry["task"]["base"])["sources"]["hf"]["repo"]
     else:
-        meta["pipeline_tag"] = "fill-mask" if "mlm" in entry["heads"] else "feature-extraction"
+        meta["pipeline_tag"] = export.pipeline_tag or ("fill-mask" if "mlm" in entry["heads"] else "feature-extraction")
         meta["base_model"] = entry["sources"]["hf"]["repo"]
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
 
@@ -74,12 +93,13 @@ def _certificate_lines(certificate):
     return lines
 
 
-def model_card(name, certificate=None, plot_name=None):
-    """The card of registry checkpoint `name` as Markdown text."""
+def model_card(name, certificate=None, plot_name=None, export="preset"):
+    """The card of registry checkpoint `name` as Markdown text, its front matter that of `export`
+    (a name of `EXPORTS`)."""
     entry = registry.get_entry(name)
     hf = entry["sources"]["hf"]
     licence = entry["license"]
-    lines = [_front_matter(entry), f"# {entry['title']}", "", entry["description"], "",
+    lines = [_front_matter(entry, EXPORTS[export]), f"# {entry['title']}", "", entry["description"], "",
              f"- source: [`{hf['repo']}`](https://huggingface.co/{hf['repo']}) at revision `{hf['revision']}`",
              f"- family: {entry['family']}, {entry['parameters']:,} parameters",
              f"- licence: {licence['spdx'] or 'not stated'} ({licence['url']}): {licence['note']}",

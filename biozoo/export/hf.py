@@ -10,11 +10,12 @@ import numpy as np
 import biozoo
 from biozoo import presets
 from biozoo._io import atomic_directory, atomic_write_text, check_output
-from biozoo.errors import CheckpointError
+from biozoo.errors import BiozooError, CheckpointError
 from biozoo.export.card import model_card, plot_parameters_f1
 from biozoo.mapping import INVERSE, reverse_lookup
 from biozoo.models import family_for_backbone
 from biozoo.preset_files import read_certificate, read_provenance, save_safetensors
+from biozoo.task_kinds import task_kind
 from biozoo.tokenizers import SentencePieceTokenizer
 
 
@@ -66,19 +67,26 @@ def tokenizer_files(tokenizer, directory, max_length=None):
 
 def export_hf(preset, out_dir, overwrite=False):
     """Write `out_dir`: config.json, model.safetensors (the base model) and the tokenizer (an
-    earlier biozoo output there is replaced only with `overwrite`)."""
+    earlier biozoo output there is replaced only with `overwrite`). A task preset is refused:
+    its head would be dropped (`export_hf_task` writes it, as `biozoo export hf --model`)."""
     check_output(out_dir, overwrite, [preset])
+    kind = presets.resolve(preset).task_kind
+    if kind is not None:
+        raise BiozooError(f"{preset} is {task_kind(kind).article()} {kind} model: --preset writes the bare encoder, "
+                          f"without its head. Export the task with `biozoo export hf --model {preset}`.")
     backbone = biozoo.from_preset(preset)
     tokenizer = biozoo.Tokenizer.from_preset(preset)
     family, state = hf_state_dict(backbone)
     config = family.config_to_hf(backbone.get_config())
     config["pad_token_id"] = int(tokenizer.pad_token_id)
-    return _write(out_dir, state, config, tokenizer, overwrite, [preset], card=lambda tmp: registry_card(preset, tmp))
+    return _write(out_dir, state, config, tokenizer, overwrite, [preset],
+                  card=lambda tmp: registry_card(preset, tmp, "hf"))
 
 
-def registry_card(preset, out_dir, after=""):
-    """Write the registry's model card as out_dir/README.md when `preset` is (or was converted
-    from) a registry checkpoint; `after` is appended (the export's own notes)."""
+def registry_card(preset, out_dir, export, after=""):
+    """Write the registry's model card of the `export` (a name of `biozoo.export.card.EXPORTS`)
+    as out_dir/README.md when `preset` is (or was converted from) a registry checkpoint; `after`
+    is appended (the export's own notes)."""
     directory = presets.resolve_preset(preset)
     name = read_provenance(directory).get("registry_name")
     if not name:
@@ -86,7 +94,7 @@ def registry_card(preset, out_dir, after=""):
             atomic_write_text(os.path.join(out_dir, "README.md"), after)
         return None
     plot = "parameters_f1.png" if plot_parameters_f1(name, os.path.join(out_dir, "parameters_f1.png")) else None
-    text = model_card(name, read_certificate(directory), plot)
+    text = model_card(name, read_certificate(directory), plot, export)
     atomic_write_text(os.path.join(out_dir, "README.md"), text + ("\n" + after if after else ""))
     return name
 

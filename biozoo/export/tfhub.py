@@ -305,7 +305,7 @@ def export_hub(preset, out_dir, seq_length=128, overwrite=False):
         save_module(encoder, os.path.join(tmp, "encoder"), signatures={"serving_default": serve},
                     assets={"biozoo_export.json": json.dumps(info, indent=2)})
         save_module(preprocessor, os.path.join(tmp, "preprocessor"), signatures={"serving_default": preprocess})
-        registry_card(preset, tmp, after=_readme(info))
+        registry_card(preset, tmp, "tfhub", after=_readme(info))
     return out_dir
 
 

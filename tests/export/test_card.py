@@ -1,6 +1,7 @@
 """`biozoo card`: the hub's model-card format, checked against the registry; the HF and TF Hub
 exports of a registry checkpoint carry it."""
 
+import json
 import re
 
 import pytest
@@ -84,7 +85,21 @@ def test_exports_of_a_registry_checkpoint_carry_the_card(tmp_path, monkeypatch, 
     assert main(["export", "hf", "--preset", "pubmedbert_abstract", "--output", str(tmp_path / "hf_out")]) == 0
     card = (tmp_path / "hf_out" / "README.md").read_text(encoding="utf-8")
     assert _front_matter(card)["license"] == "mit" and "# PubMedBERT" in card.replace("# BiomedBERT", "# PubMedBERT")
+    # what the export is, not the preset: transformers' bare encoder (the masked-LM head is not written)
+    assert "mlm" in registry.get_entry("pubmedbert_abstract")["heads"]  # the premise: the preset's card says fill-mask
+    assert _front_matter(main_card(tmp_path))["pipeline_tag"] == "fill-mask"
+    meta = _front_matter(card)
+    assert (meta["library_name"], meta["pipeline_tag"]) == ("transformers", "feature-extraction")
+    assert json.loads((tmp_path / "hf_out" / "config.json").read_text())["architectures"] == ["BertModel"]
     assert main(["export", "hub", "--preset", "pubmedbert_abstract", "--output", str(tmp_path / "hub"),
                  "--seq-length", "64"]) == 0
     hub_readme = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
     assert _front_matter(hub_readme)["base_model"] == hf["repo"] and "pooled_output" in hub_readme
+    # a SavedModel: no library the hub names loads it (not KerasHub)
+    meta = _front_matter(hub_readme)
+    assert "library_name" not in meta and meta["pipeline_tag"] == "feature-extraction" and "tensorflow" in meta["tags"]
+
+
+def main_card(tmp_path):
+    assert main(["card", "pubmedbert_abstract", "--output", str(tmp_path / "card.md")]) == 0
+    return (tmp_path / "card.md").read_text(encoding="utf-8")

@@ -1,11 +1,12 @@
 """Export arguments refused before any work, with an error that names the option: a --seq-length
-too short for what the export packs, --split without --data."""
+too short for what the export packs, --split without --data, a task model as an HF --preset."""
 
 import json
 
 import pytest
 
 import biozoo
+from biozoo import testing as H
 from biozoo.cli import build_parser, main
 from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
 
@@ -72,3 +73,23 @@ def test_split_without_data_is_refused(fmt, ner_dir, tmp_path, capsys):
     with pytest.raises(ValueError, match=r"split 'test' \(--split\) needs dev data \(--data\)"):
         export_ids_model(fmt, out, model=str(ner_dir), split="test")
     assert not out.exists()
+
+
+def test_hf_export_of_a_task_preset_is_refused(ner_dir, tmp_path, monkeypatch, capsys):
+    """`export hf --preset` writes a bare encoder: a task (a `biozoo finetune` folder, a
+    registry task checkpoint) would lose its head, so it is refused, pointing to --model, which
+    writes the task's transformers class."""
+    tagger = H.make_model("bert", "BertForTokenClassification", num_labels=3)
+    tagger.config.architectures = ["BertForTokenClassification"]
+    tagger.config.id2label = dict(enumerate(["O", "B-Disease", "I-Disease"]))
+    tagger.config.label2id = {label: i for i, label in tagger.config.id2label.items()}
+    H.offline_registry_mirror(monkeypatch, tmp_path, "bioformer_8l_ncbi_disease", tagger)
+    for index, preset in enumerate((str(ner_dir), "bioformer_8l_ncbi_disease")):
+        out = tmp_path / f"out{index}"
+        assert main(["export", "hf", "--preset", preset, "--output", str(out)]) != 0
+        err = capsys.readouterr().err
+        assert "is an ner model" in err and f"biozoo export hf --model {preset}" in err
+        assert not out.exists()
+        assert main(["export", "hf", "--model", preset, "--output", str(out)]) == 0
+        assert json.loads((out / "config.json").read_text())["architectures"] == ["BertForTokenClassification"]
+        capsys.readouterr()
