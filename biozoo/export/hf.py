@@ -6,6 +6,7 @@ import json
 import os
 
 import numpy as np
+from tokenizers import Tokenizer, decoders, processors
 
 import biozoo
 from biozoo import presets
@@ -17,6 +18,7 @@ from biozoo.models import family_for_backbone
 from biozoo.preset_files import read_certificate, read_provenance, save_safetensors
 from biozoo.task_kinds import task_kind
 from biozoo.tokenizers import SentencePieceTokenizer
+from biozoo.tokenizers.eager import HF_MAX_INPUT_CHARS_PER_WORD
 
 
 def hf_state_dict(backbone):
@@ -32,22 +34,54 @@ def hf_state_dict(backbone):
     return family, state
 
 
-def tokenizer_files(tokenizer, directory, max_length=None):
-    """Write the tokenizer the way HF loads it: vocab.txt or spiece.model plus its config, with
+GENERIC_TOKENIZER = "PreTrainedTokenizerFast"  # transformers' class that runs tokenizer.json as written
+
+
+def transformers_tokenizer_class(tokenizer):
+    """The transformers class that loads `tokenizer_files`' output with biozoo's ids: ALBERT's,
+    BERT's or, for a word length limit BERT's does not take (it keeps its default whatever the
+    files say), the generic class running tokenizer.json."""
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        return "AlbertTokenizer"
+    if tokenizer.max_input_chars_per_word != HF_MAX_INPUT_CHARS_PER_WORD:
+        return GENERIC_TOKENIZER
+    return "BertTokenizer"
+
+
+def _bert_tokenizer_json(tokenizer):
+    """tokenizer.json of a WordPiece tokenizer: biozoo's engine (HF's pipeline) with BERT's
+    [CLS] a [SEP] b [SEP] template and decoder."""
+    engine = Tokenizer.from_str(tokenizer.engine().to_str())
+    cls, sep = tokenizer.cls_token, tokenizer.sep_token
+    engine.post_processor = processors.TemplateProcessing(
+        single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+        special_tokens=[(cls, tokenizer.token_to_id(cls)), (sep, tokenizer.token_to_id(sep))])
+    engine.decoder = decoders.WordPiece(prefix=tokenizer.continuation_prefix)
+    return engine.to_str(pretty=True)
+
+
+def tokenizer_files(tokenizer, directory, max_length=None, segment_ids=True):
+    """Write the tokenizer the way HF loads it: vocab.txt or spiece.model plus its config (and
+    tokenizer.json where only the generic class keeps the tokenizer's settings), with
     `max_length` (the model's positions) as model_max_length, so that `truncation=True` cuts
-    there."""
+    there. `segment_ids`: whether the model takes token_type_ids."""
     specials = {key: getattr(tokenizer, key) for key in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")}
+    # transformers' AlbertTokenizer returns no token_type_ids unless told to: a pair would then
+    # run as one segment, not as ALBERT (and biozoo) read it
+    input_names = ["input_ids", "token_type_ids", "attention_mask"] if segment_ids else ["input_ids", "attention_mask"]
     if isinstance(tokenizer, SentencePieceTokenizer):
         with open(os.path.join(directory, "spiece.model"), "wb") as f:
             f.write(tokenizer.proto)
-        # transformers' AlbertTokenizer returns no token_type_ids unless told to: a pair would
-        # then run as one segment, not as ALBERT (and biozoo) read it
         config = {"do_lower_case": tokenizer.lowercase, "keep_accents": tokenizer.keep_accents,
-                  "model_input_names": ["input_ids", "token_type_ids", "attention_mask"], **specials}
+                  "model_input_names": input_names, **specials}
     else:
         with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(tokenizer.get_vocabulary()) + "\n")
         config = {"do_lower_case": tokenizer.lowercase, "strip_accents": tokenizer.hf_strip_accents, **specials}
+        if transformers_tokenizer_class(tokenizer) == GENERIC_TOKENIZER:
+            atomic_write_text(os.path.join(directory, "tokenizer.json"), _bert_tokenizer_json(tokenizer))
+            config.update(tokenizer_class=GENERIC_TOKENIZER, model_input_names=input_names,
+                          max_input_chars_per_word=tokenizer.max_input_chars_per_word)
     if max_length:
         config["model_max_length"] = int(max_length)
     if tokenizer.added_tokens:
@@ -155,7 +189,7 @@ def _write(out_dir, state, config, tokenizer, overwrite=False, inputs=(), card=N
         save_safetensors(state, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2)
-        tokenizer_files(tokenizer, tmp, config.get("max_position_embeddings"))
+        tokenizer_files(tokenizer, tmp, config.get("max_position_embeddings"), segment_ids="type_vocab_size" in config)
         if card is not None:
             card(tmp)
     return out_dir

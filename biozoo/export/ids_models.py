@@ -24,7 +24,7 @@ from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, c
 from biozoo.errors import BiozooError
 from biozoo.export.certificate import ACCURACY_CERTIFICATE_FILE, make_certificate
 from biozoo.export.formats import IDS_FORMATS, OPSET, QUANTIZATIONS
-from biozoo.export.hf import tokenizer_files
+from biozoo.export.hf import tokenizer_files, transformers_tokenizer_class
 from biozoo.export.onnx import INT8_BATCH_DEPENDENCE
 from biozoo.tasks.tf_inference import INPUT_NAMES
 from biozoo.tokenizers import SentencePieceTokenizer
@@ -120,11 +120,11 @@ def tokenizer_settings(tokenizer):
     """What export.json records of the tokenizer: where its files are, the transformers class
     that loads them, its normalization and its added tokens."""
     if isinstance(tokenizer, SentencePieceTokenizer):
-        normalization = {"model": "SentencePiece", "transformers_class": "AlbertTokenizer",
+        normalization = {"model": "SentencePiece", "transformers_class": transformers_tokenizer_class(tokenizer),
                          "lowercase": bool(tokenizer.lowercase), "keep_accents": bool(tokenizer.keep_accents)}
     else:
         strip_accents = tokenizer.lowercase if tokenizer.hf_strip_accents is None else tokenizer.hf_strip_accents
-        normalization = {"model": "WordPiece", "transformers_class": "BertTokenizer",
+        normalization = {"model": "WordPiece", "transformers_class": transformers_tokenizer_class(tokenizer),
                          "lowercase": bool(tokenizer.lowercase), "strip_accents": bool(strip_accents)}
     return {"files": "tokenizer/", **normalization, "added_tokens": list(tokenizer.added_tokens)}
 
@@ -137,7 +137,7 @@ def write_tokenizer(tokenizer, directory, max_length=None):
     tokenizer_files(tokenizer, directory, max_length)
     config_path = os.path.join(directory, "tokenizer_config.json")
     config = read_json(config_path, "tokenizer config")
-    config["tokenizer_class"] = tokenizer_settings(tokenizer)["transformers_class"]
+    config["tokenizer_class"] = transformers_tokenizer_class(tokenizer)
     atomic_write_json(config_path, config)
 
 

@@ -30,6 +30,9 @@ from sentencepiece import sentencepiece_model_pb2
 from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers
 
 METASPACE = "\u2581"
+# WordPiece's limit on a word's characters (a longer word is the unknown token): transformers'
+# BertTokenizer builds its model with this one whatever its files say
+HF_MAX_INPUT_CHARS_PER_WORD = 100
 
 
 def _keep_whole(engine, kept, normalized):

@@ -19,6 +19,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from biozoo._io import read_json
 from biozoo.errors import CheckpointError
+from biozoo.tokenizers.eager import HF_MAX_INPUT_CHARS_PER_WORD
 
 METASPACE = "\u2581"
 # The normalizer steps of HF's AlbertTokenizer (transformers 4 and 5) in order, in groups of
@@ -53,7 +54,7 @@ def wordpiece_arguments(path, special_tokens=None):
         "vocabulary": vocabulary,
         "lowercase": lowercase,
         "strip_accents": strip_accents,
-        "max_input_chars_per_word": model.get("max_input_chars_per_word", 100),
+        "max_input_chars_per_word": model.get("max_input_chars_per_word", HF_MAX_INPUT_CHARS_PER_WORD),
         **roles,
         **_added_tokens(data, vocabulary, roles, path),
     }

@@ -33,7 +33,7 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
         vocabulary=None,
         lowercase=False,
         strip_accents=None,
-        max_input_chars_per_word=100,
+        max_input_chars_per_word=eager.HF_MAX_INPUT_CHARS_PER_WORD,
         unk_token="[UNK]",
         cls_token="[CLS]",
         sep_token="[SEP]",

@@ -107,3 +107,37 @@ def test_exported_albert_classifier_reads_a_pair_as_biozoo_does(tmp_path, tiny_s
         np.testing.assert_allclose([r["score"] for r in got], [r["score"] for r in expected], atol=1e-4)
     encoded = pipeline.tokenizer(*pairs[0])
     assert encoded["token_type_ids"] == task.preprocessor.encode([pairs[0][0]], [pairs[0][1]])[0][1].tolist()
+
+
+@pytest.mark.parametrize("name", ["bert", "distilbert"])
+def test_exported_word_length_limit_is_transformers(name, tmp_path):
+    """A WordPiece limit on a word's characters other than transformers' default (a checkpoint's
+    tokenizer.json may set one) survives the export: transformers' BertTokenizer keeps its default
+    whatever its files say, so the export names the generic class, which runs tokenizer.json as
+    written. Its ids equal the source's HF tokenizer with that limit, and biozoo's."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    _, source = H.save_case(name, H.get_case(name).model_class, tmp_path, "safetensors")
+    reference = transformers.AutoTokenizer.from_pretrained(str(source))
+    reference.backend_tokenizer.model.max_input_chars_per_word = 6
+    reference.backend_tokenizer.save(str(source / "tokenizer.json"))
+    ours = biozoo.Tokenizer.from_preset(str(source))
+    assert ours.max_input_chars_per_word == 6
+
+    export_hf(str(source), tmp_path / "exported")
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "exported"))
+    assert theirs.backend_tokenizer.model.max_input_chars_per_word == 6
+    texts = ["the proteins cancers", "protein (brca1) cancer-cells genes", "Café proteinic"]
+    expected = reference(texts)["input_ids"]
+    assert expected[0].count(reference.unk_token_id) == 2  # the premise: "proteins", "cancers" are too long
+    assert theirs(texts)["input_ids"] == expected
+    assert [[ours.cls_token_id, *ids, ours.sep_token_id] for ids in ours.ids(texts)] == expected
+    pair, expected_pair = theirs(texts[0], texts[1]), reference(texts[0], texts[1])
+    assert pair["input_ids"] == expected_pair["input_ids"]
+    if name != "distilbert":  # which has no token types (transformers 4's DistilBertTokenizer gives none)
+        assert pair["token_type_ids"] == expected_pair["token_type_ids"]
+    model = transformers.AutoModel.from_pretrained(str(tmp_path / "exported")).eval()
+    with torch.no_grad():
+        model(**theirs(texts, padding=True, return_tensors="pt"))
+    assert biozoo.Tokenizer.from_preset(str(tmp_path / "exported")).ids(texts) == ours.ids(texts)
