@@ -66,8 +66,8 @@ def tokenizer_files(tokenizer, directory, max_length=None, segment_ids=True):
     `max_length` (the model's positions) as model_max_length, so that `truncation=True` cuts
     there. `segment_ids`: whether the model takes token_type_ids."""
     specials = {key: getattr(tokenizer, key) for key in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")}
-    # transformers' AlbertTokenizer returns no token_type_ids unless told to: a pair would then
-    # run as one segment, not as ALBERT (and biozoo) read it
+    # model_input_names: told nothing, transformers' AlbertTokenizer returns no token_type_ids,
+    # and a pair runs as one segment, not as ALBERT (and biozoo) reads it
     input_names = ["input_ids", "token_type_ids", "attention_mask"] if segment_ids else ["input_ids", "attention_mask"]
     if isinstance(tokenizer, SentencePieceTokenizer):
         with open(os.path.join(directory, "spiece.model"), "wb") as f:
