@@ -38,8 +38,9 @@ import numpy as np
 
 from biozoo import presets
 from biozoo.convert.aioner import MARKER_TOKENS
+from biozoo.data.pipeline import padded_length
 from biozoo.preset_files import read_heads
-from biozoo.tasks.inference import batch_progress, check_precision, compiled_predict
+from biozoo.tasks.inference import batch_progress, check_precision, compiled_predict, compiles_predictions
 from biozoo.tokenizers.base import Tokenizer, text_list
 
 ENTITY_TYPES = ("Gene", "Chemical", "Disease", "Species", "Variant", "CellLine")
@@ -248,19 +249,23 @@ class AionerTagger:
         out = [None] * len(encoded)
         predict = compiled_predict(self)
         # softmax rows do not see padding: sort by length so batches pad little; the CRF decodes
-        # over all 256 positions (its energies at padding count), so it runs at full length
+        # over all 256 positions (its energies at padding count), so it runs at full length.
+        # Compiled per shape (JAX, XLA): widths in length buckets, every batch full (padding rows)
+        compiled = compiles_predictions()
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         starts = range(0, len(order), batch_size)
         for start in batch_progress(starts, len(starts)):
             rows = order[start:start + batch_size]
             width = MAX_LENGTH if self.decoder == "crf" else max(len(encoded[i]) for i in rows)
-            token_ids = np.zeros((len(rows), width), np.int32)
-            mask = np.zeros((len(rows), width), np.int32)
+            if compiled:
+                width = padded_length(width, MAX_LENGTH, static=False)
+            token_ids = np.zeros((batch_size if compiled else len(rows), width), np.int32)
+            mask = np.zeros_like(token_ids)
             for r, i in enumerate(rows):
                 token_ids[r, :len(encoded[i])] = encoded[i]
                 mask[r, :len(encoded[i])] = 1
             logits = np.array(predict({"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
-                                               "padding_mask": mask}), np.float32)
+                                       "padding_mask": mask}), np.float32)[:len(rows)]
             if self.decoder == "crf":
                 logits[:, 0] += self.left_boundary
                 logits[:, -1] += self.right_boundary

@@ -44,12 +44,33 @@ class PresetTaskMixin:
     def precision(self):
         """The inference precision of `predict_*`, `annotate` and `answer`: "float32" (default),
         "bfloat16" or "int8" (`biozoo.tasks.inference`). The bfloat16 and int8 models are
-        made from the weights when first used: set it after training."""
+        made from the weights when first used, and again after `fit`, `load_weights` or
+        `set_weights`."""
         return self._precision
 
     @precision.setter
     def precision(self, value):
         self._precision = check_precision(value)
+
+    def _forget_predict_function(self):
+        """The bfloat16 and int8 models are copies of the weights: made again after these change."""
+        self._compiled_predict = None
+
+    def load_weights(self, *args, **kwargs):
+        result = super().load_weights(*args, **kwargs)
+        self._forget_predict_function()
+        return result
+
+    def set_weights(self, *args, **kwargs):
+        result = super().set_weights(*args, **kwargs)
+        self._forget_predict_function()
+        return result
+
+    def fit(self, *args, **kwargs):
+        try:
+            return super().fit(*args, **kwargs)
+        finally:
+            self._forget_predict_function()
 
     def ids_model(self):
         """The Keras model from the backbone's token ids to logits that exports write (the task itself; a

@@ -286,6 +286,8 @@ class QuestionAnswerer(GlobalBatchLossMixin, PresetTaskMixin, keras_hub.models.T
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.backbone = backbone
         self.preprocessor = preprocessor
+        if preprocessor is not None:  # windows no longer than the positions (384 by default)
+            preprocessor.sequence_length = min(preprocessor.sequence_length, backbone.max_sequence_length)
         self.dropout = dropout
         self.null_threshold = null_threshold
 

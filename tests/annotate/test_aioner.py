@@ -114,6 +114,32 @@ def test_bioc_passages_equal_aioners_own_tagging(taggers, shared_data):
         assert sorted([s, e, k] for s, e, k, *_ in entities) == sorted([int(s), int(e), k] for s, e, k in want[document.id])
 
 
+@pytest.mark.parametrize("decoder", ["softmax", "crf"])
+def test_compiled_prediction_runs_few_shapes_and_tags_as_aioner(taggers, shared_data, decoder, monkeypatch):
+    """Where prediction compiles per shape (JAX; XLA), batches are whole and their widths length
+    buckets: a handful of compilations, not one per batch, and the same entities."""
+    import biozoo.tasks.aioner as aioner
+    from biozoo.data.pipeline import BOUNDARIES
+    from biozoo.tasks.inference import compiled_predict, predicting_with
+
+    monkeypatch.setattr(aioner, "compiles_predictions", lambda: True)
+    tagger, shapes = taggers[decoder], []
+    predict = compiled_predict(tagger)
+
+    def recording(x):
+        shapes.append(x["token_ids"].shape)
+        return predict(x)
+
+    ids, texts = pubtator_texts(shared_data / "documents" / "NCBIdisease_Test.PubTator")
+    with predicting_with(tagger, recording):
+        got = tagger.tag(texts, "ALL", batch_size=16)
+    want = expected(decoder, "NCBIdisease_Test", "ALL")
+    for pmid, found in zip(ids, got):
+        assert [[s, e, k] for s, e, k, _ in found] == [[int(s), int(e), k] for s, e, k in want.get(pmid, [])], pmid
+    assert len(shapes) > 20 and {rows for rows, _ in shapes} == {16}
+    assert {width for _, width in shapes} <= {b for b in BOUNDARIES if b <= aioner.MAX_LENGTH}  # 8 at most
+
+
 def test_softmax_scores_are_probabilities(taggers):
     (found,) = taggers["softmax"].tag(["Mutations in BRCA1 and TP53 cause breast cancer in mice treated with cisplatin."])
     assert found and all(0 < score <= 1 for *_, score in found)

@@ -84,3 +84,18 @@ def test_context_tokens_are_the_hf_tokenizers(qa, tiny_bert_real_vocab):
     for ids, context in zip(features.token_ids, contexts):
         expected = reference(question, context)["input_ids"]
         assert [int(i) for i in ids if i != reference.pad_token_id] == expected, context
+
+
+def test_a_model_of_fewer_positions_than_the_default_window_answers(tmp_path, minilm_dir):
+    """A 64-position checkpoint reads a long context in windows of 64, not the default 384
+    (position embeddings have no row past 64: the model failed)."""
+    from biozoo import testing as H
+
+    model = H.make_model("bert", "BertForQuestionAnswering", vocab_size=30522, max_position_embeddings=64)
+    qa = biozoo.QuestionAnswerer.from_preset(str(H.save_hf_directory(model, tmp_path / "qa64",
+                                                                     vocab_file=minilm_dir / "vocab.txt")))
+    context = "BRCA1 is a tumour suppressor gene mutated in hereditary breast and ovarian cancer. " * 8
+    features = qa.preprocessor.features(["Which gene is mutated?"], [context])
+    assert len(features.token_ids) > 1 and max(len(ids) for ids in features.token_ids) == 64
+    (result,) = qa.answer(["Which gene is mutated?"], [context])
+    assert result["nbest"] and all(context[c["start"]:c["end"]] == c["text"] for c in result["nbest"])

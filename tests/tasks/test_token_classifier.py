@@ -170,3 +170,21 @@ def test_prediction_shows_a_bar_of_its_batches_only_when_asked(ner16, ncbi_test,
         ner16.predict_tags(sentences, batch_size=8)
     shown = capsys.readouterr().err
     assert "scoring test:" in shown and f"0/{batches} " in shown and batches > 1  # the bar of every batch
+
+
+@pytest.mark.parametrize("change", ["set_weights", "load_weights"])
+def test_a_bfloat16_model_predicts_with_the_weights_it_was_given_last(tiny_bert_real_vocab, tmp_path, change):
+    """The bfloat16 copy is made from the weights when first used: new weights make a new copy
+    (it predicted with the old ones)."""
+    text = ["Mutations in BRCA1 cause hereditary breast cancer and cystic fibrosis."]
+    task = biozoo.TokenClassifier.from_preset(str(tiny_bert_real_vocab), label_names=LABELS, precision="bfloat16")
+    before = task.token_probabilities(text)[0][1]
+    other = biozoo.TokenClassifier.from_preset(str(tiny_bert_real_vocab), label_names=LABELS, precision="bfloat16")
+    wanted = other.token_probabilities(text)[0][1]
+    assert not np.allclose(before, wanted, atol=1e-2)  # the two new heads differ
+    if change == "set_weights":
+        task.set_weights(other.get_weights())
+    else:
+        other.save_weights(tmp_path / "other.weights.h5")
+        task.load_weights(tmp_path / "other.weights.h5")
+    np.testing.assert_array_equal(task.token_probabilities(text)[0][1], wanted)
