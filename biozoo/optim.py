@@ -1,4 +1,4 @@
-"""AdamW with linear warmup and decay, as BERT / HF fine-tuning recipes use."""
+"""AdamW (BERT, HF fine-tuning) and LAMB (ALBERT) with linear warmup and decay."""
 
 from __future__ import annotations
 
@@ -132,11 +132,37 @@ class AdamW(_TorchGradients, keras.optimizers.AdamW):
 
 @keras.saving.register_keras_serializable(package="biozoo")
 class Lamb(_TorchGradients, keras.optimizers.Lamb):
-    """Keras' LAMB (ALBERT's optimiser) with sparse gradients summed per row.
+    """LAMB as ALBERT trains with it (google-research/albert, lamb_optimizer.py), sparse gradients
+    summed per row: the update m / (sqrt(v) + epsilon), from moments without bias correction, plus
+    weight_decay * w, scaled by the trust ratio ||w|| / ||update||. Variables excluded from weight
+    decay (`exclude_from_weight_decay`: biases, LayerNorms) are excluded from the trust ratio too,
+    as ALBERT's exclude_from_layer_adaptation defaults to its exclude_from_weight_decay.
 
     Example:
         >>> task.compile(optimizer=Lamb(learning_rate=1e-3, weight_decay=0.01, epsilon=1e-6))
     """
+
+    def _apply_weight_decay(self, variables):
+        """Nothing: LAMB's weight decay is part of its update, inside the trust ratio."""
+
+    def update_step(self, gradient, variable, learning_rate):
+        ops, dtype = keras.ops, variable.dtype
+        gradient, learning_rate = ops.cast(gradient, dtype), ops.cast(learning_rate, dtype)
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        update = ops.divide(m, ops.add(ops.sqrt(v), ops.cast(self.epsilon, dtype)))
+        if not self._use_weight_decay(variable):
+            self.assign_sub(variable, ops.multiply(learning_rate, update))
+            return
+        if self.weight_decay:
+            update = ops.add(update, ops.multiply(ops.cast(self.weight_decay, dtype), variable))
+        weight_norm = ops.sqrt(ops.sum(ops.square(variable)))
+        update_norm = ops.sqrt(ops.sum(ops.square(update)))
+        trust_ratio = ops.where(ops.greater(weight_norm, 0),
+                                ops.where(ops.greater(update_norm, 0), ops.divide(weight_norm, update_norm), 1.0), 1.0)
+        self.assign_sub(variable, ops.multiply(ops.multiply(trust_ratio, learning_rate), update))
 
 
 def default_optimizer(optimizer="auto"):
@@ -205,7 +231,7 @@ def _with_layerwise_rates(optimizer_cls):
             return super().update_step(gradient, variable, learning_rate)
 
         def _apply_weight_decay(self, variables):
-            if self.weight_decay is None:
+            if self.weight_decay is None or isinstance(self, Lamb):  # LAMB decays in its update, at its rate
                 return
             if keras.backend.backend() == "tensorflow":  # each replica's copy, under the strategy
                 from biozoo.tf_optim import apply_weight_decay
@@ -236,7 +262,7 @@ def make_optimizer(name="adamw", learning_rate=5e-5, total_steps=1, warmup_ratio
     kwargs = {"learning_rate": schedule, "global_clipnorm": clip_norm or None}
     if name == "adamw":
         kwargs.update(weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
-    else:  # ALBERT's LAMB: beta_2 0.999, epsilon 1e-6, decoupled weight decay
+    else:  # ALBERT's LAMB: beta_2 0.999, epsilon 1e-6, weight decay inside the trust ratio
         kwargs.update(weight_decay=weight_decay or None, beta_1=0.9, beta_2=0.999, epsilon=1e-6)
     if layer_decay and layer_decay != 1.0:
         if model is None or num_layers is None:

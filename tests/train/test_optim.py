@@ -132,13 +132,70 @@ def test_lamb_trains():
     from biozoo.optim import make_optimizer
 
     task = tiny_task()
-    # LAMB moves each matrix by lr x its norm: the rates are larger than Adam's
-    task.compile(optimizer=make_optimizer("lamb", 1e-1, 40, 0.1, 0.01),
+    # LAMB moves each matrix by lr x its norm, a small step here: many steps. Biases and LayerNorms
+    # take Adam's step of about lr, so the rate stays moderate.
+    task.compile(optimizer=make_optimizer("lamb", 2e-2, 200, 0.1, 0.01),
                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     x, y = batch()
-    losses = [float(task.train_on_batch(x, y)) for _ in range(40)]
+    losses = [float(task.train_on_batch(x, y)) for _ in range(200)]
     assert type(task.optimizer).__name__ == "Lamb"
     assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
+
+
+def albert_lamb(weights, gradients, learning_rates, weight_decay, adapted):
+    """google-research/albert lamb_optimizer.py, LAMBOptimizer.apply_gradients, in numpy (float64):
+    Adam's moments without bias correction, weight decay added to the update, and the trust ratio
+    only for `adapted` variables (ALBERT's exclude_from_layer_adaptation defaults to its
+    exclude_from_weight_decay, which also skips the decay)."""
+    w, m, v = weights.astype(np.float64), np.zeros(weights.shape), np.zeros(weights.shape)
+    for grad, lr in zip(gradients, learning_rates):
+        m = 0.9 * m + (1.0 - 0.9) * grad
+        v = 0.999 * v + (1.0 - 0.999) * np.square(grad)
+        update = m / (np.sqrt(v) + 1e-6)
+        ratio = 1.0
+        if adapted:
+            update += weight_decay * w
+            w_norm, g_norm = np.linalg.norm(w), np.linalg.norm(update)
+            ratio = (w_norm / g_norm if g_norm > 0 else 1.0) if w_norm > 0 else 1.0
+        w = w - ratio * lr * update
+    return w
+
+
+@backends
+@pytest.mark.parametrize("layer_decay", [None, 0.5])
+def test_lamb_updates_as_albert_lamb(layer_decay):
+    """A kernel and a zero-initialised bias over 6 steps of make_optimizer("lamb") (HF's linear
+    schedule): each equals ALBERT's LAMB, the bias excluded from the trust ratio (it moves about
+    lr a step, not lr x its own tiny norm) and the kernel's decay inside the ratio. With layer-wise
+    rates, the update at the variable's rate and no decoupled decay besides."""
+    import keras
+
+    from biozoo.optim import make_optimizer
+
+    rng = np.random.default_rng(5)
+    peak, steps, weight_decay = 1e-2, 6, 0.01
+    kernel0, bias0 = rng.normal(0, 0.02, (8, 4)).astype("float32"), np.zeros(4, "float32")
+    gradients = [(rng.normal(0, 1e-3, (8, 4)).astype("float32"), rng.normal(0, 1e-3, 4).astype("float32"))
+                 for _ in range(steps)]
+    kernel, bias = keras.Variable(kernel0, name="kernel"), keras.Variable(bias0, name="bias")
+    options, multiplier = {}, 1.0
+    if layer_decay:  # a layer below the head, at a reduced rate
+        model = keras.Sequential([keras.layers.Dense(4, name="transformer_layer_0")])
+        model.build((None, 8))
+        kernel, bias = model.layers[0].kernel, model.layers[0].bias
+        kernel.assign(kernel0)
+        options = {"layer_decay": layer_decay, "model": model, "num_layers": 1}
+        multiplier = electra_rate_factor(kernel.path, layer_decay, 1)
+        assert multiplier < 1.0
+    optimizer = make_optimizer("lamb", peak, steps, 0.0, weight_decay, **options)
+    for kernel_gradient, bias_gradient in gradients:
+        optimizer.apply_gradients([(keras.ops.convert_to_tensor(kernel_gradient), kernel),
+                                   (keras.ops.convert_to_tensor(bias_gradient), bias)])
+    rates = [multiplier * peak * (steps - step) / steps for step in range(steps)]  # get_linear_schedule_with_warmup
+    expected_kernel = albert_lamb(kernel0, [g for g, _ in gradients], rates, weight_decay, adapted=True)
+    expected_bias = albert_lamb(bias0, [g for _, g in gradients], rates, weight_decay, adapted=False)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(kernel), expected_kernel, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(bias), expected_bias, rtol=1e-5, atol=1e-7)
 
 
 @backends
