@@ -74,6 +74,9 @@ def add_pretrain_arguments(parser):
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--warmup-ratio", type=float, default=0.1)
     parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--clip-norm", type=float, default=1.0,
+                        help="clip the step's gradient to this global norm, as torch's clip_grad_norm_ (default 1.0, as "
+                        "BERT's and ELECTRA's pretraining and the HF Trainer; 0: off)")
     parser.add_argument("--masking", choices=["wwm", "token"], default="wwm",
                         help="wwm: whole-word masking (default); token: single pieces")
     group = parser.add_mutually_exclusive_group()
@@ -115,6 +118,9 @@ def add_distill_arguments(parser):
     parser.add_argument("--steps", type=int, default=10000)
     parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--warmup-ratio", type=float, default=0.05)
+    parser.add_argument("--clip-norm", type=float, default=1.0,
+                        help="clip the step's gradient to this global norm, as torch's clip_grad_norm_ (default 1.0, as "
+                        "BERT's and ELECTRA's pretraining and the HF Trainer; 0: off)")
     parser.add_argument("--temperature", type=float, default=None,
                         help="softmax temperature of the output loss (default: 2 for distilbert, 1 otherwise)")
     parser.add_argument("--masking", choices=["wwm", "token"], default="wwm",
@@ -149,9 +155,9 @@ def pretrain_hyperparameters(args):
     return PretrainHyperparameters(
         max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
         learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
-        masking=args.masking, sentence_task=args.sentence_task, generator_fraction=args.generator_fraction,
-        rtd_weight=args.rtd_weight, dupe_factor=args.dupe_factor, seed=args.seed,
-        checkpoint_every=args.checkpoint_every,
+        clip_norm=args.clip_norm, masking=args.masking, sentence_task=args.sentence_task,
+        generator_fraction=args.generator_fraction, rtd_weight=args.rtd_weight, dupe_factor=args.dupe_factor,
+        seed=args.seed, checkpoint_every=args.checkpoint_every,
     )
 
 
@@ -170,8 +176,8 @@ def distill_hyperparameters(args):
 
     return DistillHyperparameters(
         layer_map=args.layer_map, max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
-        learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio, temperature=args.temperature,
-        masking=args.masking, seed=args.seed, checkpoint_every=args.checkpoint_every,
+        learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio, clip_norm=args.clip_norm,
+        temperature=args.temperature, masking=args.masking, seed=args.seed, checkpoint_every=args.checkpoint_every,
     )
 
 

@@ -10,12 +10,14 @@ et al., 2023), with the loss weights and temperatures of their released scripts:
   cross-entropy of the teacher's masked-token distribution, all weighted 1. W_p is a learned
   projection, used when the widths differ.
 - `compact` (CompactBioBERT): 1 * MLM + 3 * sum_l [(1 - cosine(h_s^l, h_t^g(l))) +
-  KL(a_t^g(l) || a_s^l) per attention row] + 5 * KL(teacher || student) on the masked tokens.
+  KL(a_t^g(l) || a_s^l) / key length] + 5 * KL(teacher || student) on the masked tokens. The
+  attention term is the released script's KLDivLoss(reduction="mean"): the mean over every entry
+  of the real query rows, padding keys included, so it alone depends on how far a batch is padded.
 
 KL terms take the teacher as the reference distribution, as both reference implementations do
 (the paper's formulas write the arguments the other way round). Hidden-state and attention
 terms average over real (non-padding) tokens and query rows, an attention row's MSE over its real
-keys: no term changes when a batch is padded further. Where the student has fewer
+keys: no other term changes when a batch is padded further. Where the student has fewer
 heads than the teacher, attention maps are compared head-averaged.
 
 The student is the teacher's architecture with changes (`{"num_layers": 6}`); where the widths
@@ -60,6 +62,9 @@ class DistillHyperparameters:
     learning_rate: float = 5e-4
     warmup_ratio: float = 0.05
     weight_decay: float | None = None
+    # global-norm gradient clipping, as torch's clip_grad_norm_; 1.0 as BERT's and ELECTRA's
+    # optimization.py and the HF Trainer (max_grad_norm) of the released distillation scripts; 0 or None: off
+    clip_norm: float | None = 1.0
     temperature: float | None = None
     loss_weights: dict | None = None
     layer_weights: list | None = None
@@ -306,9 +311,12 @@ class Distiller(LossHistoryStep, keras.Model):
                 attention += weight * _weighted_mean(row_mse, rows)
             else:
                 hidden += weight * _weighted_mean(_cosine_distance(s_h, t_h), mask)
+                # CompactBioBERT-Distillation.py: KLDivLoss(reduction="mean")(log(s + eps), t + eps) over the real
+                # query rows, the mean taken over every key column too (padding's add nothing, and count)
                 eps = 1e-12
-                row_kl = ops.sum(t_a * (ops.log(t_a + eps) - ops.log(s_a + eps)), -1)
-                attention += weight * _weighted_mean(row_kl, rows)
+                t_a, s_a = t_a + eps, s_a + eps
+                row_kl = ops.sum(t_a * (ops.log(t_a) - ops.log(s_a)), -1)
+                attention += weight * _weighted_mean(row_kl, rows) / f32(ops.shape(t_a)[-1])
         terms["hidden"], terms["attention"] = hidden, attention
         if self.method == "tinybert":
             s_e, t_e = f32(self._project(s["hidden_states"][0])), f32(t["hidden_states"][0])
@@ -502,6 +510,7 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
     check_values([("--steps", hp.steps, "whole"), ("--batch-size", hp.batch_size, "whole"),
                   ("--learning-rate", hp.learning_rate, "positive"), ("--max-seq-length", hp.max_seq_length, "whole"),
                   ("--warmup-ratio", hp.warmup_ratio, "fraction"), ("--temperature", hp.temperature, "positive"),
+                  ("--clip-norm", hp.clip_norm, "non-negative"),
                   ("--checkpoint-every", hp.checkpoint_every, "whole")], BiozooError)
     output = os.fspath(output)
     run = TrainingRun(output, strategy, batch_size=hp.batch_size, error=BiozooError,
@@ -550,6 +559,7 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
         "max_seq_length": hp.max_seq_length,
         "masking": hp.masking,
         "learning_rate": hp.learning_rate,
+        "clip_norm": hp.clip_norm,
         "temperature": distiller.temperature,
         "loss_weights": distiller.loss_weights,
         "seed": hp.seed,
@@ -604,7 +614,7 @@ def _build_models(run, method, teacher, changes, hp, log_every):
                               loss_weights=hp.loss_weights, layer_weights=hp.layer_weights, total_steps=hp.steps,
                               log_every=log_every)
         decay = DISTILL_METHODS[method]["weight_decay"] if hp.weight_decay is None else hp.weight_decay
-        distiller.compile(optimizer=adamw(hp.learning_rate, hp.steps, hp.warmup_ratio, decay),
+        distiller.compile(optimizer=adamw(hp.learning_rate, hp.steps, hp.warmup_ratio, decay, hp.clip_norm),
                           jit_compile=run.jit("auto"))
     return _Models(teacher_task, student, distiller, g, copied, (backbone_cls, config))
 

@@ -70,6 +70,9 @@ class PretrainHyperparameters:
     learning_rate: float = 1e-4
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
+    # global-norm gradient clipping, as torch's clip_grad_norm_; 1.0 as BERT's and ELECTRA's
+    # optimization.py and the HF Trainer (max_grad_norm) of the released distillation scripts; 0 or None: off
+    clip_norm: float | None = 1.0
     masking: str = "wwm"  # whole words, or "token": single pieces
     sentence_task: str | None = None  # mlm: None, "nsp" or "sop"
     generator_fraction: float = 0.25  # electra: generator size as a fraction of the discriminator's
@@ -443,7 +446,8 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
         limit = backbone.get_config().get("max_sequence_length")
         if limit and hp.max_seq_length > limit:
             raise ValueError(f"--max-seq-length {hp.max_seq_length} exceeds the model's {limit} positions.")
-        trainer.compile(optimizer=adamw(hp.learning_rate, hp.steps, hp.warmup_ratio, hp.weight_decay),
+        trainer.compile(optimizer=adamw(hp.learning_rate, hp.steps, hp.warmup_ratio, hp.weight_decay,
+                                        hp.clip_norm),
                         jit_compile=run.jit(hp.jit_compile))
 
     records_dir = run.scratch(records_dir, ".records")
@@ -466,7 +470,7 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
         "hyperparameters": {
             "steps": hp.steps, "batch_size": hp.batch_size, "max_seq_length": hp.max_seq_length,
             "learning_rate": hp.learning_rate, "warmup_ratio": hp.warmup_ratio, "weight_decay": hp.weight_decay,
-            "mask_rate": hp.mask_rate, "seed": hp.seed,
+            "clip_norm": hp.clip_norm, "mask_rate": hp.mask_rate, "seed": hp.seed,
         },
         **run.placement(),
         "resumed_from": result["resumed_from"],
@@ -531,7 +535,7 @@ def _check_arguments(method, hp, preset, config, tokenizer):
     check_values([("--steps", hp.steps, "whole"), ("--batch-size", hp.batch_size, "whole"),
                   ("--learning-rate", hp.learning_rate, "positive"), ("--max-seq-length", hp.max_seq_length, "whole"),
                   ("--warmup-ratio", hp.warmup_ratio, "fraction"), ("--weight-decay", hp.weight_decay, "non-negative"),
-                  ("--generator-fraction", hp.generator_fraction, "decay"), ("--rtd-weight", hp.rtd_weight, "positive"),
+                  ("--clip-norm", hp.clip_norm, "non-negative"), ("--generator-fraction", hp.generator_fraction, "decay"), ("--rtd-weight", hp.rtd_weight, "positive"),
                   ("--dupe-factor", hp.dupe_factor, "whole"), ("--checkpoint-every", hp.checkpoint_every, "whole")])
 
 

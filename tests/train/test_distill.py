@@ -107,8 +107,10 @@ def reference_terms(method, teacher, student, x, y, layer_map, temperature, proj
             attention += row_mse[rows].mean()
         else:
             hidden += cosine_distance(s["hidden_states"][l], t["hidden_states"][g])[tokens].mean()
-            kl = (t_a * (np.log(t_a + 1e-12) - np.log(s_a + 1e-12))).sum(-1)
-            attention += kl[rows].mean()
+            # KLDivLoss(reduction="mean") of CompactBioBERT-Distillation.py: over every key column
+            t_a, s_a = t_a + 1e-12, s_a + 1e-12
+            kl = (t_a * (np.log(t_a) - np.log(s_a))).sum(-1)
+            attention += kl[rows].mean() / t_a.shape[-1]
     terms["hidden"], terms["attention"] = hidden, attention
     if method == "tinybert":
         terms["embedding"] = mse(project(s["hidden_states"][0]), t["hidden_states"][0])
@@ -140,7 +142,8 @@ def test_loss_terms_match_numpy_reference(method, student_shape):
 @pytest.mark.parametrize("method", list(D.DISTILL_METHODS))
 def test_terms_do_not_change_when_the_batch_is_padded_further(method):
     """Length-sorted micro-batches and dynamic padding pad a sentence to different lengths: the
-    loss of the same sentences must not depend on it (TinyBERT's attention MSE included)."""
+    loss of the same sentences must not depend on it (TinyBERT's attention MSE included). Except
+    CompactBioBERT's attention KL, whose released mean counts the padding keys (the next test)."""
     teacher = tiny_mlm()
     student = tiny_mlm(num_layers=2, seed=1)
     distiller = D.Distiller(teacher, student, method, layer_map=[2, 4])
@@ -150,7 +153,37 @@ def test_terms_do_not_change_when_the_batch_is_padded_further(method):
                                                                  training=False).items()}
              for batch in (x, wider)]
     for term in terms[0]:
+        if (method, term) == ("compact", "attention"):
+            assert terms[1][term] == pytest.approx(terms[0][term] * 12 / 18, rel=1e-5), term
+            continue
         assert terms[1][term] == pytest.approx(terms[0][term], rel=1e-5, abs=1e-7), term
+
+
+@pytest.mark.backends
+def test_compact_attention_term_is_the_released_kl_div_mean():
+    """CompactBioBERT-Distillation.py (nlpie-research/Compact-Biomedical-Transformers),
+    compute_attention_loss, transcribed in torch on biozoo's attention maps of a padded batch:
+    the real query rows masked_select-ed, 1e-12 added, nn.KLDivLoss(reduction="mean") per
+    layer (the mean over every element, key columns included), summed over the layers."""
+    torch = pytest.importorskip("torch")
+    teacher = tiny_mlm()
+    student = tiny_mlm(num_layers=2, seed=1)
+    distiller = D.Distiller(teacher, student, "compact", layer_map=[2, 4])
+    x, y = tiny_batch()
+    ours = float(distiller.compute_terms(x, *D._unpack((x, y))[1:], training=False)["attention"])
+    inputs = {k: x[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    s_maps = student.backbone.features(inputs, attentions=True, training=False)["attentions"]
+    t_maps = teacher.backbone.features(inputs, attentions=True, training=False)["attentions"]
+    attention_mask = torch.tensor(x["padding_mask"])
+    released = 0.0
+    for index, s_map in enumerate(s_maps):
+        s_map, t_map = torch.tensor(numpy(s_map)), torch.tensor(numpy(t_maps[2 * index + 1]))
+        selected = attention_mask.unsqueeze(1).repeat(1, s_map.shape[1], 1).unsqueeze(-1).expand_as(s_map).bool()
+        s_rows = torch.masked_select(s_map, selected).view(-1, s_map.size(-1)) + 1e-12
+        t_rows = torch.masked_select(t_map, selected).view(-1, t_map.size(-1)) + 1e-12
+        released += float(torch.nn.functional.kl_div(torch.log(s_rows), t_rows, reduction="mean"))
+    assert released > 1e-4
+    assert ours == pytest.approx(released, rel=1e-5)
 
 
 @pytest.mark.backends
@@ -420,3 +453,27 @@ def test_command_line_defaults_are_the_hyperparameters_defaults():
     args = add_distill_arguments(argparse.ArgumentParser()).parse_args(
         ["--teacher", "t", "--student-config", "{}", "--method", "compact", "--corpus", "c.txt", "--output", "o"])
     assert distill_hyperparameters(args) == D.DistillHyperparameters()
+
+
+def test_distillation_clips_the_gradient_at_global_norm_1_by_default(tmp_path):
+    """The released distillation scripts train with the HF Trainer, whose max_grad_norm is 1.0:
+    the distiller's optimizer clips so by default, at --clip-norm otherwise (0: off), and a
+    rerun resumes only with the same clipping."""
+    from biozoo._commands.train import add_distill_arguments, distill_hyperparameters
+    from biozoo.train.run import TrainingRun, resume_settings
+
+    teacher = tmp_path / "teacher"
+    tiny_mlm().save_to_preset(str(teacher))
+    parser = add_distill_arguments(argparse.ArgumentParser())
+    clipping = []
+    for flags in ([], ["--clip-norm", "0.5"], ["--clip-norm", "0"]):
+        args = parser.parse_args(["--teacher", str(teacher), "--student-config", "{}", "--method", "compact",
+                                  "--corpus", "c.txt", "--output", "o", "--max-seq-length", "32", *flags])
+        hp = distill_hyperparameters(args)
+        models = D._build_models(TrainingRun(str(tmp_path / "out"), batch_size=4), "compact", str(teacher),
+                                 {"num_layers": 2}, hp, 1)
+        clipping.append(models.distiller.optimizer.global_clipnorm)
+        assert resume_settings(hp)["clip_norm"] == hp.clip_norm
+    assert clipping == [1.0, 0.5, None]
+    with pytest.raises(BiozooError, match="--clip-norm"):
+        D.run_distill("compact", str(teacher), {"num_layers": 2}, ["c.txt"], tmp_path / "o", clip_norm=float("nan"))

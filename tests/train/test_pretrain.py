@@ -672,3 +672,36 @@ def test_command_line_defaults_are_the_hyperparameters_defaults():
     add_pretrain_arguments(parser)
     args = parser.parse_args(["mlm", "--corpus", "a.txt", "--preset", "p", "--output", "o"])
     assert pretrain_hyperparameters(args) == PretrainHyperparameters()
+
+
+def test_pretraining_clips_the_gradient_at_global_norm_1_by_default(tmp_path, corpus, tiny_bert_real_vocab,
+                                                                     monkeypatch):
+    """BERT's and ELECTRA's optimization.py clip at global norm 1.0: the optimizer pretraining
+    compiles clips so by default, at --clip-norm otherwise (0: off), and a rerun resumes only
+    with the same clipping."""
+    import biozoo.train.pretrain as P
+    from biozoo._commands.train import add_pretrain_arguments, pretrain_hyperparameters
+    from biozoo.train.run import resume_settings
+
+    class Compiled(Exception):
+        pass
+
+    def compiled_optimizer(*args):
+        optimizers.append(real(*args))
+        raise Compiled
+
+    real, optimizers = P.adamw, []
+    monkeypatch.setattr(P, "adamw", compiled_optimizer)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("method")
+    add_pretrain_arguments(parser)
+    for flags in ([], ["--clip-norm", "0.5"], ["--clip-norm", "0"]):
+        args = parser.parse_args(["mlm", "--corpus", str(corpus), "--preset", str(tiny_bert_real_vocab),
+                                  "--output", str(tmp_path / "o"), "--max-seq-length", "32", *flags])
+        hp = pretrain_hyperparameters(args)
+        with pytest.raises(Compiled):
+            P.run_pretrain("mlm", [corpus], tmp_path / "o", hp, preset=tiny_bert_real_vocab, log=lambda message: None)
+        assert resume_settings(hp)["clip_norm"] == hp.clip_norm
+    assert [optimizer.global_clipnorm for optimizer in optimizers] == [1.0, 0.5, None]
+    with pytest.raises(ValueError, match="--clip-norm"):
+        P.run_pretrain("mlm", [corpus], tmp_path / "o", preset=tiny_bert_real_vocab, clip_norm=-1.0)
