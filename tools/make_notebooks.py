@@ -502,8 +502,8 @@ def notebook_03():
 
             The student is the teacher's architecture with `STUDENT_LAYERS` layers
             (`--student-config '{"num_layers": 6}'`: changes to the teacher's backbone config). Its
-            embeddings, MLM head and layers start from the teacher's (student layer l from teacher
-            layer l * L_teacher / L_student, every other layer for half the depth).
+            embeddings, MLM head and layers start from the teacher's (as DistilBioBERT's script, student
+            layer l from the first teacher layer of each of L_student blocks: 1, 3, 5, ... for half the depth).
         """),
         code('''
             STUDENT_CONFIG = json.dumps({"num_layers": STUDENT_LAYERS})

@@ -8,6 +8,11 @@ import sys
 from biozoo.train import DISTILL_METHODS, PRETRAIN_METHODS, STRATEGIES
 
 
+def _per_method(name):
+    """`distilbert 0.05, tinybert 0.1, ...`: DISTILL_METHODS' `name` per method, for --help."""
+    return ", ".join(f"{method} {spec[name]}" for method, spec in DISTILL_METHODS.items())
+
+
 def register(subparsers):
     parser = subparsers.add_parser(
         "pretrain",
@@ -112,19 +117,22 @@ def add_distill_arguments(parser):
     parser.add_argument("--output", required=True, help="where to write the student preset and metrics.json")
     parser.add_argument("--overwrite", action="store_true", help="replace an earlier biozoo output at --output")
     parser.add_argument("--layer-map", help="teacher layer (1-based) for each student layer, e.g. 2,4,6,8,10,12 "
-                        "(default: uniform, l * L_teacher / L_student)")
+                        "(default: the method's released script, the first or last teacher layer of each of "
+                        f"L_student equal blocks: {_per_method('layer_map')})")
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=32, help="global batch size")
     parser.add_argument("--steps", type=int, default=10000)
     parser.add_argument("--learning-rate", type=float, default=5e-4)
-    parser.add_argument("--warmup-ratio", type=float, default=0.05)
+    parser.add_argument("--warmup-ratio", type=float, default=None,
+                        help=f"share of the steps to warm up over (default: the method's, {_per_method('warmup_ratio')})")
     parser.add_argument("--clip-norm", type=float, default=1.0,
                         help="clip the step's gradient to this global norm, as torch's clip_grad_norm_ (default 1.0, as "
                         "BERT's and ELECTRA's pretraining and the HF Trainer; 0: off)")
     parser.add_argument("--temperature", type=float, default=None,
                         help="softmax temperature of the output loss (default: 2 for distilbert, 1 otherwise)")
-    parser.add_argument("--masking", choices=["wwm", "token"], default="wwm",
-                        help="wwm: whole-word masking (default); token: single pieces")
+    parser.add_argument("--masking", choices=["wwm", "token"], default=None,
+                        help="wwm: whole-word masking; token: single pieces (default: the method's, "
+                        f"{_per_method('masking')})")
     parser.add_argument("--eval-corpus", nargs="+", help="held-out text files for the agreement figures "
                         "(default: the first 2,000 training instances)")
     parser.add_argument("--records", help="keep the packed shards here (reused by later runs with the same settings); "

@@ -27,26 +27,38 @@ PRETRAIN_METHODS = {
     "mlm": {"replacement": (0.8, 0.1)},
     "electra": {"replacement": (0.85, 0.0)},
 }
-# `biozoo distill --method`, per method: the loss terms reported, default loss weights, temperature
-# and weight decay (from the authors' DistilBioBERT / TinyBioBERT / CompactBioBERT scripts).
+# `biozoo distill --method`, per method: the loss terms reported, default loss weights, temperature,
+# weight decay, warmup (share of the steps), masking, and the teacher layer of each student layer
+# (`layer_map`: the first or the last teacher layer of each of L_student equal blocks), from the
+# authors' DistilBioBERT / TinyBioBERT / CompactBioBERT-Distillation.py. Every script warms up over
+# warmup_steps of its 100,000 steps and masks with DataCollatorForLanguageModeling (single pieces).
 DISTILL_METHODS = {
     "distilbert": {
         "terms": ("mlm", "output", "align"),
         "weights": {"mlm": 2.0, "output": 5.0, "align": 1.0},
         "temperature": 2.0,
         "weight_decay": 0.0,
+        "warmup_ratio": 0.05,  # warmup_steps=5000
+        "masking": "token",
+        "layer_map": "first",  # initializeStudent: bertModel.encoder.layer[2*index]
     },
     "tinybert": {
         "terms": ("embedding", "hidden", "attention", "output"),
         "weights": {"embedding": 1.0, "layer": 1.0, "output": 1.0},
         "temperature": 1.0,
         "weight_decay": 1e-4,
+        "warmup_ratio": 0.1,  # warmup_steps=10000
+        "masking": "token",
+        "layer_map": "last",  # t_attentions[i * layers_per_block + layers_per_block - 1]
     },
     "compact": {
         "terms": ("mlm", "hidden", "attention", "output"),
         "weights": {"mlm": 1.0, "compact": 3.0, "output": 5.0},
         "temperature": 1.0,
         "weight_decay": 1e-4,
+        "warmup_ratio": 0.05,  # warmup_steps=5000
+        "masking": "token",
+        "layer_map": "last",  # initializeStudent and the losses: teacher layer [2*index + 1]
     },
 }
 

@@ -22,7 +22,8 @@ heads than the teacher, attention maps are compared head-averaged.
 
 The student is the teacher's architecture with changes (`{"num_layers": 6}`); where the widths
 agree it starts from the teacher: embeddings, MLM head, and student layer l from teacher layer
-g(l) (default g(l) = l * L_t / L_s, every other layer for half the depth).
+g(l), by default the method's (`DISTILL_METHODS`): the first or the last teacher layer of each
+of L_s equal blocks (1, 3, ..., 11 or 2, 4, ..., 12 for half of 12 layers).
 
 The command line (`biozoo distill`) is in `biozoo._commands.train`.
 """
@@ -55,12 +56,12 @@ BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 class DistillHyperparameters:
     """How `run_distill` trains (the options of `biozoo distill`); None: the method's default."""
 
-    layer_map: str | list | None = None  # teacher layer g(l) per student layer ("2,4,6"); None: uniform
+    layer_map: str | list | None = None  # teacher layer g(l) per student layer ("2,4,6")
     max_seq_length: int = 128
     batch_size: int = 32  # the global batch, split over the replicas
     steps: int = 10000
     learning_rate: float = 5e-4
-    warmup_ratio: float = 0.05
+    warmup_ratio: float | None = None
     weight_decay: float | None = None
     # global-norm gradient clipping, as torch's clip_grad_norm_; 1.0 as BERT's and ELECTRA's
     # optimization.py and the HF Trainer (max_grad_norm) of the released distillation scripts; 0 or None: off
@@ -68,7 +69,7 @@ class DistillHyperparameters:
     temperature: float | None = None
     loss_weights: dict | None = None
     layer_weights: list | None = None
-    masking: str = "wwm"  # whole words, or "token": single pieces
+    masking: str | None = None  # "wwm": whole words, or "token": single pieces
     seed: int = 42
     checkpoint_every: int | None = None  # steps; a rerun resumes from the last checkpoint
     log_every: int | None = None  # steps per loss-curve point (default: steps // 20)
@@ -77,15 +78,19 @@ class DistillHyperparameters:
 # ---- layer map and student ----------------------------------------------------------
 
 
-def uniform_layer_map(student_layers, teacher_layers):
-    """g(l) for l = 1..student_layers: teacher layer round(l * L_t / L_s) (1-based)."""
+def uniform_layer_map(student_layers, teacher_layers, block_layer="last"):
+    """g(l) for l = 1..student_layers (1-based): the last teacher layer of each of L_s equal blocks,
+    round(l * L_t / L_s), or the first, round((l - 1) * L_t / L_s) + 1."""
+    if block_layer == "first":
+        return [round((l - 1) * teacher_layers / student_layers) + 1 for l in range(1, student_layers + 1)]
     return [max(1, round(l * teacher_layers / student_layers)) for l in range(1, student_layers + 1)]
 
 
-def parse_layer_map(layer_map, student_layers, teacher_layers):
-    """`"2,4,6"` or a list -> validated 1-based teacher layers, one per student layer."""
+def parse_layer_map(layer_map, student_layers, teacher_layers, block_layer="last"):
+    """`"2,4,6"` or a list -> validated 1-based teacher layers, one per student layer; None:
+    `uniform_layer_map` with `block_layer`."""
     if layer_map is None or layer_map == "":
-        return uniform_layer_map(student_layers, teacher_layers)
+        return uniform_layer_map(student_layers, teacher_layers, block_layer)
     if isinstance(layer_map, str):
         try:
             layer_map = [int(x) for x in layer_map.replace(" ", "").split(",") if x]
@@ -236,8 +241,8 @@ class Distiller(LossHistoryStep, keras.Model):
         freeze_unused_pooler(student.backbone)
         self.teacher, self.student, self.method = teacher, student, method
         t_layers, s_layers = len(teacher.backbone.transformer_layers), len(student.backbone.transformer_layers)
-        self.layer_map = parse_layer_map(layer_map, s_layers, t_layers)
         spec = DISTILL_METHODS[method]
+        self.layer_map = parse_layer_map(layer_map, s_layers, t_layers, spec["layer_map"])
         self.temperature = float(spec["temperature"] if temperature is None else temperature)
         unknown = sorted(set(loss_weights or {}) - set(spec["weights"]))
         if unknown:
@@ -474,6 +479,13 @@ def _count(model):
     return int(sum(np.prod(w.shape) for w in model.weights))
 
 
+def method_defaults(method, hp):
+    """`hp` with the method's warmup and masking (`DISTILL_METHODS`) where it gives none."""
+    spec = DISTILL_METHODS[method]
+    return dataclasses.replace(hp, **{name: spec[name] for name in ("warmup_ratio", "masking")
+                                      if getattr(hp, name) is None})
+
+
 def run_distill(method, teacher, student_config, corpus_files, output, hp=None, *, eval_corpus=None,
                 records_dir=None, strategy=None, checkpoint_dir=None, make_data=None, verbose=1, log=print,
                 overwrite=False, **hyperparameters):
@@ -484,7 +496,8 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
     `student_config`: changes to the teacher's backbone config (dict, JSON file or inline
     JSON). `hp`: a `DistillHyperparameters` (default: its defaults), changed by any of its
     fields given as keywords (`steps=1000`): `layer_map` g(l) for each student layer ("2,4,6"
-    or a list; default uniform), `masking` "wwm" (whole words) or "token". `strategy`: a
+    or a list), `warmup_ratio`, `masking` "wwm" (whole words) or "token" (None: the method's,
+    `DISTILL_METHODS`). `strategy`: a
     `ResolvedStrategy` or tf.distribute strategy (default: the current one); the models are
     built and compiled in its scope. Corpora are packed in `records_dir` (TFRecords on
     TensorFlow, NumPy shards on JAX and PyTorch; default OUTPUT.records, removed after a
@@ -505,6 +518,7 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
     hp = dataclasses.replace(hp or DistillHyperparameters(), **hyperparameters)
     if method not in DISTILL_METHODS:
         raise BiozooError(f"unknown distillation method {method!r}; choose one of {', '.join(DISTILL_METHODS)}")
+    hp = method_defaults(method, hp)
     if hp.masking not in ("wwm", "token"):
         raise BiozooError(f"masking must be 'wwm' or 'token', got {hp.masking!r}")
     check_values([("--steps", hp.steps, "whole"), ("--batch-size", hp.batch_size, "whole"),
@@ -559,6 +573,7 @@ def run_distill(method, teacher, student_config, corpus_files, output, hp=None, 
         "max_seq_length": hp.max_seq_length,
         "masking": hp.masking,
         "learning_rate": hp.learning_rate,
+        "warmup_ratio": hp.warmup_ratio,
         "clip_norm": hp.clip_norm,
         "temperature": distiller.temperature,
         "loss_weights": distiller.loss_weights,
@@ -608,7 +623,8 @@ def _build_models(run, method, teacher, changes, hp, log_every):
         backbone_cls = type(teacher_task.backbone)
         student = MaskedLM(backbone=backbone_cls.from_config(config))
         t_layers = len(teacher_task.backbone.transformer_layers)
-        g = parse_layer_map(hp.layer_map, len(student.backbone.transformer_layers), t_layers)
+        g = parse_layer_map(hp.layer_map, len(student.backbone.transformer_layers), t_layers,
+                            DISTILL_METHODS[method]["layer_map"])
         copied = initialize_student(student, teacher_task, g)
         distiller = Distiller(teacher_task, student, method, layer_map=g, temperature=hp.temperature,
                               loss_weights=hp.loss_weights, layer_weights=hp.layer_weights, total_steps=hp.steps,

@@ -421,7 +421,9 @@ def test_distilled_student_agrees_with_teacher(method, trained_teacher, tmp_path
                             max_seq_length=SEQ, batch_size=BATCH, steps=STUDENT_STEPS,
                             eval_corpus=[trained_teacher["held_out"]], masking="token", verbose=0,
                             log=lambda message: None)
-    assert metrics["layer_map"] == [2, 4] and metrics["initialized_from_teacher"]["layers"] == {"1": 2, "2": 4}
+    layer_map = {"distilbert": [1, 3], "compact": [2, 4]}[method]  # the first / last of each block of 2
+    assert metrics["layer_map"] == layer_map
+    assert metrics["initialized_from_teacher"]["layers"] == {"1": layer_map[0], "2": layer_map[1]}
     check_distilled(metrics, output)
     assert not os.path.exists(str(output) + ".records")  # the packed shards go after a successful run
 
@@ -469,7 +471,7 @@ def test_distillation_clips_the_gradient_at_global_norm_1_by_default(tmp_path):
     for flags in ([], ["--clip-norm", "0.5"], ["--clip-norm", "0"]):
         args = parser.parse_args(["--teacher", str(teacher), "--student-config", "{}", "--method", "compact",
                                   "--corpus", "c.txt", "--output", "o", "--max-seq-length", "32", *flags])
-        hp = distill_hyperparameters(args)
+        hp = D.method_defaults("compact", distill_hyperparameters(args))
         models = D._build_models(TrainingRun(str(tmp_path / "out"), batch_size=4), "compact", str(teacher),
                                  {"num_layers": 2}, hp, 1)
         clipping.append(models.distiller.optimizer.global_clipnorm)
@@ -477,3 +479,54 @@ def test_distillation_clips_the_gradient_at_global_norm_1_by_default(tmp_path):
     assert clipping == [1.0, 0.5, None]
     with pytest.raises(BiozooError, match="--clip-norm"):
         D.run_distill("compact", str(teacher), {"num_layers": 2}, ["c.txt"], tmp_path / "o", clip_norm=float("nan"))
+
+
+# What the released scripts (nlpie-research/Compact-Biomedical-Transformers) do, transcribed: the
+# 0-based teacher layer each student layer starts from or is compared with, for a 12-layer teacher.
+RELEASED = {
+    # DistilBioBERT-Distillation.py, initializeStudent (num_hidden_layers //= 2):
+    #   distillationModel.encoder.layer[index] = bertModel.encoder.layer[2*index]
+    "distilbert": {"student_layers": 6, "teacher_layers": [2 * index for index in range(6)],
+                   "warmup_steps": 5000},
+    # TinyBioBERT-Distillation.py (TinyBERT_General_4L_312D: 4 layers), layers_per_block = 12 / 4:
+    #   new_teacher_atts = [t_attentions[i * layers_per_block + layers_per_block - 1] ...]
+    "tinybert": {"student_layers": 4, "teacher_layers": [i * 3 + 3 - 1 for i in range(4)], "warmup_steps": 10000},
+    # CompactBioBERT-Distillation.py, initializeStudent and compute_attention_loss / compute_hidden_loss:
+    #   distillationModel.encoder.layer[index] = bertModel.encoder.layer[2*index + 1]; t_attentions[2*index + 1]
+    "compact": {"student_layers": 6, "teacher_layers": [2 * index + 1 for index in range(6)],
+                "warmup_steps": 5000},
+}
+RELEASED_STEPS = 100000  # every script: num_train_epochs=(1/173989)*(100000) of 173,989 steps an epoch
+
+
+@pytest.mark.parametrize("method", list(D.DISTILL_METHODS))
+def test_method_defaults_are_the_released_scripts(method):
+    """Each method's default layer map, warmup and masking are its released script's: every
+    script masks single pieces (DataCollatorForLanguageModeling, mlm_probability 0.15)."""
+    released = RELEASED[method]
+    layer_map = D.parse_layer_map(None, released["student_layers"], 12, D.DISTILL_METHODS[method]["layer_map"])
+    assert layer_map == [g + 1 for g in released["teacher_layers"]]
+    hp = D.method_defaults(method, D.DistillHyperparameters())
+    assert hp.warmup_ratio == released["warmup_steps"] / RELEASED_STEPS
+    assert hp.masking == "token"
+    given = D.method_defaults(method, D.DistillHyperparameters(warmup_ratio=0.2, masking="wwm"))
+    assert (given.warmup_ratio, given.masking) == (0.2, "wwm")
+
+
+@pytest.mark.parametrize("method, first_layers", [("distilbert", {1: 1, 2: 3}), ("compact", {1: 2, 2: 4})])
+def test_student_starts_from_its_methods_teacher_layers(method, first_layers, tmp_path):
+    """By default DistilBioBERT's student starts from teacher layers 1, 3, ... (1-based),
+    CompactBioBERT's from 2, 4, ...; the distiller compares the same layers."""
+    teacher = tiny_mlm(num_layers=4)
+    teacher.save_to_preset(str(tmp_path / "teacher"))
+    from biozoo.train.run import TrainingRun
+
+    models = D._build_models(TrainingRun(str(tmp_path / "out"), batch_size=4), method, str(tmp_path / "teacher"),
+                             {"num_layers": 2},
+                             D.method_defaults(method, D.DistillHyperparameters(max_seq_length=32)), 1)
+    assert models.copied["layers"] == first_layers
+    assert models.distiller.layer_map == models.layer_map == list(first_layers.values())
+    for l, g in first_layers.items():
+        for a, b in zip(models.student.backbone.transformer_layers[l - 1].weights,
+                        teacher.backbone.transformer_layers[g - 1].weights):
+            np.testing.assert_array_equal(numpy(a.value), numpy(b.value))
