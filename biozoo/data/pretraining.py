@@ -61,15 +61,17 @@ SHARDS_FORMAT = 1
 def read_documents(path):
     """Documents of a corpus file: lists of sentences (lines), split at blank lines.
 
-    Raises ValueError naming the file when it holds no text at all.
+    Lines end at "\n" only, as BERT's create_pretraining_data.py reads them: a form feed, U+2028 or
+    another Unicode line boundary inside a sentence leaves it whole. Raises ValueError naming the
+    file when it holds no text at all.
     """
     documents, current = [], []
     path = os.fspath(path)
     opened = remote_files(path).open_file(path, "rb") if is_remote(path) else open(path, "rb")
     with opened as f:
         text = decode_utf8(f.read(), path, DataFormatError)
-    for line in text.splitlines():
-        line = line.strip()
+    for line in text.split("\n"):
+        line = line.strip()  # "\r" of CRLF files too
         if line:
             current.append(line)
         elif current:

@@ -60,6 +60,33 @@ def test_documents_split_at_blank_lines_and_an_empty_corpus_is_named(tmp_path):
         read_documents(empty)
 
 
+def test_sentences_end_at_newlines_only_as_bert_reads_them(tmp_path):
+    """Form feeds, U+2028, U+0085 and the \x1c-\x1e separators inside a line leave the sentence
+    whole: the documents are those of create_pretraining_data.py's loop (google-research/bert),
+    transcribed below, which reads lines up to "\n" (tf.gfile readline) and strips them."""
+    import io
+
+    from biozoo.data.pretraining import read_documents
+
+    text = ("Page one ends here.\x0cPage two starts.\r\nA\u2028B and C\x85D.\n\nE\x1cF\x1dG\x1eH.\n"
+            "\x0c\nLast document.\n")
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(text.encode("utf-8"))
+    documents, reader = [[]], io.StringIO(text, newline="\n")
+    while True:  # create_pretraining_data.py, create_training_instances
+        line = reader.readline()
+        if not line:
+            break
+        line = line.strip()
+        if not line:  # empty lines are used as document delimiters
+            documents.append([])
+        if line:
+            documents[-1].append(line)
+    expected = [d for d in documents if d]
+    assert len(expected) == 3
+    assert read_documents(path) == expected
+
+
 def synthetic_documents(count=40, seed=0):
     """Token id = 10000 * (document + 1) + 100 * sentence + position: where each token came
     from can be read back from it."""
