@@ -46,7 +46,7 @@ import numpy as np
 
 from biozoo._io import atomic_write_json, decode_utf8, is_remote, read_json, remote_files
 from biozoo.data import IGNORE_LABEL
-from biozoo.errors import DataFormatError
+from biozoo.errors import BiozooError, DataFormatError
 from biozoo.tokenizers.sentencepiece import SentencePieceTokenizer
 
 SENTENCE_TASKS = (None, "nsp", "sop")
@@ -291,6 +291,10 @@ def write_instance_shards(corpus_files, tokenizer, directory, max_seq_length=128
     half rewritten are never reused.
     """
     directory = os.fspath(directory)
+    if is_remote(directory):  # os.makedirs would make a local "gs:" folder
+        raise BiozooError(f"--records {directory}: the packed shards of JAX and PyTorch runs are NumPy files in a "
+                          "local folder; remote records need TensorFlow (KERAS_BACKEND=tensorflow writes TFRecords "
+                          "there). Give a local --records folder.")
     settings = packing_settings(corpus_files, tokenizer, max_seq_length, sentence_task, seed, short_seq_prob,
                                 dupe_factor, f"npy-{SHARDS_FORMAT}")
     manifest_path = os.path.join(directory, SHARDS_MANIFEST)

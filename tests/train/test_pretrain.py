@@ -87,6 +87,20 @@ def test_sentences_end_at_newlines_only_as_bert_reads_them(tmp_path):
     assert read_documents(path) == expected
 
 
+def test_remote_numpy_shards_are_refused(tmp_path, corpus, tiny_bert_real_vocab, monkeypatch):
+    """JAX and PyTorch pack into NumPy shards in a local folder: --records gs://... is refused,
+    naming TensorFlow, and no local "gs:" folder is made."""
+    import biozoo
+    from biozoo.data.pretraining import write_instance_shards
+    from biozoo.errors import BiozooError
+
+    monkeypatch.chdir(tmp_path)
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    with pytest.raises(BiozooError, match="--records gs://bucket/records: .* remote records need TensorFlow"):
+        write_instance_shards([corpus], tokenizer, "gs://bucket/records", 32)
+    assert not os.path.exists(tmp_path / "gs:")
+
+
 def synthetic_documents(count=40, seed=0):
     """Token id = 10000 * (document + 1) + 100 * sentence + position: where each token came
     from can be read back from it."""
