@@ -41,18 +41,22 @@ import hashlib
 import json
 import math
 import os
+import warnings
 
 import numpy as np
 
 from biozoo._io import atomic_write_json, decode_utf8, is_remote, read_json, remote_files
 from biozoo.data import IGNORE_LABEL
-from biozoo.errors import BiozooError, DataFormatError
+from biozoo.errors import BiozooError, DataFormatError, DataWarning
 from biozoo.tokenizers.sentencepiece import SentencePieceTokenizer
 
 SENTENCE_TASKS = (None, "nsp", "sop")
 SPIECE_WORD_START = "\u2581"  # "▁"
 SHARDS_MANIFEST = "shards.json"
 SHARDS_FORMAT = 1
+# Packing that cuts more of a corpus than this warns. BERT's packing itself cuts the sentence that
+# overflows each instance: some 6 % of a corpus of 10-40-token sentences at 128 tokens.
+TRUNCATION_WARNING_SHARE = 0.1
 
 
 # ---- corpus -----------------------------------------------------------------------------
@@ -104,13 +108,16 @@ def tokenize_documents(documents, tokenizer, chunk=4096):
 
 
 def _truncate_pair(a, b, max_tokens, rng):
-    """BERT's truncate_seq_pair: trim the longer side, from the front or the back at random."""
+    """BERT's truncate_seq_pair: trim the longer side, from the front or the back at random.
+    Returns the number of tokens cut."""
+    cut = max(0, len(a) + len(b) - max_tokens)
     while len(a) + len(b) > max_tokens:
         longer = a if len(a) > len(b) else b
         if rng.random() < 0.5:
             del longer[0]
         else:
             longer.pop()
+    return cut
 
 
 def _concat(segments):
@@ -118,25 +125,30 @@ def _concat(segments):
 
 
 def create_instances(documents, cls_id, sep_id, max_seq_length, sentence_task=None, seed=0,
-                     short_seq_prob=0.1, dupe_factor=1):
+                     short_seq_prob=0.1, dupe_factor=1, truncation=None):
     """Pack tokenized `documents` (lists of sentences of ids) into instances, as BERT's
     create_pretraining_data: a list of dicts with `token_ids`, `segment_ids` and
-    `sentence_label` (0 without a sentence task), in a shuffled order."""
+    `sentence_label` (0 without a sentence task), in a shuffled order. `truncation`, a dict,
+    gets the tokens chunked into instances ("packed") and those cut to fit them ("cut")."""
     if sentence_task not in SENTENCE_TASKS:
         raise ValueError(f"sentence_task must be one of None, 'nsp', 'sop'; got {sentence_task!r}")
     if max_seq_length < 8:
         raise ValueError(f"max_seq_length must be at least 8, got {max_seq_length}")
     rng = np.random.default_rng(seed)
     instances = []
+    truncation = {} if truncation is None else truncation
+    truncation.setdefault("packed", 0)
+    truncation.setdefault("cut", 0)
     for _ in range(dupe_factor):
         for index in range(len(documents)):
             instances.extend(_document_instances(documents, index, cls_id, sep_id, max_seq_length,
-                                                 sentence_task, rng, short_seq_prob))
+                                                 sentence_task, rng, short_seq_prob, truncation))
     order = rng.permutation(len(instances))
     return [instances[i] for i in order]
 
 
-def _document_instances(documents, index, cls_id, sep_id, max_seq_length, sentence_task, rng, short_seq_prob):
+def _document_instances(documents, index, cls_id, sep_id, max_seq_length, sentence_task, rng, short_seq_prob,
+                        truncation):
     document = documents[index]
     max_tokens = max_seq_length - (3 if sentence_task else 2)
     target = max_tokens
@@ -161,7 +173,8 @@ def _document_instances(documents, index, cls_id, sep_id, max_seq_length, senten
                 else:
                     b = _concat(chunk[a_end:])
             a, b = list(a), list(b)
-            _truncate_pair(a, b, max_tokens, rng)
+            truncation["packed"] += len(a) + len(b)
+            truncation["cut"] += _truncate_pair(a, b, max_tokens, rng)
             tokens = [cls_id] + a + [sep_id]
             segments = [0] * len(tokens)
             if sentence_task:
@@ -242,11 +255,22 @@ def packed_corpora(corpus_files, tokenizer, max_seq_length, sentence_task, seed,
         documents = tokenize_documents(read_documents(corpus), tokenizer)
         if not documents:
             raise ValueError(f"{corpus}: no sentence of the corpus has any token.")
+        truncation = {}
         instances = create_instances(documents, tokenizer.cls_token_id, tokenizer.sep_token_id, max_seq_length,
                                      sentence_task, seed=[seed, number], short_seq_prob=short_seq_prob,
-                                     dupe_factor=dupe_factor)
+                                     dupe_factor=dupe_factor, truncation=truncation)
+        share = truncation["cut"] / max(1, truncation["packed"])
         if log:
-            log(f"{corpus}: {len(documents)} documents -> {len(instances)} instances")
+            log(f"{corpus}: {len(documents)} documents -> {len(instances)} instances ({share:.1%} of the tokens cut "
+                "to fit)")
+        if share > TRUNCATION_WARNING_SHARE:
+            message = (f"{corpus}: {share:.1%} of the tokens packed into instances were cut to fit "
+                       f"{max_seq_length} tokens (sentences longer than an instance lose the rest); split long "
+                       "lines into sentences, one per line")
+            if log:
+                log(message)
+            else:
+                warnings.warn(message, DataWarning, stacklevel=2)
         yield number, instances
 
 

@@ -101,6 +101,32 @@ def test_remote_numpy_shards_are_refused(tmp_path, corpus, tiny_bert_real_vocab,
     assert not os.path.exists(tmp_path / "gs:")
 
 
+def test_packing_says_how_much_of_the_corpus_it_cuts(tmp_path, corpus_sentences, tiny_bert_real_vocab):
+    """A line longer than an instance loses its tail (BERT's truncate_seq_pair): the log names
+    the share cut and suggests splitting long lines; a corpus of sentences, whose packing cuts
+    only the sentence overflowing each instance, is not warned about."""
+    import biozoo
+    from biozoo.data.pretraining import packed_corpora
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_bert_real_vocab)
+    long_lines = [" ".join(corpus_sentences[i:i + 8]) for i in range(0, 80, 8)]
+    lengths = [len(ids) for ids in tokenizer.ids(long_lines)]
+    assert min(lengths) > 62
+    abstracts = tmp_path / "abstracts.txt"  # one line a document: [CLS] line [SEP], 62 tokens kept
+    abstracts.write_text("\n\n".join(long_lines) + "\n", encoding="utf-8")
+    sentences = write_corpus(tmp_path / "sentences.txt", [s for s in corpus_sentences[:80] if len(s.split()) < 12])
+    for path, expected in ((abstracts, sum(n - 62 for n in lengths) / sum(lengths)), (sentences, None)):
+        logged = []
+        list(packed_corpora([str(path)], tokenizer, 64, None, 0, 0.0, 1, logged.append))
+        warned = [line for line in logged if "were cut" in line]
+        if expected is None:
+            assert not warned, warned
+        else:
+            assert warned == [f"{path}: {expected:.1%} of the tokens packed into instances were cut to fit 64 "
+                              "tokens (sentences longer than an instance lose the rest); split long lines into "
+                              "sentences, one per line"]
+
+
 def synthetic_documents(count=40, seed=0):
     """Token id = 10000 * (document + 1) + 100 * sentence + position: where each token came
     from can be read back from it."""
