@@ -16,8 +16,8 @@ Masking is dynamic (as ELECTRA's and RoBERTa's): each instance is masked as it i
 an RNG keyed on (seed, position in the stream), so every pass over the data sees new masks
 while a run, or a resumed run, sees the same ones for the same seed. 15 % of the non-special
 tokens are predicted; with whole-word masking whole words are picked (a WordPiece piece
-starting with "##", or a SentencePiece piece not starting with "▁", continues the word before
-it) until the budget is reached, never more. A chosen piece becomes [MASK] 80 % of the time, a
+starting with "##", or a SentencePiece piece that ALBERT's `_is_start_piece_sp` does not call a
+word start, continues the word before it) until the budget is reached, never more. A chosen piece becomes [MASK] 80 % of the time, a
 random non-special token 10 % and stays unchanged 10 % (BERT's; `replacement=(0.85, 0.0)`
 gives ELECTRA's 85 % [MASK], 15 % unchanged). [CLS], [SEP], [PAD] and [MASK] are never chosen.
 
@@ -393,12 +393,25 @@ class InstanceShards:
 # ---- masking ----------------------------------------------------------------------------
 
 
+# ALBERT's create_pretraining_data.py, _is_start_piece_sp: a SentencePiece piece starts a word when it
+# starts with "▁" or "<", is one of these punctuation marks, or holds any other character than them
+# and the English letters (digits, other scripts). Its punctuation list, as written there (no "'").
+ALBERT_PUNCTUATION = frozenset('!"#$%&"()*+,-./:;?@[\\]^_`{|}~')
+ALBERT_WORD_CHARACTERS = ALBERT_PUNCTUATION | frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+def _starts_sentencepiece_word(piece):
+    return (piece.startswith((SPIECE_WORD_START, "<")) or piece in ALBERT_PUNCTUATION
+            or not all(character.lower() in ALBERT_WORD_CHARACTERS for character in piece))
+
+
 def continuation_flags(tokenizer):
-    """For every id of the vocabulary: does this piece continue the word before it?"""
+    """For every id of the vocabulary: does this piece continue the word before it? WordPiece:
+    it starts with "##"; SentencePiece: ALBERT's rule (`_starts_sentencepiece_word`)."""
     vocabulary = tokenizer.get_vocabulary()
     specials = set(special_ids(tokenizer))
     if isinstance(tokenizer, SentencePieceTokenizer):
-        flags = [not piece.startswith(SPIECE_WORD_START) for piece in vocabulary]
+        flags = [not _starts_sentencepiece_word(piece) for piece in vocabulary]
     else:
         suffix = getattr(tokenizer, "suffix_indicator", "##")
         flags = [piece.startswith(suffix) for piece in vocabulary]

@@ -509,6 +509,43 @@ def test_whole_word_masking_of_sentencepiece_words(pipeline, tiny_albert):
     assert broken > 0
 
 
+def albert_is_start_piece_sp(piece):
+    """google-research/albert create_pretraining_data.py, _is_start_piece_sp (Python 3: its two
+    encoded currency symbols never equal a str piece)."""
+    special_pieces = set(list('!"#$%&\"()*+,-./:;?@[\\]^_`{|}~'))
+    english_chars = set(list("abcdefghijklmnopqrstuvwxyz"))
+    return bool(piece.startswith("\u2581") or piece.startswith("<") or piece in special_pieces
+                or not all([str(i).lower() in english_chars.union(special_pieces) for i in piece]))
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_sentencepiece_words_start_as_albert_says(pipeline, tiny_albert):
+    """Whole-word masking groups SentencePiece pieces as ALBERT's create_pretraining_data.py:
+    punctuation, digits and other scripts start a word even without "\u2581"."""
+    import tensorflow as tf
+
+    import biozoo
+    from biozoo.data.pretraining import WordMasker, continuation_flags, special_ids
+    from biozoo.data.tf_pretraining import WholeWordMasker
+
+    tokenizer = biozoo.Tokenizer.from_preset(tiny_albert)
+    vocabulary, specials = tokenizer.get_vocabulary(), set(special_ids(tokenizer))
+    expected = [i not in specials and not albert_is_start_piece_sp(piece) for i, piece in enumerate(vocabulary)]
+    assert continuation_flags(tokenizer).tolist() == expected
+    ids = [tokenizer.cls_token_id] + tokenizer.ids(["mutations (apc), in 19 families."])[0] + [tokenizer.sep_token_id]
+    pieces = [tokenizer.id_to_token(i) for i in ids]
+    assert any(not p.startswith("\u2581") and albert_is_start_piece_sp(p) for p in pieces[1:-1]), pieces
+    spans = [(s + 1, e + 1) for s, e in word_spans(pieces[1:-1], lambda p: not albert_is_start_piece_sp(p))]
+    masker = (WholeWordMasker if pipeline == "tfrecords" else WordMasker)(tokenizer, max_predictions=3)
+    for seed in range(30):
+        if pipeline == "tfrecords":
+            _, positions, labels = [t.numpy() for t in masker(tf.constant(ids), tf.constant([7, seed], tf.int64))]
+        else:
+            _, positions, labels = masker.mask(ids, np.random.default_rng([7, seed]))
+        chosen = set(positions[labels != -100].tolist())
+        assert chosen == {i for s, e in spans if chosen & set(range(s, e)) for i in range(s, e)}, (seed, pieces)
+
+
 @pytest.mark.parametrize("pipeline", PIPELINES)
 def test_the_masking_budget_is_berts(pipeline, tiny_albert):
     """BERT's create_pretraining_data.py masks min(max_predictions, max(1, round(n x 0.15))) of n
