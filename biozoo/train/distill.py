@@ -217,7 +217,7 @@ class Distiller(LossHistoryStep, keras.Model):
     """A student `MaskedLM` trained to imitate a frozen teacher `MaskedLM`.
 
     `method` is "distilbert", "tinybert" or "compact" (see the module docstring); `layer_map`
-    gives the 1-based teacher layer g(l) for each student layer. Batches are
+    gives the 1-based teacher layer g(l) for each student layer (default: the method's). Batches are
     `(x, {"mask_labels"})` as `biozoo.data.pretraining.MaskedBatches` makes them (IGNORE_LABEL where no
     token is masked), or `(x, mask_ids, mask_weights)`; on JAX and PyTorch each wrapped in a
     1-tuple (see `biozoo.train.loss_history`). On TensorFlow calling the distiller runs the student.
