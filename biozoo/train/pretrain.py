@@ -455,7 +455,8 @@ def run_pretrain(method, corpus_files, output, hp=None, *, preset=None, config=N
     log(f"pretraining {method} ({hp.masking}{', ' + hp.sentence_task if hp.sentence_task else ''}) on {instances} "
         f"instances: {hp.steps} steps of batch {hp.batch_size}")
     result = run.train(trainer, batches, hp.steps, checkpoint_every=hp.checkpoint_every, verbose=verbose, log=log,
-                       settings=resume_settings(hp, method=method, preset=preset, config=config,
+                       settings=resume_settings(hp, method=method, preset=preset,
+                                                config=None if config is None else load_config(config),
                                                 tokenizer=tokenizer_handle, corpus=corpus_files))
 
     metrics = {

@@ -809,3 +809,29 @@ def test_pretraining_clips_the_gradient_at_global_norm_1_by_default(tmp_path, co
     assert [optimizer.global_clipnorm for optimizer in optimizers] == [1.0, 0.5, None]
     with pytest.raises(ValueError, match="--clip-norm"):
         P.run_pretrain("mlm", [corpus], tmp_path / "o", preset=tiny_bert_real_vocab, clip_norm=-1.0)
+
+
+def test_a_run_resumes_by_its_configs_content_not_its_path(tmp_path, corpus, tiny_bert_real_vocab, monkeypatch):
+    """A --config edited between runs (same shapes, another dropout) is another run: its
+    checkpoints are not resumed; the same config under another name is the same run."""
+    import biozoo.train.pretrain as P
+    from biozoo.train.run import TrainingRun
+
+    class Started(Exception):
+        pass
+
+    def train(run, *args, settings=None, **kwargs):
+        recorded.append(settings)
+        raise Started
+
+    recorded = []
+    monkeypatch.setattr(TrainingRun, "train", train)
+    first, renamed = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps(ELECTRA_CONFIG))
+    renamed.write_text(json.dumps(ELECTRA_CONFIG))
+    for config in (first, renamed, {**ELECTRA_CONFIG, "dropout": 0.3}):
+        with pytest.raises(Started):
+            P.run_pretrain("mlm", [corpus], tmp_path / "o", config=config, tokenizer=tiny_bert_real_vocab,
+                           max_seq_length=32, batch_size=4, steps=2, log=lambda message: None)
+    assert recorded[0] == recorded[1] != recorded[2]
+    assert recorded[0]["config"] == ELECTRA_CONFIG and recorded[2]["config"]["dropout"] == 0.3
