@@ -18,3 +18,8 @@ LINK_LOSSES = ("multi-similarity", "infonce")  # `finetune link` (biozoo.linking
 # --xla, --static-shapes: "auto" decides per device (biozoo.tasks.tf_inference.use_xla,
 # biozoo.train.finetune.training_padding)
 SWITCHES = ("auto", "on", "off")
+# the global norm training clips each step's gradient to, as torch's clip_grad_norm_ (finetune,
+# pretrain, distill): BERT's, ELECTRA's and ALBERT's optimization.py and the HF Trainer's max_grad_norm
+DEFAULT_CLIP_NORM = 1.0
+CLIP_NORM_HELP = ("clip the step's gradient to this global norm, as torch's clip_grad_norm_ (default "
+                  f"{DEFAULT_CLIP_NORM}, as BERT's and ELECTRA's training and the HF Trainer; 0: off)")

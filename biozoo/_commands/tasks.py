@@ -7,7 +7,7 @@ import sys
 
 from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument, documents_argument
 from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
-from biozoo.choices import LINK_LOSSES, OPTIMIZERS, PRECISIONS, SWITCHES, TRAINING_PRECISION_POLICIES
+from biozoo.choices import CLIP_NORM_HELP, LINK_LOSSES, OPTIMIZERS, PRECISIONS, SWITCHES, TRAINING_PRECISION_POLICIES
 from biozoo.documents import KEEP_MISMATCHED
 from biozoo.linking.abbreviations import ENGINES
 from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
@@ -94,6 +94,8 @@ def register(subparsers):
     parser.add_argument("--xla", choices=SWITCHES, default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
                         "for large inputs once each bucket shape is compiled)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars (the model's batches, documents, "
+                        "a dictionary's names)")
     link = parser.add_argument_group("link: accuracy@1 of the gold mentions of --documents")
     link.add_argument("--dictionary", help="link: the dictionary (as `biozoo annotate --link`)")
     link.add_argument("--types", help="link: only gold mentions of these types (comma-separated; default: the "
@@ -131,9 +133,7 @@ def add_training_arguments(parser):
     group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
     group.add_argument("--layer-decay", type=float, default=None,
                        help="layer-wise learning-rate decay (ELECTRA fine-tuning: 0.8 base, 0.9 large)")
-    group.add_argument("--clip-norm", type=float, default=None,
-                       help="clip the step's gradient to this global norm, as torch's clip_grad_norm_ (default "
-                       "1.0, as the BERT, ELECTRA and ALBERT fine-tuning code and the HF Trainer; 0: off)")
+    group.add_argument("--clip-norm", type=float, default=None, help=CLIP_NORM_HELP)
     group.add_argument("--checkpoint-every", type=int, default=None,
                        help="checkpoint every N steps into OUTPUT.checkpoints (last 3 kept; removed when the run "
                        "ends); re-running the same command resumes from the last one")
@@ -255,7 +255,7 @@ def _evaluate_link(args):
         raise ValueError("evaluate link needs --documents (gold documents with concept ids) and --dictionary")
     encoder = None if args.model.lower() == "none" else NameEncoder.from_preset(args.model)
     linker = Linker(load_dictionary(args.dictionary, trust_unverified=args.trust_unverified), encoder,
-                    threshold=args.threshold, sparse_weight=args.sparse_weight)
+                    threshold=args.threshold, sparse_weight=args.sparse_weight, progress=not args.no_progress)
     types = tuple(t.strip() for t in args.types.split(",") if t.strip()) if args.types else None
     if types is None and ANY_TYPE not in default_link_types(args.dictionary):
         types = default_link_types(args.dictionary)  # as `annotate --link DICTIONARY` links
@@ -279,7 +279,8 @@ def evaluate_command(args):
         raise ValueError("evaluate needs --data (a data folder) or, for ner, --documents (gold documents)")
     from biozoo.train.finetune import run_evaluate
 
-    metrics = run_evaluate(args.model, args.data, args.split, args.precision, kind=args.kind, progress=True)
+    metrics = run_evaluate(args.model, args.data, args.split, args.precision, kind=args.kind,
+                           progress=not args.no_progress)
     print(json.dumps(metrics))
     return 0
 
@@ -297,7 +298,7 @@ def _evaluate_documents(args):
         raise ValueError(f"--type-map: {', '.join(bad)} is not FROM=TO (e.g. SpecificDisease=Disease)")
     types = tuple(t.strip() for t in args.entity_types.split(",") if t.strip()) or ("ALL",)
     result = score_documents(args.model, args.documents, type_map=dict(pair.split("=") for pair in pairs),
-                             entity_types=types, precision=args.precision,
+                             entity_types=types, precision=args.precision, progress=not args.no_progress,
                              strict=True if args.strict else KEEP_MISMATCHED)
     print(json.dumps(result))
     return 0

@@ -5,6 +5,7 @@ options -> their hyperparameter dataclasses -> `run_pretrain` / `run_distill`.""
 import json
 import sys
 
+from biozoo.choices import CLIP_NORM_HELP, DEFAULT_CLIP_NORM
 from biozoo.train import DISTILL_METHODS, PRETRAIN_METHODS, STRATEGIES
 
 
@@ -79,9 +80,7 @@ def add_pretrain_arguments(parser):
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--warmup-ratio", type=float, default=0.1)
     parser.add_argument("--weight-decay", type=float, default=0.01)
-    parser.add_argument("--clip-norm", type=float, default=1.0,
-                        help="clip the step's gradient to this global norm, as torch's clip_grad_norm_ (default 1.0, as "
-                        "BERT's and ELECTRA's pretraining and the HF Trainer; 0: off)")
+    parser.add_argument("--clip-norm", type=float, default=DEFAULT_CLIP_NORM, help=CLIP_NORM_HELP)
     parser.add_argument("--masking", choices=["wwm", "token"], default="wwm",
                         help="wwm: whole-word masking (default); token: single pieces")
     group = parser.add_mutually_exclusive_group()
@@ -125,9 +124,7 @@ def add_distill_arguments(parser):
     parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--warmup-ratio", type=float, default=None,
                         help=f"share of the steps to warm up over (default: the method's, {_per_method('warmup_ratio')})")
-    parser.add_argument("--clip-norm", type=float, default=1.0,
-                        help="clip the step's gradient to this global norm, as torch's clip_grad_norm_ (default 1.0, as "
-                        "BERT's and ELECTRA's pretraining and the HF Trainer; 0: off)")
+    parser.add_argument("--clip-norm", type=float, default=DEFAULT_CLIP_NORM, help=CLIP_NORM_HELP)
     parser.add_argument("--temperature", type=float, default=None,
                         help="softmax temperature of the output loss (default: 2 for distilbert, 1 otherwise)")
     parser.add_argument("--masking", choices=["wwm", "token"], default=None,

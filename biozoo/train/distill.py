@@ -39,6 +39,7 @@ import numpy as np
 
 from biozoo import Tokenizer, presets
 from biozoo._io import read_json
+from biozoo.choices import DEFAULT_CLIP_NORM
 from biozoo.data import IGNORE_LABEL, pretraining
 from biozoo.errors import BiozooError
 from biozoo.optim import adamw
@@ -63,9 +64,7 @@ class DistillHyperparameters:
     learning_rate: float = 5e-4
     warmup_ratio: float | None = None
     weight_decay: float | None = None
-    # global-norm gradient clipping, as torch's clip_grad_norm_; 1.0 as BERT's and ELECTRA's
-    # optimization.py and the HF Trainer (max_grad_norm) of the released distillation scripts; 0 or None: off
-    clip_norm: float | None = 1.0
+    clip_norm: float | None = DEFAULT_CLIP_NORM  # 0 or None: off
     temperature: float | None = None
     loss_weights: dict | None = None
     layer_weights: list | None = None

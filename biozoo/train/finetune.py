@@ -14,16 +14,18 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 
 import keras
 import numpy as np
 
 from biozoo import presets
-from biozoo._io import OUTPUT_MARKER, atomic_write_json, check_output, read_json, write_marker
+from biozoo._io import atomic_write_json, check_output, read_json, write_marker
+from biozoo.choices import DEFAULT_CLIP_NORM
 from biozoo.errors import CheckpointError
 from biozoo.metrics.seeds import mean_std
 from biozoo.optim import make_optimizer
-from biozoo.preset_files import METRICS_FILE, TASK_KIND_FILE, read_task_kind, task_kind_record
+from biozoo.preset_files import METRICS_FILE, TASK_KIND_FILE, task_kind_record
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
 from biozoo.tasks.inference import showing_progress
@@ -55,9 +57,7 @@ class Hyperparameters:
     jit_compile: str = "auto"  # "auto": XLA on GPU/TPU, not on CPU
     optimizer: str = "adamw"  # or "lamb"
     layer_decay: float | None = None  # layer-wise learning-rate decay (ELECTRA: 0.8 base, 0.9 large)
-    # global-norm gradient clipping, as torch's clip_grad_norm_; 1.0 as in the BERT, ELECTRA and
-    # ALBERT fine-tuning code and the HF Trainer (max_grad_norm); 0 or None: off
-    clip_norm: float | None = 1.0
+    clip_norm: float | None = DEFAULT_CLIP_NORM  # 0 or None: off
     precision: str = "auto"  # float32 | bfloat16 | float16 | auto (bf16 on TPU, fp16 on GPU)
     static_shapes: str = "auto"  # pad to max length, drop the remainder ("auto": `training_padding`)
     steps_per_execution: int = 1
@@ -230,64 +230,61 @@ def _where(data_dir):
     return data_dir if "://" in str(data_dir) else os.path.abspath(data_dir)
 
 
+SEEDS_FILE = "seeds.json"  # a --seeds run's settings, written first: an unfinished run resumes only with them
+
+
 def check_seeds_output(output, overwrite=False, inputs=()):
-    """`check_output` for a `--seeds` run: the folder of an unfinished one (OUTPUT without its
+    """`check_output` for a `--seeds` run: the folder of an unfinished one (its SEEDS_FILE, no
     metrics.json) is resumed, not refused; a finished one is replaced only with `overwrite`."""
     check_output(output, overwrite or _unfinished_seeds(output), inputs)
 
 
 def _unfinished_seeds(output):
-    return (os.path.isfile(os.path.join(output, OUTPUT_MARKER))
+    return (os.path.isfile(os.path.join(output, SEEDS_FILE))
             and not os.path.exists(os.path.join(output, METRICS_FILE)))
 
 
-def _finished_seed(seed_dir, kind, preset, data_dir, hp, task_options):
-    """The metrics of a seed's run an earlier call finished with these settings, or None where
-    it did not finish; a CheckpointError where it ran with other settings."""
-    path = os.path.join(seed_dir, METRICS_FILE)
-    if not os.path.isfile(path):
-        return None
-    metrics = read_json(path, "a seed's metrics")
-    given = dict(task_options or {})  # the adapter adds options it reads from the data, which is compared
-    recorded = (read_task_kind(seed_dir) or (None, {}))[1]
-    before = resume_settings(_hyperparameters(metrics.get("hyperparameters", {})), task=metrics.get("task"),
-                             preset=metrics.get("preset"), data=metrics.get("data"),
-                             task_options={key: recorded.get(key) for key in given})
-    now = resume_settings(hp, task=kind, preset=str(preset), data=_where(data_dir), task_options=given)
-    before, now = (json.loads(json.dumps(settings, default=str)) for settings in (before, now))
-    changed = [key for key in sorted(before.keys() | now.keys()) if before.get(key) != now.get(key)]
+def _check_same_seeds_run(output, settings):
+    before = read_json(os.path.join(output, SEEDS_FILE), "a --seeds run's settings")
+    changed = [key for key in sorted(before.keys() | settings.keys()) if before.get(key) != settings.get(key)]
     if changed:
         raise CheckpointError(
-            f"{seed_dir} is a finished run with other settings: "
-            + "; ".join(f"{key} {before.get(key)!r} (now {now.get(key)!r})" for key in changed)
-            + ": rerun with those settings to resume the seeds, or pass --overwrite (overwrite=True) to start again")
-    return metrics
-
-
-def _hyperparameters(recorded):
-    known = {field.name for field in dataclasses.fields(Hyperparameters)}
-    return Hyperparameters(**{key: value for key, value in recorded.items() if key in known})
+            f"{output} holds an unfinished --seeds run with other settings: "
+            + "; ".join(f"{key} {before.get(key)!r} (now {settings.get(key)!r})" for key in changed)
+            + ": rerun with those settings to resume it, or pass --overwrite (overwrite=True) to start again")
 
 
 def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verbose=1, log=print,
               strategy=None, overwrite=False):
     """`seeds` runs with seeds hp.seed, hp.seed + 1, ... into OUTPUT/seed-<n>; OUTPUT/metrics.json
     holds every run and the mean and standard deviation (n - 1) of each score, as the papers
-    report them. A rerun of an unfinished call resumes it: seeds it finished are read back
-    (refused if their settings differ), the one it was in resumes from its checkpoints. A
-    finished OUTPUT is replaced only with `overwrite`."""
+    report them. The same call after a kill resumes: the seeds it finished are read back, the one
+    it was in resumes from its checkpoints (other settings are refused, naming each difference).
+    `overwrite` starts again: an earlier OUTPUT, finished or not, is removed first."""
     check_hyperparameters(hp)
     check_seeds_output(output, overwrite, [preset, data_dir])
+    settings = json.loads(json.dumps(resume_settings(hp, task=kind, preset=str(preset), data=_where(data_dir),
+                                                     task_options=dict(task_options or {})), default=str))
+    resuming = not overwrite and _unfinished_seeds(output)
+    if resuming:
+        _check_same_seeds_run(output, settings)
+    elif os.path.isdir(output):  # empty, or a biozoo output replaced (`check_output`)
+        shutil.rmtree(output)
     os.makedirs(output, exist_ok=True)
-    write_marker(output)  # biozoo's folder from now on
+    write_marker(output)
+    if not resuming:
+        atomic_write_json(os.path.join(output, SEEDS_FILE), settings)
+    # each process reads its own disk, and only the chief's holds the finished seeds
+    several_hosts = process_count() > 1 or getattr(strategy, "name", None) == "multiworker"
+    if resuming and several_hosts:
+        log("resuming on several hosts: every seed is trained again (a worker cannot see the seeds the chief wrote)")
     runs = []
     for offset in range(seeds):
         seeded = dataclasses.replace(hp, seed=hp.seed + offset)
         seed_dir = os.path.join(output, f"seed-{seeded.seed}")
-        finished = None if overwrite else _finished_seed(seed_dir, kind, preset, data_dir, seeded, task_options)
-        if finished is not None:
+        if resuming and not several_hosts and os.path.isfile(os.path.join(seed_dir, METRICS_FILE)):
             log(f"seed {seeded.seed} ({offset + 1} of {seeds}): finished earlier, read from {seed_dir}")
-            runs.append(finished)
+            runs.append(read_json(os.path.join(seed_dir, METRICS_FILE), "a seed's metrics"))
             continue
         log(f"seed {seeded.seed} ({offset + 1} of {seeds})")
         runs.append(run_finetune(kind, preset, data_dir, seed_dir, seeded, task_options, verbose, log, strategy,

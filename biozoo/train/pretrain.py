@@ -40,6 +40,7 @@ import numpy as np
 from biozoo import presets
 from biozoo._io import atomic_write_json, read_json
 from biozoo.api import Tokenizer
+from biozoo.choices import DEFAULT_CLIP_NORM
 from biozoo.data import IGNORE_LABEL
 from biozoo.data.pretraining import MaskedBatches, count_instances, write_instance_shards
 from biozoo.errors import CheckpointError
@@ -70,9 +71,7 @@ class PretrainHyperparameters:
     learning_rate: float = 1e-4
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
-    # global-norm gradient clipping, as torch's clip_grad_norm_; 1.0 as BERT's and ELECTRA's
-    # optimization.py and the HF Trainer (max_grad_norm) of the released distillation scripts; 0 or None: off
-    clip_norm: float | None = 1.0
+    clip_norm: float | None = DEFAULT_CLIP_NORM  # 0 or None: off
     masking: str = "wwm"  # whole words, or "token": single pieces
     sentence_task: str | None = None  # mlm: None, "nsp" or "sop"
     generator_fraction: float = 0.25  # electra: generator size as a fraction of the discriminator's

@@ -50,6 +50,7 @@ def test_seeds_report_mean_and_sample_standard_deviation(tmp_path, chemprot, tin
 
 
 def test_an_interrupted_seeds_run_resumes_with_the_same_command(tmp_path, chemprot, tiny_bert_real_vocab):
+    from biozoo._io import write_marker
     from biozoo.errors import CheckpointError, OutputError
     from biozoo.train.finetune import check_seeds_output, run_seeds
 
@@ -60,29 +61,38 @@ def test_an_interrupted_seeds_run_resumes_with_the_same_command(tmp_path, chempr
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_seeds("re", str(tiny_bert_real_vocab), chemprot, out, hp(seed=7), 3, log=killed_at_the_second_seed,
+        run_seeds("re", str(tiny_bert_real_vocab), chemprot, out, hp(seed=7), 2, log=killed_at_the_second_seed,
                   verbose=0)
     first = json.loads((out / "seed-7" / "metrics.json").read_text())
     weights = out / "seed-7" / "model.weights.h5"
     written = weights.stat().st_mtime_ns
     check_seeds_output(out)  # the command line's check before it resumes
 
-    with pytest.raises(CheckpointError, match=r"seed-7 is a finished run with other settings: learning_rate 0.001 "
-                                              r"\(now 0.002\)"):
-        run_seeds("re", str(tiny_bert_real_vocab), chemprot, out, hp(seed=7, learning_rate=2e-3), 3, log=quiet,
+    with pytest.raises(CheckpointError, match=r"out holds an unfinished --seeds run with other settings: "
+                                              r"learning_rate 0.001 \(now 0.002\): rerun with those settings"):
+        run_seeds("re", str(tiny_bert_real_vocab), chemprot, out, hp(seed=7, learning_rate=2e-3), 2, log=quiet,
                   verbose=0)
     said = []
-    summary = run_seeds("re", str(tiny_bert_real_vocab), chemprot, out, hp(seed=7, precision="float32"), 3,
+    summary = run_seeds("re", str(tiny_bert_real_vocab), chemprot, out, hp(seed=7, precision="float32"), 2,
                         log=said.append, verbose=0)
-    assert summary["seeds"] == [7, 8, 9]
+    assert summary["seeds"] == [7, 8]
     assert summary["runs"][0] == first and weights.stat().st_mtime_ns == written  # read back, not trained again
-    assert any(m.startswith("seed 7 (1 of 3): finished earlier") for m in said)
-    assert [m for m in said if m.startswith(("seed 8 (2 of 3)", "seed 9 (3 of 3)"))] == ["seed 8 (2 of 3)",
-                                                                                        "seed 9 (3 of 3)"]
-    assert json.loads((out / "metrics.json").read_text())["seeds"] == [7, 8, 9]
+    assert any(m.startswith("seed 7 (1 of 2): finished earlier") for m in said)
+    assert "seed 8 (2 of 2)" in said
+    assert json.loads((out / "metrics.json").read_text())["seeds"] == [7, 8]
     with pytest.raises(OutputError, match="holds an earlier biozoo output; pass --overwrite"):
         check_seeds_output(out)  # finished: replaced only with --overwrite
-    check_seeds_output(out, overwrite=True)
+
+    summary = run_seeds("re", str(tiny_bert_real_vocab), chemprot, out, hp(seed=7, learning_rate=2e-3), 1,
+                        log=quiet, verbose=0, overwrite=True)  # starts again: the earlier seeds go
+    assert summary["runs"][0]["hyperparameters"]["learning_rate"] == 2e-3
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["metrics.json", "seed-7",
+                                                                                 "seeds.json"]
+    other = tmp_path / "an-export"  # a biozoo output of another kind is no --seeds run to resume
+    other.mkdir()
+    write_marker(other)
+    with pytest.raises(OutputError, match="holds an earlier biozoo output"):
+        check_seeds_output(other)
 
 
 def test_recipe_biom_sets_the_papers_values_and_explicit_options_win(monkeypatch, tmp_path):
