@@ -138,13 +138,17 @@ def tune_thresholds(probabilities, gold) -> list:
 
     Returns:
         A threshold per label: one of the label's predicted probabilities, or 0.5 (the first
-        of equally good ones in ascending order, 0.5 included as a candidate).
+        of equally good ones in ascending order, 0.5 included as a candidate). A label no gold
+        row has keeps 0.5: every threshold scores 0 there, and the lowest would predict it for all.
     """
     probs = np.asarray(probabilities)
     gold = np.asarray(gold)
     thresholds = []
     for j in range(gold.shape[1]):
         best, best_f1 = 0.5, -1.0
+        if not gold[:, j].any():
+            thresholds.append(best)
+            continue
         for t in np.unique(np.concatenate([probs[:, j], [0.5]])):
             pred = probs[:, j] >= t
             tp = float((pred & (gold[:, j] == 1)).sum())

@@ -76,5 +76,7 @@ def test_tuned_thresholds_maximise_each_labels_f1():
     gold = np.array([[1, 0], [1, 1], [0, 0], [0, 1]])
     # label 0: 0.6 keeps the two positives only (0.5 lets 0.55 in); label 1: 0.4 the two positives
     assert tune_thresholds(probs, gold) == [0.6, 0.4]
-    # no positive gold: every threshold scores 0, the first candidate (0.5 or lower) stays
+    # no positive gold: every threshold scores 0; 0.5 stays, even where lower candidates exist
+    # (the lowest would predict the label for every abstract)
     assert tune_thresholds(np.array([[0.7], [0.8]]), np.array([[0], [0]])) == [0.5]
+    assert tune_thresholds(np.array([[0.1, 0.9], [0.2, 0.7]]), np.array([[0, 1], [0, 0]])) == [0.5, 0.9]
