@@ -185,7 +185,8 @@ def _schwartz_hearst(text, start, end):
         before = sentence[:open_at].rstrip()
         if not short or not before:
             continue
-        if len(short.split()) > 2 or len(short) > len(before):
+        # the paper's code compares with the long form candidate, not the whole sentence before
+        if len(short.split()) > 2 or len(short) > len(sentence[long_from:open_at]):
             # "SF (long form)": the word before the parenthesis is the short form, with a capital;
             # the long form is the parenthesis up to its first ", " or "; "
             long = short

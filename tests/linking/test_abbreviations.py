@@ -46,6 +46,11 @@ GOLD = Path(__file__).resolve().parents[1] / "fixtures" / "linking" / "abbreviat
     ("with ischemic stroke (IS)/transient ischemic attack (TIA).",
      [("IS", "ischemic stroke"), ("TIA", "transient ischemic attack")]),
     ("Bortezomib (bort)-dexamethasone (dex) is effective.", [("bort", "Bortezomib"), ("dex", "dexamethasone")]),
+    # "SF (long form)" is told apart by the long form candidate's length, as in the paper's code
+    # (after the last ", " and the previous parenthesis), not by the whole sentence's
+    ("In 20 patients with rheumatoid arthritis, MTX (methotrexate) was given.", [("MTX", "methotrexate")]),
+    ("Wilson disease (WD) and ASA (acetylsalicylic acid) were studied.",
+     [("WD", "Wilson disease"), ("ASA", "acetylsalicylic acid")]),
 ])
 def test_schwartz_hearst_cases(text, pairs):
     found = find_abbreviations(text)
