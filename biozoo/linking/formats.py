@@ -11,7 +11,7 @@
 | `biosyn`      | `id||name` (BioSyn / SapBERT)           | as written           | as `tsv` |
 
 Every reader streams (gzip detected by its magic bytes; zip and tar members are read in
-place, never extracted) and raises DataFormatError naming the file and line (or record) of
+place, never extracted; text is UTF-8, a byte order mark as Excel writes it dropped) and raises DataFormatError naming the file and line (or record) of
 anything it cannot read. `read_concepts(format, paths, options)` picks the reader.
 
 Example:
@@ -37,12 +37,12 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 @contextlib.contextmanager
 def open_text(path):
-    """`path` as text lines (UTF-8), decompressed when it is gzip."""
+    """`path` as text lines (UTF-8, a leading byte order mark dropped), decompressed when it is gzip."""
     with open(path, "rb") as probe:
         gzipped = probe.read(2) == GZIP_MAGIC
     raw = gzip.open(path, "rb") if gzipped else open(path, "rb")
     try:
-        with io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline=None) as text:
+        with io.TextIOWrapper(raw, encoding="utf-8-sig", errors="strict", newline=None) as text:
             yield text
     except UnicodeDecodeError:
         raise DataFormatError(f"{path}{_first_undecodable(path)}; save the file as UTF-8") from None
@@ -272,7 +272,7 @@ def _names_dmp(path):
     try:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as archive, archive.open("names.dmp") as member:
-                yield io.TextIOWrapper(member, encoding="utf-8"), f"{path}!names.dmp"
+                yield io.TextIOWrapper(member, encoding="utf-8-sig"), f"{path}!names.dmp"
             return
         with open(path, "rb") as probe:
             gzipped = probe.read(2) == GZIP_MAGIC
@@ -281,7 +281,7 @@ def _names_dmp(path):
                 member = archive.getmember("names.dmp")
                 if not member.isfile():
                     raise DataFormatError(f"{path}: names.dmp is not a regular file in the archive")
-                yield io.TextIOWrapper(archive.extractfile(member), encoding="utf-8"), f"{path}!names.dmp"
+                yield io.TextIOWrapper(archive.extractfile(member), encoding="utf-8-sig"), f"{path}!names.dmp"
             return
         with open_text(path) as text:
             yield text, path

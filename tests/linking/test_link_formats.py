@@ -110,6 +110,29 @@ def test_truncated_cellosaurus_and_malformed_rows_name_file_and_line(source_file
         list(read_concepts("ctd-tsv", [str(headerless)]))
 
 
+BOM = "\ufeff".encode()  # the UTF-8 byte order mark Excel and many Windows tools begin a file with
+
+
+@pytest.mark.parametrize("fmt, text", [
+    ("tsv", "D006527\tWilson disease\nD009203\theart attack\n"),
+    ("tsv", "id\tname\nD006527\tWilson disease\nD009203\theart attack\n"),  # the header is still a header
+    ("biosyn", "D006527||Wilson disease\nD009203||heart attack\n"),
+])
+def test_a_byte_order_mark_is_no_part_of_the_first_id(tmp_path, fmt, text):
+    path = tmp_path / "excel.txt"
+    path.write_bytes(BOM + text.encode())
+    assert concepts(fmt, [path]) == {"D006527": Concept("D006527", "Wilson disease"),
+                                     "D009203": Concept("D009203", "heart attack")}
+    path.write_bytes(gzip.compress(BOM + text.encode()))
+    assert set(concepts(fmt, [path])) == {"D006527", "D009203"}
+
+
+def test_a_byte_order_mark_before_ctds_header(source_files, tmp_path):
+    path = tmp_path / "CTD_chemicals.tsv"
+    path.write_bytes(BOM + gzip.decompress(source_files["CTD_chemicals.tsv.gz"].read_bytes()))
+    assert set(concepts("ctd-tsv", [path])) == {"D001241", "C000002"}
+
+
 def test_the_concept_table_round_trips_byte_for_byte(tmp_path, source_files):
     table = Dictionary(read_concepts("ctd-tsv", [str(source_files["CTD_diseases.tsv.gz"])]), "ctd", "v1")
     table.write_tsv(tmp_path / "a.tsv.gz")
