@@ -1,7 +1,7 @@
 """The concept table every dictionary reader fills and the linker reads.
 
-A `Dictionary` holds concepts (id, preferred name, synonyms, type, and the taxon for genes)
-with the dictionary's name and version. Its `names()` are every (name, concept) pair, each
+A `Dictionary` holds concepts (id, preferred name, synonyms, type, the taxon for genes, and
+the alternate ids a source merged into the concept, such as CTD's AltDiseaseIDs) with the dictionary's name and version. Its `names()` are every (name, concept) pair, each
 name once per concept, grouped by taxon so that one taxon's names are contiguous (genes are
 searched within a taxon). The table is written and read as a gzipped TSV (the cached form).
 
@@ -24,14 +24,16 @@ import numpy as np
 from biozoo._io import atomic_binary_file
 from biozoo.errors import DataFormatError
 
-TABLE_COLUMNS = ("id", "type", "taxon", "name", "synonyms")  # synonyms: a JSON list
+TABLE_COLUMNS = ("id", "type", "taxon", "name", "synonyms", "alt_ids")  # synonyms, alt_ids: JSON lists
 
 
 @dataclasses.dataclass(frozen=True)
 class Concept:
     """One concept: `id` (as the source writes it, e.g. "D003920", "OMIM:222100", "7157",
-    "CVCL_0030"), its preferred `name`, its other names, its entity `type` and, for genes,
-    cell lines and species, its NCBI `taxon` id.
+    "CVCL_0030"), its preferred `name`, its other names, its entity `type`, for genes,
+    cell lines and species its NCBI `taxon` id, and `alt_ids`: other ids of the same concept
+    (CTD's AltDiseaseIDs: OMIM ids, retired MeSH ids merged into it). Annotations write `id`;
+    a gold id among `all_ids()` counts as correct in evaluation (SapBERT's `check_label`).
 
     Example:
         >>> Concept("D009203", "Myocardial Infarction", ("heart attack",), "Disease").all_names()
@@ -43,10 +45,15 @@ class Concept:
     synonyms: tuple = ()
     type: str | None = None
     taxon: str | None = None
+    alt_ids: tuple = ()
 
     def all_names(self):
         """The preferred name, then the synonyms, each once (case kept)."""
         return list(dict.fromkeys([self.name, *self.synonyms]))
+
+    def all_ids(self):
+        """`id`, then `alt_ids`, joined by "|" (BioSyn's `ID|AltIDs` concept label)."""
+        return "|".join([self.id, *self.alt_ids])
 
 
 @dataclasses.dataclass
@@ -128,8 +135,8 @@ class Dictionary:
         yield f"# biozoo concept table\t{self.name}\t{self.version}\n"
         yield "\t".join(TABLE_COLUMNS) + "\n"
         for c in self.concepts:
-            yield "\t".join([c.id, c.type or "", c.taxon or "", c.name,
-                             json.dumps(list(c.synonyms), ensure_ascii=False)]) + "\n"
+            yield "\t".join([c.id, c.type or "", c.taxon or "", c.name, json.dumps(list(c.synonyms), ensure_ascii=False),
+                             json.dumps(list(c.alt_ids), ensure_ascii=False)]) + "\n"
 
     def write_tsv(self, path):
         """Write the table as a gzipped TSV, atomically (mtime 0: the same table, the same bytes)."""
@@ -161,17 +168,24 @@ class Dictionary:
                 if len(fields) != len(TABLE_COLUMNS) or not fields[0] or not fields[3]:
                     raise DataFormatError(f"{path}:{lineno}: expected {len(TABLE_COLUMNS)} columns with an id "
                                           f"and a name, got {line[:80]!r}")
-                try:
-                    synonyms = tuple(json.loads(fields[4]))
-                except ValueError:
-                    raise DataFormatError(f"{path}:{lineno}: the synonyms column is not a JSON list") from None
-                concepts.append(Concept(fields[0], fields[3], synonyms, fields[1] or None, fields[2] or None))
+                synonyms, alt_ids = (_json_list(fields[i], path, lineno, TABLE_COLUMNS[i]) for i in (4, 5))
+                concepts.append(Concept(fields[0], fields[3], synonyms, fields[1] or None, fields[2] or None, alt_ids))
         return cls(concepts, header[1], header[2], source=source or str(path))
+
+
+def _json_list(text, path, lineno, column):
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, list):
+        raise DataFormatError(f"{path}:{lineno}: the {column} column is not a JSON list")
+    return tuple(value)
 
 
 def merge_names(concepts):
     """Concepts with the same id merged (first preferred name kept, later names added as
-    synonyms), in first-seen order: readers whose rows repeat an id use it."""
+    synonyms, alternate ids added), in first-seen order: readers whose rows repeat an id use it."""
     merged = {}
     for concept in concepts:
         seen = merged.get(concept.id)
@@ -179,8 +193,10 @@ def merge_names(concepts):
             merged[concept.id] = concept
             continue
         extra = [n for n in concept.all_names() if n not in seen.all_names()]
-        if extra:
-            merged[concept.id] = dataclasses.replace(seen, synonyms=seen.synonyms + tuple(extra))
+        extra_ids = [i for i in concept.alt_ids if i not in seen.alt_ids]
+        if extra or extra_ids:
+            merged[concept.id] = dataclasses.replace(seen, synonyms=seen.synonyms + tuple(extra),
+                                                     alt_ids=seen.alt_ids + tuple(extra_ids))
     return list(merged.values())
 
 

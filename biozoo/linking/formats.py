@@ -3,7 +3,7 @@
 | format        | files                                   | concept id           | names |
 |---------------|-----------------------------------------|----------------------|-------|
 | `mesh-xml`    | descNNNN(.gz), suppNNNN(.gz) (NLM XML)  | D.../C... (MeSH UI)  | every term of every concept of the record |
-| `ctd-tsv`     | CTD_diseases / CTD_chemicals .tsv(.gz)  | D... / OMIM:...      | name, Synonyms |
+| `ctd-tsv`     | CTD_diseases / CTD_chemicals .tsv(.gz)  | D... / OMIM:... (+ AltDiseaseIDs as alt_ids) | name, Synonyms |
 | `gene-info`   | gene_info(.gz), NCBI Gene               | GeneID               | Symbol, Synonyms, authority symbol and full name, description |
 | `taxdump`     | taxdmp_*.zip / taxdump.tar.gz, NCBI     | tax_id               | names.dmp: scientific name first, then synonyms, common names... |
 | `cellosaurus` | cellosaurus.txt                         | CVCL_....            | ID, SY |
@@ -155,20 +155,24 @@ def _supplementary(record, scr_classes, path):
 
 # ------------------------------------------------------------------ CTD (MEDIC diseases, chemicals)
 
-CTD_COLUMNS = {"diseases": ("DiseaseName", "DiseaseID"), "chemicals": ("ChemicalName", "ChemicalID")}
+# (name, id, alternate ids): CTD_chemicals has no alternate-id column
+CTD_COLUMNS = {"diseases": ("DiseaseName", "DiseaseID", "AltDiseaseIDs"),
+               "chemicals": ("ChemicalName", "ChemicalID", None)}
 
 
 def read_ctd(paths, strip_prefix="MESH:", entity_type=None, **_):
     """CTD's `CTD_diseases.tsv` (MEDIC) or `CTD_chemicals.tsv`: the column names are read from
     the file's `# Fields:` header; ids lose `strip_prefix` (MeSH ids are written bare, as the
-    NCBI-disease and BC5CDR corpora write them; OMIM ids keep "OMIM:")."""
+    NCBI-disease and BC5CDR corpora write them; OMIM ids keep "OMIM:"). A disease's
+    AltDiseaseIDs ("|"-separated: OMIM ids, retired MeSH ids merged into it, DO ids) become its
+    `alt_ids`, `strip_prefix` applied alike, as BioSyn's CTD preprocessing writes `ID|AltIDs`."""
     for path in paths:
         columns = None
         for lineno, line in _lines(path):
             line = line.rstrip("\n")
             if line.startswith("#"):
                 fields = line.lstrip("#").strip().split("\t")
-                if any(name in fields for name, _ in CTD_COLUMNS.values()):
+                if any(name in fields for name, _, _ in CTD_COLUMNS.values()):
                     columns = {name: i for i, name in enumerate(fields)}
                 continue
             if not line.strip():
@@ -176,7 +180,8 @@ def read_ctd(paths, strip_prefix="MESH:", entity_type=None, **_):
             if columns is None:
                 raise DataFormatError(f"{path}:{lineno}: no '# Fields:' header naming the columns before the rows")
             row = line.split("\t")
-            name_key, id_key = next(((n, i) for n, i in CTD_COLUMNS.values() if n in columns), (None, None))
+            name_key, id_key, alt_key = next((keys for keys in CTD_COLUMNS.values() if keys[0] in columns),
+                                             (None, None, None))
             kind = entity_type or ("Disease" if name_key == "DiseaseName" else "Chemical")
             try:
                 name, identifier = clean_name(row[columns[name_key]]), row[columns[id_key]].strip()
@@ -184,12 +189,18 @@ def read_ctd(paths, strip_prefix="MESH:", entity_type=None, **_):
                 raise DataFormatError(f"{path}:{lineno}: {len(row)} columns, fewer than the header's") from None
             if not name or not identifier:
                 raise DataFormatError(f"{path}:{lineno}: a row without a name or an id")
-            if strip_prefix and identifier.startswith(strip_prefix):
-                identifier = identifier[len(strip_prefix):]
+            identifier = _without_prefix(identifier, strip_prefix)
             synonyms = _names(row[columns["Synonyms"]], "|") if "Synonyms" in columns and len(row) > columns["Synonyms"] else []
-            yield Concept(identifier, name, tuple(dict.fromkeys(s for s in synonyms if s != name)), kind)
+            alt_ids = [_without_prefix(i.strip(), strip_prefix) for i in row[columns[alt_key]].split("|")
+                       if i.strip()] if alt_key in columns and len(row) > columns[alt_key] else []
+            yield Concept(identifier, name, tuple(dict.fromkeys(s for s in synonyms if s != name)), kind,
+                          alt_ids=tuple(dict.fromkeys(i for i in alt_ids if i != identifier)))
         if columns is None:
             raise DataFormatError(f"{path}: no rows and no '# Fields:' header: not a CTD vocabulary file")
+
+
+def _without_prefix(identifier, prefix):
+    return identifier[len(prefix):] if prefix and identifier.startswith(prefix) else identifier
 
 
 # ------------------------------------------------------------------ NCBI Gene

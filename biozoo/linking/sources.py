@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 from biozoo._io import atomic_directory, atomic_write_json, read_json, sha256_file
 from biozoo.downloads import DownloadError, fetch_file
 from biozoo.errors import DataFormatError, OfflineError
-from biozoo.linking.concepts import Dictionary
+from biozoo.linking.concepts import TABLE_COLUMNS, Dictionary
 from biozoo.linking.formats import READERS, open_text, read_concepts
 from biozoo.presets import cache_root as presets_root
 from biozoo.presets import offline
@@ -210,7 +210,8 @@ def _counted(concepts, desc, progress):
 
 
 def _table(name, version, fmt, paths, options, digests, source, progress=True):
-    key = hashlib.sha256(json.dumps([fmt, options, digests], sort_keys=True).encode()).hexdigest()[:16]
+    # the table's columns are part of the key: a table cached before a column was added is built again
+    key = hashlib.sha256(json.dumps([fmt, options, digests, TABLE_COLUMNS], sort_keys=True).encode()).hexdigest()[:16]
     directory = os.path.join(cache_root(), name.replace(":", "--"), f"table-{key}")
     record_path = os.path.join(directory, TABLE_RECORD)
     with _lock(directory):

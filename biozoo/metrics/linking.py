@@ -4,7 +4,10 @@ A predicted id is correct when it is one of the gold ids: gold ids and predicted
 split at "|", "," and ";" (composite mentions such as "D001|D002"; BioRED's "D001,D002") and
 correct when the two sets meet, as
 BioSyn's and SapBERT's evaluation (`check_label`) counts; "MESH:D001" and "D001" are one id
-(PubTator3 and HunFlair2 write the prefix, BC5CDR does not, NCBI-disease both). A gold mention
+(PubTator3 and HunFlair2 write the prefix, BC5CDR does not, NCBI-disease both). A predicted
+id field may carry the predicted concept's alternate ids too (`evaluate link` passes
+`Concept.all_ids()`, BioSyn's `ID|AltIDs`: an OMIM gold id of a CTD disease is then found);
+`score ner --ids` compares the ids the files hold. A gold mention
 without an id (none, "", "-" or "-1": BC5CDR's unlinkable mentions) is left out of both scores
 and counted, and so is a prediction of its type and span (overlapping it, in the approximate
 score) that meets no gold mention with an id: the entity is found, and there is no id to be

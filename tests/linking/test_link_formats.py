@@ -33,11 +33,25 @@ def test_mesh_trees_and_classes_choose_what_a_dictionary_holds(source_files):
 def test_ctd_vocabularies(source_files):
     diseases = concepts("ctd-tsv", [source_files["CTD_diseases.tsv.gz"]], strip_prefix="MESH:")
     assert diseases["D006527"] == Concept("D006527", "Hepatolenticular Degeneration",
-                                          ("Wilson Disease", "Wilson's Disease", "Hepatolenticular Degenerations"), "Disease")
+                                          ("Wilson Disease", "Wilson's Disease", "Hepatolenticular Degenerations"), "Disease",
+                                          alt_ids=("DO:DOID:893", "OMIM:277900"))  # AltDiseaseIDs
     assert diseases["OMIM:225750"].synonyms == ("AGS1", "Aicardi Goutieres Syndrome")  # OMIM ids keep their prefix
     chemicals = concepts("ctd-tsv", [source_files["CTD_chemicals.tsv.gz"]], strip_prefix="MESH:")
     assert chemicals["D001241"].synonyms == ("Acetylsalicylic Acid", "2-(Acetyloxy)benzoic Acid")
     assert {c.type for c in chemicals.values()} == {"Chemical"}
+    assert {c.alt_ids for c in chemicals.values()} == {()}  # CTD_chemicals has no alternate-id column
+
+
+def test_ctds_alternate_disease_ids_are_kept_as_biosyns_preprocessing_keeps_them(tmp_path):
+    path = tmp_path / "CTD_diseases.tsv"  # a retired MeSH id merged into a concept is written MESH:, as the id
+    path.write_text("# Fields:\n# DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tParentIDs\tTreeNumbers\t"
+                    "ParentTreeNumbers\tSynonyms\tSlimMappings\n"
+                    "Breast Neoplasms\tMESH:D001943\tDO:DOID:1612|MESH:D001941|OMIM:114480\t\t\t\t\tBreast Cancer\t\n"
+                    "Migraine Disorders\tMESH:D008881\t\t\t\t\t\tMigraine\t\n")
+    found = concepts("ctd-tsv", [path], strip_prefix="MESH:")
+    # BioSyn's ctd_preprocess joins the row's ID and AltIDs with "|": the concept's ids, prefixes stripped alike
+    assert found["D001943"].all_ids() == "|".join(["D001943", "DO:DOID:1612", "D001941", "OMIM:114480"])
+    assert found["D008881"].alt_ids == () and found["D008881"].all_ids() == "D008881"
 
 
 def test_gene_info_with_taxa(source_files):
@@ -138,6 +152,7 @@ def test_the_concept_table_round_trips_byte_for_byte(tmp_path, source_files):
     table.write_tsv(tmp_path / "a.tsv.gz")
     again = Dictionary.read_tsv(tmp_path / "a.tsv.gz")
     assert again.concepts == table.concepts and again.label == "ctd@v1" and again.digest() == table.digest()
+    assert again.concept("D006527").alt_ids == ("DO:DOID:893", "OMIM:277900")
     again.write_tsv(tmp_path / "b.tsv.gz")
     assert (tmp_path / "a.tsv.gz").read_bytes() == (tmp_path / "b.tsv.gz").read_bytes()
     assert gzip.decompress((tmp_path / "a.tsv.gz").read_bytes()).decode().count("\n") == len(table) + 2

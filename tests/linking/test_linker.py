@@ -203,6 +203,31 @@ def test_evaluate_linking_expands_each_documents_own_abbreviations_when_two_shar
     assert [m[6] for m in result["mentions_linked"]] == ["D006527", "D015223"] and result["accuracy"] == 100.0
 
 
+def sapbert_check_label(predicted_label, gold_label):
+    """SapBERT's `check_label` (cambridgeltl/sapbert, evaluation): correct when the "|"-split
+    predicted and gold labels share an id."""
+    return len(set(predicted_label.split("|")).intersection(set(gold_label.split("|")))) > 0
+
+
+def test_a_gold_id_among_the_predicted_concepts_alternate_ids_is_correct():
+    dictionary = Dictionary([Concept("D006527", "Hepatolenticular Degeneration", ("Wilson disease",), "Disease",
+                                     alt_ids=("DO:DOID:893", "OMIM:277900")),
+                             Concept("D009203", "Myocardial Infarction", ("heart attack",), "Disease")], "ctd", "1")
+    text = "Wilson disease and heart attack."
+    gold = [(0, 14, "OMIM:277900"), (19, 31, "D006527"), (0, 14, "OMIM:999999")]
+    documents = [Document(str(i), [Passage(0, text, annotations=[Annotation(start, end, "Disease", text[start:end],
+                                                                            concept_id=gold_id)])], source_format="pubtator")
+                 for i, (start, end, gold_id) in enumerate(gold)]
+    result = evaluate_linking(Linker(dictionary, None, progress=False), documents, details=True)
+    # BioSyn's CTD dictionary labels a concept "ID|AltIDs"; SapBERT's check_label compares those labels
+    labels = {"D006527": "D006527|DO:DOID:893|OMIM:277900", "D009203": "D009203"}
+    expected = [sapbert_check_label(labels[m[6]], m[5]) for m in result["mentions_linked"]]
+    assert expected == [True, False, False]  # heart attack is not Wilson disease
+    assert result["correct"] == sum(m["correct"] for m in result["methods"].values()) == sum(expected)
+    assert result["top1_accuracy"] == result["accuracy"] == round(100 * sum(expected) / 3, 2)
+    assert [m[6] for m in result["mentions_linked"]] == ["D006527", "D009203", "D006527"]  # annotations: the id
+
+
 def test_a_species_mention_with_several_ids_gives_its_genes_the_first():
     doc = document("In mice p53 rose.", (8, 11, "Gene"))
     doc.passages[0].annotations.append(Annotation(3, 7, "Species", "mice", concept_id="10090|9606"))

@@ -144,6 +144,13 @@ def test_a_users_file_and_format_handles(tmp_path, source_files):
         load_dictionary(str(tmp_path / "missing.tsv"))
 
 
+def test_ctds_alternate_ids_survive_the_cached_table(source_files):
+    handle = f"ctd-tsv:{source_files['CTD_diseases.tsv.gz']}"
+    for _ in range(2):  # built, then read from the cache
+        wilson = load_dictionary(handle, progress=False).concept("D006527")
+        assert wilson.alt_ids == ("DO:DOID:893", "OMIM:277900")  # the fixture's AltDiseaseIDs
+
+
 def test_the_cli_downloads_a_dictionary_into_the_cache(server, source_files, tmp_path, capsys):
     path = table(tmp_path, server, "toy-taxonomy", "taxdump", [("taxdmp_2025-01-01.zip", "taxdmp_2025-01-01.zip", None)])
     assert main(["data", "download", "toy-taxonomy", "--sources", path, "--trust-unverified"]) == 0
