@@ -3,7 +3,8 @@ vector) or a masked mean of the tokens (sentence-transformers models such as Min
 
 The pooling is read from the checkpoint where it says: a registry entry's `embedding`
 section, a `biozoo finetune link` output's `linking.json`, or a sentence-transformers folder's
-`1_Pooling/config.json`; else [CLS]. Names are cut at `max_length` tokens (SapBERT: 25).
+`1_Pooling/config.json`; else [CLS]. Names are cut at `max_length` tokens: the registry
+entry's or linking.json's `max_length` where it says, else SapBERT's 25.
 Inference runs through Keras' `predict_on_batch` on batches of names of similar length.
 
 Example:
@@ -28,6 +29,7 @@ from biozoo.preset_files import read_provenance
 
 POOLINGS = ("cls", "mean")
 LINKING_FILE = "linking.json"  # what `biozoo finetune link` writes beside its preset
+DEFAULT_MAX_LENGTH = 25  # SapBERT's max_length of a name, in tokens
 
 
 def pooling_of(handle):
@@ -50,6 +52,23 @@ def pooling_of(handle):
     return None
 
 
+def max_length_of(handle):
+    """The name length in tokens a checkpoint declares (its registry entry's `embedding`, or the
+    `linking.json` of a `biozoo finetune link` output); None when it declares none."""
+    handle = os.fspath(handle)
+    if registry.is_registered(handle):
+        where, value = f"the registry entry {handle}", (registry.get_entry(handle).get("embedding") or {}).get("max_length")
+    else:
+        where = os.path.join(handle, LINKING_FILE)
+        if not os.path.isfile(where):
+            return None
+        with open(where, encoding="utf-8") as f:
+            value = json.load(f).get("max_length")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 3):
+        raise ValueError(f"{where}: max_length must be a whole number of tokens of at least 3, got {value!r}")
+    return value
+
+
 class NameEncoder:
     """A backbone and its tokenizer that embed names: `encode(names)` gives float32 vectors of
     norm 1 (cosine similarity is their dot product). `identity` names the weights, pooling and
@@ -61,7 +80,7 @@ class NameEncoder:
         >>> float(vectors[0] @ vectors[1])  # their cosine similarity
     """
 
-    def __init__(self, backbone, tokenizer, pooling="cls", max_length=25, identity=None):
+    def __init__(self, backbone, tokenizer, pooling="cls", max_length=DEFAULT_MAX_LENGTH, identity=None):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
         if max_length < 3:
@@ -71,10 +90,12 @@ class NameEncoder:
         self.identity = identity or f"unnamed-{id(backbone)}"
 
     @classmethod
-    def from_preset(cls, handle, pooling=None, max_length=25):
-        """The encoder of any biozoo handle (registry name, hf://, local HF or Keras directory)."""
+    def from_preset(cls, handle, pooling=None, max_length=None):
+        """The encoder of any biozoo handle (registry name, hf://, local HF or Keras directory);
+        `pooling` and `max_length` default to what the checkpoint declares, else cls and 25."""
         preset_dir = presets.resolve_preset(handle)
         pooling = pooling or pooling_of(handle) or pooling_of(preset_dir) or "cls"
+        max_length = max_length or max_length_of(handle) or max_length_of(preset_dir) or DEFAULT_MAX_LENGTH
         weights = read_provenance(preset_dir).get("files_sha256") or {"path": os.path.abspath(preset_dir)}
         identity = hashlib.sha256(json.dumps([weights, pooling, max_length], sort_keys=True).encode()).hexdigest()[:16]
         backbone = biozoo.from_preset(preset_dir)

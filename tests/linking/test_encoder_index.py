@@ -6,6 +6,7 @@ two caches, is byte for byte the same, and a damaged cached file is found."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -62,6 +63,22 @@ def test_cls_vectors_equal_sapberts_own_code_on_a_tiny_bert(tiny_encoder_dir):
     ours = encoder.encode(NAMES, batch_size=4)
     np.testing.assert_allclose(ours, reference_vectors(tiny_encoder_dir, "cls", NAMES), atol=2e-5)
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_name_length_a_finetune_link_output_records_is_used(tiny_encoder_dir, tmp_path):
+    trained = tmp_path / "linker"
+    shutil.copytree(tiny_encoder_dir, trained)
+    (trained / "linking.json").write_text(json.dumps({"pooling": "cls", "max_length": 30}))  # --max-seq-length 30
+    long_name = "3-(4,5-dimethylthiazol-2-yl)-2,5-diphenyltetrazolium bromide"
+    encoder = NameEncoder.from_preset(str(trained))
+    pieces = len(encoder.tokenizer.ids([long_name])[0])
+    assert encoder.max_length == 30 and pieces + 2 > 30  # the name is longer than both lengths
+    assert len(encoder.token_ids([long_name])[0]) == 30
+    assert NameEncoder.from_preset(str(trained), max_length=28).max_length == 28  # asked for explicitly
+    assert NameEncoder.from_preset(str(tiny_encoder_dir)).max_length == 25  # none recorded: SapBERT's
+    (trained / "linking.json").write_text(json.dumps({"pooling": "cls", "max_length": "30"}))
+    with pytest.raises(ValueError, match=r"linking.json: max_length must be a whole number"):
+        NameEncoder.from_preset(str(trained))
 
 
 @pytest.mark.slow
