@@ -66,7 +66,9 @@ def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hear
     types of the linker's dictionary; every type when some concept has none): accuracy_at_1's
     result (the ids the linker gives, its threshold applied, as annotation writes them; a
     prediction is correct when a gold id is its concept's id or one of its `alt_ids`) plus
-    "top1_accuracy" (SapBERT's and BioSyn's acc@1: the best candidate's id, no threshold),
+    "top1_accuracy" (the best candidate's id, no threshold: SapBERT's acc@1 with its
+    `check_label` on whole mentions; a composite mention is not split into parts as BioSyn's
+    preprocessing splits it, so one of its gold ids is a hit: "composite_gold" says how many),
     "types", "methods" ({method: [mentions, correct]}) and "unlinked" (mentions given no id).
     No gold mention of `types` is an error naming the types the documents have. With `details`,
     "mentions_linked": [doc id, start, end, type, text, gold id, id, method, score]. A linker that

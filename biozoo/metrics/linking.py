@@ -2,8 +2,12 @@
 
 A predicted id is correct when it is one of the gold ids: gold ids and predicted ids are
 split at "|", "," and ";" (composite mentions such as "D001|D002"; BioRED's "D001,D002") and
-correct when the two sets meet, as
-BioSyn's and SapBERT's evaluation (`check_label`) counts; "MESH:D001" and "D001" are one id
+correct when the two sets meet: SapBERT's and BioSyn's `check_label`, applied to the whole
+mention. Their evaluation (`evaluate_topk_acc`) scores a composite mention ("breast and
+ovarian cancer", "D001943|D010051") after BioSyn's preprocessing split its text into parts,
+each part linked and every part required to hit; biozoo links whole mentions, so one id of a
+composite gold counts as correct (`accuracy_at_1` reports how many golds are composite,
+`composite_gold`). "MESH:D001" and "D001" are one id
 (PubTator3 and HunFlair2 write the prefix, BC5CDR does not, NCBI-disease both). A predicted
 id field may carry the predicted concept's alternate ids too (`evaluate link` passes
 `Concept.all_ids()`, BioSyn's `ID|AltIDs`: an OMIM gold id of a CTD disease is then found);
@@ -39,23 +43,25 @@ def correct(predicted, gold):
 
 def accuracy_at_1(gold_ids, predicted_ids, types=None):
     """Share (0-100) of gold mentions with an id whose predicted id is correct; per type too
-    when `types` (one per mention) is given."""
+    when `types` (one per mention) is given. `composite_gold`: the gold mentions with several
+    ids, each counted correct when the prediction is any one of them (module docstring)."""
     gold_ids, predicted_ids = list(gold_ids), list(predicted_ids)
     if len(gold_ids) != len(predicted_ids):
         raise ValueError(f"{len(gold_ids)} gold ids but {len(predicted_ids)} predictions")
     types = list(types) if types is not None else [None] * len(gold_ids)
     counts = defaultdict(lambda: [0, 0])
-    no_id = 0
+    no_id = composite = 0
     for gold, predicted, kind in zip(gold_ids, predicted_ids, types):
         if not ids_of(gold):
             no_id += 1
             continue
+        composite += len(ids_of(gold)) > 1
         for key in {None, kind}:
             counts[key][0] += 1
             counts[key][1] += correct(predicted, gold)
     total, right = counts[None]
     result = {"accuracy": round(100.0 * right / total, 2) if total else 0.0, "correct": right, "mentions": total,
-              "gold_without_id": no_id}
+              "gold_without_id": no_id, "composite_gold": composite}
     if any(t is not None for t in types):
         result["per_type"] = {k: {"accuracy": round(100.0 * v[1] / v[0], 2) if v[0] else 0.0, "correct": v[1],
                                   "mentions": v[0]} for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))

@@ -228,6 +228,32 @@ def test_a_gold_id_among_the_predicted_concepts_alternate_ids_is_correct():
     assert [m[6] for m in result["mentions_linked"]] == ["D006527", "D009203", "D006527"]  # annotations: the id
 
 
+def pubtator_composite_ids(path):
+    """Gold annotations of a PubTator file whose id column joins several ids with "|", counted
+    from the raw lines."""
+    rows = [line.rstrip("\n").split("\t") for line in open(path, encoding="utf-8")]
+    return sum(1 for row in rows if len(row) >= 6 and "|" in row[5])
+
+
+def test_composite_gold_mentions_are_counted(tmp_path):
+    path = tmp_path / "gold.PubTator"
+    path.write_text("1|t|Breast and ovarian cancer and Wilson disease.\n1|a|\n"
+                    "1\t0\t25\tBreast and ovarian cancer\tCompositeMention\tD001943|D010051\n"
+                    "1\t30\t44\tWilson disease\tSpecificDisease\tD006527\n\n")
+    dictionary = Dictionary([Concept("D001943", "breast cancer"), Concept("D006527", "Wilson disease")], "toy", "1")
+    result = evaluate_linking(Linker(dictionary, None, progress=False), list(read_documents(str(path))))
+    assert result["composite_gold"] == pubtator_composite_ids(path) == 1
+
+
+def test_composite_gold_mentions_of_ncbi_disease_are_counted(shared_data):
+    from biozoo.linking.evaluation import dictionary_from_documents
+
+    path = shared_data / "documents" / "NCBIdisease_Test.PubTator"
+    documents = list(read_documents(str(path)))
+    result = evaluate_linking(Linker(dictionary_from_documents(documents, "self"), None, progress=False), documents)
+    assert result["composite_gold"] == pubtator_composite_ids(path) == 15
+
+
 def test_a_species_mention_with_several_ids_gives_its_genes_the_first():
     doc = document("In mice p53 rose.", (8, 11, "Gene"))
     doc.passages[0].annotations.append(Annotation(3, 7, "Species", "mice", concept_id="10090|9606"))
