@@ -1,8 +1,9 @@
 """The concept table every dictionary reader fills and the linker reads.
 
 A `Dictionary` holds concepts (id, preferred name, synonyms, type, the taxon for genes, and
-the alternate ids a source merged into the concept, such as CTD's AltDiseaseIDs) with the dictionary's name and version. Its `names()` are every (name, concept) pair, each
-name once per concept, grouped by taxon so that one taxon's names are contiguous (genes are
+the alternate ids a source merged into the concept, such as CTD's AltDiseaseIDs) with the
+dictionary's name and version. Its `names()` are every (name, concept) pair, each name once
+per concept, grouped by taxon so that one taxon's names are contiguous (genes are
 searched within a taxon). The table is written and read as a gzipped TSV (the cached form).
 
     >>> table = Dictionary([Concept("D003920", "Diabetes Mellitus", ("diabetes",), "Disease")], "mine", "1")

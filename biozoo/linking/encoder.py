@@ -57,7 +57,8 @@ def max_length_of(handle):
     `linking.json` of a `biozoo finetune link` output); None when it declares none."""
     handle = os.fspath(handle)
     if registry.is_registered(handle):
-        where, value = f"the registry entry {handle}", (registry.get_entry(handle).get("embedding") or {}).get("max_length")
+        where = f"the registry entry {handle}"
+        value = (registry.get_entry(handle).get("embedding") or {}).get("max_length")
     else:
         where = os.path.join(handle, LINKING_FILE)
         if not os.path.isfile(where):
