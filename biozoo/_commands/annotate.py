@@ -137,7 +137,7 @@ def add_link_arguments(parser):
                        help="a mention whose best candidate scores below S gets no id (default 0.6 with an encoder, "
                        "0.5 without)")
     group.add_argument("--link-sparse-weight", type=float, default=0.0, metavar="W",
-                       help="add W x the char 3-gram TF-IDF cosine to the dense score (BioSyn's hybrid; default 0)")
+                       help="add W x the char 3-gram TF-IDF cosine (scispaCy's) to the dense score (default 0)")
     group.add_argument("--abbreviations", choices=ENGINES + ("none",), default=None,
                        help="find abbreviations (default with --link: schwartz-hearst, used to link short forms); "
                        "given explicitly, also write them as LongForm / ShortForm predictions")

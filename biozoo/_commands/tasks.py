@@ -101,7 +101,9 @@ def register(subparsers):
     link.add_argument("--types", help="link: only gold mentions of these types (comma-separated; default: the "
                       "dictionary's, as `annotate --link` links them)")
     link.add_argument("--threshold", type=float, help="link: the linker's threshold (default: its own)")
-    link.add_argument("--sparse-weight", type=float, default=0.0, help="link: BioSyn's sparse weight (default 0)")
+    link.add_argument("--sparse-weight", type=float, default=0.0, metavar="W",
+                      help="link: add W x the char 3-gram TF-IDF cosine (scispaCy's) to the dense score (as annotate "
+                      "--link-sparse-weight; default 0)")
     link.add_argument("--abbreviations", choices=ENGINES + ("none",), default="schwartz-hearst",
                       help="link: expand short forms before linking (default schwartz-hearst)")
     link.add_argument("--trust-unverified", action="store_true",

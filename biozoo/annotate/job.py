@@ -43,7 +43,7 @@ class AnnotationJob:
     precision: str = "float32"
     chunk_size: int = 256
     # concept ids (biozoo.linking): link specs (DICTIONARY or TYPE=DICTIONARY), the name encoder
-    # (None: strings and char 3-grams only), threshold, BioSyn's sparse weight, abbreviations
+    # (None: strings and char 3-grams only), threshold, char 3-gram TF-IDF weight, abbreviations
     # engine (None: none), whether abbreviations are written, the genes' taxon rule
     link: tuple = ()
     link_encoder: str | None = "sapbert_pubmedbert_fulltext"

@@ -1,5 +1,6 @@
-"""Finding a mention's names in a dictionary: exact and normalized strings, char 3-gram TF-IDF
-(scispaCy's and BioSyn's sparse score), and nearest neighbours of embedded names.
+"""Finding a mention's names in a dictionary: exact and normalized strings, char_wb 3-gram TF-IDF
+(scispaCy's; not BioSyn's sparse score, a char 1-2-gram TF-IDF), and nearest neighbours of
+embedded names.
 
 `DenseIndex` searches unit vectors by inner product (cosine): exactly (NumPy, blocked matrix
 products) or, above `ANN_MIN_NAMES` names when faiss is installed, through a faiss HNSW graph

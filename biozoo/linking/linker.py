@@ -3,8 +3,10 @@
 Steps, first hit wins:
 1. the exact name, then the normalized name (`normalize_name`), in the dictionary;
 2. the nearest names of the mention's embedding (`NameEncoder`; SapBERT's way), optionally
-   re-scored with BioSyn's sparse score: `dense + sparse_weight * char-3-gram TF-IDF cosine`;
-   without an encoder, the char 3-gram TF-IDF neighbours alone (scispaCy's way).
+   re-scored as `dense + sparse_weight * sparse`, a fixed-weight sum in the form of BioSyn's
+   hybrid score whose sparse part is scispaCy's char_wb 3-gram TF-IDF cosine (BioSyn's own is a
+   char 1-2-gram TF-IDF, its weight learned); without an encoder, the char 3-gram TF-IDF
+   neighbours alone (scispaCy's way).
 A candidate below `threshold` gives no id (`Link.id` None), not a wrong one. A gene mention
 is looked up among the names of its taxon only (`taxa`); a taxon the dictionary lacks gives
 no id.
@@ -60,7 +62,7 @@ class Linker:
 
     `encoder` (a `NameEncoder`, or None for strings and char 3-grams only); `threshold`: the
     lowest score that keeps an id (default DEFAULT_THRESHOLD with an encoder, SPARSE_THRESHOLD
-    without); `sparse_weight`: BioSyn's weight of the sparse score; `k`: candidate names
+    without); `sparse_weight`: the weight of the char 3-gram TF-IDF cosine added to the dense score; `k`: candidate names
     looked at; `method`: the dense index ("auto", "exact", "hnsw"); `by_taxon`: search a
     mention's taxon only (default: when every concept is a gene with a taxon).
 

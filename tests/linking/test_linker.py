@@ -62,7 +62,7 @@ def test_without_an_encoder_char_trigrams_link():
     assert [(l.id, l.method) for l in links] == [("D006527", "sparse"), ("D001943", "sparse"), (None, "none")]
 
 
-def test_sparse_weight_adds_biosyns_score():
+def test_sparse_weight_adds_the_char_trigram_score():
     linker = Linker(diseases(), KeyEncoder(), threshold=0.0, sparse_weight=0.5, progress=False)
     link = linker.link(["breast carcinoma"])[0]
     assert link.score == pytest.approx(1.0 + 0.5 * linker.sparse.similarity("breast carcinoma", "breast cancer"))
