@@ -62,6 +62,8 @@ def register(subparsers):
                       "own, else cls as SapBERT)")
     link.add_argument("--trust-unverified", action="store_true",
                       help="link: accept dictionary downloads with no recorded sha256")
+    link.add_argument("--no-progress", action="store_true",
+                      help="link: no progress bars (reading and embedding the dictionary, the training steps)")
     parser.set_defaults(func=finetune_command,
                         not_for_link={name: parser.get_default(name) for name in NOT_FOR_LINK})
 
@@ -154,6 +156,8 @@ def _auto_or_count(value):
 def finetune_command(args):
     if args.kind == LINK:
         return _finetune_link(args)
+    if args.no_progress:
+        raise ValueError(f"--no-progress is an option of finetune link only, not of finetune {args.kind}")
     if not args.data:
         raise ValueError(f"finetune {args.kind} needs --data (a folder with train / dev / test files)")
     from biozoo._io import check_output
@@ -240,9 +244,10 @@ def _finetune_link(args):
                             learning_rate=args.learning_rate or 2e-5, weight_decay=args.weight_decay,
                             warmup_ratio=args.warmup_ratio, loss=args.loss, hard_negatives=args.hard_negatives,
                             max_length=args.max_seq_length or 25, pooling=args.pooling, seed=args.seed)
-    dictionary = load_dictionary(args.dictionary, trust_unverified=args.trust_unverified)
+    progress = not args.no_progress
+    dictionary = load_dictionary(args.dictionary, trust_unverified=args.trust_unverified, progress=progress)
     metrics = finetune_linker(dictionary, args.preset, args.output, settings, log=lambda m: print(m, file=sys.stderr),
-                              overwrite=args.overwrite)
+                              progress=progress, overwrite=args.overwrite)
     print(json.dumps(metrics))
     return 0
 
@@ -256,8 +261,9 @@ def _evaluate_link(args):
     if not args.documents or not args.dictionary:
         raise ValueError("evaluate link needs --documents (gold documents with concept ids) and --dictionary")
     encoder = None if args.model.lower() == "none" else NameEncoder.from_preset(args.model)
-    linker = Linker(load_dictionary(args.dictionary, trust_unverified=args.trust_unverified), encoder,
-                    threshold=args.threshold, sparse_weight=args.sparse_weight, progress=not args.no_progress)
+    progress = not args.no_progress
+    dictionary = load_dictionary(args.dictionary, trust_unverified=args.trust_unverified, progress=progress)
+    linker = Linker(dictionary, encoder, threshold=args.threshold, sparse_weight=args.sparse_weight, progress=progress)
     types = tuple(t.strip() for t in args.types.split(",") if t.strip()) if args.types else None
     if types is None and ANY_TYPE not in default_link_types(args.dictionary):
         types = default_link_types(args.dictionary)  # as `annotate --link DICTIONARY` links

@@ -56,6 +56,16 @@ def test_evaluate_link_counts_by_hand(tmp_path, capsys):
     assert "Wilsen" in capsys.readouterr().err
 
 
+def test_evaluate_link_no_progress_reads_the_dictionary_without_a_bar(tmp_path, capsys):
+    (tmp_path / "gold.pubtator").write_text(GOLD)
+    for name, flags in (("shown", []), ("quiet", ["--no-progress"])):  # two files: each table is built, not cached
+        (tmp_path / f"{name}.tsv").write_text(DICTIONARY)
+        assert main(["evaluate", "link", "--model", "none", "--documents", str(tmp_path / "gold.pubtator"),
+                     "--dictionary", str(tmp_path / f"{name}.tsv"), *flags]) == 0
+        err = capsys.readouterr().err
+        assert ("reading shown" in err) if name == "shown" else ("reading quiet" not in err and "\r" not in err)
+
+
 def test_evaluate_link_gives_the_thresholded_and_the_top_candidate_accuracy(tmp_path, capsys):
     """At --threshold 0.99 the two char 3-gram links (breast cancer, heart attacks) give no id:
     accuracy 3 of 5; SapBERT's acc@1 scores the best candidate whatever its score: 5 of 5."""
@@ -203,6 +213,18 @@ def test_finetune_link_cli(tmp_path, tiny_encoder_dir, capsys):
     assert NameEncoder.from_preset(str(tmp_path / "out")).encode(["x"]).shape == (1, 32)
     assert main(["finetune", "link", "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "o2")]) == 2
     assert main(["finetune", "ner", "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "o3")]) == 2
+
+
+def test_finetune_link_no_progress_shows_no_bar(tmp_path, tiny_encoder_dir, capsys):
+    for name, flags in (("shown", []), ("quiet", ["--no-progress"])):
+        (tmp_path / f"{name}.tsv").write_text(DICTIONARY)
+        assert main(["finetune", "link", "--preset", str(tiny_encoder_dir), "--dictionary", str(tmp_path / f"{name}.tsv"),
+                     "--output", str(tmp_path / name), "--batch-size", "2", *flags]) == 0
+        err = capsys.readouterr().err
+        assert ("reading shown" in err) if name == "shown" else ("reading quiet" not in err and "\r" not in err)
+    assert main(["finetune", "ner", "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "ner"),
+                 "--no-progress"]) == 2
+    assert "--no-progress is an option of finetune link only" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flags", [["--strategy", "tpu"], ["--checkpoint-every", "1"], ["--seeds", "3"],
