@@ -38,7 +38,7 @@ def register(subparsers):
                         help="the global batch, split over the replicas (default 8, as the HF Trainer, or the --recipe's)")
     parser.add_argument("--learning-rate", type=float, default=None,
                         help="peak learning rate for the global batch (default 5e-5, or the --recipe's)")
-    parser.add_argument("--max-seq-length", type=int, default=None, help="default: 128 (384 for qa)")
+    parser.add_argument("--max-seq-length", type=int, default=None, help="default: 128 (384 for qa; for link the name length the checkpoint declares, else 25)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--seeds", type=int, default=1,
                         help="run this many seeds (seed, seed+1, ...) into OUTPUT/seed-N and report the mean "
@@ -243,7 +243,7 @@ def _finetune_link(args):
     settings = LinkTraining(epochs=int(args.epochs or 1), batch_pairs=args.batch_size or 64,
                             learning_rate=args.learning_rate or 2e-5, weight_decay=args.weight_decay,
                             warmup_ratio=args.warmup_ratio, loss=args.loss, hard_negatives=args.hard_negatives,
-                            max_length=args.max_seq_length or 25, pooling=args.pooling, seed=args.seed)
+                            max_length=args.max_seq_length, pooling=args.pooling, seed=args.seed)
     progress = not args.no_progress
     dictionary = load_dictionary(args.dictionary, trust_unverified=args.trust_unverified, progress=progress)
     metrics = finetune_linker(dictionary, args.preset, args.output, settings, log=lambda m: print(m, file=sys.stderr),

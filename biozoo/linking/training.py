@@ -45,7 +45,8 @@ LOSSES = LINK_LOSSES
 
 @dataclasses.dataclass(frozen=True)
 class LinkTraining:
-    """Settings of `finetune_linker` (SapBERT's where they apply: lr 2e-5, max length 25)."""
+    """Settings of `finetune_linker` (SapBERT's where they apply: lr 2e-5, max length 25 unless the
+    checkpoint declares its own)."""
 
     epochs: int = 1
     batch_pairs: int = 64  # pairs per batch: 2 x 64 names
@@ -55,7 +56,7 @@ class LinkTraining:
     loss: str = "multi-similarity"
     hard_negatives: int = 4  # nearest concepts put in a batch with each concept (0: random batches)
     max_pairs_per_concept: int = 50
-    max_length: int = 25
+    max_length: int | None = None  # default: the checkpoint's own (encoder.max_length_of), else 25
     pooling: str | None = None  # default: the checkpoint's own (encoder.pooling_of), else cls
     seed: int = 42
 

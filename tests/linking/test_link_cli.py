@@ -215,6 +215,19 @@ def test_finetune_link_cli(tmp_path, tiny_encoder_dir, capsys):
     assert main(["finetune", "ner", "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "o3")]) == 2
 
 
+def test_finetune_link_trains_at_the_name_length_its_checkpoint_declares(tmp_path, tiny_encoder_dir, capsys):
+    (tmp_path / "dict.tsv").write_text(DICTIONARY)
+    base = ["finetune", "link", "--dictionary", str(tmp_path / "dict.tsv"), "--batch-size", "2", "--no-progress"]
+    assert main([*base, "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "first"),
+                 "--max-seq-length", "30"]) == 0
+    assert main([*base, "--preset", str(tmp_path / "first"), "--output", str(tmp_path / "again")]) == 0
+    assert main([*base, "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "plain")]) == 0
+    capsys.readouterr()
+    recorded = {name: json.loads((tmp_path / name / "linking.json").read_text())["max_length"]
+                for name in ("first", "again", "plain")}
+    assert recorded == {"first": 30, "again": 30, "plain": 25}  # none declared: SapBERT's 25
+
+
 def test_finetune_link_no_progress_shows_no_bar(tmp_path, tiny_encoder_dir, capsys):
     for name, flags in (("shown", []), ("quiet", ["--no-progress"])):
         (tmp_path / f"{name}.tsv").write_text(DICTIONARY)
