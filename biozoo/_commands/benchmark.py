@@ -2,14 +2,14 @@
 when a benchmark runs)."""
 
 import argparse
+import dataclasses
 import json
 import sys
 
-from biozoo import registry
 from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
 from biozoo._io import read_json
 from biozoo.benchmark.download import download
-from biozoo.benchmark.suites import SIZES, load_suite, model_size, suite_names
+from biozoo.benchmark.suites import SIZES, load_suite, suite_names
 from biozoo.linking.sources import dictionary_table, download_dictionary, load_dictionary, raw_directory
 from biozoo.presets.handles import parse_handle
 
@@ -80,7 +80,7 @@ def register(subparsers):
 
 
 def benchmark_command(args):
-    from biozoo.benchmark.grid import BenchmarkPlan, plan_cells, run_benchmark
+    from biozoo.benchmark.grid import BenchmarkPlan, plan_cells, preset_config, resolve_plan, run_benchmark
 
     plan = BenchmarkPlan(args.suite, args.preset, data=args.data, output=args.output, tasks=tuple(args.tasks or ()),
                          seeds=args.seeds, first_seed=args.first_seed, size=args.size, epochs=args.epochs,
@@ -89,13 +89,15 @@ def benchmark_command(args):
     suite = load_suite(args.suite)
     if args.dry_run:
         parse_handle(args.preset)  # an unknown name or missing folder is refused here too
-        size = args.size or _registry_size(args.preset)
-        if size is None:
-            size = "base"
-            print("size: base assumed (a local model's size is read when it runs; give --size to choose)")
-        cells, skipped, notes = plan_cells(plan, suite, size)
+        config = preset_config(args.preset, download=False)
+        if config is None and args.size is None:
+            plan = dataclasses.replace(plan, size="base")
+            print("size: base assumed (this model's size is read when it runs; give --size to choose)")
+        plan, positions = resolve_plan(plan, config)
+        cells, skipped, notes = plan_cells(plan, suite, plan.size, positions)
         for cell in cells:
-            print(f"{cell.task} seed {cell.seed} ({'done' if cell.done else 'to run'}): {cell.command()}")
+            state = "done" if cell.done else "blocked" if cell.blocked else "to run"
+            print(f"{cell.task} seed {cell.seed} ({state}): {cell.command()}")
             print(f"    recipe: {cell.recipe['from']}" + (f"; biozoo defaults for {', '.join(cell.recipe['defaults'])}"
                                                            if cell.recipe["defaults"] else ""))
         for name, why in skipped.items():
@@ -118,14 +120,6 @@ def benchmark_command(args):
         print(f"benchmark: no task of {', '.join(sorted(asked))} could run (see the reasons above)", file=sys.stderr)
         return 1
     return 0
-
-
-def _registry_size(preset):
-    """The recipe size of a registry checkpoint, from the registry alone (no download)."""
-    if not registry.is_registered(preset):
-        return None
-    config = registry.get_entry(preset)["config"]
-    return model_size({"hidden_size": config.get("hidden_size") or config.get("dim")})
 
 
 def download_command(args):

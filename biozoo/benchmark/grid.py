@@ -26,7 +26,7 @@ import traceback
 
 from tqdm.auto import tqdm
 
-from biozoo import presets
+from biozoo import presets, registry
 from biozoo._io import atomic_write_json, read_json
 from biozoo.benchmark.report import cross_corpus_path, settings_differ, write_report
 from biozoo.benchmark.suites import load_suite, model_size
@@ -37,7 +37,7 @@ from biozoo.task_kinds import task_kind
 from biozoo.train import finetune
 from biozoo.train.run import resolve_strategy
 
-__all__ = ["BenchmarkPlan", "Cell", "plan_cells", "run_benchmark"]
+__all__ = ["BenchmarkPlan", "Cell", "plan_cells", "preset_config", "resolve_plan", "run_benchmark"]
 
 # Fields of the plan a rerun into the same OUTPUT must repeat (tasks and seeds may grow).
 _IDENTITY = ("suite", "preset", "data", "first_seed", "size", "epochs")
@@ -92,6 +92,7 @@ class Cell:
     hyperparameters: dict
     recipe: dict
     options: tuple = ()  # further `biozoo finetune` arguments (strategy)
+    blocked: str | None = None  # why it cannot run now (the cell it continues is not finished, nor in this run)
 
     @property
     def done(self):
@@ -138,7 +139,10 @@ def _available(task, data_root):
 
 def plan_cells(plan, suite=None, size=None, positions=None):
     """(cells in run order, {task: why it cannot run}, notes). A sequence length the paper
-    leaves open (biozoo's default) is cut to the model's `positions`."""
+    leaves open (biozoo's default) is cut to the model's `positions`. A task that continues
+    another's fine-tuned model (starts_from) continues that task's cell of the same seed: one
+    this run trains, else the finished cell an earlier run left (a cell whose parent is neither
+    is planned `blocked`, saying what is missing)."""
     suite = suite or load_suite(plan.suite)
     names = tuple(dict.fromkeys(plan.tasks)) or tuple(suite.tasks)
     unknown = [n for n in names if n not in suite.tasks]
@@ -159,31 +163,91 @@ def plan_cells(plan, suite=None, size=None, positions=None):
         else:
             runnable.append(name)
     notes = {}
+    if plan.epochs is not None:
+        notes["shortened"] = (f"every task trains {plan.epochs:g} epochs (the recipes' epochs are not used: a "
+                              "shortened run, not the paper's protocol)")
     # a task continuing another's fine-tuned model runs after it
     ordered = sorted(runnable, key=lambda n: suite.tasks[n].starts_from in runnable)
     cells = []
     for name in ordered:
-        task = suite.tasks[name]
-        recipe = suite.recipe(task, size, plan.preset)
-        if positions and "max_seq_length" in recipe["defaults"] and recipe["max_seq_length"] > positions:
-            recipe = {**recipe, "max_seq_length": positions}
-        if plan.epochs is not None:
-            notes.setdefault("shortened", f"every task trains {plan.epochs:g} epochs (the recipes' epochs are "
-                                          "not used: a shortened run, not the paper's protocol)")
-            recipe = {**recipe, "epochs": plan.epochs}
-        if task.starts_from and task.starts_from not in runnable:
-            notes[name] = (f"the paper fine-tunes {task.title} after {task.starts_from}, which this run does not "
-                           "include: it starts from the pretrained checkpoint")
+        parent = suite.tasks[name].starts_from
         for seed in seeds:
-            start = (os.path.join(plan.output, "cells", task.starts_from, f"seed-{seed}")
-                     if task.starts_from in runnable else plan.preset)
-            hp = {"epochs": float(recipe["epochs"]), "batch_size": int(recipe["batch_size"]),
-                  "learning_rate": float(recipe["learning_rate"]), "max_seq_length": int(recipe["max_seq_length"]),
-                  "seed": seed}
-            cells.append(Cell(name, seed, task.kind, start, os.path.join(plan.data, task.data),
-                              os.path.join(plan.output, "cells", name, f"seed-{seed}"), hp, recipe,
-                              _strategy_options(plan)))
+            cell = _planned_cell(plan, suite, name, seed, size, positions)
+            if parent and parent not in runnable:
+                blocked = _parent_problem(plan, suite, cell, size, positions, skipped.get(parent))
+                cell = dataclasses.replace(cell, blocked=blocked)
+                if blocked and cell.done:  # kept as it is: never discarded because its parent was not asked for
+                    notes.setdefault(name, f"seed {seed}: {blocked}; its finished cell is kept")
+                elif blocked:
+                    notes.setdefault(name, blocked)
+            cells.append(cell)
     return cells, skipped, notes
+
+
+def _cell_directory(plan, task, seed):
+    return os.path.join(plan.output, "cells", task, f"seed-{seed}")
+
+
+def _planned_cell(plan, suite, name, seed, size, positions):
+    """The cell of task `name` at `seed` as `plan` plans it (a task with starts_from continues
+    its parent task's cell of the same seed)."""
+    task = suite.tasks[name]
+    recipe = suite.recipe(task, size, plan.preset)
+    if positions and "max_seq_length" in recipe["defaults"] and recipe["max_seq_length"] > positions:
+        recipe = {**recipe, "max_seq_length": positions}
+    if plan.epochs is not None:
+        recipe = {**recipe, "epochs": plan.epochs}
+    start = _cell_directory(plan, task.starts_from, seed) if task.starts_from else plan.preset
+    hp = {"epochs": float(recipe["epochs"]), "batch_size": int(recipe["batch_size"]),
+          "learning_rate": float(recipe["learning_rate"]), "max_seq_length": int(recipe["max_seq_length"]),
+          "seed": seed}
+    return Cell(name, seed, task.kind, start, os.path.join(plan.data, task.data), _cell_directory(plan, name, seed),
+                hp, recipe, _strategy_options(plan))
+
+
+def _parent_problem(plan, suite, cell, size, positions, parent_skipped):
+    """Why `cell` cannot continue its parent task's cell, which this run does not train (None
+    when that cell is finished as planned)."""
+    parent = suite.tasks[cell.task].starts_from
+    planned = _planned_cell(plan, suite, parent, cell.seed, size, positions)
+    if planned.done:
+        return None
+    metrics = os.path.join(planned.directory, METRICS_FILE)
+    state = f"is stale ({planned.stale()})" if planned.stale() else f"is not finished (no {metrics})"
+    not_run = f"{parent} is skipped: {parent_skipped}" if parent_skipped else f"this run does not include {parent}"
+    return (f"{cell.task} continues the {parent} cell of seed {cell.seed}, which {state}, and {not_run}: "
+            f"add {parent} to --tasks")
+
+
+def preset_config(preset, download=True):
+    """The backbone config of `preset` (its config.json's "config"), resolved (downloaded and
+    converted once) as a run resolves it. Without `download` nothing is fetched or converted: a
+    local directory's config.json is read, a registry checkpoint's facts come from the registry,
+    another handle's config is None (unknown)."""
+    if download:
+        with open(os.path.join(presets.resolve_preset(preset), "config.json"), encoding="utf-8") as f:
+            return json.load(f).get("config", {})
+    if os.path.isdir(preset):
+        config = read_json(os.path.join(preset, "config.json"), "model config", error_class=ValueError)
+        return config["config"] if "config" in config else _transformers_facts(config)
+    return _transformers_facts(registry.get_entry(preset)["config"]) if registry.is_registered(preset) else None
+
+
+def _transformers_facts(config):
+    """What a conversion makes of a transformers config's width and positions."""
+    return {"hidden_size": config.get("hidden_size") or config.get("dim"),
+            "max_sequence_length": config.get("max_position_embeddings", 512)}
+
+
+def resolve_plan(plan, config):
+    """(the plan as a run makes it, the model's number of positions or None): DATA, OUTPUT and a
+    local preset made absolute, the size from the backbone `config`'s hidden width unless the plan
+    gives one. `run_benchmark` and `--dry-run` plan the same cells from it."""
+    config = config or {}
+    plan = dataclasses.replace(plan, data=os.path.abspath(plan.data), output=os.path.abspath(plan.output),
+                               preset=plan.preset if not os.path.exists(plan.preset) else os.path.abspath(plan.preset),
+                               size=plan.size or model_size(config))
+    return plan, config.get("max_sequence_length")
 
 
 def _strategy_options(plan):
@@ -216,13 +280,8 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
     if strategy is None:
         strategy = resolve_strategy(plan.strategy, plan.tpu)
     suite = load_suite(plan.suite)
-    plan = dataclasses.replace(plan, data=os.path.abspath(plan.data), output=os.path.abspath(plan.output),
-                               preset=plan.preset if not os.path.exists(plan.preset) else os.path.abspath(plan.preset))
-    source = presets.resolve_preset(plan.preset)
-    with open(os.path.join(source, "config.json"), encoding="utf-8") as f:
-        config = json.load(f).get("config", {})
-    size = plan.size or model_size(config)
-    plan = dataclasses.replace(plan, size=size)
+    plan, positions = resolve_plan(plan, preset_config(plan.preset))
+    size = plan.size
     record = _record(plan, size, registry_name_of(plan.preset))
     record_path = os.path.join(plan.output, "benchmark.json")
     earlier = []
@@ -230,7 +289,7 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
         _check_same_plan(record_path, record)
         with open(record_path, encoding="utf-8") as f:
             earlier = json.load(f).get("cells", [])
-    cells, skipped, notes = plan_cells(plan, suite, size, config.get("max_sequence_length"))
+    cells, skipped, notes = plan_cells(plan, suite, size, positions)
     planned = {(c.task, c.seed) for c in cells}
     # cells an earlier run of this benchmark planned stay in the record (and the report) when
     # this run asks for fewer tasks or seeds
@@ -291,10 +350,16 @@ def _discard(output, cell):
     directory = os.path.join(output, "cells", task, f"seed-{seed}")
     if os.path.isdir(directory):
         shutil.rmtree(directory)
+    # a retrained cell must not resume the discarded run's --checkpoint-every checkpoints
+    shutil.rmtree(finetune.checkpoint_directory(directory), ignore_errors=True)
 
 
 def _run_cell(plan, cell, log, verbose, strategy):
     error_path = cell.directory + ".error.json"
+    if cell.blocked:
+        atomic_write_json(error_path, {"error": cell.blocked})
+        log(f"cell {cell.task} seed {cell.seed}: not run, {cell.blocked}")
+        return False
     if cell.preset != plan.preset and not os.path.isfile(os.path.join(cell.preset, METRICS_FILE)):
         atomic_write_json(error_path, {"error": f"the cell it continues ({cell.preset}) did not finish"})
         log(f"cell {cell.task} seed {cell.seed}: not run, {cell.preset} did not finish")

@@ -19,6 +19,7 @@ from biozoo.benchmark.grid import BenchmarkPlan, run_benchmark
 from biozoo.benchmark.suites import load_suite, score_value
 from biozoo.cli import main
 from biozoo.testing import bioasq_dev
+from biozoo.train.finetune import checkpoint_directory
 
 
 def _write_ner(source, target, counts):
@@ -243,11 +244,14 @@ def test_a_killed_process_resumes(tmp_path, bench_data, tiny_bert_real_vocab):
     assert report["tasks"]["ncbi_disease"]["seeds"] == [42, 43]
 
 
-def _fake_finetune(calls, fail=()):
+def _fake_finetune(calls, fail=(), resumable=None):
     """`run_finetune` writing what a real run's metrics.json records (its settings and a score),
-    without training: the grid's bookkeeping, tested quickly."""
+    without training: the grid's bookkeeping, tested quickly. `resumable` collects the cells
+    that found --checkpoint-every checkpoints to resume."""
     def run(kind, preset, data, output, hp, *args, **kwargs):
         calls.append((os.path.basename(os.path.dirname(output)), hp.seed))
+        if resumable is not None and os.path.isdir(checkpoint_directory(output)):
+            resumable.append(calls[-1])
         if (os.path.basename(os.path.dirname(output)), hp.seed) in fail:
             raise ValueError("out of memory")
         os.makedirs(output)
@@ -265,8 +269,8 @@ def test_a_cell_trained_with_other_settings_is_retrained_with_what_continues_it(
     since) is retrained, and so is the BioASQ cell that continued it; their cross-corpus scores go."""
     import biozoo.train.finetune as finetune
 
-    calls, messages = [], []
-    monkeypatch.setattr(finetune, "run_finetune", _fake_finetune(calls))
+    calls, messages, resumed = [], [], []
+    monkeypatch.setattr(finetune, "run_finetune", _fake_finetune(calls, resumable=resumed))
     plan = BenchmarkPlan("biom-table2", str(tiny_bert_real_vocab), data=str(bench_data), output=str(tmp_path / "out"),
                          tasks=("bioasq7b_factoid", "squad2"), seeds=1, epochs=1)
     run_benchmark(plan, progress=False, log=messages.append)
@@ -282,9 +286,13 @@ def test_a_cell_trained_with_other_settings_is_retrained_with_what_continues_it(
     scored = tmp_path / "out" / "cross_corpus" / "bioasq7b_factoid" / "seed-42" / "x.json"
     scored.parent.mkdir(parents=True)
     scored.write_text("{}")
+    # checkpoints a killed --checkpoint-every run of the old BioASQ cell left: discarded with it
+    old_checkpoints = checkpoint_directory(tmp_path / "out" / "cells" / "bioasq7b_factoid" / "seed-42")
+    os.makedirs(old_checkpoints)
     messages.clear()
     report = run_benchmark(plan, progress=False, log=messages.append)
     assert calls == [("squad2", 42), ("bioasq7b_factoid", 42)]
+    assert resumed == [] and not os.path.exists(old_checkpoints)
     assert any("stale" in m and "learning_rate 3e-05 (now 0.0001)" in m for m in messages), messages
     assert json.loads(squad.read_text())["hyperparameters"]["learning_rate"] == 1e-4
     assert not scored.exists()
@@ -314,3 +322,51 @@ def test_the_exit_status_is_this_runs_cells(tmp_path, bench_data, tiny_bert_real
     assert main(["benchmark", "biom-table2", "--preset", "no_such_checkpoint", "--data", str(bench_data),
                  "--output", str(tmp_path / "dry"), "--dry-run"]) != 0
     assert "no_such_checkpoint" in capsys.readouterr().err
+
+
+def test_a_subset_run_continues_the_finished_cell_of_the_task_it_leaves_out(tmp_path, bench_data,
+                                                                            tiny_bert_real_vocab, monkeypatch):
+    """`--tasks bioasq7b_factoid` after a run of SQuAD2.0 and BioASQ: the BioASQ cells continue the
+    finished SQuAD2.0 cells and stay done (nothing retrained); a new seed whose SQuAD2.0 cell does
+    not exist is not trained from the pretrained checkpoint: its error names the missing cell."""
+    import biozoo.train.finetune as finetune
+
+    calls = []
+    monkeypatch.setattr(finetune, "run_finetune", _fake_finetune(calls))
+    both = BenchmarkPlan("biom-table2", str(tiny_bert_real_vocab), data=str(bench_data), output=str(tmp_path / "out"),
+                         tasks=("squad2", "bioasq7b_factoid"), seeds=1, epochs=1)
+    run_benchmark(both, progress=False, log=lambda m: None)
+    bioasq = tmp_path / "out" / "cells" / "bioasq7b_factoid" / "seed-42" / "metrics.json"
+    stamp = bioasq.stat().st_mtime_ns
+    calls.clear()
+    subset = dataclasses.replace(both, tasks=("bioasq7b_factoid",))
+    report = run_benchmark(subset, progress=False, log=lambda m: None)
+    assert calls == [] and bioasq.stat().st_mtime_ns == stamp
+    assert report["tasks"]["bioasq7b_factoid"]["seeds"] == [42]
+    assert f"--preset {tmp_path / 'out' / 'cells' / 'squad2' / 'seed-42'}" in \
+        report["tasks"]["bioasq7b_factoid"]["commands"]["42"]
+
+    report = run_benchmark(dataclasses.replace(subset, seeds=2), progress=False, log=lambda m: None)
+    assert calls == []
+    task = report["tasks"]["bioasq7b_factoid"]
+    assert task["seeds"] == [42] and task["missing_seeds"] == [43]
+    missing = str(tmp_path / "out" / "cells" / "squad2" / "seed-43" / "metrics.json")
+    assert missing in task["errors"]["43"] and "add squad2 to --tasks" in task["errors"]["43"]
+
+
+def test_dry_run_shows_the_cells_a_run_left_as_done(tmp_path, bench_data, tiny_bert_real_vocab, monkeypatch,
+                                                    capsys):
+    """`--dry-run` plans what the run plans (relative --data and --output, sequence lengths cut to
+    the model's 64 positions): after a run, every cell it finished is shown done."""
+    import biozoo.train.finetune as finetune
+
+    monkeypatch.setattr(finetune, "run_finetune", _fake_finetune([]))
+    monkeypatch.chdir(tmp_path)
+    command = ["benchmark", "biom-table2", "--preset", str(tiny_bert_real_vocab), "--data",
+               os.path.relpath(bench_data, tmp_path), "--output", "out", "--tasks", "ncbi_disease", "squad2",
+               "bioasq7b_factoid", "--seeds", "1", "--epochs", "1"]
+    assert main(command) == 0
+    capsys.readouterr()
+    assert main(command + ["--dry-run"]) == 0
+    shown = [line for line in capsys.readouterr().out.splitlines() if " seed 42 (" in line]
+    assert len(shown) == 3 and all("(done)" in line for line in shown), shown
