@@ -66,10 +66,13 @@ def _cell_scores(metrics, task, path):
         why = "; ".join(f"{k}: {v}" for k, v in metrics.get("not_scored", {}).items())
         raise ValueError(f"{path} holds no {task.split} scores (splits scored: {held})" + (f"; {why}" if why else ""))
     try:
-        return (score_value(metrics[task.split], task.score),
-                score_value(metrics[task.split], task.average_score or task.score))
+        return (score_value(metrics[task.split], task.score, task.labels),
+                score_value(metrics[task.split], task.average_score or task.score, task.labels))
     except KeyError as error:
         raise ValueError(f"{path}: the {task.split} {error.args[0]}") from None
+    except (AttributeError, TypeError, ValueError, ArithmeticError) as error:  # a malformed metrics.json: that cell's error
+        raise ValueError(f"{path}: the {task.split} scores give no {task.score}: {type(error).__name__}: "
+                         f"{error}") from None
 
 
 def build_report(output):

@@ -70,6 +70,7 @@ class SuiteTask:
     unsupported: str | None = None  # why biozoo cannot run it
     note: str | None = None
     cross_corpus: tuple = ()
+    labels: tuple = ()  # the positive labels a macro score averages over (ChemProt's five CPR classes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,17 +174,20 @@ def model_size(config):
 _MEAN = re.compile(r"^mean\((.+)\)$")
 
 
-def score_value(scores, spec):
+def score_value(scores, spec, labels=()):
     """The number `spec` names in a split's metrics: a dotted path ("bioasq_factoid.mrr"),
-    "macro_f1" (the mean F1 of the positive labels of a relation task) or mean(a, b, ...)."""
+    "macro_f1" (the mean F1 over the task's positive `labels`, a label neither in gold nor
+    predicted counting 0, as sklearn's f1_score(labels=..., average="macro")) or mean(a, b, ...)."""
     match = _MEAN.match(spec.strip())
     if match:
-        parts = [score_value(scores, part.strip()) for part in match[1].split(",")]
+        parts = [score_value(scores, part.strip(), labels) for part in match[1].split(",")]
         return sum(parts) / len(parts)
     if spec == "macro_f1":
-        negative = scores.get("negative_label")
-        labels = {k: v for k, v in scores["per_label"].items() if k != negative}
-        return sum(v["f1"] for v in labels.values()) / len(labels)
+        if not labels:
+            raise ValueError("macro_f1 averages over a task's positive labels: the task names none")
+        if "per_label" not in scores:
+            raise KeyError(f"the scores have no 'per_label' (for macro_f1; there are {sorted(scores)[:12]})")
+        return sum(float(scores["per_label"].get(label, {}).get("f1", 0.0)) for label in labels) / len(labels)
     value = scores
     for key in spec.split("."):
         if not isinstance(value, dict) or key not in value:
@@ -215,7 +219,11 @@ def load_suite(name) -> Suite:
     for task_name, spec in raw["tasks"].items():
         spec = dict(spec)
         targets = tuple(CrossCorpusTarget(**t) for t in spec.pop("cross_corpus", ()))
-        tasks[task_name] = SuiteTask(name=task_name, cross_corpus=targets, **spec)
+        labels = tuple(spec.pop("labels", ()))
+        if "macro_f1" in f"{spec['score']} {spec.get('average_score', '')}" and not labels:
+            raise ValueError(f"suites.json: suites.{name}.tasks.{task_name} is scored by macro_f1 but lists no "
+                             "\"labels\" (the positive labels it averages over)")
+        tasks[task_name] = SuiteTask(name=task_name, cross_corpus=targets, labels=labels, **spec)
     return Suite(name=name, title=raw["title"], paper=raw["paper"], results_sources=tuple(raw["results_sources"]),
                  seeds=raw["seeds"], seeds_source=raw["seeds_source"], spread=raw["spread"], recipes=raw["recipes"],
                  tasks=tasks, average=raw.get("average"))

@@ -250,3 +250,24 @@ def test_failed_and_unscored_cross_corpus_targets_are_reported(tmp_path):
     assert row["scores"] == [] and row["mean"] is None
     markdown = (tmp_path / "report.md").read_text()
     assert "BC5CDR_Test.PubTator line 7" in markdown and "seeds [43] not scored" in markdown
+
+
+def test_a_chemprot_cell_with_no_positive_relation_is_scored_and_a_malformed_one_is_named(tmp_path):
+    """Macro F1 over the five CPR classes: a seed where none occurs scores 0 (as sklearn's
+    f1_score(labels=..., average="macro", zero_division=0)); a seed whose per-label scores are
+    malformed is that seed's error, naming its metrics.json, and the report is still written."""
+    from sklearn.metrics import f1_score
+
+    from biozoo.metrics.relation import micro_prf
+
+    gold, pred = ["false", "false", "CPR:4"], ["false", "false", "false"]
+    labels = ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9"]
+    cells = [_cell(tmp_path, "chemprot", 42, micro_prf(["false"], ["false"], "false"), "re"),
+             _cell(tmp_path, "chemprot", 43, micro_prf(gold, pred, "false"), "re"),
+             _cell(tmp_path, "chemprot", 44, {"per_label": {"CPR:3": "broken"}}, "re")]
+    _record(tmp_path, "bioformer-table3", "bioformer_8l", "bioformer_8l", cells)
+    task = write_report(str(tmp_path))["tasks"]["chemprot"]
+    assert task["seeds"] == [42, 43]
+    assert task["scores"] == pytest.approx([0.0, 100 * f1_score(gold, pred, labels=labels, average="macro",
+                                                                zero_division=0)])
+    assert str(tmp_path / "cells" / "chemprot" / "seed-44" / "metrics.json") in task["errors"]["44"]

@@ -140,17 +140,33 @@ def test_every_task_data_folder_has_a_source_entry():
             assert task.data in sources, (name, task.name, task.data)
 
 
-def test_macro_f1_equals_sklearn():
+def test_macro_f1_equals_sklearn_over_the_tasks_labels():
+    """ChemProt's macro F1 averages over its five CPR classes (the task's `labels`), also where
+    some class is neither in gold nor predicted (F1 0, sklearn's zero_division=0) or none is."""
     from sklearn.metrics import f1_score
 
     from biozoo.metrics.relation import micro_prf
 
+    task = load_suite("bioformer-table3").tasks["chemprot"]
+    assert task.labels == ("CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9")
     rng = np.random.default_rng(0)
-    labels = ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"]
-    gold = list(rng.choice(labels, 300))
-    pred = [g if rng.random() < 0.6 else rng.choice(labels) for g in gold]
-    ours = score_value(micro_prf(gold, pred, "false"), "macro_f1")
-    assert ours == pytest.approx(100 * f1_score(gold, pred, labels=labels[:5], average="macro"), abs=1e-9)
+    for seen in (list(task.labels), ["CPR:3", "CPR:4"], []):
+        choices = seen + ["false"]
+        gold = list(rng.choice(choices, 40))
+        pred = [g if rng.random() < 0.6 else rng.choice(choices) for g in gold]
+        ours = score_value(micro_prf(gold, pred, "false"), task.score, task.labels)
+        expected = 100 * f1_score(gold, pred, labels=list(task.labels), average="macro", zero_division=0)
+        assert ours == pytest.approx(expected, abs=1e-9), seen
+
+
+def test_a_macro_f1_task_without_labels_is_refused(monkeypatch):
+    import biozoo.benchmark.suites as suites
+
+    document = json.loads(json.dumps(suites._document()))
+    del document["suites"]["compact"]["tasks"]["chemprot"]["labels"]
+    monkeypatch.setattr(suites, "_document", lambda: document)
+    with pytest.raises(ValueError, match=r"suites\.compact\.tasks\.chemprot .*\"labels\""):
+        load_suite("compact")
 
 
 def test_score_paths_and_means():
