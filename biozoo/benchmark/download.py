@@ -58,9 +58,10 @@ def data_groups():
 
 def datasets_for(name, sources):
     """The data folders that `name` (a suite, a group such as `tests`, a suite's task name, or a
-    data folder) needs."""
+    data folder) needs. A suite needs no data of the tasks it marks unsupported (biozoo cannot run
+    them); a task named on its own is fetched as asked."""
     if name in suite_names():  # each task's data, then what --cross-corpus scores its models on
-        tasks = load_suite(name).tasks.values()
+        tasks = [task for task in load_suite(name).tasks.values() if not task.unsupported]
         targets = [t for task in tasks for t in task.cross_corpus]
         return list(dict.fromkeys([t.data for t in tasks] + [t.data for t in targets] +
                                   [t.documents.split("/")[0] for t in targets if t.documents]))

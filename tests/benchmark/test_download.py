@@ -165,6 +165,13 @@ def test_suite_and_task_names_resolve_to_data_folders():
         wanted = {t["data"] for t in targets} | {t["documents"].split("/")[0] for t in targets if "documents" in t}
         assert wanted <= set(datasets_for(suite, sources)), suite
     assert {"ner/NLM-Chem", "ner/BC4CHEMD", "documents"} <= set(datasets_for("biom-table2", sources))
+    # a suite's unsupported tasks (BLURB's PICO, BIOSSES, PubMedQA, BioASQ yes/no) need no data
+    for suite, spec in suites.items():
+        supported = {t["data"] for t in spec["tasks"].values() if "unsupported" not in t}
+        only_unsupported = {t["data"] for t in spec["tasks"].values() if "unsupported" in t} - supported
+        assert supported <= set(datasets_for(suite, sources)), suite
+        assert not only_unsupported & set(datasets_for(suite, sources)), suite
+    assert "qa/pubmedqa" not in datasets_for("blurb", sources)
     with pytest.raises(KeyError, match="neither a suite"):
         datasets_for("no_such_thing", sources)
 
