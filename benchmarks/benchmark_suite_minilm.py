@@ -104,7 +104,7 @@ def main():
                 subprocess.run([python, "-m", "biozoo", "finetune", *argv], check=True, cwd=ROOT,
                                stdout=subprocess.DEVNULL)
                 metrics = json.loads((separate / "metrics.json").read_text())
-                other = score_value(metrics["test"], suite.tasks[name].score)
+                other = score_value(metrics["test"], suite.tasks[name].score, suite.tasks[name].labels)
                 checks["separate_runs"][f"{name} seed {seed}"] = {"benchmark": score, "separate": other,
                                                                   "equal": score == other}
     summary = {"epochs": args.epochs, "seeds": args.seeds, "benchmark_seconds": round(benchmark_seconds, 1),

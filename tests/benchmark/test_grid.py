@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from biozoo.benchmark.grid import BenchmarkPlan, run_benchmark
+from biozoo.benchmark.grid import BenchmarkPlan, plan_cells, run_benchmark
 from biozoo.benchmark.suites import load_suite, score_value
 from biozoo.cli import main
 from biozoo.testing import bioasq_dev
@@ -370,3 +370,12 @@ def test_dry_run_shows_the_cells_a_run_left_as_done(tmp_path, bench_data, tiny_b
     assert main(command + ["--dry-run"]) == 0
     shown = [line for line in capsys.readouterr().out.splitlines() if " seed 42 (" in line]
     assert len(shown) == 3 and all("(done)" in line for line in shown), shown
+
+
+def test_litcovid_is_skipped_as_unsupported_with_the_reason(tmp_path, bench_data):
+    """LitCovid's 7 topics do not fit the HoC layout's 10 labels: the grid skips the task saying
+    so instead of failing every cell."""
+    plan = BenchmarkPlan("bioformer-table3", "bioformer_8l", data=str(bench_data), output=str(tmp_path / "out"),
+                         tasks=("litcovid",), seeds=1)
+    cells, skipped, _ = plan_cells(plan, load_suite("bioformer-table3"), "base")
+    assert cells == [] and skipped["litcovid"].startswith("not supported: LitCovid has 7 topic labels")
