@@ -101,8 +101,9 @@ def build_report(output):
     for name, cells in cells_by_task.items():
         task = suite.tasks[name]
         entry = {"title": task.title, "kind": task.kind, "score": task.score, "score_name": task.score_name,
-                 "split": task.split, "recipe": cells[0]["recipe"], "commands": {}, "scores": [], "seeds": [],
-                 "missing_seeds": [], "errors": {}, "dev_scores": []}
+                 "split": task.split, "note": task.note, "data_differs": task.data_differs,
+                 "recipe": cells[0]["recipe"], "commands": {}, "scores": [], "seeds": [], "missing_seeds": [],
+                 "errors": {}, "dev_scores": []}
         average_scores = []
         for cell in sorted(cells, key=lambda c: c["seed"]):
             metrics_path = os.path.join(cell["directory"], METRICS_FILE)
@@ -136,7 +137,7 @@ def build_report(output):
         entry["average_scores"] = average_scores
         published = suite.published(registry_name, task)
         entry["published"] = published
-        _compare(entry, published)
+        _compare(entry, published, task.data_differs)
         report["tasks"][name] = entry
         for target in task.cross_corpus:
             row = _cross_corpus_row(output, name, entry, target)
@@ -172,13 +173,16 @@ def _cross_corpus_row(output, name, entry, target):
     return row
 
 
-def _compare(entry, published):
+def _compare(entry, published, data_differs=None):
     entry["difference"] = entry["within"] = entry["within_rule"] = None
     if published is None or entry["mean"] is None:
         return
     applies_to = published.get("applies_to", "this_checkpoint")
     if applies_to != "this_checkpoint":  # a result the paper reports for another checkpoint
         entry["within_rule"] = f"not compared: the published value applies to {applies_to}"
+        return
+    if data_differs:  # the paper measured on another set: shown beside, no verdict
+        entry["within_rule"] = f"not compared: the data differ from the paper's ({data_differs})"
         return
     published_split = published.get("split")
     if published_split and published_split != entry["split"]:
@@ -213,6 +217,9 @@ def _average(suite, report, registry_name):
         result["title"] += " (partial: without the task types biozoo cannot run)"
     published = suite.published(registry_name, suite.average.get("published"))
     result["published"] = published
+    other_data = [n for n in counted if suite.tasks[n].data_differs]
+    if other_data:  # averaged over sets the paper did not measure on: shown, not compared
+        result["not_compared"] = f"the data of {', '.join(other_data)} differ from the paper's"
     if missing:
         result.update(mean=None, sd=None, per_seed=None)
         return result
@@ -234,7 +241,7 @@ def _average(suite, report, registry_name):
             per_seed.append(sum(values[n] * weights[n] for n in counted) / sum(weights.values()))
     result["seeds"], result["per_seed"] = common, per_seed
     result["mean"], result["sd"] = mean_sd(per_seed) if per_seed else (None, None)
-    if published is not None and result["mean"] is not None:
+    if published is not None and result["mean"] is not None and not other_data:
         result["difference"] = result["mean"] - published["value"]
     return result
 
@@ -259,6 +266,12 @@ def render_markdown(report):
              f"- within: {report['spread_rule']}"]
     for name, note in report["notes"].items():
         lines.append(f"- note ({name}): {note}")
+    for t in report["tasks"].values():
+        if t.get("note"):
+            lines.append(f"- note ({t['title']}): {t['note']}")
+        if t.get("data_differs"):
+            lines.append(f"- data ({t['title']}): not the paper's set, its published value is shown but not "
+                         f"compared: {t['data_differs']}")
     recipes = {t["recipe"]["from"] for t in report["tasks"].values()}
     lines += [f"- recipes: {'; '.join(sorted(recipes))}"]
     lines += ["", "| task | score | n | mean | SD | per seed | published | difference | within | recipe |",
@@ -268,7 +281,8 @@ def render_markdown(report):
         recipe = t["recipe"]
         recipe_text = (f"{recipe['epochs']:g} ep, lr {recipe['learning_rate']:g}, batch {recipe['batch_size']}, "
                        f"len {recipe['max_seq_length']}")
-        within = "-" if t["within"] is None else ("yes" if t["within"] else "no")
+        within = ("not compared" if (t["within_rule"] or "").startswith("not compared") else
+                  "-" if t["within"] is None else "yes" if t["within"] else "no")
         lines.append(
             f"| {t['title']} | {t['score_name']} | {t['n']} | {_number(t['mean'])} | {_number(t['sd'])} | "
             f"{', '.join(_number(s) for s in t['scores']) or '-'} | "
@@ -284,7 +298,8 @@ def render_markdown(report):
         if average["mean"] is not None:
             published = average.get("published")
             lines.append(f"mean {_number(average['mean'])}, SD {_number(average['sd'])} over seeds "
-                         f"{average['seeds']}; published {_number(published['value']) if published else 'none'}")
+                         f"{average['seeds']}; published {_number(published['value']) if published else 'none'}"
+                         + (f" (not compared: {average['not_compared']})" if average.get("not_compared") else ""))
         elif average["missing_tasks"]:
             lines.append(f"not computed: no scores for {', '.join(average['missing_tasks'])}")
         else:
@@ -334,15 +349,18 @@ def plot(report, path):
     means = [report["tasks"][n]["mean"] for n in names]
     sds = [report["tasks"][n]["sd"] or 0.0 for n in names]  # one run: no bar
     ax.errorbar(x, means, yerr=sds, fmt="o", capsize=4, label="measured mean +- SD")
-    published = {True: [], False: []}  # this checkpoint's published value, or another checkpoint's
+    published = {"own": [], "other checkpoint": [], "other data": []}  # what each published value is
     for i, n in enumerate(names):
         value = report["tasks"][n]["published"]
         if value:
-            published[value.get("applies_to", "this_checkpoint") == "this_checkpoint"].append((i, value["value"]))
-    for own, marker, color, label in ((True, "x", "red", "published"),
-                                      (False, "+", "grey", "published for another checkpoint")):
-        if published[own]:
-            ax.scatter([p[0] for p in published[own]], [p[1] for p in published[own]], marker=marker, color=color,
+            kind = ("other checkpoint" if value.get("applies_to", "this_checkpoint") != "this_checkpoint" else
+                    "other data" if report["tasks"][n].get("data_differs") else "own")
+            published[kind].append((i, value["value"]))
+    for kind, marker, color, label in (("own", "x", "red", "published"),
+                                       ("other checkpoint", "+", "grey", "published for another checkpoint"),
+                                       ("other data", "1", "grey", "published on other data (not compared)")):
+        if published[kind]:
+            ax.scatter([p[0] for p in published[kind]], [p[1] for p in published[kind]], marker=marker, color=color,
                        zorder=3, label=label)
     ax.set_xticks(x)
     ax.set_xticklabels([report["tasks"][n]["title"] for n in names], rotation=30, ha="right")

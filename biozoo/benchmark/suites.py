@@ -69,6 +69,7 @@ class SuiteTask:
     in_average: bool = True
     unsupported: str | None = None  # why biozoo cannot run it
     note: str | None = None
+    data_differs: str | None = None  # how DATA's set differs from the paper's: shown, never compared as like-for-like
     cross_corpus: tuple = ()
     labels: tuple = ()  # the positive labels a macro score averages over (ChemProt's five CPR classes)
 

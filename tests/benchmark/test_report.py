@@ -283,3 +283,31 @@ def test_a_chemprot_cell_with_no_positive_relation_is_scored_and_a_malformed_one
     assert task["scores"] == pytest.approx([0.0, 100 * f1_score(gold, pred, labels=labels, average="macro",
                                                                 zero_division=0)])
     assert str(tmp_path / "cells" / "chemprot" / "seed-44" / "metrics.json") in task["errors"]["44"]
+
+
+def test_a_task_on_other_data_than_the_papers_is_shown_not_compared(tmp_path):
+    """BioASQ scored on bio_electra's dev.json, not the official 7b batches: the report shows the
+    published MRR and the task's data note, and makes no difference or within verdict; nor for
+    the suite average that counts such tasks."""
+    task = load_suite("biom-table2").tasks["bioasq7b_factoid"]
+    assert "dev.json" in task.data_differs
+    _record(tmp_path, "biom-table2", "biom_electra_base_discriminator", "biom_electra_base_discriminator",
+            [_cell(tmp_path, "bioasq7b_factoid", 42 + i, {"bioasq_factoid": {"mrr": v}}, "qa")
+             for i, v in enumerate([40.0, 44.0])])
+    entry = write_report(str(tmp_path))["tasks"]["bioasq7b_factoid"]
+    published = [r for r in registry.get_entry("biom_electra_base_discriminator")["reported_results"]
+                 if r["task"] == "QA BioASQ7B factoid" and r["source"] == "BioM-Transformers, Table 2"]
+    assert entry["published"]["value"] == published[0]["value"] and entry["mean"] == 42.0
+    assert entry["difference"] is None and entry["within"] is None
+    assert entry["within_rule"].startswith("not compared: the data differ")
+    markdown = (tmp_path / "report.md").read_text()
+    assert "- data (BioASQ7B factoid): not the paper's set" in markdown and task.data_differs in markdown
+    row = next(line for line in markdown.splitlines() if line.startswith("| BioASQ7B factoid |"))
+    assert "| not compared |" in row
+
+    other = tmp_path / "bioformer"
+    other.mkdir()
+    _record(other, "bioformer-table3", "bioformer_8l", "bioformer_8l", _bioformer_cells(other))
+    average = write_report(str(other))["average"]
+    assert average["mean"] is not None and "difference" not in average
+    assert "chemprot" in average["not_compared"] and "bioasq7b_factoid" in average["not_compared"]

@@ -181,3 +181,15 @@ def test_score_paths_and_means():
 def test_package_data_is_declared():
     setup = (HERE.parents[1] / "setup.py").read_text(encoding="utf-8")
     assert '"biozoo.benchmark": ["suites.json", "data_sources.json"]' in setup
+
+
+def test_tasks_on_bio_electras_bioasq_chemprot_and_gad_say_how_the_data_differ():
+    """qa/bioasq, re/chemprot and re/gad are not the sets the papers measured on: every task on
+    them carries its data note, which names the data folder it describes."""
+    flagged = 0
+    for name in suite_names():
+        for task in load_suite(name).tasks.values():
+            if task.data in ("qa/bioasq", "re/chemprot", "re/gad"):
+                assert task.data_differs and task.data in task.data_differs, (name, task.name)
+                flagged += 1
+    assert flagged == 11
