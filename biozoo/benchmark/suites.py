@@ -112,7 +112,8 @@ class Suite:
             row = rows.get(task.name, rows.get(task.kind))
             if row is None:
                 raise KeyError(f"suite {self.name} has no recipe for task {task.name} ({task.kind})")
-            values, where = dict(row), f"{self.recipes['source']}; the {chosen}-size row (this model is {size})"
+            values = dict(row)
+            where = row.get("from") or f"{self.recipes['source']}; the {chosen}-size row (this model is {size})"
         recipe = {key: values.get(key) for key in RECIPE_KEYS}
         defaults = [key for key in ("epochs", "learning_rate", "batch_size") if recipe[key] is None]
         for key in defaults:
