@@ -301,13 +301,14 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
     for name, why in skipped.items():
         log(f"{name}: skipped, {why}")
 
-    todo, reruns = [], set()
+    todo, reruns, retrained = [], set(), set()
     for cell in cells:  # in run order: a cell continuing another comes after it
         finished = os.path.isfile(os.path.join(cell.directory, METRICS_FILE))
         why = finished and (cell.stale() or (cell.preset in reruns and
                                              f"the cell it continues ({cell.preset}) is retrained"))
         if why:
             log(f"cell {cell.task} seed {cell.seed}: stale, retrained: {why}")
+            retrained.add(cell.directory)
         if why or not finished:
             todo.append(cell)
             reruns.add(cell.directory)
@@ -322,7 +323,9 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
             continue
         # a stale cell's run, what it was scored as and the cells that continued it go: the report
         # never shows them as this run's (a kill before their retraining leaves them missing, not stale)
-        for other in [cell] + [c for c in record["cells"] if _continues(suite, plan, c, cell)]:
+        # (a killed, unfinished cell keeps its --checkpoint-every checkpoints: it resumes them)
+        _discard(plan.output, cell, keep_checkpoints=cell.directory not in retrained)
+        for other in [c for c in record["cells"] if _continues(suite, plan, c, cell)]:
             _discard(plan.output, other)
         bar.set_postfix_str(f"{cell.task} seed {cell.seed}")
         log(f"cell {cell.task} seed {cell.seed}: {cell.command()}")
@@ -344,14 +347,15 @@ def _continues(suite, plan, other, cell):
             and other["preset"] != plan.preset)
 
 
-def _discard(output, cell):
+def _discard(output, cell, keep_checkpoints=False):
+    """Remove a cell's run, its cross-corpus scores and (unless `keep_checkpoints`) its checkpoints."""
     task, seed = (cell["task"], cell["seed"]) if isinstance(cell, dict) else (cell.task, cell.seed)
     shutil.rmtree(os.path.join(output, "cross_corpus", task, f"seed-{seed}"), ignore_errors=True)
     directory = os.path.join(output, "cells", task, f"seed-{seed}")
     if os.path.isdir(directory):
         shutil.rmtree(directory)
-    # a retrained cell must not resume the discarded run's --checkpoint-every checkpoints
-    shutil.rmtree(finetune.checkpoint_directory(directory), ignore_errors=True)
+    if not keep_checkpoints:  # a retrained cell must not resume the discarded run's checkpoints
+        shutil.rmtree(finetune.checkpoint_directory(directory), ignore_errors=True)
 
 
 def _run_cell(plan, cell, log, verbose, strategy):

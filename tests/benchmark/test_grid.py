@@ -379,3 +379,21 @@ def test_litcovid_is_skipped_as_unsupported_with_the_reason(tmp_path, bench_data
                          tasks=("litcovid",), seeds=1)
     cells, skipped, _ = plan_cells(plan, load_suite("bioformer-table3"), "base")
     assert cells == [] and skipped["litcovid"].startswith("not supported: LitCovid has 7 topic labels")
+
+
+def test_a_killed_unfinished_cell_keeps_its_checkpoints_to_resume(tmp_path, bench_data, tiny_bert_real_vocab,
+                                                                  monkeypatch):
+    """Only a retrained (stale) cell loses its --checkpoint-every checkpoints: a cell killed before
+    it finished resumes them on the rerun."""
+    import biozoo.train.finetune as finetune
+
+    calls, resumed = [], []
+    monkeypatch.setattr(finetune, "run_finetune", _fake_finetune(calls, fail={("ncbi_disease", 42)}))
+    plan = BenchmarkPlan("biom-table2", str(tiny_bert_real_vocab), data=str(bench_data), output=str(tmp_path / "out"),
+                         tasks=("ncbi_disease",), seeds=1, epochs=1, checkpoint_every=5)
+    run_benchmark(plan, progress=False, log=lambda m: None)
+    checkpoints = checkpoint_directory(tmp_path / "out" / "cells" / "ncbi_disease" / "seed-42")
+    os.makedirs(checkpoints)  # what the killed run had written
+    monkeypatch.setattr(finetune, "run_finetune", _fake_finetune(calls, resumable=resumed))
+    run_benchmark(plan, progress=False, log=lambda m: None)
+    assert resumed == [("ncbi_disease", 42)]
