@@ -11,7 +11,8 @@ should equal ``text``. BioASQ conversions contain case mismatches (ELECTRA's che
 case-insensitive), so a mismatch is **reported, never dropped**: one ``UserWarning`` per file
 with the count and the first question ids; :func:`check_answers` returns the full list.
 A structurally malformed file (missing keys, wrong types) raises ``DataFormatError`` naming
-the file and the json location (json syntax errors: file and line).
+the file and the json location (json syntax errors: file and line); so does a question id given
+twice (the scores are keyed by id), naming both locations.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def _load_json(path):
     if not path.is_file():
         raise FileNotFoundError(f"no json file at {path}")
     try:
-        return json.loads(read_text(path, DataFormatError))
+        return json.loads(read_text(path, DataFormatError).removeprefix("\ufeff"))  # a byte-order mark, as the TSV readers
     except json.JSONDecodeError as error:
         raise DataFormatError(f"{path}:{error.lineno}: invalid json: {error.msg}") from None
 
@@ -78,6 +79,14 @@ def _need(obj, key, kind, path, where):
         names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
         raise DataFormatError(f"{path}: {where}.{key}: expected {names}, got {type(value).__name__}")
     return value
+
+
+def _once(seen, qid, where, path):
+    """Record that question `qid` is at `where`; a second time raises naming both places."""
+    if qid in seen:
+        raise DataFormatError(f"{path}: {where}: question id {qid!r} given twice (first at {seen[qid]}); "
+                              "every question needs its own id")
+    seen[qid] = where
 
 
 def check_answers(examples) -> list[AnswerMismatch]:
@@ -102,6 +111,7 @@ def read_squad(path, check=True) -> list[QAExample]:
     data = _load_json(path)
     articles = _need(data, "data", list, path, "top level")
     examples: list[QAExample] = []
+    seen = {}  # question id -> where it was first given
     for a, article in enumerate(articles):
         paragraphs = _need(article, "paragraphs", list, path, f"data[{a}]")
         for p, paragraph in enumerate(paragraphs):
@@ -111,6 +121,7 @@ def read_squad(path, check=True) -> list[QAExample]:
             for q, qa in enumerate(qas):
                 qwhere = f"{where}.qas[{q}]"
                 qid = _need(qa, "id", (str, int), path, qwhere)
+                _once(seen, str(qid), qwhere, path)
                 question = _need(qa, "question", str, path, qwhere)
                 impossible = qa.get("is_impossible", False)
                 if not isinstance(impossible, bool):
@@ -150,9 +161,11 @@ def read_bioasq_golden(path) -> dict:
     """
     data = _load_json(path)
     questions = _need(data, "questions", list, path, "top level")
+    seen = {}
     for i, q in enumerate(questions):
         where = f"questions[{i}]"
         qid = _need(q, "id", str, path, where)
+        _once(seen, qid, where, path)
         qtype = q.get("type")
         if qtype is not None and not isinstance(qtype, str):
             raise DataFormatError(f"{path}: {where} (id {qid}): type must be a string")

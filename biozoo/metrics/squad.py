@@ -331,7 +331,14 @@ def answer_scores(examples, results, version) -> dict:
         version: "2.0": ``{"squad_v2": evaluate_v2(...)}`` on the answers, with the sigmoid of
             ``null_score_diff`` as no-answer probability; otherwise ``{"squad_v1": ...}`` on the
             best non-empty spans.
+
+    A question id given twice is refused (`ValueError`): the scores are keyed by id.
     """
+    ids = [e.qid for e in examples]
+    if len(set(ids)) != len(ids):
+        twice = next(qid for n, qid in enumerate(ids) if qid in ids[:n])
+        raise ValueError(f"question id {twice!r} is given twice: the SQuAD scores are keyed by id, every question "
+                         "needs its own")
     dataset = squad_dataset(examples)
     if version == "2.0":
         predictions = {e.qid: r["text"] for e, r in zip(examples, results)}

@@ -115,3 +115,24 @@ def test_bioasq_golden(tmp_path):
         read_bioasq_golden(write_json(tmp_path, {"data": []}))
     with pytest.raises(DataFormatError, match=r"questions\[0\]: missing key 'id'"):
         read_bioasq_golden(write_json(tmp_path, {"questions": [{"type": "factoid"}]}))
+
+
+def test_a_question_id_given_twice_is_an_error(tmp_path):
+    # the scores are keyed by id: a second "q" would replace the first (a perfect model scored 50)
+    twice = {"data": [
+        {"paragraphs": [{"context": "abc", "qas": [{"id": "q", "question": "?", "answers": [{"text": "b", "answer_start": 1}]}]}]},
+        {"paragraphs": [{"context": "abc", "qas": [{"id": "r", "question": "?", "answers": []}]},
+                        {"context": "abc", "qas": [{"id": "q", "question": "??", "answers": [{"text": "c", "answer_start": 2}]}]}]},
+    ]}
+    path = write_json(tmp_path, twice)
+    with pytest.raises(DataFormatError) as info:
+        read_squad(path)
+    assert str(info.value).startswith(f"{path}: data[1].paragraphs[1].qas[0]: question id 'q' given twice "
+                                      "(first at data[0].paragraphs[0].qas[0])")
+    twice["data"][1]["paragraphs"][1]["qas"][0]["id"] = "q2"
+    assert [e.qid for e in read_squad(write_json(tmp_path, twice))] == ["q", "r", "q2"]
+
+    golden = {"questions": [{"id": "a", "type": "yesno"}, {"id": "b", "type": "yesno"}, {"id": "a", "type": "summary"}]}
+    with pytest.raises(DataFormatError, match=r"questions\[2\]: question id 'a' given twice \(first at questions\[0\]\)"):
+        read_bioasq_golden(write_json(tmp_path, golden))
+

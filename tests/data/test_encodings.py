@@ -41,6 +41,15 @@ def test_a_bom_changes_nothing_in_ner(tmp_path, fmt):
     assert read_conlleval(conll) == ([["B-Chemical"]], [["B-Chemical"]])
 
 
+
+def test_a_bom_changes_nothing_in_squad_json(tmp_path):
+    marked = tmp_path / "marked.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + json.dumps(SQUAD).encode("utf-8"))
+    (example,) = read_squad(marked)
+    assert (example.qid, example.question, example.context) == ("a", "Who sat?", "The cat sat.")
+    assert example.answers == [{"text": "cat", "answer_start": 4}]
+
+
 def _with_bad_byte(path, text, line):
     """`text` written as UTF-8 with a Latin-1 é on its 1-based `line`."""
     lines = text.encode("utf-8").split(b"\n")

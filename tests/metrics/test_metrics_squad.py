@@ -2,7 +2,9 @@
 
 import pytest
 
+from biozoo.data.qa import QAExample
 from biozoo.metrics.squad import (
+    answer_scores,
     compute_exact,
     compute_f1,
     evaluate_v1,
@@ -133,3 +135,13 @@ def test_v1():
     # the unanswered q5 counts as 0 in the total
     assert res["exact_match"] == pytest.approx(100 / 3)
     assert res["f1"] == pytest.approx(100 * (1 + 2 / 3) / 3)
+
+
+def test_the_squad_scores_refuse_a_question_id_given_twice():
+    examples = [QAExample("q", "?", "abc", [{"text": "b", "answer_start": 1}]),
+                QAExample("q", "??", "abc", [{"text": "c", "answer_start": 2}])]
+    results = [{"text": t, "best_non_null": t, "null_score_diff": -5.0} for t in "bc"]
+    with pytest.raises(ValueError, match="question id 'q' is given twice"):
+        answer_scores(examples, results, "1.1")
+    examples[1].qid = "q2"
+    assert answer_scores(examples, results, "1.1")["squad_v1"]["exact_match"] == 100.0
