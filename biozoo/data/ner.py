@@ -6,15 +6,16 @@ Formats (``fmt``):
   release, e.g. ``/shared/data/ner/NCBI-disease``: ``B-Disease``/``I-Disease``/``O``).
 * ``"blurb"`` — the same layout with bare ``B``/``I``/``O`` tags (BLURB ``data_generation``);
   a typed tag is an error in this format.
-* ``"biobert"`` — BioBERT ``run_ner.py``: whitespace split, word = first field, tag = last
-  field (at least two fields).
+* ``"biobert"`` — BioBERT ``run_ner.py``: fields split at spaces and tabs, word = first field,
+  tag = last field (at least two fields).
 * ``"auto"`` — ``tsv`` when the first token line has exactly two tab-separated columns,
   otherwise ``biobert``.
 
-In every format: a blank line ends a sentence, ``-DOCSTART-`` lines are skipped (and end a
-sentence), tags must be ``O``, ``B``, ``I``, ``B-TYPE`` or ``I-TYPE``, and a file may not mix
-bare and typed tags. Anything else raises ``DataFormatError`` naming the file and the 1-based
-line. Nothing is dropped silently. An IOB1 file (its entities begin with ``I-``, never with
+In every format columns are split at ASCII tabs and spaces only: a no-break space (U+00A0) or
+another Unicode space is part of the word. A blank line ends a sentence, ``-DOCSTART-`` lines
+are skipped (and end a sentence), tags must be ``O``, ``B``, ``I``, ``B-TYPE`` or ``I-TYPE``,
+and a file may not mix bare and typed tags. Anything else raises ``DataFormatError`` naming
+the file and the 1-based line. Nothing is dropped silently. An IOB1 file (its entities begin with ``I-``, never with
 ``B-`` after ``O``) is converted to IOB2 with a ``DataWarning``; the entities stay those
 conlleval reads.
 
@@ -29,6 +30,8 @@ BC5CDR-disease          Disease
 BC5CDR-chem             Chemical
 BC4CHEMD                Chemical
 BC2GM                   Gene
+s800                    Species
+linnaeus                Species
 JNLPBA                  (kept as is: bare tags stay bare)
 ======================  ===========
 
@@ -38,6 +41,7 @@ re-typed.
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,10 +62,18 @@ FOLDER_ENTITY_TYPES = {
     "bc5cdr-chem": "Chemical",
     "bc4chemd": "Chemical",
     "bc2gm": "Gene",
+    "s800": "Species",
+    "linnaeus": "Species",
     "jnlpba": None,
 }
 
 _KEEP = object()
+_COLUMN_GAP = re.compile(r"[ \t]+")  # columns are split here: not at U+00A0 or other Unicode spaces
+
+
+def _fields(line):
+    """The space- or tab-separated fields of `line`."""
+    return _COLUMN_GAP.split(line.strip(" \t"))
 
 
 @dataclass
@@ -151,10 +163,10 @@ def read_ner(path, entity_type=None, fmt="auto") -> list[Sentence]:
 
     for lineno, raw in text_lines(path):
         line = raw.rstrip("\r\n")
-        if not line.strip():
+        if not line.strip(" \t"):
             flush()
             continue
-        if line.split()[0] == "-DOCSTART-":
+        if _fields(line)[0] == "-DOCSTART-":
             flush()
             continue
         if resolved == "auto":
@@ -166,17 +178,17 @@ def read_ner(path, entity_type=None, fmt="auto") -> list[Sentence]:
                     f"{path}:{lineno}: expected 'token<TAB>tag' (2 tab-separated columns), "
                     f"got {len(cols)} column(s): {line!r}"
                 )
-            word, tag = cols[0], cols[1].strip()
-            if not word.strip():
-                raise DataFormatError(f"{path}:{lineno}: empty token: {line!r}")
+            word, tag = cols[0], cols[1].strip(" \t")
         else:
-            cols = line.split()
+            cols = _fields(line)
             if len(cols) < 2:
                 raise DataFormatError(
-                    f"{path}:{lineno}: expected 'word ... label' (at least 2 whitespace-separated "
-                    f"fields), got {len(cols)}: {line!r}"
+                    f"{path}:{lineno}: expected 'word ... label' (at least 2 fields separated by spaces or "
+                    f"tabs), got {len(cols)}: {line!r}"
                 )
             word, tag = cols[0], cols[-1]
+        if not word.strip():
+            raise DataFormatError(f"{path}:{lineno}: empty token: {line!r}")
         if not tag:
             raise DataFormatError(f"{path}:{lineno}: empty label: {line!r}")
         kind = tag_kind(tag)

@@ -77,6 +77,24 @@ def test_blurb_bare_tags_typed_from_folder(tmp_path):
         infer_entity_type(other)
 
 
+@pytest.mark.parametrize("folder", ["s800", "S800", "linnaeus", "LINNAEUS"])
+def test_biobert_species_corpora_type_bare_tags_as_species(tmp_path, folder):
+    f = write(tmp_path / folder / "train.tsv", "Methanoculleus\tB\nbourgensis\tI\nis\tO\n")
+    assert read_ner(f)[0].tags == ["B-Species", "I-Species", "O"]
+
+
+def test_columns_are_split_at_ascii_spaces_and_tabs_only(tmp_path):
+    # a no-break space (U+00A0) or a thin space (U+2009) inside a word is part of it
+    text = "Dose O\n10\u00a0mg O\nof\u2009cisplatin B\n\n"
+    f = write(tmp_path / "NCBI-disease" / "train.txt", text)
+    for fmt in ("auto", "biobert"):
+        (sentence,) = read_ner(f, fmt=fmt)
+        assert sentence.words == ["Dose", "10\u00a0mg", "of\u2009cisplatin"]
+        assert sentence.tags == ["O", "O", "B-Disease"]
+    tsv = write(tmp_path / "NCBI-disease" / "train.tsv", text.replace(" ", "\t"))
+    assert read_ner(tsv, fmt="tsv")[0].words == ["Dose", "10\u00a0mg", "of\u2009cisplatin"]
+
+
 def test_biobert_whitespace_format(tmp_path):
     f = write(tmp_path / "BC2GM" / "devel.tsv", "Word NN x B\nword2 NN I\n\n-DOCSTART- X O\nlast\tO\n")
     sents = read_ner(f)  # auto: first line is not 2 tab columns -> whitespace split
@@ -100,6 +118,8 @@ def test_biobert_whitespace_format(tmp_path):
         ("a O\nb\n", 2, "biobert", "at least 2"),
         ("a O\nb bad\n", 2, "biobert", "not O, B, I"),
         ("\tO\n", 1, "tsv", "empty token"),
+        ("a O\n\u00a0 O\n", 2, "biobert", "empty token"),
+        ("a\tO\n\u00a0\n", 2, "auto", "2 tab-separated"),
     ],
 )
 def test_malformed_lines(tmp_path, text, line, fmt, message):
