@@ -1,6 +1,7 @@
 """Hallmarks of Cancer (HoC) reader, BLURB layout, and abstract grouping.
 
-BLURB ``data_generation/data/HoC/{train,dev,test}.tsv``: a header line, then one row per
+BLURB ``data_generation/data/HoC/{train,dev,test}.tsv``: a header line (``labels<TAB>sentence<TAB>index``;
+skipped when present: a first line none of whose items is ``j_v`` or an id), then one row per
 sentence ``label<TAB>sentence<TAB>id`` where ``label`` is 10 comma-separated ``j_v`` items
 (``j`` = label index 0-9, ``v`` in {0, 1}) and ``id`` is ``PMID_sentidx``.
 
@@ -37,7 +38,7 @@ LABELS = (
     "tumor promoting inflammation",
 )
 
-_LABEL_START = re.compile(r"^\s*\d+_")
+_ITEM = re.compile(r"\d+_\d+")  # a label item (j_v) or a sentence id (PMID_sentidx)
 
 
 @dataclass
@@ -98,6 +99,12 @@ def parse_hoc_labels(field_text: str, n_labels: int = len(LABELS)) -> tuple:
     return tuple(vec)
 
 
+def _is_header(fields):
+    """A header names the columns: none of its comma-separated items is a label item or id (a row
+    whose label field is malformed still has its id, and is read, to be reported, not skipped)."""
+    return not any(_ITEM.fullmatch(item.strip()) for field_text in fields for item in field_text.split(","))
+
+
 def read_hoc(path, n_labels: int = len(LABELS)) -> list[HocSentence]:
     """Read a BLURB HoC file into sentences (header skipped when present)."""
     path = Path(path)
@@ -112,8 +119,8 @@ def read_hoc(path, n_labels: int = len(LABELS)) -> list[HocSentence]:
         fields = line.split("\t")
         if first:
             first = False
-            if not _LABEL_START.match(fields[0]):
-                continue  # the header line (its first field is not 'j_v,...')
+            if _is_header(fields):
+                continue
         if len(fields) != 3:
             raise DataFormatError(
                 f"{path}:{lineno}: expected 'label<TAB>sentence<TAB>id' (3 columns), got {len(fields)}"

@@ -40,20 +40,38 @@ def test_labels_in_any_order_and_no_header(tmp_path):
     assert read_hoc(path)[0].line == 1
 
 
-@pytest.mark.parametrize(
-    "row, message",
-    [
-        (f"{labels()}\tonly two columns", "3 columns"),
-        ("0_0,1_1\ttext\t1_0", "expected 10"),
-        (f"{labels()[:-1]}2\ttext\t1_0", "not 'index_value'"),
-        (labels() + ",3_1\ttext\t1_0", "given twice"),
-        (f"{labels()}\t \t1_0", "empty sentence"),
-        (f"{labels()}\ttext\t ", "empty sentence id"),
-    ],
-)
+MALFORMED = [
+    (f"{labels()}\tonly two columns", "3 columns"),
+    ("0_0,1_1\ttext\t1_0", "expected 10"),
+    (f"{labels()[:-1]}2\ttext\t1_0", "not 'index_value'"),
+    (labels() + ",3_1\ttext\t1_0", "given twice"),
+    (f"{labels()}\t \t1_0", "empty sentence"),
+    (f"{labels()}\ttext\t ", "empty sentence id"),
+    ("0-0" + labels()[3:] + "\ttext\t1_0", "'0-0' is not 'index_value'"),
+    ("labels\ttext\t1_0", "'labels' is not 'index_value'"),
+]
+
+
+@pytest.mark.parametrize("row, message", MALFORMED)
 def test_malformed(tmp_path, row, message):
     path = tmp_path / "bad.tsv"
     path.write_text(f"labels\tsentence\tindex\n{labels()}\tfine\t1_0\n{row}\n")
     with pytest.raises(DataFormatError, match=message) as info:
         read_hoc(path)
     assert f"{path}:3:" in str(info.value)
+
+
+@pytest.mark.parametrize("row, message", MALFORMED)
+def test_a_malformed_first_row_is_reported_not_taken_for_a_header(tmp_path, row, message):
+    path = tmp_path / "headerless.tsv"
+    path.write_text(f"{row}\n{labels()}\tfine\t1_1\n")
+    with pytest.raises(DataFormatError, match=message) as info:
+        read_hoc(path)
+    assert f"{path}:1:" in str(info.value)
+
+
+@pytest.mark.parametrize("header", ["labels\tsentence\tindex", "label\tsentence\tid", "Labels\tText\tPMID_sentence"])
+def test_a_header_names_the_columns(tmp_path, header):
+    path = tmp_path / "test.tsv"
+    path.write_text(f"{header}\n{labels(7)}\tSecond.\t111_1\n")
+    assert [(s.id, s.text, s.labels[7], s.line) for s in read_hoc(path)] == [("111_1", "Second.", 1, 2)]
