@@ -12,9 +12,8 @@ fmt              layout                                 seen in
 ``biobert``      ``sentence<TAB>label``, no header      BioBERT ``RE/*/train.tsv``, ``dev.tsv``
 ``biobert_test`` header ``index<TAB>sentence<TAB>label``  BioBERT ``RE/*/test.tsv``;
                  then ``index<TAB>sentence<TAB>label``    ``/shared/data/re/gad/{dev,test}.tsv``
-``auto``         detected from the first line: a header (last field ``label``) with 2 columns ->
-                 ``electra``, with 3 -> ``biobert_test``; no header: 3 columns -> ``blurb``,
-                 2 -> ``biobert``
+``auto``         detected from the first line: a header with 2 columns -> ``electra``, with 3 ->
+                 ``biobert_test``; no header: 3 columns -> ``blurb``, 2 -> ``biobert``
 ===============  =====================================  =========================================
 
 Rows are split on tabs only: quotes are kept literally (no csv quoting) and entity markers
@@ -22,7 +21,10 @@ Rows are split on tabs only: quotes are kept literally (no csv quoting) and enti
 sentence once per entity pair). ``\\r\\n`` line ends are accepted. Two-column formats have no id
 column; their example id is the 0-based example index (as BioBERT's test ``index``).
 
-A row with the wrong number of columns, an empty sentence, id or label, or a blank line
+A header names the columns: ``sentence<TAB>label`` or ``index<TAB>sentence<TAB>label`` (any
+case; ``id`` for ``index`` and ``text`` for ``sentence`` are accepted too). A first line that is
+not such a header is data, whatever its label. A row with the wrong number of columns, a header
+line after the first line (two files joined), an empty sentence, id or label, or a blank line
 followed by more rows raises ``DataFormatError`` naming the file and the 1-based line.
 Blank lines at the end of the file are ignored.
 """
@@ -60,7 +62,11 @@ class RelationExample:
 
 
 def _is_header(fields) -> bool:
-    return len(fields) >= 2 and fields[-1].strip().lower() == "label"
+    """Whether `fields` name the columns (see the module doc), rather than hold an example."""
+    names = [name.strip().lower() for name in fields]
+    if len(names) == 2:
+        return names[0] in ("sentence", "text") and names[1] == "label"
+    return len(names) == 3 and names[0] in ("index", "id") and _is_header(names[1:])
 
 
 def _first_line(path):
@@ -108,7 +114,7 @@ def read_relation(path, fmt="auto") -> list[RelationExample]:
         fmt = detect_relation_format(path)
     ncols = _COLUMNS[fmt]
     examples: list[RelationExample] = []
-    header_seen = False
+    first_line = None
     blank_line = None
     for lineno, raw in text_lines(path):
         line = raw.rstrip("\r\n")
@@ -119,8 +125,11 @@ def read_relation(path, fmt="auto") -> list[RelationExample]:
         if blank_line is not None:
             raise DataFormatError(f"{path}:{blank_line}: blank line between examples")
         fields = line.split("\t")
-        if not header_seen and not examples:
-            header_seen = True
+        if first_line is not None and _is_header(fields):
+            raise DataFormatError(f"{path}:{lineno}: a header line {line!r} after line {first_line} (two files "
+                                  "joined?): a header may only be the first line")
+        if first_line is None:
+            first_line = lineno
             is_header = _is_header(fields) and len(fields) == ncols
             if fmt in ("electra", "biobert_test") and not is_header:
                 expected = "sentence<TAB>label" if fmt == "electra" else "index<TAB>sentence<TAB>label"

@@ -93,6 +93,10 @@ def test_all_layouts(tmp_path):
         ("0\tx\t1\n", "biobert_test", 1, "expected the header"),
         ("x\t1\n", "blurb", 1, "expected 3"),
         ("a\tb\tc\td\n", "auto", 1, "cannot detect"),
+        ("sentence\tlabel\nA.\tCPR:3\nsentence\tlabel\nB.\tFalse\n", "auto", 3, "header line .* after line 1"),
+        ("index\tsentence\tlabel\n0\tA.\t1\nIndex\tSentence\tLabel\n", "auto", 3, "after line 1"),
+        ("index\tsentence\tlabel\n0\tA.\t1\nindex\tsentence\tlabel\n", "blurb", 3, "after line 1"),
+        ("A.\t1\nB.\t0\nsentence\tlabel\nC.\t1\n", "auto", 3, "after line 1"),
     ],
 )
 def test_malformed(tmp_path, text, fmt, line, message):
@@ -109,3 +113,22 @@ def test_errors(tmp_path):
         read_relation(tmp_path / "missing.tsv")
     with pytest.raises(DataFormatError, match="empty file"):
         read_relation(write(tmp_path, "empty.tsv", "\n"))
+
+
+def test_a_first_row_labelled_label_is_data_not_a_header(tmp_path):
+    biobert = write(tmp_path, "train.tsv", "Some sentence with @GENE$ and @DISEASE$.\tLabel\nx @GENE$ y @DISEASE$\t1\n")
+    assert detect_relation_format(biobert) == "biobert"
+    ex = read_relation(biobert)
+    assert [(e.id, e.text, e.label, e.line) for e in ex] == [
+        ("0", "Some sentence with @GENE$ and @DISEASE$.", "Label", 1), ("1", "x @GENE$ y @DISEASE$", "1", 2)]
+    blurb = write(tmp_path, "blurb.tsv", "1.T1.T2\t@CHEMICAL$ x @GENE$.\tlabel\n")
+    assert [(e.id, e.label, e.line) for e in read_relation(blurb)] == [("1.T1.T2", "label", 1)]
+
+
+@pytest.mark.parametrize("header, fmt", [("Sentence\tLabel", "electra"), ("text\tlabel", "electra"),
+                                         ("id\tsentence\tlabel", "biobert_test"), ("INDEX\tSENTENCE\tLABEL", "biobert_test")])
+def test_headers_name_the_columns(tmp_path, header, fmt):
+    row = "A @GENE$ B @DISEASE$.\t1" if fmt == "electra" else "5\tA @GENE$ B @DISEASE$.\t1"
+    path = write(tmp_path, "test.tsv", f"{header}\n{row}\n")
+    assert detect_relation_format(path) == fmt
+    assert [(e.text, e.label, e.line) for e in read_relation(path)] == [("A @GENE$ B @DISEASE$.", "1", 2)]
