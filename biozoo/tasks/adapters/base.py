@@ -91,5 +91,8 @@ def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt")):
                                           "only blank or -DOCSTART- lines)")
                 splits.missing[split] = f"{shown} holds no examples"
                 continue
+            for example in examples:  # the examples name the file read, not a copy of it
+                if getattr(example, "path", None) == str(path):
+                    example.path = shown
             splits[split] = examples
     return splits
