@@ -111,7 +111,9 @@ def infer_entity_type(path):
             return FOLDER_ENTITY_TYPES[named.lower()]
     raise ValueError(
         f"{path}: bare B/I tags but the entity type cannot be inferred from folder {folder!r} "
-        f"(known: {', '.join(sorted(FOLDER_ENTITY_TYPES))}); pass entity_type"
+        f"(known: {', '.join(sorted(FOLDER_ENTITY_TYPES))}): name the folder after its corpus, write typed tags "
+        "(B-TYPE/I-TYPE), or give the type (entity_type=...; `biozoo finetune ner --entity-type TYPE`; `biozoo "
+        "evaluate` reads them as the model's type when it tags one type)"
     )
 
 

@@ -84,7 +84,7 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
         raise ValueError("dev data scores task models; a backbone preset has no task metric")
     evaluation = None
     if data is not None:
-        examples = adapter.load(data, only=split)[split]
+        examples = adapter.load_for(task, data, only=split)[split]
         if not examples:
             raise ValueError(f"{data}: split {split!r} has no examples to score the export on")
         evaluation = (adapter, task, examples, {"data": str(data), "split": split, "examples": len(examples)})

@@ -310,7 +310,7 @@ def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=No
                          f"{want.name} model ({want.model}): evaluate it with `biozoo evaluate {found} --model "
                          f"{model_dir} ...` on {found} data")
     kind = found
-    splits = adapter.load(data_dir, only=split)
+    splits = adapter.load_for(task, data_dir, only=split)
     model = os.path.abspath(model_dir) if os.path.exists(model_dir) else model_dir
     with _progress(f"scoring {split}", progress):
         scores = adapter.evaluate(task, splits[split])

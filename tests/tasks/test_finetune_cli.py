@@ -66,6 +66,40 @@ def test_annotate_in_a_new_process_matches_in_process(ner_model, tmp_path):
     assert [json.loads(line)["predictions"] for line in lines] == H.annotate_by_sentence(task, texts, str(output))
 
 
+def test_evaluate_reads_bare_tags_in_an_unnamed_folder_as_the_one_type_model_s(ner_model, tmp_path, capsys):
+    # the model was fine-tuned on typed Disease tags (no entity_type recorded); its test split with
+    # the types stripped, in a folder that names no corpus, scores as the typed one did
+    data, output, printed = ner_model
+    bare = tmp_path / "blurb_copy"
+    bare.mkdir()
+    (bare / "test.tsv").write_text((data / "test.tsv").read_text(encoding="utf-8").replace("-Disease", ""),
+                                   encoding="utf-8")
+    assert main(["evaluate", "ner", "--model", str(output), "--data", str(bare), "--no-progress"]) == 0
+    evaluated = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for key in ("precision", "recall", "f1", "counts"):
+        assert evaluated[key] == printed["test"][key]
+
+
+def test_bare_tags_for_scoring_take_the_folder_s_type_else_the_one_type_model_s(tmp_path):
+    from types import SimpleNamespace
+
+    from biozoo.errors import DataFormatError
+    from biozoo.tasks.adapters.ner import NerAdapter
+
+    def tags(folder, label_names, **options):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "test.tsv").write_text("aspirin\tB\ncancer\tO\n", encoding="utf-8")
+        task = SimpleNamespace(label_names=label_names)
+        return NerAdapter(**options).load_for(task, tmp_path / folder, only="test")["test"][0].tags
+
+    one_type = ["O", "B-Chemical", "I-Chemical"]
+    assert tags("mystery", one_type) == ["B-Chemical", "O"]
+    assert tags("NCBI-disease", one_type) == ["B-Disease", "O"]  # the folder names the corpus's type
+    assert tags("mystery", one_type, entity_type="Drug") == ["B-Drug", "O"]  # the recorded option first
+    for label_names in (["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"], ["O", "B", "I"]):
+        with pytest.raises(DataFormatError, match=r"test\.tsv:1: .*name the folder after its corpus"):
+            tags("mystery", label_names)
+
 
 def test_evaluate_refuses_the_wrong_kind(ner_model, capsys):
     data, output, _ = ner_model

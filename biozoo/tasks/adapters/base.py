@@ -40,6 +40,10 @@ class TaskAdapter:
         """{split: examples} of `data_dir` (train, dev, test; only `only` when given)."""
         raise NotImplementedError
 
+    def load_for(self, task, data_dir, only=None):
+        """`load`'s splits, read for scoring `task` (the default: as `load` reads them)."""
+        return self.load(data_dir, only)
+
     def build_task(self, preset, splits, hp):
         """The task model to fine-tune from `preset` (`hp`: `finetune.Hyperparameters`)."""
         raise NotImplementedError
