@@ -1,7 +1,7 @@
 """Hallmarks of Cancer (HoC) reader, BLURB layout, and abstract grouping.
 
-BLURB ``data_generation/data/HoC/{train,dev,test}.tsv``: a header line (``labels<TAB>sentence<TAB>index``;
-skipped when present: a first line none of whose items is ``j_v`` or an id), then one row per
+BLURB ``data_generation/data/HoC/{train,dev,test}.tsv``: a header line (skipped when present:
+a first line none of whose items is ``j_v`` or an id), then one row per
 sentence ``label<TAB>sentence<TAB>id`` where ``label`` is 10 comma-separated ``j_v`` items
 (``j`` = label index 0-9, ``v`` in {0, 1}) and ``id`` is ``PMID_sentidx``.
 

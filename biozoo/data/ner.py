@@ -15,9 +15,9 @@ In every format columns are split at ASCII tabs and spaces only: a no-break spac
 another Unicode space is part of the word. A blank line ends a sentence, ``-DOCSTART-`` lines
 are skipped (and end a sentence), tags must be ``O``, ``B``, ``I``, ``B-TYPE`` or ``I-TYPE``,
 and a file may not mix bare and typed tags. Anything else raises ``DataFormatError`` naming
-the file and the 1-based line. Nothing is dropped silently. An IOB1 file (its entities begin with ``I-``, never with
-``B-`` after ``O``) is converted to IOB2 with a ``DataWarning``; the entities stay those
-conlleval reads.
+the file and the 1-based line. Nothing is dropped silently. An IOB1 file (its entities begin
+with ``I-``, never with ``B-`` after ``O``) is converted to IOB2 with a ``DataWarning``; the
+entities stay those conlleval reads.
 
 Bare tags are typed (``B`` -> ``B-Disease``) with ``entity_type``, or, when it is not given,
 from the name of the folder holding the file (case-insensitive):

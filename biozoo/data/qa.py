@@ -66,7 +66,7 @@ def _load_json(path):
     if not path.is_file():
         raise FileNotFoundError(f"no json file at {path}")
     try:
-        return json.loads(read_text(path, DataFormatError).removeprefix("\ufeff"))  # a byte-order mark, as the TSV readers
+        return json.loads(read_text(path, DataFormatError).removeprefix("\ufeff"))  # a BOM, as utf-8-sig drops it
     except json.JSONDecodeError as error:
         raise DataFormatError(f"{path}:{error.lineno}: invalid json: {error.msg}") from None
 
