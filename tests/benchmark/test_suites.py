@@ -197,12 +197,14 @@ def test_tasks_on_bio_electras_bioasq_chemprot_and_gad_say_how_the_data_differ()
 
 
 def test_bioformers_squad1_step_is_berts_squad_recipe_not_the_20_epoch_grid():
-    """The paper's QA follows the original BERT procedure: the SQuAD1.1 step trains BERT's SQuAD 1.1
-    recipe (2 epochs, not the grid's 20: about 110k steps at batch 16), and its recipe says where from."""
+    """The paper's QA follows the original BERT procedure: the SQuAD1.1 step trains the BERT paper's
+    SQuAD v1.1 recipe (3 epochs, not the grid's 20: about 110k steps at batch 16), at the QA length,
+    and its recipe says where from."""
     suite = load_suite("bioformer-table3")
     recipe = suite.recipe("squad1", "base")
     assert (recipe["epochs"], recipe["learning_rate"], recipe["batch_size"], recipe["max_seq_length"]) == \
-        (2, 3e-5, 12, 384)
-    assert "original BERT" in recipe["from"] and "google-research/bert" in recipe["from"] and not recipe["defaults"]
+        (3, 5e-5, 32, 384)
+    assert "original BERT" in recipe["from"] and "arXiv:1810.04805" in recipe["from"]
+    assert recipe["defaults"] == ["max_seq_length"]
     assert suite.recipe("bioasq7b_factoid_squad1", "base")["epochs"] == 20
     assert "BERT" in suite.tasks["squad1"].note
