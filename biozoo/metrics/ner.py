@@ -15,6 +15,7 @@ All returned scores are percentages (0-100), as conlleval prints them (unrounded
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from biozoo.errors import DataFormatError
 __all__ = ["entity_scores", "read_conlleval", "prf"]
 
 _DOC_MARKERS = ("-DOCSTART-", "-X-")
+_FIELD_GAP = re.compile(r"[ \t]+")
 
 
 def prf(correct: int, pred: int, gold: int) -> tuple[float, float, float]:
@@ -105,7 +107,8 @@ def entity_scores(gold, pred) -> dict:
 def read_conlleval(path) -> tuple[list[list[str]], list[list[str]]]:
     """Read a conlleval input file: ``token ... gold pred`` per line.
 
-    Fields are split on any whitespace (spaces or tabs); the last two are the gold and the
+    Fields are split at spaces and tabs (not at a no-break or other Unicode space, which
+    conlleval.pl keeps in a token too); the last two are the gold and the
     predicted tag. A blank line, or a document line whose first field is ``-DOCSTART-`` or
     ``-X-``, ends a sentence. A line with fewer than 3 fields, or a tag that is not an IOB
     tag, raises ``DataFormatError`` naming the file and the 1-based line number.
@@ -119,8 +122,8 @@ def read_conlleval(path) -> tuple[list[list[str]], list[list[str]]]:
     cur_g: list[str] = []
     cur_p: list[str] = []
     for lineno, line in text_lines(path):
-        fields = line.split()
-        if not fields or fields[0] in _DOC_MARKERS:
+        fields = _FIELD_GAP.split(line.strip(" \t\r\n"))
+        if fields == [""] or fields[0] in _DOC_MARKERS:
             if cur_g:
                 gold.append(cur_g)
                 pred.append(cur_p)

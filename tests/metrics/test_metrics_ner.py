@@ -203,6 +203,11 @@ def test_read_conlleval_boundaries_and_errors(tmp_path):
     res = entity_scores(gold, pred)
     assert res["counts"] == {"gold": 1, "pred": 2, "correct": 0}
 
+    # a no-break space is part of a token, as conlleval.pl splits at " " only
+    spaced = tmp_path / "nbsp.txt"
+    spaced.write_text("10\u00a0mg O O\n\u00a0 O B-X\n", encoding="utf-8")
+    assert read_conlleval(spaced) == ([["O", "O"]], [["O", "B-X"]])
+
     bad = tmp_path / "bad.txt"
     bad.write_text("a B-X B-X\n\nb O\n")
     with pytest.raises(DataFormatError, match=r"bad\.txt:3"):
