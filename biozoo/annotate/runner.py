@@ -203,8 +203,8 @@ class AnnotationRun:
         self.dead_letters.append({"id": document.id, "source": document.source, "reason": str(error)})
         (self.on_skip or _print_skip)(str(error))
 
-    def _skip(self, document, error):
-        message = f"{document.source or 'document'} (id {document.id}): {error}"
+    def _skip(self, document, error, step=""):
+        message = f"{document.source or 'document'} (id {document.id}): {step}{error}"
         if not self.skip_bad:
             raise ValueError(message) from error
         self.skipped += 1
@@ -224,7 +224,7 @@ class AnnotationRun:
             except Exception as error:
                 self.documents -= 1
                 self.entities -= len(document.predictions)
-                self._skip(document, f"linking: {error}")
+                self._skip(document, error, "linking: ")
         return linked
 
     def finish(self, document, annotations):

@@ -684,3 +684,26 @@ def test_an_input_without_documents_is_told(tmp_path, tagger_dir, capsys):
     assert main(["annotate", str(tmp_path / "empty.txt"), "--model", tagger_dir, "--output",
                  str(tmp_path / "o.jsonl"), "--no-progress"]) == 0
     assert f"warning: no document in {tmp_path / 'empty.txt'}" in capsys.readouterr().err
+
+
+def test_a_linker_failure_names_the_document_and_keeps_the_error():
+    """The linker's error (a KeyError) stops the run as a ValueError naming the document, the
+    linker's error its cause; with skip_bad only that document is left out."""
+    from biozoo.annotate import AnnotationRun
+
+    class FailsOnTwo:
+        def link_documents(self, documents):
+            if any(d.id == "2" for d in documents):
+                raise KeyError("dictionary lookup failed")
+            return documents
+
+    def documents():
+        return [Document(i, [Passage(0, f"A mutation {i}.")], source=f"in.txt:{i}") for i in ("1", "2", "3")]
+
+    with pytest.raises(ValueError, match=r"in\.txt:2 \(id 2\): linking: 'dictionary lookup failed'") as raised:
+        list(AnnotationRun([_FindsWord("mutation")], progress=False, linker=FailsOnTwo()).annotate(documents()))
+    assert isinstance(raised.value.__cause__, KeyError)
+    run = AnnotationRun([_FindsWord("mutation")], progress=False, linker=FailsOnTwo(), skip_bad=True, on_skip=print)
+    assert [d.id for d in run.annotate(documents())] == ["1", "3"]
+    assert (run.documents, run.entities, run.skipped) == (2, 2, 1)
+    assert [letter["id"] for letter in run.dead_letters] == ["2"]
