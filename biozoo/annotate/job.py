@@ -56,6 +56,9 @@ class AnnotationJob:
     strict: bool = False  # refuse a document whose input annotation's text differs from its own (else drop that one)
 
     def __post_init__(self):
+        for field in dataclasses.fields(self):  # lists (from JSON, argparse) as tuples: a job is hashable
+            if isinstance(getattr(self, field.name), list):
+                object.__setattr__(self, field.name, tuple(getattr(self, field.name)))
         if self.cascade is not None:
             if len(self.cascade) != 2 or self.models:
                 raise ValueError("a cascade is two models, SMALL,LARGE, and takes no other --model")

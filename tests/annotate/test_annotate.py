@@ -707,3 +707,15 @@ def test_a_linker_failure_names_the_document_and_keeps_the_error():
     assert [d.id for d in run.annotate(documents())] == ["1", "3"]
     assert (run.documents, run.entities, run.skipped) == (2, 2, 1)
     assert [letter["id"] for letter in run.dead_letters] == ["2"]
+
+
+def test_a_job_given_lists_equals_the_job_given_tuples():
+    """argparse and JSON give lists: the job holds tuples, so it is hashable (Beam's workers look
+    their loaded models up by job) and equal to the job built from tuples."""
+    from biozoo.annotate import AnnotationJob
+
+    listed = AnnotationJob(models=["a", "b"], entity_types=["Gene"], link=["Gene=ncbi-gene"])
+    assert listed == AnnotationJob(models=("a", "b"), entity_types=("Gene",), link=("Gene=ncbi-gene",))
+    assert hash(listed) == hash(AnnotationJob(models=("a", "b"), entity_types=("Gene",), link=("Gene=ncbi-gene",)))
+    cascade = AnnotationJob(cascade=["small", "large"], escalate_below=0.5)
+    assert {cascade: 1}[AnnotationJob(cascade=("small", "large"), escalate_below=0.5)] == 1
