@@ -200,10 +200,13 @@ def annotate_command(args):
 
 
 def _check_inputs(inputs):
-    """Before any model loads: every local input exists, and a folder holds a file."""
+    """Before any model loads: every local input exists, a folder holds a file, and no file is named twice."""
+    from biozoo.annotate.job import distinct_input_files
+
     for item in inputs:
         if item != "-" and "://" not in item and next(iter_input_files([item]), None) is None:
             raise FileNotFoundError(f"input folder {item} holds no file (hidden files are skipped)")
+    distinct_input_files(inputs)
 
 
 def job_from_arguments(args):

@@ -11,9 +11,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 
+from biozoo._io import is_remote
 from biozoo.annotate.annotators import load_annotator, load_cascade
 from biozoo.annotate.runner import AnnotationRun
+from biozoo.documents import iter_input_files
 from biozoo.linking import DocumentLinker, load_document_linker
 
 
@@ -97,3 +100,17 @@ class AnnotationJob:
         """The job as JSON-ready data (what a resumed corpus run must agree with)."""
         record = dataclasses.asdict(self)
         return {key: list(value) if isinstance(value, tuple) else value for key, value in record.items()}
+
+
+def distinct_input_files(inputs):
+    """Every input file of `inputs` (`iter_input_files`), refusing one named twice (a folder and a
+    file in it, a link and its target): its documents would be annotated twice."""
+    files, seen = [], {}
+    for path in iter_input_files(inputs):
+        real = path if path == "-" or is_remote(path) else os.path.realpath(path)
+        if real in seen:
+            also = "" if seen[real] == path else f" (also as {seen[real]})"
+            raise ValueError(f"input file {path} is given twice{also}: its documents would be annotated twice")
+        seen[real] = path
+        files.append(path)
+    return files

@@ -719,3 +719,18 @@ def test_a_job_given_lists_equals_the_job_given_tuples():
     assert hash(listed) == hash(AnnotationJob(models=("a", "b"), entity_types=("Gene",), link=("Gene=ncbi-gene",)))
     cascade = AnnotationJob(cascade=["small", "large"], escalate_below=0.5)
     assert {cascade: 1}[AnnotationJob(cascade=("small", "large"), escalate_below=0.5)] == 1
+
+
+def test_an_input_file_named_twice_is_refused_naming_it_before_any_model_loads(tmp_path, capsys, monkeypatch):
+    """A folder and a file in it, or a link to a file also given: its documents would be annotated twice."""
+    monkeypatch.setenv("BIOZOO_OFFLINE", "1")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.pubtator").write_text("1|t|Aspirin.\n1|a|Fever.\n\n")
+    (tmp_path / "link.pubtator").symlink_to(folder / "a.pubtator")
+    for inputs in ([folder, folder / "a.pubtator"], [folder / "a.pubtator", tmp_path / "link.pubtator"]):
+        assert main(["annotate", *map(str, inputs), "--model", "hf://nobody/none", "--output",
+                     str(tmp_path / "o.jsonl"), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert f"input file {inputs[1]} is given twice" in err and "nobody" not in err, err
+        assert not (tmp_path / "o.jsonl").exists()
