@@ -4,6 +4,8 @@ cross-corpus scores)."""
 
 from __future__ import annotations
 
+import sys
+
 from biozoo.annotate.annotators import load_annotator
 from biozoo.annotate.runner import AnnotationRun
 from biozoo.documents import KEEP_MISMATCHED, read_documents
@@ -35,7 +37,11 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, model_types
     if model_types_only:
         keep_types = {name.split("-", 1)[-1] for name in annotator.task.label_names if name != "O"}
     gold = read_documents(list(paths), strict=strict)
-    documents = list(AnnotationRun([annotator], progress=progress).annotate(gold))
+    earlier = [0]
+    documents = list(AnnotationRun([annotator], progress=progress).annotate(_without_predictions(gold, earlier)))
+    if earlier[0]:
+        print(f"note: {earlier[0]} prediction(s) the gold documents carried (an earlier run's) dropped: only "
+              f"{model}'s are scored", file=sys.stderr)
     outside = {"gold": {}, "predictions": {}}
     for document in documents:
         for annotation in document.existing_annotations() + document.predictions:
@@ -49,11 +55,21 @@ def score_documents(model, paths, *, type_map=None, keep_types=None, model_types
     result["model"] = str(model)
     result["gold_dropped"] = gold.dropped
     result["gold_text_mismatches"] = gold.kept_mismatched
+    result["earlier_predictions_dropped"] = earlier[0]
     if keep_types is not None:
         result["kept_types"] = sorted(keep_types)
         result["gold_outside_types"] = outside["gold"]
         result["predictions_outside_types"] = outside["predictions"]
     return result
+
+
+def _without_predictions(documents, dropped):
+    """`documents` without the predictions they carry (an earlier run's, read from JSONL), counted
+    in `dropped[0]`: they are not the evaluated model's."""
+    for document in documents:
+        dropped[0] += len(document.predictions)
+        document.predictions = []
+        yield document
 
 
 def _kept(annotations, keep_types, counts):

@@ -734,3 +734,24 @@ def test_an_input_file_named_twice_is_refused_naming_it_before_any_model_loads(t
         err = capsys.readouterr().err
         assert f"input file {inputs[1]} is given twice" in err and "nobody" not in err, err
         assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_evaluate_documents_scores_only_the_evaluated_models_predictions(tmp_path, shared_data, tagger_dir, capsys):
+    """Gold documents in annotate's JSONL output carry an earlier run's predictions: they are dropped
+    (counted and told), so the scores equal those on the same gold without them."""
+    from biozoo.annotate import AnnotationRun
+    from biozoo.annotate.evaluation import score_documents
+    from biozoo.documents import write_documents
+
+    gold = list(read_documents([shared_data / "documents" / "NCBIdisease_Test.PubTator"]))[:5]
+    write_documents(gold, tmp_path / "gold.pubtator", "pubtator")
+    earlier = list(AnnotationRun([_FindsWord("the")], progress=False).annotate(read_documents([tmp_path / "gold.pubtator"])))
+    write_documents(earlier, tmp_path / "earlier.jsonl", "jsonl")
+    carried = sum(d.text.count("the") for d in gold)  # every "the" (passages do not overlap): a hand count
+    assert carried == sum(len(d.predictions) for d in read_documents([tmp_path / "earlier.jsonl"])) > 10
+    clean = score_documents(tagger_dir, [tmp_path / "gold.pubtator"], progress=False)
+    with_earlier = score_documents(tagger_dir, [tmp_path / "earlier.jsonl"], progress=False)
+    assert f"note: {carried} prediction(s) the gold documents carried" in capsys.readouterr().err
+    assert (clean["earlier_predictions_dropped"], with_earlier["earlier_predictions_dropped"]) == (0, carried)
+    assert with_earlier["strict"] == clean["strict"] and with_earlier["approximate"] == clean["approximate"]
+    assert with_earlier["mentions"] == clean["mentions"]
