@@ -8,10 +8,12 @@ The models run through `apache_beam.ml.inference.RunInference` with a biozoo `Mo
 that loads the task presets once per worker (Beam's own TensorFlow handlers load through
 `tf.keras.models.load_model`, which Keras 3 refuses for SavedModels). The unit of inference is
 a chunk (the unit of commit): the handler splits its documents into sentences and batches
-them by length, exactly as plain `annotate` does, so both give the same annotations. A chunk
-whose inference raises goes to Beam's dead-letter output (`with_exception_handling`) and is
-recorded with the reason, to be retried by the next run; documents that cannot be read or
-annotated are dead-lettered one by one. Without `--runner` in the Beam options the pipeline
+them by length, exactly as plain `annotate` does, so both give the same annotations. When a
+model raises on a chunk its documents are tried one at a time (as plain `annotate` does): those
+that fail, or whose predictions do not fit their text, are dead-lettered one by one and the chunk
+is committed; a chunk on each of whose documents the model raised (the worker's fault: memory,
+device) goes to Beam's dead-letter output (`with_exception_handling`) and is recorded with the
+reason, to be retried by the next run. An input file named twice is refused. Without `--runner` in the Beam options the pipeline
 runs in this process on Beam's portable FnApiRunner (`--direct_num_workers N
 --direct_running_mode multi_processing` for N worker processes); `--runner DataflowRunner`,
 `FlinkRunner` or `SparkRunner` run it on a cluster.
@@ -27,6 +29,7 @@ import logging
 import shlex
 import sys
 import time
+from types import SimpleNamespace
 
 _root_level = logging.getLogger().level
 logging.getLogger().setLevel(logging.ERROR)  # Beam's import warns of GCP clients that local runs do not use
@@ -37,9 +40,10 @@ try:
 finally:
     logging.getLogger().setLevel(_root_level)
 
-from biozoo.annotate.annotators import CascadeAnnotator, load_annotator
+from biozoo.annotate.annotators import CascadeAnnotator, CascadeFirstPass, Sentences, load_annotator
+from biozoo.annotate.job import distinct_input_files
 from biozoo.annotate.shards import ShardStore, read_chunks
-from biozoo.documents import iter_input_files
+from biozoo.errors import DataFormatError
 
 STAGES = ("annotate", "small", "large")
 _LOADED = {}  # job -> its annotators, loaded by `annotate_corpus`: a worker in this process reuses them
@@ -84,42 +88,84 @@ class ChunkModelHandler(ModelHandler):
 
     def _annotate(self, chunk, model):
         run = self.job.run(model.annotators, progress=False, skip_bad=True, on_skip=_quiet)
-        return self._annotated(chunk, list(run.annotate(chunk.documents)), run.dead_letters)
-
-    @staticmethod
-    def _annotated(chunk, documents, dead_letters):
-        """`chunk` with its annotated `documents`; documents that failed alone are dead letters,
-        but when every document of the chunk failed the chunk fails (to Beam's dead-letter output,
-        retried by the next run): that is the worker (memory, device) rather than the documents."""
-        if chunk.documents and not documents and dead_letters:
-            raise RuntimeError(f"every document of the chunk failed; the first: {dead_letters[0]['reason']}")
-        chunk.documents = documents
-        chunk.dead_letters = chunk.dead_letters + [{**letter, "stage": "annotate"} for letter in dead_letters]
-        return chunk
+        found = run.predict_chunk(chunk.documents)
+        _fail_if_the_model_failed(chunk.documents, found)
+        return _finished(chunk, run, found)
 
     def _small(self, chunk, cascade):
         try:
             first = cascade.first_pass(chunk.documents)
         except Exception:  # find the document(s) at fault, dead-letter them, read the others
-            good, letters = [], []
+            errors = []
             for document in chunk.documents:
                 try:
                     cascade.first_pass([document])
-                    good.append(document)
+                    errors.append(None)
                 except Exception as error:
-                    letters.append({"id": document.id, "source": document.source,
-                                    "reason": f"{document.source or 'document'} (id {document.id}): {error}"})
-            self._annotated(chunk, good, letters)  # every document failed: the chunk fails, as without a cascade
-            first = cascade.first_pass(good)
+                    errors.append(error)
+            _fail_if_the_model_failed(chunk.documents, errors)
+            chunk.dead_letters = chunk.dead_letters + [
+                {"id": d.id, "source": d.source, "stage": "annotate", "reason": _document_error(d, error)}
+                for d, error in zip(chunk.documents, errors) if error is not None]
+            chunk.documents = [d for d, error in zip(chunk.documents, errors) if error is None]
+            first = cascade.first_pass(chunk.documents)
         chunk.stage_state = first
         chunk.stats = {**chunk.stats, "sentences": len(first.entities), "escalated": len(first.escalate)}
         return chunk
 
     def _large(self, chunk, cascade):
-        found = cascade.second_pass(chunk.stage_state)
-        chunk.stage_state = None
-        run = self.job.run([], progress=False, skip_bad=True, on_skip=_quiet)
-        return self._annotated(chunk, list(run.finish_chunk(chunk.documents, found)), run.dead_letters)
+        first, chunk.stage_state = chunk.stage_state, None
+        try:
+            found = cascade.second_pass(first)
+        except Exception:  # find the document(s) at fault: one at a time, as plain `annotate` does
+            found = []
+            for part in _per_document(first):
+                try:
+                    found.extend(cascade.second_pass(part))
+                except Exception as error:
+                    found.append(error)
+            _fail_if_the_model_failed(chunk.documents, found)
+        # the cascade's own earlier predictions (read from JSONL) are replaced, as plain `annotate` replaces them
+        names = SimpleNamespace(name="cascade", models=(first.model, cascade.large.name))
+        run = self.job.run([names], progress=False, skip_bad=True, on_skip=_quiet)
+        return _finished(chunk, run, found)
+
+
+class ChunkFailed(RuntimeError):
+    """The model failed on every document of a chunk: the worker's fault (memory, device) rather
+    than the documents'; the chunk goes to Beam's dead-letter output and the next run retries it."""
+
+
+def _document_error(document, error):
+    return f"{document.source or 'document'} (id {document.id}): {error}"
+
+
+def _fail_if_the_model_failed(documents, found):
+    """Raise `ChunkFailed` when the model raised on each of `documents` (`found`: per document, its
+    predictions or the error). A document that failed alone among others, or on its own data
+    (`DataFormatError`), is a dead letter instead; so is one whose predictions do not fit its text."""
+    errors = [error for error in found if isinstance(error, Exception)]
+    if documents and len(errors) == len(documents) and not any(isinstance(e, DataFormatError) for e in errors):
+        raise ChunkFailed(f"every document of the chunk failed in the model; the first: "
+                          f"{_document_error(documents[0], errors[0])}")
+
+
+def _finished(chunk, run, found):
+    """`chunk` with its documents finished by `run` from `found`; those that fail are dead letters."""
+    chunk.documents = list(run.finish_chunk(chunk.documents, found))
+    chunk.dead_letters = chunk.dead_letters + [{**letter, "stage": "annotate"} for letter in run.dead_letters]
+    return chunk
+
+
+def _per_document(first):
+    """A cascade's first pass over a chunk as one first pass per document (to find the document
+    the large model fails on)."""
+    escalated = set(first.escalate)
+    for d in range(first.count):
+        rows = [i for i, (owner, _) in enumerate(first.sentences.owners) if owner == d]
+        sentences = Sentences([first.sentences.texts[i] for i in rows], [(0, first.sentences.owners[i][1]) for i in rows])
+        yield CascadeFirstPass(sentences, [first.entities[i] for i in rows], [first.confidence[i] for i in rows],
+                               [k for k, i in enumerate(rows) if i in escalated], 1, first.model)
 
 
 class _Annotators:
@@ -155,9 +201,11 @@ class _Commit(beam.DoFn):
 
     def process(self, element):
         if self.failed:
-            batch, (error_type, error, _) = element  # Beam's dead letters: (type, repr, traceback lines)
+            batch, (error_type, error, lines) = element  # Beam's dead letters: (type, repr, traceback lines)
+            message = (lines[-1].strip().partition(": ")[2] if lines else "") or error  # the error's own message
+            name = getattr(error_type, "__name__", str(error_type))
+            reason = "inference failed for the chunk: " + (message if name == ChunkFailed.__name__ else f"{name}: {message}")
             for chunk in batch:
-                reason = f"inference failed for the chunk: {getattr(error_type, '__name__', error_type)}: {error}"
                 letters = chunk.dead_letters + [{"id": d.id, "source": d.source, "stage": "inference", "reason": reason}
                                                 for d in chunk.documents]
                 yield self._commit(chunk, [], letters, complete=False)
@@ -211,7 +259,7 @@ def annotate_corpus(job, inputs, output, beam_options="", progress=True):
     """Annotate every document of `inputs` (files, folders, `gs://` paths or globs) into the
     shard folder `output` with `job`, on Apache Beam; resumes a run that wrote there before.
     Returns the summary (also written to OUTPUT/summary.json)."""
-    files = list(iter_input_files(inputs))
+    files = distinct_input_files(inputs)
     if not files:
         raise ValueError("no input files: give files, folders or gs:// paths (--runner beam reads no stdin)")
     if "-" in files:

@@ -173,7 +173,7 @@ def test_failed_inference_is_dead_lettered_then_retried_and_other_options_are_re
     letters = list(beam.ShardStore(tmp_path / "out", "jsonl").dead_letters())
     assert {(l["stage"], l["id"]) for l in letters} == {("read", "2"), ("inference", "3")}
     assert [l["reason"] for l in letters if l["stage"] == "inference"] == [
-        "inference failed for the chunk: RuntimeError: RuntimeError('worker out of memory')"]
+        "inference failed for the chunk: RuntimeError: worker out of memory"]
     monkeypatch.setattr(beam.ChunkModelHandler, "_annotate", original)
     second = run_beam(job, [source], tmp_path / "out")
     assert (second["read"], second["annotated"], second["dead_lettered"], second["incomplete_chunks"]) == (3, 2, 1, 0)
@@ -312,8 +312,9 @@ def test_a_chunk_whose_every_document_fails_is_retried_not_dead_lettered_for_goo
     # the failed chunk is not counted as committed
     assert (first["this_run"]["chunks_failed"], first["this_run"]["chunks_committed"]) == (1, first["chunks"] - 1)
     letters = [l for l in beam.ShardStore(tmp_path / "out", "jsonl").dead_letters() if l["stage"] == "inference"]
-    assert len(letters) == 1 and "every document of the chunk failed" in letters[0]["reason"]
-    assert "device lost" in letters[0]["reason"]
+    assert len(letters) == 1 and letters[0]["reason"].startswith(
+        "inference failed for the chunk: every document of the chunk failed in the model; the first: ")
+    assert letters[0]["reason"].endswith("(id 3): device lost") and "Error" not in letters[0]["reason"]  # once
     monkeypatch.setattr(runner.AnnotationRun, "_predictions", original)
     second = run_beam(job, [source], tmp_path / "out")
     assert (second["annotated"], second["dead_lettered"], second["incomplete_chunks"]) == (2, 1, 0)
@@ -384,3 +385,102 @@ def test_a_folder_that_is_no_jobs_output_is_refused_untouched(tmp_path, models):
     empty = tmp_path / "empty"
     empty.mkdir()  # an empty folder is a new output
     assert run_beam(job, [source], empty)["read"] == 3
+
+
+def beam_documents(output, output_format="jsonl"):
+    """The documents of a Beam run's shards, in the order of its chunks."""
+    from biozoo.annotate.shards import ShardStore
+
+    return list(ShardStore(output, output_format).documents())
+
+
+def test_a_document_the_large_model_cannot_read_is_dead_lettered_alone_as_plain_annotate_skips_it(
+        tmp_path, models, corpus, monkeypatch):
+    """The cascade's large model fails on one sentence: plain `annotate --skip-bad` skips that document
+    alone; Beam dead-letters it alone and commits its chunk (the chunk failed on every run before)."""
+    from biozoo.annotate import annotators, beam
+    from biozoo.documents import write_documents
+
+    documents = list(read_documents([corpus[0]]))[:6]
+    documents[2].passages[1].text = documents[2].passages[1].text.replace("the", "POISON", 1)
+    source = tmp_path / "six.jsonl"
+    write_documents(documents, source, "jsonl")
+    original = annotators.TaggerAnnotator.tag
+
+    def tag(self, texts, measure=None):
+        if self.name == models[1] and any("POISON" in t for t in texts):
+            raise ValueError("cannot tokenize this sentence")
+        return original(self, texts, measure)
+
+    monkeypatch.setattr(annotators.TaggerAnnotator, "tag", tag)
+    job = AnnotationJob(cascade=tuple(models), escalate_below=2.0, chunk_size=3)  # every sentence escalated
+    skipped = []
+    expected = list(job.run(progress=False, skip_bad=True, on_skip=skipped.append).annotate(read_documents([source])))
+    assert len(expected) == 5 and len(skipped) == 1 and f"(id {documents[2].id}): cannot tokenize" in skipped[0]
+    summary = run_beam(job, [source], tmp_path / "out")
+    assert (summary["read"], summary["annotated"], summary["dead_lettered"], summary["incomplete_chunks"]) == (6, 5, 1, 0)
+    (letter,) = beam.ShardStore(tmp_path / "out", "jsonl").dead_letters()
+    assert (letter["id"], letter["stage"], letter["reason"]) == (documents[2].id, "annotate", skipped[0])
+    got = beam_documents(tmp_path / "out")
+    assert [d.id for d in got] == [d.id for d in expected]
+    assert [[x[:4] for x in predictions(d)] for d in got] == [[x[:4] for x in predictions(d)] for d in expected]
+    assert run_beam(job, [source], tmp_path / "out")["this_run"]["chunks_already_done"] == 2
+
+
+def test_a_document_that_fails_on_its_own_data_alone_in_its_chunk_is_dead_lettered_for_good(tmp_path, models):
+    """Passages that overlap with different texts, an entity found there (a one-document file, as PMC
+    BioC files are): plain `annotate --skip-bad` skips it; Beam dead-letters it with the same reason
+    and commits the chunk, not retried (it was failed for retry on every run before)."""
+    from biozoo.annotate import beam
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    clash = {"id": "PMC1", "passages": [{"offset": 0, "text": "Aspirin causes fibrosis in mice."},
+                                        {"offset": 10, "text": "Cisplatin toxicity in rats here."}]}
+    (folder / "one.jsonl").write_text(json.dumps(clash) + "\n")
+    (folder / "two.jsonl").write_text(json.dumps({"id": "PMC2", "passages": [clash["passages"][0]]}) + "\n")
+    job = AnnotationJob(models=(models[0],))
+    skipped = []
+    expected = list(job.run(progress=False, skip_bad=True, on_skip=skipped.append).annotate(read_documents([folder])))
+    assert [d.id for d in expected] == ["PMC2"] and len(skipped) == 1 and "overlap with different texts" in skipped[0]
+    first = run_beam(job, [folder], tmp_path / "out")
+    assert (first["read"], first["annotated"], first["dead_lettered"], first["incomplete_chunks"]) == (2, 1, 1, 0)
+    assert [(l["id"], l["stage"], l["reason"]) for l in beam.ShardStore(tmp_path / "out", "jsonl").dead_letters()] == [
+        ("PMC1", "annotate", skipped[0])]
+    assert [d.id for d in beam_documents(tmp_path / "out")] == ["PMC2"]
+    again = run_beam(job, [folder], tmp_path / "out")
+    assert again["this_run"] == {**again["this_run"], "chunks_committed": 0, "chunks_failed": 0, "chunks_already_done": 2}
+
+
+def test_a_cascade_re_run_on_beam_replaces_its_earlier_predictions_as_plain_annotate_does(tmp_path, models, corpus):
+    """Re-annotating a cascade's own JSONL output without --drop-existing: the cascade's earlier
+    predictions are replaced (Beam kept them and added the new ones: each twice)."""
+    from biozoo.documents import write_documents
+
+    documents = list(read_documents([corpus[0]]))[:4]
+    first = AnnotationJob(cascade=tuple(models), escalate_below=0.9, drop_existing=True)
+    write_documents(first.run(progress=False).annotate(documents), tmp_path / "first.jsonl", "jsonl")
+    carried = [predictions(d) for d in read_documents([tmp_path / "first.jsonl"])]
+    assert sum(map(len, carried)) > 20
+    job = AnnotationJob(cascade=tuple(models), escalate_below=0.9)
+    expected = list(job.run(progress=False).annotate(read_documents([tmp_path / "first.jsonl"])))
+    assert [[x[:4] for x in predictions(d)] for d in expected] == [[x[:4] for x in p] for p in carried]
+    summary = run_beam(job, [tmp_path / "first.jsonl"], tmp_path / "out")
+    got = beam_documents(tmp_path / "out")
+    assert summary["entities"] == sum(map(len, carried))
+    assert [[x[:4] for x in predictions(d)] for d in got] == [[x[:4] for x in predictions(d)] for d in expected]
+    assert [[a.model for a in d.predictions] for d in got] == [[a.model for a in d.predictions] for d in expected]
+
+
+def test_an_input_file_named_twice_is_refused_before_anything_runs_and_a_job_of_lists_runs(tmp_path, models):
+    """A folder and a file in it: refused naming the file, nothing written (the chunks, keyed by path and
+    index, collapsed: half the documents were counted). A job built from lists (JSON, argparse) runs."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    source = write_bad_pubtator(folder / "five.pubtator")
+    job = AnnotationJob(models=[models[0]], chunk_size=2)
+    with pytest.raises(ValueError, match=f"input file {source} is given twice"):
+        run_beam(job, [folder, source], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    summary = run_beam(job, [folder], tmp_path / "out")
+    assert (summary["read"], summary["annotated"], summary["dead_lettered"]) == (3, 2, 1)
