@@ -294,6 +294,26 @@ def test_the_right_download_passes_and_is_recorded(tmp_path, offline_hub, monkey
     assert provenance["source_files_verified"] == {"pytorch_model.bin": record["sha256"]}
 
 
+def test_a_registry_preset_is_converted_from_the_verified_file_only(tmp_path, offline_hub, monkeypatch):
+    """The entry declares pytorch_model.bin; a model.safetensors of other weights in the same HF cache
+    snapshot (left there by transformers or an hf:// load) is not what is converted."""
+    verified = H.make_model("bert", "BertModel", seed=0)
+    source = H.save_hf_directory(verified, tmp_path / "hf", "bin")
+    H.save_hf_directory(H.make_model("bert", "BertModel", seed=1), tmp_path / "other", "safetensors")
+    shutil.copy(tmp_path / "other" / "model.safetensors", source / "model.safetensors")
+    H.registry_entry_describes(monkeypatch, "biobert_v1_1", source)
+    hf = registry.get_entry("biobert_v1_1")["sources"]["hf"]
+    assert hf["weights"] == "pytorch_model.bin"
+    H.populate_hf_cache(offline_hub, hf["repo"], hf["revision"], source)
+
+    preset = presets.resolve_preset("biobert_v1_1")
+    assert read_provenance(preset)["weights"] == ["pytorch_model.bin"]
+    inputs = H.random_inputs()
+    sequence, _ = H.hf_outputs(verified, inputs)
+    ours = biozoo.from_preset(preset)(inputs)["sequence_output"]
+    assert H.max_diff(ours, sequence, inputs["padding_mask"]) <= 1e-4
+
+
 def test_check_cache_finds_a_changed_preset_file(tmp_path, tiny_bert_dir, capsys):
     from biozoo.cli import main
 

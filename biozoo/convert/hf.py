@@ -191,14 +191,16 @@ def _vocab_txt_arguments(directory, settings, casing):
 
 
 def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progress=True, accept=None,
-                         registry_config=None, overwrite=False):
+                         registry_config=None, overwrite=False, weights=None):
     """Convert an HF model directory (config.json, weights, vocabulary) into a Keras preset.
 
     Streams the weights tensor by tensor into a backbone built from config.json, keeps the
     heads the checkpoint carries, and writes the preset atomically. Returns `out_dir`.
     `accept(hf_config, source)` may refuse the checkpoint (raise) before anything is written.
     `registry_config`: the registry entry's config when the handle named one (see read_hf_config).
-    An earlier biozoo output at `out_dir` is replaced only with `overwrite`.
+    An earlier biozoo output at `out_dir` is replaced only with `overwrite`. `weights`: the one
+    weights file to read (a registry entry's verified file, or its shard index); default: the
+    first of model.safetensors, pytorch_model.bin and their shard indexes present.
     """
     directory = os.fspath(directory)
     check_output(out_dir, overwrite, [directory])
@@ -206,7 +208,7 @@ def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progr
     if accept is not None:
         accept(config, directory)
     family = family_for_model_type(config["model_type"], os.path.join(directory, "config.json"))
-    reader = open_checkpoint(directory)
+    reader = open_checkpoint(directory, weights)
     tokenizer = build_tokenizer(family, directory, config["vocab_size"], casing)
     record = {
         "format": "hf",

@@ -210,30 +210,45 @@ WEIGHT_FILES = (
 )
 
 
-def find_weight_files(directory):
-    """(reader class, [paths]) for the weights of an HF model directory; safetensors first."""
+def find_weight_files(directory, declared=None):
+    """(reader class, [paths]) for the weights of an HF model directory: the first of
+    WEIGHT_FILES present (safetensors first) or, given `declared` (a registry entry's
+    verified `sources.hf.weights`), that file or its shard index only."""
     directory = os.fspath(directory)
-    for filename, reader in WEIGHT_FILES:
+    readers = dict(WEIGHT_FILES)
+    if declared is not None and declared not in readers:
+        raise CheckpointError(f"{directory}: the declared weights file {declared} is not one biozoo reads "
+                              f"({', '.join(readers)}).")
+    names = list(readers) if declared is None else [declared, declared + ".index.json"]
+    for filename in names:
         path = os.path.join(directory, filename)
         if not os.path.exists(path):
             continue
         if filename.endswith(".index.json"):
-            index = read_json(path, "shard index")
-            if not isinstance(index, dict) or not isinstance(index.get("weight_map"), dict):
-                raise CheckpointError(f"{path}: unreadable shard index (no 'weight_map' mapping).")
-            weight_map = index["weight_map"]
-            shards = [os.path.join(directory, s) for s in dict.fromkeys(weight_map.values())]
-            absent = [s for s in shards if not os.path.exists(s)]
-            if absent:
-                raise CheckpointError(f"{path}: shard files missing: {', '.join(absent)}.")
-            return reader, shards
-        return reader, [path]
+            return readers[filename], _shard_paths(directory, path)
+        return readers[filename], [path]
+    if declared is not None:
+        raise CheckpointError(f"{directory}: no {declared} (nor {declared}.index.json), the weights file declared "
+                              "for this checkpoint.")
     raise CheckpointError(
         f"{directory}: no weights found (looked for model.safetensors, pytorch_model.bin and their "
         "sharded .index.json forms)."
     )
 
 
-def open_checkpoint(directory):
-    reader, paths = find_weight_files(directory)
+def _shard_paths(directory, index_path):
+    """The shard files a shard index names."""
+    index = read_json(index_path, "shard index")
+    if not isinstance(index, dict) or not isinstance(index.get("weight_map"), dict):
+        raise CheckpointError(f"{index_path}: unreadable shard index (no 'weight_map' mapping).")
+    shards = [os.path.join(directory, s) for s in dict.fromkeys(index["weight_map"].values())]
+    absent = [s for s in shards if not os.path.exists(s)]
+    if absent:
+        raise CheckpointError(f"{index_path}: shard files missing: {', '.join(absent)}.")
+    return shards
+
+
+def open_checkpoint(directory, declared=None):
+    """A reader of the weights `find_weight_files(directory, declared)` finds."""
+    reader, paths = find_weight_files(directory, declared)
     return reader(paths)

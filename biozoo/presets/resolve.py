@@ -95,11 +95,11 @@ def _task_kind(directory, provenance):
     return kind.name, ({"entity_type": types.pop()} if kind.name == "ner" and len(types) == 1 else {})
 
 
-def _convert(source_dir, casing=None, provenance=None, accept=None, registry_config=None):
+def _convert(source_dir, casing=None, provenance=None, accept=None, registry_config=None, weights=None):
     from biozoo.convert.hf import convert_hf_directory
 
     return lambda target: convert_hf_directory(source_dir, target, casing=casing, provenance=provenance,
-                                               accept=accept, registry_config=registry_config)
+                                               accept=accept, registry_config=registry_config, weights=weights)
 
 
 def _directory(form, info, entry, accept):
@@ -116,7 +116,7 @@ def _directory(form, info, entry, accept):
             source = registry_snapshot(entry)
             provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
                           "source_files_verified": check_source_files(source, entry, f"Preset '{entry['name']}'")}
-            _convert(source, entry["tokenizer"], provenance, accept, entry["config"])(target)
+            _convert(source, entry["tokenizer"], provenance, accept, entry["config"], weights)(target)
 
         return cached(safe_key(f"{entry['name']}@{revision}"), build)
     if form == "hf":
