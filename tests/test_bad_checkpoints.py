@@ -141,6 +141,19 @@ def test_no_weights_at_all(hf_dir):
     load_fails(hf_dir, "no weights found")
 
 
+@pytest.mark.parametrize("shard_name", ["absolute", "../elsewhere/secret.safetensors", "sub/../../secret.safetensors"])
+def test_a_shard_index_naming_files_outside_the_folder_is_refused(hf_dir, shard_name):
+    outside = hf_dir.parent / "elsewhere"
+    outside.mkdir()
+    os.replace(hf_dir / "model.safetensors", outside / "secret.safetensors")
+    if shard_name == "absolute":
+        shard_name = str(outside / "secret.safetensors")
+    names = ["bert.embeddings.word_embeddings.weight"]
+    (hf_dir / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {n: shard_name for n in names}}))
+    message = load_fails(hf_dir, "shard files must be relative paths inside")
+    assert "model.safetensors.index.json" in message and repr(shard_name) in message
+
+
 def test_cli_prints_one_line(hf_dir, capsys):
     from biozoo.cli import main
 

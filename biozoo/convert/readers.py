@@ -13,6 +13,7 @@ import json
 import mmap
 import os
 import pickle
+import re
 import struct
 import zipfile
 
@@ -237,11 +238,17 @@ def find_weight_files(directory, declared=None):
 
 
 def _shard_paths(directory, index_path):
-    """The shard files a shard index names."""
+    """The shard files a shard index names, each a relative path inside `directory`."""
     index = read_json(index_path, "shard index")
     if not isinstance(index, dict) or not isinstance(index.get("weight_map"), dict):
         raise CheckpointError(f"{index_path}: unreadable shard index (no 'weight_map' mapping).")
-    shards = [os.path.join(directory, s) for s in dict.fromkeys(index["weight_map"].values())]
+    values = list(index["weight_map"].values())
+    outside = [repr(v) for v in values if not isinstance(v, str) or not v or os.path.isabs(v)
+               or ".." in re.split(r"[\\/]", v)]
+    if outside:
+        raise CheckpointError(f"{index_path}: shard files must be relative paths inside {directory}; the "
+                              f"weight_map names {', '.join(dict.fromkeys(outside))}.")
+    shards = [os.path.join(directory, s) for s in dict.fromkeys(values)]
     absent = [s for s in shards if not os.path.exists(s)]
     if absent:
         raise CheckpointError(f"{index_path}: shard files missing: {', '.join(absent)}.")
