@@ -154,6 +154,18 @@ def test_a_shard_index_naming_files_outside_the_folder_is_refused(hf_dir, shard_
     assert "model.safetensors.index.json" in message and repr(shard_name) in message
 
 
+@pytest.mark.parametrize("vocab_size", ["absent", None, "30522"])
+def test_a_config_without_a_vocab_size_is_named(hf_dir, vocab_size):
+    config = json.loads((hf_dir / "config.json").read_text())
+    if vocab_size == "absent":
+        del config["vocab_size"]
+    else:
+        config["vocab_size"] = vocab_size
+    (hf_dir / "config.json").write_text(json.dumps(config))
+    message = load_fails(hf_dir, "vocab_size")
+    assert str(hf_dir / "config.json") in message
+
+
 def test_cli_prints_one_line(hf_dir, capsys):
     from biozoo.cli import main
 

@@ -34,6 +34,10 @@ def read_hf_config(directory, registry_config=None, registry_name=None):
         config = reconcile_config(config, registry_config, path, registry_name)
     if "model_type" not in config:
         raise CheckpointError(f"{path}: no 'model_type' key; cannot tell the model family.")
+    vocab_size = config.get("vocab_size")
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
+        said = "no 'vocab_size' key" if "vocab_size" not in config else f"'vocab_size' is {vocab_size!r}"
+        raise CheckpointError(f"{path}: {said}; the rows of the token embedding must be a positive whole number.")
     return config
 
 
