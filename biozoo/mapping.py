@@ -175,11 +175,21 @@ class Table:
     # (regex, target): copies of what another tensor gives `target` (an MLM decoder tied to the
     # word embedding); checked equal to it, not stored
     tied: tuple = ()
+    # (regex, hf config -> bool): tensors transformers saves but never reads under such a config
+    # (MobileBERT's bottleneck.attention with use_bottleneck_attention); see `for_config`
+    unused: tuple = ()
 
     def __post_init__(self):
         self._compiled = [(rule.regex, rule) for rule in self.rules]
         self._ignore = [re.compile(p + "$") for p in self.ignore]
         self._tied = [(re.compile(p + "$"), target) for p, target in self.tied]
+        self._unused_here = []
+
+    def for_config(self, config):
+        """This table for a checkpoint of HF config `config`: its `unused` tensors ignored."""
+        table = dataclasses.replace(self)
+        table._unused_here = [re.compile(p + "$") for p, applies in self.unused if applies(config)]
+        return table
 
     def tied_target(self, name):
         """The target `name` must equal when it is a tied copy, else None."""
@@ -197,6 +207,8 @@ class Table:
     def lookup(self, name):
         """(target, transform) for a source name, "ignore", or None when no rule matches."""
         name = self.normalize(name)
+        if any(r.match(name) for r in self._unused_here):
+            return "ignore"
         for regex, rule in self._compiled:
             match = regex.match(name)
             if match:

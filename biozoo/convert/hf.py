@@ -222,5 +222,6 @@ def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progr
         or os.path.basename(directory.rstrip("/")),
     }
     record.update(provenance or {})
-    return convert_tensors(family, config, family.hf_table, reader.names(), reader.tensors(), tokenizer, out_dir,
+    table = family.hf_table.for_config(config)
+    return convert_tensors(family, config, table, reader.names(), reader.tensors(), tokenizer, out_dir,
                            ", ".join(reader.paths), record, progress, overwrite=overwrite)

@@ -1,5 +1,6 @@
 """ALBERT (factorised embedding, shared layer groups, SentencePiece): the biozoo.testing battery, over the family's cases in biozoo.testing.CASES."""
 
+import numpy as np
 import pytest
 
 from biozoo import testing
@@ -33,3 +34,17 @@ def test_task_head_matches_transformers(name, kind, hf_class, tmp_path, tiny_spi
 @pytest.mark.parametrize("name, fmt", testing.cases(FAMILY, kind="ids_export"))
 def test_onnx_and_litert_exports_give_transformers_logits(name, fmt, tmp_path, tiny_spiece):
     testing.run_ids_export_test(name, fmt, tmp_path, tiny_spiece)
+
+
+def test_layers_not_a_multiple_of_groups_use_transformers_group_index(tmp_path, tiny_spiece):
+    """3 layers in 2 groups: transformers runs group int(i / 1.5) at depth i, i.e. 0, 0, 1."""
+    import biozoo
+
+    model = testing.make_model(FAMILY, "AlbertModel", num_hidden_layers=3, num_hidden_groups=2, inner_group_num=1)
+    hf_dir = testing.save_hf_directory(model, tmp_path / "hf", tokenizer="sentencepiece", spiece_model=tiny_spiece)
+    backbone = biozoo.from_preset(str(hf_dir))
+    inputs = testing.case_inputs(model)
+    sequence, pooled = testing.hf_outputs(model, inputs)
+    outputs = backbone(inputs)
+    assert testing.max_diff(outputs["sequence_output"], sequence, inputs["padding_mask"]) <= 1e-4
+    assert np.abs(np.asarray(outputs["pooled_output"]) - pooled).max() <= 1e-4

@@ -40,8 +40,6 @@ class AlbertBackbone(FeaturesMixin, keras_hub.models.Backbone):
         dtype=None,
         **kwargs,
     ):
-        if num_layers % num_groups:
-            raise ValueError(f"num_layers ({num_layers}) must be a multiple of num_groups ({num_groups}).")
         init = initializer(initializer_range)
         self.token_embedding = ReversibleEmbedding(
             vocabulary_size, embedding_dim, embeddings_initializer=init, dtype=dtype, name="token_embedding"
@@ -94,9 +92,10 @@ class AlbertBackbone(FeaturesMixin, keras_hub.models.Backbone):
 
     @property
     def transformer_layers(self):
-        """The block applied at each depth (shared blocks repeat), as HF's group index."""
-        per_group = self.num_layers // len(self.groups)
-        return [layer for group in self.groups for _ in range(per_group) for layer in group]
+        """The blocks applied at each depth (shared blocks repeat): depth i runs group
+        int(i / (num_layers / num_groups)), HF's AlbertTransformer index (3 layers, 2 groups: 0, 0, 1)."""
+        depths_per_group = self.num_layers / len(self.groups)
+        return [layer for i in range(self.num_layers) for layer in self.groups[int(i / depths_per_group)]]
 
     def _forward(self, inputs, features=None, training=None):
         tokens = self.token_embedding(inputs["token_ids"])

@@ -49,6 +49,17 @@ HF_TABLE = Table(
         *dense("classifier", "heads/classifier/dense"),  # *ForTokenClassification, *ForSequenceClassification
     ],
     ignore=(r"embeddings\.position_ids",),
+    unused=(
+        # MobileBertBottleneck builds its shared query/key bottleneck even when
+        # use_bottleneck_attention feeds queries and keys from the input bottleneck
+        (r"encoder\.layer\.\d+\.bottleneck\.attention\..*",
+         lambda c: hf_get(c, "use_bottleneck", True) and hf_get(c, "use_bottleneck_attention", False)
+         and hf_get(c, "key_query_shared_bottleneck", True)),
+        # MobileBertEmbeddings builds the transformation even when it skips it (no trigram, same widths)
+        (r"embeddings\.embedding_transformation\..*",
+         lambda c: not hf_get(c, "trigram_input", True)
+         and hf_get(c, "embedding_size", 128) == hf_get(c, "hidden_size", 512)),
+    ),
     tied=((r"cls\.predictions\.decoder\.weight", "token_embedding/embeddings"),
           (r"cls\.predictions\.decoder\.bias", "heads/mlm/output_bias")),
     strip_prefixes=("mobilebert.",),
