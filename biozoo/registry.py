@@ -109,9 +109,9 @@ def get_entry(name):
 
 
 def find_by_hf_repo(repo):
-    """The registry name whose HF source (or alias) is `repo`, or None."""
+    """The registry name whose HF source (or alias) is `repo`, or None; hub ids ignore case."""
     for name, entry in _load_registry()["checkpoints"].items():
         hf = entry["sources"]["hf"]
-        if repo == hf["repo"] or repo in hf.get("aliases", []):
+        if repo.lower() in (known.lower() for known in [hf["repo"], *hf.get("aliases", [])]):
             return name
     return None

@@ -129,6 +129,17 @@ def test_hf_handle_with_revision(tiny_bert_dir, offline_hub, count_conversions):
         biozoo.from_preset("hf://not-a-repo")
 
 
+def test_an_hf_handle_finds_its_registry_entry_whatever_the_case(tmp_path, offline_hub):
+    """BioBERT's repo has no tokenizer_config.json: its casing comes from the registry entry only."""
+    source = H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "hf", "bin")
+    os.remove(source / "tokenizer_config.json")
+    handle = "hf://DMIS-lab/biobert-base-cased-v1.1"
+    assert registry.get_entry("biobert_v1_1")["sources"]["hf"]["repo"] == "dmis-lab/biobert-base-cased-v1.1"
+    H.populate_hf_cache(offline_hub, "DMIS-lab/biobert-base-cased-v1.1", "main", source)
+    assert presets.resolve(handle).entry["name"] == "biobert_v1_1"
+    assert biozoo.Tokenizer.from_preset(handle).lowercase is False
+
+
 def test_local_hf_directory_is_converted_once_and_again_when_it_changes(tiny_bert_dir, count_conversions):
     biozoo.from_preset(str(tiny_bert_dir))
     biozoo.from_preset(str(tiny_bert_dir))

@@ -89,15 +89,7 @@ def registry_name_of(preset):
     if os.path.isdir(handle):
         return _local_registry_name(handle)
     repo = hf_repo(handle)
-    if repo:
-        name = registry.find_by_hf_repo(repo)
-        if name is None:  # hub ids are case-insensitive
-            for candidate in registry.list_presets():
-                hf = registry.get_entry(candidate)["sources"]["hf"]
-                if repo.lower() in [r.lower() for r in [hf["repo"], *hf.get("aliases", [])]]:
-                    return candidate
-        return name
-    return None
+    return registry.find_by_hf_repo(repo) if repo else None
 
 
 def _local_registry_name(path, depth=0):
