@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import threading
+import warnings
 from pathlib import Path
 
 import huggingface_hub
@@ -127,6 +128,22 @@ def test_hf_handle_with_revision(tiny_bert_dir, offline_hub, count_conversions):
     assert backbone.num_layers == 2
     with pytest.raises(ValueError, match="hf://org/repo"):
         biozoo.from_preset("hf://not-a-repo")
+
+
+def test_a_local_folder_named_like_a_registry_entry_wins_with_one_warning(tmp_path, offline_hub, monkeypatch):
+    """As transformers' from_pretrained: an existing folder is loaded, not the hub checkpoint of that name."""
+    model = H.make_model("bert", "BertModel", seed=3)
+    monkeypatch.chdir(tmp_path)
+    H.save_hf_directory(model, tmp_path / "bioformer_8l")
+    with pytest.warns(UserWarning, match="not the registry checkpoint 'bioformer_8l'.*hf://bioformers/bioformer-8L@"):
+        assert presets.parse_handle("bioformer_8l") == ("hf_dir", {"path": str(tmp_path / "bioformer_8l")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        backbone = biozoo.from_preset("bioformer_8l")  # offline with an empty HF cache: no download tried
+    inputs = H.random_inputs()
+    sequence, _ = H.hf_outputs(model, inputs)
+    assert H.max_diff(backbone(inputs)["sequence_output"], sequence, inputs["padding_mask"]) <= 1e-4
+    assert presets.registry_name_of("bioformer_8l") != "bioformer_8l"
 
 
 def test_an_hf_handle_finds_its_registry_entry_whatever_the_case(tmp_path, offline_hub):

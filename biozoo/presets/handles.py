@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import warnings
 
 from biozoo import registry
 from biozoo._io import is_remote, read_json
@@ -22,13 +23,16 @@ from biozoo.preset_files import METRICS_FILE, PROVENANCE_FILE, is_keras_preset
 # hf://org/repo[@revision]; `hf_repo` also reads the bare org/repo of an HF id
 _HF_HANDLE = re.compile(r"^hf://(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(?:@(?P<revision>[^/\s]+))?$")
 
+_warned_shadowing = set()  # local folders already said to hide a registry name
+
 
 def parse_handle(handle):
-    """(form, details) of a handle string; form: "registry", "hf", "keras_dir", "hf_dir" or "remote"."""
+    """(form, details) of a handle string; form: "registry", "hf", "keras_dir", "hf_dir" or "remote".
+    An existing folder wins over a registry name it equals (said once), as in transformers."""
     if not isinstance(handle, (str, os.PathLike)):
         raise TypeError(f"A preset handle must be a string or path, got {type(handle).__name__}.")
     handle = os.fspath(handle)
-    if registry.is_registered(handle):
+    if registry.is_registered(handle) and not os.path.isdir(handle):
         return "registry", {"name": handle}
     match = _HF_HANDLE.match(handle)
     if match:
@@ -38,6 +42,8 @@ def parse_handle(handle):
     if is_remote(handle):
         return "remote", {"url": handle.rstrip("/")}
     if os.path.isdir(handle):
+        if registry.is_registered(handle):
+            _warn_folder_hides_registry_name(handle)
         if not os.path.exists(os.path.join(handle, "config.json")):
             raise CheckpointError(f"{handle}: no config.json; not a Keras preset or HF model directory.")
         return ("keras_dir" if is_keras_preset(handle) else "hf_dir"), {"path": os.path.abspath(handle)}
@@ -49,6 +55,19 @@ def parse_handle(handle):
     # Looks like a name: say which registry names are close.
     registry.get_entry(handle)
     raise AssertionError("unreachable")
+
+
+def _warn_folder_hides_registry_name(name):
+    """Say once per folder that the local folder `name` is loaded, not the registry checkpoint of
+    that name (as transformers' from_pretrained prefers a local folder to a hub id)."""
+    path = os.path.abspath(name)
+    if path in _warned_shadowing:
+        return
+    _warned_shadowing.add(path)
+    hf = registry.get_entry(name)["sources"]["hf"]
+    warnings.warn(f"'{name}' is the local folder {path}, not the registry checkpoint '{name}': to load that one, "
+                  f"run from another folder or rename this one (hf://{hf['repo']}@{hf['revision']} converts the "
+                  "same hub repository, without the registry's checks)", stacklevel=3)
 
 
 def hf_repo(text):
@@ -84,10 +103,10 @@ def remote_key(url):
 def registry_name_of(preset):
     """The registry name that `preset` (name, hub id, hf:// handle, local directory) denotes, or None."""
     handle = os.fspath(preset)
+    if os.path.isdir(handle):  # a local folder wins over a registry name, as in parse_handle
+        return _local_registry_name(handle)
     if registry.is_registered(handle):
         return handle
-    if os.path.isdir(handle):
-        return _local_registry_name(handle)
     repo = hf_repo(handle)
     return registry.find_by_hf_repo(repo) if repo else None
 
