@@ -19,6 +19,7 @@ from biozoo import presets, registry
 from biozoo import testing as H
 from biozoo.errors import NetworkError, OfflineError
 from biozoo.preset_files import read_provenance
+from biozoo.presets.handles import hf_key
 from biozoo.presets.remote import resolve_remote
 
 
@@ -128,6 +129,20 @@ def test_hf_handle_with_revision(tiny_bert_dir, offline_hub, count_conversions):
     assert backbone.num_layers == 2
     with pytest.raises(ValueError, match="hf://org/repo"):
         biozoo.from_preset("hf://not-a-repo")
+
+
+def test_an_hf_handle_at_a_pull_request_revision(tiny_bert_dir, offline_hub, count_conversions):
+    commit = "b" * 40
+    snapshot = H.populate_hf_cache(offline_hub, "someone/tiny-bert", commit, tiny_bert_dir)
+    refs = Path(snapshot).parents[1] / "refs" / "refs" / "pr"
+    refs.mkdir(parents=True)
+    (refs / "2").write_text(commit)  # where huggingface_hub's cache keeps the ref refs/pr/2
+    assert presets.parse_handle("hf://someone/tiny-bert@refs/pr/2") == \
+        ("hf", {"repo": "someone/tiny-bert", "revision": "refs/pr/2"})
+    backbone = biozoo.from_preset("hf://someone/tiny-bert@refs/pr/2")
+    assert backbone.num_layers == 2 and len(count_conversions) == 1
+    keys = {hf_key("someone/tiny-bert", revision) for revision in ("refs/pr/2", "refs--pr--2", "refs-pr-2", "main")}
+    assert len(keys) == 4 and not any("/" in key or key in (".", "..") for key in keys)
 
 
 def test_a_local_folder_named_like_a_registry_entry_wins_with_one_warning(tmp_path, offline_hub, monkeypatch):

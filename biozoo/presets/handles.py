@@ -20,8 +20,8 @@ from biozoo._io import is_remote, read_json
 from biozoo.errors import CheckpointError
 from biozoo.preset_files import METRICS_FILE, PROVENANCE_FILE, is_keras_preset
 
-# hf://org/repo[@revision]; `hf_repo` also reads the bare org/repo of an HF id
-_HF_HANDLE = re.compile(r"^hf://(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(?:@(?P<revision>[^/\s]+))?$")
+# hf://org/repo[@revision] (a revision may hold "/": refs/pr/2); `hf_repo` also reads the bare org/repo of an HF id
+_HF_HANDLE = re.compile(r"^hf://(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(?:@(?P<revision>\S+))?$")
 
 _warned_shadowing = set()  # local folders already said to hide a registry name
 
@@ -79,6 +79,15 @@ def hf_repo(text):
 def safe_key(text):
     """`text` as one folder name of the cache."""
     return re.sub(r"[^A-Za-z0-9_.@-]+", "--", text).strip("-")
+
+
+def hf_key(repo, revision):
+    """Cache key of hf://repo@revision; a revision `safe_key` changes (refs/pr/2) adds a hash of
+    itself, so that two revisions never share a key."""
+    key = safe_key(f"hf/{repo}@{revision}")
+    if safe_key(revision) != revision:
+        key += "-" + hashlib.sha256(revision.encode()).hexdigest()[:12]
+    return key
 
 
 def local_key(path):

@@ -16,7 +16,7 @@ from biozoo._io import read_json
 from biozoo.preset_files import HEADS_CONFIG_FILE, read_provenance, read_task_kind
 from biozoo.presets.cache import cached
 from biozoo.presets.digests import check_source_files
-from biozoo.presets.handles import local_key, parse_handle, safe_key
+from biozoo.presets.handles import hf_key, local_key, parse_handle, safe_key
 from biozoo.presets.hub import hf_snapshot, registry_snapshot, registry_source
 from biozoo.task_kinds import kind_of_hf_class
 
@@ -127,7 +127,7 @@ def _directory(form, info, entry, accept):
             source = hf_snapshot(repo, revision)
             _convert(source, casing, {"hf_repo": repo, "revision": revision}, accept)(target)
 
-        return cached(safe_key(f"hf/{repo}@{revision}"), build)
+        return cached(hf_key(repo, revision), build)
     if form == "hf_dir":
         return cached(local_key(info["path"]), _convert(info["path"], None, {}, accept))
     if form == "remote":

@@ -10,7 +10,7 @@ from biozoo import registry
 from biozoo._io import atomic_directory, atomic_write_json
 from biozoo.preset_files import PROVENANCE_FILE
 from biozoo.presets.cache import cache_root, cached, is_complete
-from biozoo.presets.handles import local_key, parse_handle, safe_key
+from biozoo.presets.handles import hf_key, local_key, parse_handle, safe_key
 from biozoo.presets.hub import TOKENIZER_FILES, hf_download, registry_source
 from biozoo.presets.resolve import resolve_preset
 
@@ -47,7 +47,7 @@ def resolve_tokenizer_preset(handle):
             source = hf_download(repo, revision, TOKENIZER_FILES, f"The tokenizer of hf://{repo}@{revision}")
             _tokenizer_only(source, casing)(target)
 
-        return cached(safe_key(f"hf/{repo}@{revision}"), build, section="tokenizers")
+        return cached(hf_key(repo, revision), build, section="tokenizers")
     return resolve_preset(handle)  # a remote handle: the whole preset
 
 
