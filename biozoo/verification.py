@@ -57,11 +57,13 @@ _CHILD = r"""
 import inspect, json, sys
 import numpy as np
 import torch, transformers
-hf_dir, inputs_path, out_path, heads, lowercase = sys.argv[1:6]
+hf_dir, inputs_path, out_path, heads, lowercase, weights_format = sys.argv[1:7]
+# the weights biozoo converted, not another format the folder holds (transformers prefers safetensors)
+load = {} if weights_format == "auto" else {"use_safetensors": weights_format == "safetensors"}
 heads = [h for h in heads.split(",") if h]
 data = np.load(inputs_path)
 config = transformers.AutoConfig.from_pretrained(hf_dir)
-model = transformers.AutoModel.from_pretrained(hf_dir).eval()
+model = transformers.AutoModel.from_pretrained(hf_dir, **load).eval()
 kwargs = {"input_ids": torch.tensor(data["token_ids"], dtype=torch.long),
           "attention_mask": torch.tensor(data["padding_mask"], dtype=torch.long)}
 if "token_type_ids" in inspect.signature(model.forward).parameters:  # DistilBERT has no token types
@@ -73,17 +75,17 @@ with torch.no_grad():
     if getattr(o, "pooler_output", None) is not None:
         out["pooled_output"] = o.pooler_output.float().numpy()
     if "mlm" in heads:
-        out["mlm_logits"] = transformers.AutoModelForMaskedLM.from_pretrained(hf_dir).eval()(**kwargs).logits.float().numpy()
+        out["mlm_logits"] = transformers.AutoModelForMaskedLM.from_pretrained(hf_dir, **load).eval()(**kwargs).logits.float().numpy()
     if "rtd" in heads:
-        out["rtd_logits"] = transformers.ElectraForPreTraining.from_pretrained(hf_dir).eval()(**kwargs).logits.float().numpy()
+        out["rtd_logits"] = transformers.ElectraForPreTraining.from_pretrained(hf_dir, **load).eval()(**kwargs).logits.float().numpy()
     if "nsp" in heads or "sop" in heads:
-        o = transformers.AutoModelForPreTraining.from_pretrained(hf_dir).eval()(**kwargs)
+        o = transformers.AutoModelForPreTraining.from_pretrained(hf_dir, **load).eval()(**kwargs)
         if "nsp" in heads:
             out["nsp_logits"] = o.seq_relationship_logits.float().numpy()
         if "sop" in heads:
             out["sop_logits"] = o.sop_logits.float().numpy()
     if "classifier" in heads or "qa" in heads:
-        o = getattr(transformers, config.architectures[0]).from_pretrained(hf_dir).eval()(**kwargs)
+        o = getattr(transformers, config.architectures[0]).from_pretrained(hf_dir, **load).eval()(**kwargs)
         if "qa" in heads:
             out["task_logits"] = torch.stack([o.start_logits, o.end_logits], -1).float().numpy()
         else:
@@ -108,7 +110,15 @@ def _hf_source(handle):
                          "counterpart)") from None
 
 
-def _transformers_side(hf_dir, inputs, sentences, heads, lowercase):
+def _weights_format(preset_dir):
+    """"bin" or "safetensors": the format of the weights the preset was converted from ("auto" when
+    it records none or both)."""
+    names = read_provenance(preset_dir).get("weights") or []
+    formats = {"safetensors" if n.endswith(".safetensors") else "bin" for n in names if n.endswith((".safetensors", ".bin"))}
+    return formats.pop() if len(formats) == 1 else "auto"
+
+
+def _transformers_side(hf_dir, inputs, sentences, heads, lowercase, weights_format="auto"):
     with tempfile.TemporaryDirectory(prefix="biozoo-verify-") as scratch:
         inputs_path = os.path.join(scratch, "inputs.npz")
         np.savez(inputs_path, **inputs)
@@ -116,7 +126,8 @@ def _transformers_side(hf_dir, inputs, sentences, heads, lowercase):
             json.dump(list(sentences), f)
         out_path = os.path.join(scratch, "out.npz")
         flag = "auto" if lowercase is None else ("true" if lowercase else "false")
-        result = subprocess.run([sys.executable, "-c", _CHILD, str(hf_dir), inputs_path, out_path, ",".join(heads), flag],
+        result = subprocess.run([sys.executable, "-c", _CHILD, str(hf_dir), inputs_path, out_path, ",".join(heads), flag,
+                                 weights_format],
                                 capture_output=True, text=True)
         if result.returncode:
             last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
@@ -148,7 +159,8 @@ def verify(handle, sentences=(), write=True):
             heads_not_compared[head] = "config.json names no architecture: which transformers task class is unknown"
     all_sentences = list(FIXED_SENTENCES) + list(EXTRA_SENTENCES) + list(sentences)
     lowercase = entry["tokenizer"]["lowercase"] if entry else None
-    reference, child = _transformers_side(hf_dir, inputs, all_sentences, compared, lowercase)
+    reference, child = _transformers_side(hf_dir, inputs, all_sentences, compared, lowercase,
+                                          _weights_format(preset_dir))
 
     backbone = biozoo.from_preset(handle)
     ours = {k: np.asarray(v) for k, v in backbone(inputs).items()}

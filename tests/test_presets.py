@@ -357,6 +357,37 @@ def test_a_registry_preset_is_converted_from_the_verified_file_only(tmp_path, of
     assert H.max_diff(ours, sequence, inputs["padding_mask"]) <= 1e-4
 
 
+def test_a_preset_cached_from_another_weights_file_is_converted_again(tmp_path, offline_hub, monkeypatch):
+    """What earlier biozoo left: a registry preset converted from a model.safetensors the snapshot
+    held, not the pytorch_model.bin the entry verifies. It is converted again, with a warning, and
+    verify's transformers side reads the same .bin."""
+    from biozoo.verification import verify
+
+    verified = H.make_model("bert", "BertModel", seed=0)
+    source = H.save_hf_directory(verified, tmp_path / "hf", "bin")
+    H.save_hf_directory(H.make_model("bert", "BertModel", seed=1), tmp_path / "other", "safetensors")
+    shutil.copy(tmp_path / "other" / "model.safetensors", source / "model.safetensors")
+    H.registry_entry_describes(monkeypatch, "biobert_v1_1", source)
+    hf = registry.get_entry("biobert_v1_1")["sources"]["hf"]
+    H.populate_hf_cache(offline_hub, hf["repo"], hf["revision"], source)
+    preset = Path(presets.resolve_preset("biobert_v1_1"))
+    provenance = json.loads((preset / "biozoo.json").read_text())
+    (preset / "biozoo.json").write_text(json.dumps({**provenance, "weights": ["model.safetensors"]}))
+
+    with pytest.warns(UserWarning, match=r"was converted from model.safetensors, not pytorch_model.bin"):
+        again = presets.resolve_preset("biobert_v1_1")
+    assert read_provenance(again)["weights"] == ["pytorch_model.bin"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        presets.resolve_preset("biobert_v1_1")  # converted once: no warning now
+    certificate = verify("biobert_v1_1", write=False)
+    # transformers read the .bin too (the tiny vocabulary is lower case, the entry cased: tokens are not compared)
+    assert certificate["max_abs_diff"]["sequence_output"] <= 1e-4
+    inputs = H.random_inputs()
+    sequence, _ = H.hf_outputs(verified, inputs)
+    assert H.max_diff(biozoo.from_preset(again)(inputs)["sequence_output"], sequence, inputs["padding_mask"]) <= 1e-4
+
+
 def test_check_cache_finds_a_changed_preset_file(tmp_path, tiny_bert_dir, capsys):
     from biozoo.cli import main
 

@@ -41,12 +41,13 @@ def is_complete(preset_dir):
     )
 
 
-def cached(key, build, section="presets"):
+def cached(key, build, section="presets", outdated=None):
     """The cache directory for `key`, created by `build(target)` under a lock if missing. An
     entry whose files no longer have the sizes and digests recorded when it was written (a
-    truncated model.weights.h5) is removed, with a warning, and built again."""
+    truncated model.weights.h5), or of which `outdated(target)` gives a reason, is removed, with
+    a warning, and built again."""
     target = os.path.join(cache_root(), section, key)
-    if is_complete(target) and not _resized_files(target):
+    if is_complete(target) and not _resized_files(target) and not (outdated and outdated(target)):
         return target
     with _writable_cache():
         os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -54,6 +55,9 @@ def cached(key, build, section="presets"):
             if is_complete(target) and _damaged_files(target):
                 warnings.warn(f"the cached preset {target} is damaged ({', '.join(_damaged_files(target))} differ "
                               "from what was written): converting it again", stacklevel=3)
+                shutil.rmtree(target)
+            elif is_complete(target) and outdated and outdated(target):
+                warnings.warn(f"the cached preset {target} {outdated(target)}: converting it again", stacklevel=3)
                 shutil.rmtree(target)
             if not is_complete(target):  # another process may have finished it meanwhile
                 build(target)

@@ -102,6 +102,20 @@ def _convert(source_dir, casing=None, provenance=None, accept=None, registry_con
                                                accept=accept, registry_config=registry_config, weights=weights)
 
 
+def _converted_from_another_file(declared):
+    """Why a cached registry preset is not the conversion of `declared` (earlier biozoo converted
+    whichever weights file the HF cache snapshot held, safetensors first), or None."""
+    suffix = ".safetensors" if str(declared).endswith(".safetensors") else ".bin"
+
+    def outdated(directory):
+        converted = read_provenance(directory).get("weights") or []
+        if declared and converted and not all(name.endswith(suffix) for name in converted):
+            return f"was converted from {', '.join(converted)}, not {declared}, the weights file the registry verifies"
+        return None
+
+    return outdated
+
+
 def _directory(form, info, entry, accept):
     if form == "keras_dir":
         return info["path"]
@@ -118,7 +132,7 @@ def _directory(form, info, entry, accept):
                           "source_files_verified": check_source_files(source, entry, f"Preset '{entry['name']}'")}
             _convert(source, entry["tokenizer"], provenance, accept, entry["config"], weights)(target)
 
-        return cached(safe_key(f"{entry['name']}@{revision}"), build)
+        return cached(safe_key(f"{entry['name']}@{revision}"), build, outdated=_converted_from_another_file(weights))
     if form == "hf":
         repo, revision = info["repo"], info["revision"]
         casing = entry["tokenizer"] if entry else None
