@@ -88,6 +88,16 @@ def test_minilm_mean_vectors_equal_sentence_transformers_pooling(minilm_dir):
     np.testing.assert_allclose(encoder.encode(NAMES), reference_vectors(minilm_dir, "mean", NAMES), atol=2e-5)
 
 
+def test_a_folder_named_like_a_registry_encoder_declares_its_own_pooling_and_length(tmp_path, monkeypatch):
+    """A local folder wins over the registry name it equals (as presets.parse_handle loads it)."""
+    from biozoo.linking.encoder import max_length_of
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sapbert_pubmedbert_fulltext").mkdir()
+    (tmp_path / "sapbert_pubmedbert_fulltext" / "linking.json").write_text(json.dumps({"pooling": "mean", "max_length": 40}))
+    assert (pooling_of("sapbert_pubmedbert_fulltext"), max_length_of("sapbert_pubmedbert_fulltext")) == ("mean", 40)
+
+
 def test_sapbert_is_registered_with_cls_pooling():
     from biozoo import registry
 
