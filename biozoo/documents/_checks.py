@@ -115,7 +115,7 @@ def encoded(document: Document, format_name: str, encode, on_unwritable=None):
     returned: the document is left out."""
     try:
         return encode()
-    except (TypeError, ValueError) as error:
+    except (AttributeError, TypeError, ValueError) as error:  # a value of a type the format does not take
         error = ValueError(f"document {document.id} ({document.source}): cannot be written as {format_name}: {error}")
         if on_unwritable is None:
             raise error from None

@@ -17,6 +17,9 @@ them (else of the document) with infons type, identifier, annotator (the model) 
 ids "p0", "p1", ... that no input id uses; an abbreviation's ShortForm and LongForm predictions
 are joined by a document-level relation of type "ABBR" (roles ShortForm, LongForm). Reading such
 a file gives them back as the input's annotations and relations.
+
+BioC infons are strings: a BioC JSON infon that is a number, true/false, an object or a list is
+read as its JSON text (672 -> "672", true -> "true"), null as "".
 """
 
 from __future__ import annotations
@@ -50,11 +53,19 @@ class _Bad(ValueError):
 # ------------------------------------------------------------------- BioC (dict) -> model
 
 
+def infon_text(value) -> str:
+    """An infon value as BioC holds it, a string: JSON's text for a number, true/false, an
+    object or a list (672 -> "672", True -> "true"), "" for None."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
 def _infons(obj) -> dict:
     infons = obj.get("infons") or {}
     if not isinstance(infons, dict):
         raise _Bad(f"infons must be an object, got {infons!r:.60}")
-    return {str(k): "" if v is None else v for k, v in infons.items()}
+    return {str(k): infon_text(v) for k, v in infons.items()}
 
 
 def _int(value, what):
@@ -333,7 +344,7 @@ def _fresh_ids(prefix, used):
 
 
 def _strings(infons):
-    return {str(k): "" if v is None else str(v) for k, v in infons.items()}
+    return {str(k): infon_text(v) for k, v in infons.items()}
 
 
 def _bioc_annotation(annotation, ident, prediction=False):

@@ -169,9 +169,12 @@ def read_pubtator(stream, name, strict=False):
 # ------------------------------------------------------------------------------------ writing
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: str, what: str = "a column") -> str:
     """PubTator lines cannot hold line breaks, nor tabs in a column: spaces, same length (in the
-    title and abstract too, so that a mention's text stays the document's at its offsets)."""
+    title and abstract too, so that a mention's text stays the document's at its offsets).
+    Raises TypeError for a value that is no string (`what` names it)."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} {text!r} is not a string ({type(text).__name__})")
     return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
 
 
@@ -197,17 +200,21 @@ def _annotation_line(pmid, annotation, text):
         mention = text[start:end]
     else:
         start, end, mention = annotation.start, annotation.end, annotation.text
-    columns = [pmid, str(start), str(end), _one_line(mention), _one_line(annotation.type)]
+    label = f"annotation {start}-{end}"
+    columns = [pmid, str(start), str(end), _one_line(mention, f"{label}: its text"),
+               _one_line(annotation.type, f"{label}: its type")]
     extra = annotation.infons.get(EXTRA)
     if annotation.concept_id is not None or extra is not None:
-        columns.append(_one_line(annotation.concept_id or ""))
+        columns.append(_one_line(annotation.concept_id or "", f"{label}: its concept id"))
     if extra is not None:
-        columns.append(_extra(extra))
+        columns.append(_extra(extra, f"{label}: its infon {EXTRA}"))
     return "\t".join(columns)
 
 
-def _extra(columns: str) -> str:
+def _extra(columns: str, what: str) -> str:
     """The columns after PubTator's own, as read (tabs kept), on one line."""
+    if not isinstance(columns, str):
+        raise TypeError(f"{what} {columns!r} is not a string ({type(columns).__name__})")
     return columns.replace("\r", " ").replace("\n", " ")
 
 
@@ -229,9 +236,10 @@ def _relation_line(pmid, relation, concept_ids):
     if not RELATION_TYPE.match(kind) or len(ends) != 2 or not all(ends):
         raise ValueError(f"relation {relation.id or ''} (infons {infons}, {len(ends)} ends) is not a PubTator relation "
                          "line `PMID type id1 id2` (a type that starts with a letter, two ends): write jsonl or BioC")
-    columns = [pmid, _one_line(kind), *map(_one_line, ends)]
+    label = f"relation {relation.id or ''}"
+    columns = [pmid, _one_line(kind, f"{label}: its type"), *(_one_line(end, f"{label}: an end") for end in ends)]
     if EXTRA in infons:
-        columns.append(_extra(infons[EXTRA]))
+        columns.append(_extra(infons[EXTRA], f"{label}: its infon {EXTRA}"))
     return "\t".join(columns)
 
 
