@@ -109,10 +109,10 @@ def _score_ner_documents(args) -> int:
     result["text_mismatches"] = {"gold": gold_mismatched, "pred": pred_mismatched}
     if getattr(args, "ids", False):
         result.update(_linked_scores(gold, pred, result["sources"]["pred"]))
-    if result["sources"]["pred"] == "existing" and any(d.source_format == "jsonl" for d in pred):
-        print(f"warning: {args.pred} carries no predictions: its annotations are scored as the predictions "
-              "(a file written by `biozoo annotate` keeps predictions apart; --pred-from says which to use)",
-              file=sys.stderr)
+    if args.pred_from in (None, "auto") and result["sources"]["pred"] == "existing":
+        warning = _no_predictions_warning(args.pred, pred)
+        if warning:
+            print(warning, file=sys.stderr)
     for side, path in (("gold", args.gold), ("pred", args.pred)):
         if result["duplicates_removed"][side]:
             print(f"warning: {path}: {result['duplicates_removed'][side]} duplicate {side} mention(s) "
@@ -131,6 +131,24 @@ def _score_ner_documents(args) -> int:
               f"(offsets may not compare the same characters): {', '.join(result['text_differs'][:10])}",
               file=sys.stderr)
     return _emit(result)
+
+
+def _no_predictions_warning(path, pred) -> str | None:
+    """The warning for a pred file that carries no predictions but input annotations (scored as the
+    predictions), whatever its format; None when it has no annotation either."""
+    annotated = sum(len(d.existing_annotations()) for d in pred)
+    if not annotated:
+        return None
+    formats = sorted({d.source_format or "unknown" for d in pred})
+    if set(formats) <= {"pubtator"}:
+        how = ("PubTator has no mark for a prediction; `biozoo annotate` refuses to write an input's annotations "
+               "to PubTator, but another tool's output may hold them")
+    else:
+        how = ("`biozoo annotate` keeps its predictions apart: JSONL \"predictions\", BioC annotator infon "
+               "\"biozoo:MODEL\"; a file annotated from a gold file without --drop-existing holds the gold here")
+    return (f"warning: {path} ({', '.join(formats)}) carries no predictions: its {annotated} annotation(s) are "
+            f"scored as the predictions ({how}; --pred-from existing says that is meant, --pred-from predictions "
+            "scores none)")
 
 
 def _linked_scores(gold, pred, pred_from):

@@ -15,8 +15,11 @@ concept id "identifier" or a key such as "MESH"), several locations (discontinuo
 level annotations and relations. Predictions are written as annotations of the passage holding
 them (else of the document) with infons type, identifier, annotator (the model) and score, and
 ids "p0", "p1", ... that no input id uses; an abbreviation's ShortForm and LongForm predictions
-are joined by a document-level relation of type "ABBR" (roles ShortForm, LongForm). Reading such
-a file gives them back as the input's annotations and relations.
+are joined by a document-level relation of type "ABBR" (roles ShortForm, LongForm). The infon
+"annotator" is "biozoo:MODEL" ("biozoo" for a prediction of no named model): reading such a
+file gives those annotations back as `Document.predictions` (model and score from the infons,
+their ABBR relations rebuilt by the writer), so writing it again gives the same file; an
+annotation with any other "annotator" (a third party's) is one of the input's.
 
 BioC infons are strings: a BioC JSON infon that is a number, true/false, an object or a list is
 read as its JSON text (672 -> "672", true -> "true"), null as "".
@@ -53,6 +56,10 @@ class _Bad(ValueError):
 # ------------------------------------------------------------------- BioC (dict) -> model
 
 
+# the "annotator" infon of a prediction biozoo writes: "biozoo:MODEL", or "biozoo" without a model
+PREDICTION_ANNOTATOR = "biozoo"
+
+
 def infon_text(value) -> str:
     """An infon value as BioC holds it, a string: JSON's text for a number, true/false, an
     object or a list (672 -> "672", True -> "true"), "" for None."""
@@ -68,6 +75,21 @@ def _infons(obj) -> dict:
     return {str(k): infon_text(v) for k, v in infons.items()}
 
 
+def prediction_annotator(model: str | None) -> str:
+    """The "annotator" infon that marks a prediction of `model` in biozoo's BioC output."""
+    return PREDICTION_ANNOTATOR if model is None else f"{PREDICTION_ANNOTATOR}:{model}"
+
+
+def predicting_model(infons: dict) -> tuple[bool, str | None]:
+    """(whether the infons mark a biozoo prediction, its model or None)."""
+    annotator = infons.get("annotator")
+    if annotator == PREDICTION_ANNOTATOR:
+        return True, None
+    if isinstance(annotator, str) and annotator.startswith(PREDICTION_ANNOTATOR + ":"):
+        return True, annotator[len(PREDICTION_ANNOTATOR) + 1:]
+    return False, None
+
+
 def _int(value, what):
     """An offset or length: an integer, or its digits as XML gives them (not 2.7, which int() cuts)."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -80,7 +102,9 @@ def _int(value, what):
     raise _Bad(f"{what} {value!r} is not an integer")
 
 
-def _annotation(obj) -> Annotation:
+def _annotation(obj, predictions=None) -> Annotation | None:
+    """The annotation; a prediction biozoo wrote (see `predicting_model`) goes to `predictions`
+    instead (model and score from its infons, those two infons left out) and None is returned."""
     infons = _infons(obj)
     label = f"annotation {obj.get('id')}"
     spans = []
@@ -89,9 +113,29 @@ def _annotation(obj) -> Annotation:
         spans.append((start, start + _int(location.get("length"), f"{label}: location length")))
     if not spans:
         raise _Bad(f"{label} has no location")
-    return Annotation(spans[0][0], spans[0][1], infons.get("type", ""), obj.get("text") or "",
-                      concept_id=concept_id_from(infons), id=obj.get("id"), infons=infons,
-                      locations=spans if len(spans) > 1 else None)
+    predicted, model = predicting_model(infons)
+    score = None
+    if predicted:
+        infons.pop("annotator")
+        if "score" in infons:
+            written = infons.pop("score")
+            try:
+                score = float(written)
+            except ValueError:
+                raise _Bad(f"{label}: the score {written!r} of a biozoo prediction is not a number") from None
+    annotation = Annotation(spans[0][0], spans[0][1], infons.get("type", ""), obj.get("text") or "", score=score,
+                            model=model, concept_id=concept_id_from(infons), id=obj.get("id"), infons=infons,
+                            locations=spans if len(spans) > 1 else None)
+    if predicted and predictions is not None:
+        predictions.append(annotation)
+        return None
+    return annotation
+
+
+def _annotations(objects, predictions) -> list[Annotation]:
+    """The input's annotations among `objects`; biozoo's predictions go to `predictions`."""
+    found = (_annotation(obj, predictions) for obj in objects or [])
+    return [annotation for annotation in found if annotation is not None]
 
 
 def _relation(obj) -> Relation:
@@ -99,13 +143,13 @@ def _relation(obj) -> Relation:
     return Relation(infons=_infons(obj), nodes=nodes, id=obj.get("id"))
 
 
-def _passage(obj) -> Passage:
+def _passage(obj, predictions) -> Passage:
     offset = _int(obj.get("offset"), "passage offset")
     infons = _infons(obj)
     text = obj.get("text")
     if text is not None and not isinstance(text, str):
         raise _Bad(f"passage at {offset}: its text must be a string, got {type(text).__name__}")
-    annotations = [_annotation(a) for a in obj.get("annotations") or []]
+    annotations = _annotations(obj.get("annotations"), predictions)
     relations = [_relation(r) for r in obj.get("relations") or []]
     sentences = obj.get("sentences") or []
     # sentence-level BioC: a passage's text is its sentences' at their offsets, unless it gives
@@ -117,11 +161,21 @@ def _passage(obj) -> Passage:
             raise _Bad(f"sentence at {start} overlaps the one before it")
         parts += [" " * (start - position), sentence.get("text") or ""]
         position = start + len(parts[-1])
-        annotations += [_annotation(a) for a in sentence.get("annotations") or []]
+        annotations += _annotations(sentence.get("annotations"), predictions)
         relations += [_relation(r) for r in sentence.get("relations") or []]
     if text is None:
         text = "".join(parts)
     return Passage(offset, text, infons.get("type"), infons, annotations, relations)
+
+
+def _input_relations(relations, predictions) -> list[Relation]:
+    """`relations` less the ABBR relations that join two of biozoo's predictions (its writer
+    builds them again from the ShortForm's infons)."""
+    predicted = {p.id for p in predictions if p.type in ("ShortForm", "LongForm")}
+    return [r for r in relations
+            if not (r.infons.get("type") == ABBREVIATION_RELATION and len(r.nodes) == 2
+                    and [role for _, role in r.nodes] == ["ShortForm", "LongForm"]
+                    and all(refid in predicted for refid, _ in r.nodes))]
 
 
 def document_from_bioc(obj, source, collection=None, strict=False, warnings=None) -> Document:
@@ -135,10 +189,12 @@ def document_from_bioc(obj, source, collection=None, strict=False, warnings=None
             raise _Bad(f"a document must be an object, got {type(obj).__name__}")
         if ident is None:
             raise _Bad("document without an id")
-        document = Document(str(ident), [_passage(p) for p in obj.get("passages") or []], infons=_infons(obj),
-                            relations=[_relation(r) for r in obj.get("relations") or []],
-                            source=source, collection=collection)
-        document.annotations = [_annotation(a) for a in obj.get("annotations") or []]
+        predictions = []
+        document = Document(str(ident), [_passage(p, predictions) for p in obj.get("passages") or []],
+                            infons=_infons(obj), source=source, collection=collection)
+        document.annotations = _annotations(obj.get("annotations"), predictions)
+        document.predictions = predictions
+        document.relations = _input_relations([_relation(r) for r in obj.get("relations") or []], predictions)
     except (_Bad, AttributeError, TypeError) as error:
         raise DataFormatError(f"{source}: document {ident}: {error}", None if ident is None else str(ident)) from None
     found = fit_annotations(document, f"{source}: document {ident}", strict)
@@ -354,8 +410,7 @@ def _bioc_annotation(annotation, ident, prediction=False):
     if annotation.concept_id is not None and concept_id_from(infons) != annotation.concept_id:
         infons["identifier"] = annotation.concept_id
     if prediction:
-        if annotation.model is not None:
-            infons["annotator"] = annotation.model
+        infons["annotator"] = prediction_annotator(annotation.model)
         if annotation.score is not None:
             infons["score"] = format(float(annotation.score), ".6g")
     result = bioc.BioCAnnotation()
@@ -378,6 +433,12 @@ def document_to_bioc(document: Document):
     existing = document.existing_annotations()
     relations = document.relations + [r for p in document.passages for r in p.relations]
     used = {a.id for a in existing if a.id is not None} | {r.id for r in relations if r.id is not None}
+    # a prediction read back from biozoo's BioC keeps its id; a new one gets the next free "p<n>"
+    kept_ids = {}
+    for prediction in document.predictions:
+        if prediction.id is not None and prediction.id not in used:
+            kept_ids[id(prediction)] = prediction.id
+            used.add(prediction.id)
     annotation_ids, prediction_ids, relation_ids = (_fresh_ids(p, used) for p in ("", "p", "R"))
 
     result = bioc.BioCDocument()
@@ -401,7 +462,7 @@ def document_to_bioc(document: Document):
     for prediction in document.predictions:
         passage = container(document, prediction)
         target = by_passage[id(passage)] if passage is not None else result
-        ident = next(prediction_ids)
+        ident = kept_ids.get(id(prediction)) or next(prediction_ids)
         target.add_annotation(_bioc_annotation(prediction, ident, prediction=True))
         if prediction.type == "LongForm":
             long_forms[(prediction.start, prediction.end)] = ident

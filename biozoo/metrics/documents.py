@@ -313,8 +313,9 @@ def _texts_differ(gold_docs, pred_docs) -> list[str]:
 def resolve_source(documents: list, source: str) -> str:
     """``source`` itself, or for ``"auto"``: ``"predictions"`` when any document carries
     predictions, else ``"existing"`` (a PubTator prediction file has plain annotations; a
-    JSONL file that ``biozoo annotate`` wrote from a gold file has both, and its input
-    annotations are the gold, not predictions).
+    JSONL or BioC file that ``biozoo annotate`` wrote from a gold file has both, and its input
+    annotations are the gold, not predictions: BioC marks biozoo's predictions by their
+    "annotator" infon, "biozoo:MODEL", and reads them back as predictions).
 
         >>> from biozoo.documents import Document
         >>> resolve_source([Document("1", [])], "auto")

@@ -1,10 +1,80 @@
-"""BioC JSON infons are strings; a value a writer cannot take names its document."""
+"""What an annotate run writes reads back apart from the input's annotations: BioC marks biozoo's
+predictions (annotator "biozoo:MODEL"); BioC JSON infons are strings; a value a writer cannot
+take names its document."""
 
 import json
 
 import pytest
 
-from biozoo.documents import Annotation, Document, Passage, encode_documents, read_documents
+from biozoo.documents import (
+    Annotation,
+    Document,
+    Passage,
+    Relation,
+    encode_documents,
+    read_documents,
+    write_documents,
+)
+
+TITLE, ABSTRACT = "Aspirin and ulcers.", "Nonsteroidal anti-inflammatory drugs (NSAID) harm."
+
+
+def gold_document():
+    """PMID 1: two gold mentions (one with a third party's "annotator" infon) and a gold relation."""
+    document = Document("1", [Passage(0, TITLE, "title", {"type": "title"}),
+                              Passage(20, ABSTRACT, "abstract", {"type": "abstract"})])
+    document.passages[0].annotations = [
+        Annotation(0, 7, "Chemical", "Aspirin", concept_id="D1", id="T1", infons={"type": "Chemical",
+                                                                                 "identifier": "D1"}),
+        Annotation(12, 18, "Disease", "ulcers", concept_id="D2", id="T2",
+                   infons={"type": "Disease", "identifier": "D2", "annotator": "Leaman"})]
+    document.relations = [Relation({"type": "CID"}, [("T1", "Chemical"), ("T2", "Disease")], id="R0")]
+    return document
+
+
+def predicted(document):
+    """`document` with what a model "m" found: a wrong Chemical, and an abbreviation (LongForm
+    20-56 "Nonsteroidal anti-inflammatory drugs", ShortForm 58-63 "NSAID")."""
+    document.predictions = [
+        Annotation(8, 11, "Chemical", "and", score=0.9, model="m"),
+        Annotation(20, 56, "LongForm", ABSTRACT[:36], model="m"),
+        Annotation(58, 63, "ShortForm", "NSAID", model="m", infons={"long_form_start": "20", "long_form_end": "56"}),
+    ]
+    return document
+
+
+@pytest.mark.parametrize("fmt,name", [("bioc-xml", "out.bioc.xml"), ("bioc-json", "out.bioc.json")])
+def test_biozoo_bioc_output_reads_back_its_predictions_as_predictions(tmp_path, fmt, name):
+    first = tmp_path / name
+    write_documents([predicted(gold_document())], first, fmt)
+    (back,) = read_documents([first])
+    # the gold, the third party's annotation with its own "annotator" included, stays the input's
+    assert [(a.id, a.start, a.end, a.type, a.model) for a in back.existing_annotations()] == [
+        ("T1", 0, 7, "Chemical", None), ("T2", 12, 18, "Disease", None)]
+    assert back.existing_annotations()[1].infons["annotator"] == "Leaman"
+    # the predictions: ids p0.. (p0 for the first), model and score from the infons, which then drop them
+    assert [(a.id, a.start, a.end, a.type, a.model, a.score) for a in back.predictions] == [
+        ("p0", 8, 11, "Chemical", "m", 0.9), ("p1", 20, 56, "LongForm", "m", None),
+        ("p2", 58, 63, "ShortForm", "m", None)]
+    assert back.predictions[2].infons == {"long_form_start": "20", "long_form_end": "56", "type": "ShortForm"}
+    # the ABBR relation the writer built between p2 and p1 is not an input relation: it is built again
+    assert [(r.id, r.infons) for r in back.relations] == [("R0", {"type": "CID"})]
+    again = tmp_path / ("again" + name[3:])
+    write_documents([back], again, fmt)
+    assert again.read_bytes() == first.read_bytes()
+    text = first.read_text(encoding="utf-8")
+    assert "biozoo:m" in text and text.count("ABBR") == 1
+
+
+def test_bioc_prediction_without_a_model_is_marked_biozoo(tmp_path):
+    document = gold_document()
+    document.predictions = [Annotation(8, 11, "Chemical", "and")]
+    data, _ = encode_documents([document], "bioc-xml")
+    assert b'<infon key="annotator">biozoo</infon>' in data
+    (tmp_path / "x.bioc.xml").write_bytes(data)
+    (back,) = read_documents([tmp_path / "x.bioc.xml"])
+    assert [(a.start, a.model, a.score) for a in back.predictions] == [(8, None, None)]
+    assert len(back.existing_annotations()) == 2
 
 
 def test_bioc_json_infons_that_are_no_strings_are_read_as_their_json_text(tmp_path):

@@ -267,12 +267,17 @@ def test_predictions_in_bioc_and_pubtator_output(tmp_path):
         write_documents([document], tmp_path / "x.pubtator", "pubtator")
     assert not os.listdir(tmp_path)  # nothing half-written is left
     write_documents([document], tmp_path / "out.xml", "bioc-xml")
+    xml = (tmp_path / "out.xml").read_text(encoding="utf-8")
+    assert ('<annotation id="p1"><infon key="type">Chemical</infon><infon key="identifier">D001241</infon>'
+            '<infon key="annotator">biozoo:aioner</infon><infon key="score">0.75</infon>') in xml
+    assert '<annotation id="p2"><infon key="type">Chemical</infon><infon key="annotator">biozoo:aioner</infon>' in xml
     (back,) = read(tmp_path / "out.xml")
     title, abstract = back.passages
-    (aspirin,) = title.annotations
-    assert aspirin.infons == {"type": "Chemical", "identifier": "D001241", "annotator": "aioner", "score": "0.75"}
-    assert aspirin.id == "p1" and [a.id for a in abstract.annotations] == ["p0", "p2"]  # p0 is the input's
-    assert abstract.annotations[1].infons == {"type": "Chemical", "annotator": "aioner"}
+    assert title.annotations == [] and [a.id for a in abstract.annotations] == ["p0"]  # p0 is the input's
+    aspirin, lower = back.predictions  # read back as predictions, ids kept
+    assert (aspirin.id, aspirin.model, aspirin.score, aspirin.concept_id) == ("p1", "aioner", 0.75, "D001241")
+    assert aspirin.infons == {"type": "Chemical", "identifier": "D001241"}
+    assert (lower.id, lower.model, lower.score, lower.infons) == ("p2", "aioner", None, {"type": "Chemical"})
     document.passages[1].annotations.clear()
     write_documents([document], tmp_path / "out.pubtator", "pubtator")
     assert (tmp_path / "out.pubtator").read_text() == (

@@ -442,6 +442,39 @@ def test_cli_annotated_jsonl_counts_its_predictions_only(tmp_path, capsys):
     assert counts(json.loads(out)["strict"]) == (2, 0, 0)
 
 
+@pytest.mark.parametrize("fmt", ["bioc-xml", "bioc-json"])
+def test_cli_annotated_bioc_counts_its_predictions_only(tmp_path, capsys, fmt):
+    """A BioC file that `biozoo annotate` wrote from the gold, without --drop-existing, holds the
+    gold too: its predictions alone are scored (the gold scored as predictions gave recall 100)."""
+    from biozoo.documents import read_documents, write_documents
+
+    gold = write_pubtator(tmp_path / "gold.pubtator", [(*DOC_A, [(0, 7, "Chemical"), (12, 24, "Disease")])])
+    docs = list(read_documents(gold))
+    docs[0].predictions = [Annotation(8, 11, "Chemical", "and", score=0.9, model="m")]  # as annotate adds it
+    pred = tmp_path / "pred.bioc"
+    write_documents(docs, pred, fmt=fmt)
+    status, out, err = run_score(capsys, "ner", "--gold", str(gold), "--pred", str(pred))
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["sources"]["pred"] == "predictions"
+    assert counts(result["strict"]) == (0, 1, 2)  # by hand: "and" is no gold mention; both gold mentions missed
+    assert "carries no predictions" not in err
+
+
+@pytest.mark.parametrize("fmt", ["pubtator", "bioc-xml", "bioc-json", "jsonl"])
+def test_cli_warns_when_the_pred_file_has_annotations_and_no_predictions(tmp_path, capsys, fmt):
+    from biozoo.documents import read_documents, write_documents
+
+    gold = write_pubtator(tmp_path / "gold.pubtator", [(*DOC_A, [(0, 7, "Chemical"), (12, 24, "Disease")])])
+    pred = tmp_path / "pred.file"
+    write_documents(read_documents(gold), pred, fmt=fmt)
+    status, out, err = run_score(capsys, "ner", "--gold", str(gold), "--pred", str(pred))
+    assert status == 0 and counts(json.loads(out)["strict"]) == (2, 0, 0)
+    assert f"warning: {pred} ({fmt}) carries no predictions: its 2 annotation(s) are scored as the predictions" in err
+    status, out, err = run_score(capsys, "ner", "--gold", str(gold), "--pred", str(pred), "--pred-from", "existing")
+    assert status == 0 and "carries no predictions" not in err  # said on purpose
+
+
 def test_cli_different_documents(tmp_path, capsys):
     gold = write_pubtator(tmp_path / "gold.pubtator", [(*DOC_A, [(0, 7, "Chemical")]), (*DOC_B, [(0, 11, "Disease")])])
     pred = write_pubtator(tmp_path / "pred.pubtator", [(*DOC_A, [(0, 7, "Chemical")])])
