@@ -49,7 +49,8 @@ def register(subparsers):
                         help="overlapping predictions (of several models): keep all (default), the longest, or "
                         "the highest-scoring")
     parser.add_argument("--drop-existing", action="store_true",
-                        help="remove the annotations the input carries (and the predictions of an earlier run in JSONL)")
+                        help="remove the annotations the input carries (and the predictions of an earlier run in JSONL "
+                        "or BioC); needed for PubTator output of an input that carries annotations")
     parser.add_argument("--skip-bad", action="store_true",
                         help="report a malformed document, or one the output format cannot hold, on stderr and go on "
                         "(default: stop with an error); of a "
@@ -183,7 +184,8 @@ def annotate_command(args):
                   workers=workers)
     documents = read_documents(args.inputs or ["-"], fmt=args.input_format, skip_bad=args.skip_bad, on_skip=on_skip,
                                strict=getattr(args, "strict", False))
-    written = write_documents(run.annotate(documents), args.output, args.output_format, on_unwritable=run.unwritable)
+    written = write_documents(run.annotate(documents), args.output, args.output_format, on_unwritable=run.unwritable,
+                              annotate_run=True)
     if not run.documents and not skipped:
         print(f"warning: no document in {', '.join(args.inputs or ['standard input'])}", file=sys.stderr)
     summary = run.summary() + (f"; {len(skipped)} bad document(s) skipped" if skipped else "")

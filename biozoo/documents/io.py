@@ -312,30 +312,38 @@ def check_not_an_input(output, inputs):
                              "input; choose an output outside it")
 
 
-def _write(documents, out, fmt, collection, on_unwritable):
+def _write(documents, out, fmt, collection, on_unwritable, annotate_run=False):
     if fmt not in _WRITERS:
         raise ValueError(f"unknown output format {fmt!r}; one of {', '.join(OUTPUT_FORMATS)}")
     if fmt in ("bioc-xml", "bioc-json"):
         return _WRITERS[fmt](documents, out, collection, on_unwritable)
+    if fmt == "pubtator":
+        return _WRITERS[fmt](documents, out, on_unwritable, annotate_run=annotate_run)
     return _WRITERS[fmt](documents, out, on_unwritable)
 
 
-def encode_documents(documents, fmt="jsonl", *, collection=None, on_unwritable=None) -> tuple[bytes, int]:
+def encode_documents(documents, fmt="jsonl", *, collection=None, on_unwritable=None,
+                     annotate_run=False) -> tuple[bytes, int]:
     """`documents` written in `fmt` (one of OUTPUT_FORMATS) into memory: `(bytes, count)`
-    (`collection`, `on_unwritable`: as `write_documents`)."""
+    (`collection`, `on_unwritable`, `annotate_run`: as `write_documents`)."""
     out = io.BytesIO()
-    count = _write(documents, out, fmt, collection, on_unwritable)
+    count = _write(documents, out, fmt, collection, on_unwritable, annotate_run)
     return out.getvalue(), count
 
 
-def write_documents(documents, output=None, fmt="jsonl", *, collection=None, on_unwritable=None) -> int:
+def write_documents(documents, output=None, fmt="jsonl", *, collection=None, on_unwritable=None,
+                    annotate_run=False) -> int:
     """Write `documents` (any iterable, consumed once) to `output` (a path, written atomically,
     gzip-compressed when it ends in .gz; a `gs://` path; or "-"/None for stdout) in `fmt` (one
     of OUTPUT_FORMATS); returns the number written. `collection` is the BioC collection header
     (default: the first document's). A document the format cannot hold (PubTator: input
     annotations beside predictions; XML: a control character) raises ValueError naming it, or,
-    with `on_unwritable`, is handed to `on_unwritable(document, error)` and left out."""
+    with `on_unwritable`, is handed to `on_unwritable(document, error)` and left out.
+    `annotate_run=True` says the documents are an annotate run's output: PubTator, which has no
+    mark for a prediction, then refuses (ValueError naming the document, `on_unwritable` or not;
+    a file output is then not written) a document that carries input annotations or relations,
+    predictions or not, which would read back as predictions; a plain conversion writes them."""
     if fmt not in _WRITERS:
         raise ValueError(f"unknown output format {fmt!r}; one of {', '.join(OUTPUT_FORMATS)}")
     with open_output(output) as out:
-        return _write(documents, out, fmt, collection, on_unwritable)
+        return _write(documents, out, fmt, collection, on_unwritable, annotate_run)

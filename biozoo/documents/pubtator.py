@@ -8,8 +8,17 @@ end in a space, so offsets after a lost character would shift), reads a 5-column
 The text is `title + " " + abstract`; the title passage (type "title") is at 0, the abstract
 passage (type "abstract", present when the file has an `|a|` line) at `len(title) + 1`. A
 concept id column is kept verbatim ("-", "-1", "D1|D2"; None when the column is absent), extra
-columns in the infon "pubtator_extra", relation lines verbatim in `Relation.raw`, so the
-writer gives the input back byte for byte (with a blank line after every document).
+columns in the infon "pubtator_extra", relation lines verbatim in `Relation.raw`: what is read
+is written back as it was, except the layout: the writer writes a document's annotation lines
+as three runs, the title's, the abstract's and those crossing from title to abstract, each in
+input order, merged by start offset (an abstract line read before a title line comes after it),
+then its relation lines, with "\n" line ends and a blank line after every document. A file laid
+out so (as PubTator's are: annotation lines in offset order) comes back byte for byte.
+
+PubTator has no mark for a prediction: the writer writes a document's predictions, or, when it
+has none, the input's annotations, as annotation lines. It refuses a document that has both,
+and, for an annotate run's output (`annotate_run`), one with any input annotation or relation:
+the input's (gold) annotations would read back as predictions.
 """
 
 from __future__ import annotations
@@ -277,11 +286,30 @@ def pubtator_block(document: Document) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def write_pubtator(documents, out, on_unwritable=None) -> int:
+def annotate_run_refusal(document: Document) -> ValueError | None:
+    """Why an annotate run's PubTator output cannot hold `document` (it carries input annotations
+    or relations, which would read back as predictions), naming it; None when it can."""
+    existing = document.existing_annotations()
+    relations = document.relations + [r for p in document.passages for r in p.relations]
+    if not existing and not relations:
+        return None
+    what = f"{len(existing)} input annotation(s)" if existing else f"{len(relations)} input relation(s)"
+    return ValueError(f"document {document.id} ({document.source}) carries {what}: the PubTator output of an "
+                      "annotate run holds its predictions only (PubTator cannot keep the input's annotations "
+                      "apart, and they would read back as predictions); drop them with --drop-existing, or "
+                      "write jsonl or BioC")
+
+
+def write_pubtator(documents, out, on_unwritable=None, annotate_run=False) -> int:
     """Write documents to a binary stream; the number written (`on_unwritable`: as
-    `biozoo.documents.write_documents`)."""
+    `biozoo.documents.write_documents`). With `annotate_run` (the documents are an annotate run's
+    output), a document that carries input annotations or relations raises ValueError (see
+    `annotate_run_refusal`), `on_unwritable` or not: the run's options are at fault, not the document."""
     count = 0
     for document in documents:
+        refusal = annotate_run_refusal(document) if annotate_run else None
+        if refusal is not None:
+            raise refusal
         block = encoded(document, "PubTator", lambda: pubtator_block(document).encode("utf-8"), on_unwritable)
         if block is not None:
             out.write(block)

@@ -160,13 +160,16 @@ def test_cli_a_document_the_output_cannot_hold_stops_the_run_or_is_skipped_alone
     assert "1 bad document(s) skipped" in err
     written = list(read_documents([out]))
     assert [d.text for d in written] == ["Aspirin was given.", "Fever fell."]
-    # PubTator cannot keep input annotations beside predictions: each such document skipped alone
+    # PubTator cannot keep input annotations apart: an annotate run refuses a document that has any,
+    # predictions or not, --skip-bad or not (skipped alone, those without predictions wrote the gold as
+    # predictions); nothing written
     pubtator = tmp_path / "in.pubtator"
     write_pubtator(pubtator, [("1", "Aspirin.", "Given.", [(0, 7, "Chemical")]), ("2", "Fever.", "Fell.", [])])
     assert main(["annotate", "--model", tagger_dir, "--output", str(tmp_path / "out.pubtator"), "--no-progress",
-                 "--skip-bad", str(pubtator)]) == 0
-    assert "drop" in capsys.readouterr().err
-    assert [d.id for d in read_documents([tmp_path / "out.pubtator"])] == ["2"]
+                 "--skip-bad", str(pubtator)]) == 2
+    err = capsys.readouterr().err
+    assert "document 1 (" in err and "in.pubtator:1) carries 1 input annotation(s)" in err
+    assert "--drop-existing" in err and not (tmp_path / "out.pubtator").exists()
 
 
 def test_cli_reports_a_malformed_document_and_skips_it_only_when_asked(tmp_path, aioner_preset, capsys):

@@ -1,11 +1,13 @@
 """What an annotate run writes reads back apart from the input's annotations: BioC marks biozoo's
-predictions (annotator "biozoo:MODEL"); BioC JSON infons are strings; a value a writer cannot
-take names its document."""
+predictions (annotator "biozoo:MODEL"), PubTator refuses an annotate run's input annotations;
+BioC JSON infons are strings; a value a writer cannot take names its document."""
 
 import json
+import os
 
 import pytest
 
+from biozoo.annotate.runner import AnnotationRun
 from biozoo.documents import (
     Annotation,
     Document,
@@ -77,6 +79,36 @@ def test_bioc_prediction_without_a_model_is_marked_biozoo(tmp_path):
     assert len(back.existing_annotations()) == 2
 
 
+class Nothing:
+    """A model that finds nothing."""
+
+    name = "nothing"
+
+    def annotate(self, documents):
+        return [[] for _ in documents]
+
+
+GOLD_PUBTATOR = ("1|t|Aspirin helps.\n1|a|x\n1\t0\t7\tAspirin\tChemical\tD1\n\n"
+                 "2|t|Ulcers hurt.\n2|a|y\n\n")
+
+
+def test_annotate_run_to_pubtator_refuses_input_annotations_even_without_predictions(tmp_path):
+    source = tmp_path / "gold.pubtator"
+    source.write_text(GOLD_PUBTATOR, encoding="utf-8")
+    output = tmp_path / "out.pubtator"
+    run = AnnotationRun([Nothing()], progress=False, skip_bad=True, on_skip=lambda message: None)
+    with pytest.raises(ValueError, match=r"document 1 \(.*gold\.pubtator:1\) carries 1 input annotation.*--drop-existing"):
+        write_documents(run.annotate(read_documents([source])), output, "pubtator", on_unwritable=run.unwritable,
+                        annotate_run=True)
+    assert sorted(os.listdir(tmp_path)) == ["gold.pubtator"]  # nothing written, --skip-bad or not
+    run = AnnotationRun([Nothing()], progress=False, drop_existing=True)
+    assert write_documents(run.annotate(read_documents([source])), output, "pubtator", annotate_run=True) == 2
+    assert output.read_text(encoding="utf-8") == "1|t|Aspirin helps.\n1|a|x\n\n2|t|Ulcers hurt.\n2|a|y\n\n"
+    # a plain conversion (no run) writes the input's annotations
+    assert write_documents(read_documents([source]), output, "pubtator") == 2
+    assert output.read_text(encoding="utf-8") == GOLD_PUBTATOR
+
+
 def test_bioc_json_infons_that_are_no_strings_are_read_as_their_json_text(tmp_path):
     document = {"id": "1", "infons": {"year": 2024}, "passages": [{
         "offset": 0, "infons": {"type": "title"}, "text": "BRCA1 in cancer.",
@@ -104,3 +136,12 @@ def test_a_value_pubtator_cannot_take_names_its_document(tmp_path):
     data, count = encode_documents([document, Document("8", [Passage(0, "Fine.", "title")])], "pubtator",
                                    on_unwritable=lambda d, error: refused.append(d.id))
     assert (refused, count, data) == (["7"], 1, b"8|t|Fine.\n\n")
+
+
+def test_pubtator_annotation_lines_title_abstract_and_crossing_runs_merged_by_start(tmp_path):
+    """As the module says: each passage's lines keep their input order, the runs are merged by start."""
+    data = ("1|t|Ab cd.\n1|a|Ef gh.\n1\t7\t9\tEf\tX\n1\t3\t5\tcd\tX\n1\t0\t2\tAb\tX\n1\t3\t9\tcd. Ef\tY\n\n")
+    (tmp_path / "in.pubtator").write_text(data, encoding="utf-8")
+    out, _ = encode_documents(read_documents([tmp_path / "in.pubtator"]), "pubtator")
+    # title run [3, 0], abstract run [7], crossing run [3]: merged by start as heapq.merge does
+    assert out.decode() == "1|t|Ab cd.\n1|a|Ef gh.\n1\t3\t5\tcd\tX\n1\t0\t2\tAb\tX\n1\t3\t9\tcd. Ef\tY\n1\t7\t9\tEf\tX\n\n"
