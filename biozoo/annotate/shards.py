@@ -26,6 +26,7 @@ import sys
 from biozoo._io import atomic_write_bytes, is_remote, remote_files
 from biozoo.documents import encode_documents, read_documents
 from biozoo.documents.io import EXTENSION
+from biozoo.documents.pubtator import annotate_run_refusal
 from biozoo.errors import OutputError
 from biozoo.linking.linker import count_link_methods
 
@@ -192,8 +193,19 @@ class ShardStore:
         shard = f"shards/{chunk.key}{EXTENSION[self.output_format]}"
         letters = self.path("dead-letters", f"{chunk.key}.jsonl")
         unwritable = []
-        data, _ = encode_documents(documents, self.output_format, on_unwritable=lambda document, error: unwritable.append(
-            (document, {"id": document.id, "source": document.source, "stage": "write", "reason": str(error)})))
+
+        def cannot_hold(document, error):
+            unwritable.append((document, {"id": document.id, "source": document.source, "stage": "write",
+                                          "reason": str(error)}))
+
+        if self.output_format == "pubtator":  # input annotations would read back as predictions
+            for document in documents:
+                refusal = annotate_run_refusal(document)
+                if refusal is not None:
+                    cannot_hold(document, refusal)
+            refused = {id(document) for document, _ in unwritable}
+            documents = [document for document in documents if id(document) not in refused]
+        data, _ = encode_documents(documents, self.output_format, on_unwritable=cannot_hold)
         if unwritable:
             left_out = {id(document) for document, _ in unwritable}
             documents = [document for document in documents if id(document) not in left_out]

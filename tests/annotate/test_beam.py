@@ -485,3 +485,35 @@ def test_an_input_file_named_twice_is_refused_before_anything_runs_and_a_job_of_
     assert not (tmp_path / "out").exists()
     summary = run_beam(job, [folder], tmp_path / "out")
     assert (summary["read"], summary["annotated"], summary["dead_lettered"]) == (3, 2, 1)
+
+
+def test_beam_to_pubtator_dead_letters_a_document_with_input_annotations_as_plain_annotate_refuses_it(tmp_path):
+    """PubTator cannot keep the input's annotations apart from predictions (plain annotate refuses
+    the run): on Beam each such document is a dead letter of stage "write", naming --drop-existing,
+    even where the model finds nothing (its gold would be written as the predictions); the others
+    are committed, and --drop-existing writes them all."""
+    import torch
+
+    from biozoo.annotate import beam
+
+    silent = H.make_model("bert", "BertForTokenClassification", seed=0, num_labels=len(LABELS),
+                          id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)},
+                          architectures=["BertForTokenClassification"])
+    with torch.no_grad():  # every token O: no predictions
+        silent.classifier.weight.zero_()
+        silent.classifier.bias.copy_(torch.tensor([20.0, 0.0, 0.0, 0.0, 0.0]))
+    models = (str(H.save_hf_directory(silent, tmp_path / "silent")),)
+
+    source = tmp_path / "in.pubtator"
+    source.write_text("1|t|Aspirin was given.\n1|a|Fever fell.\n1\t0\t7\tAspirin\tChemical\tD001241\n\n"
+                      "2|t|Ibuprofen was given.\n2|a|Pain fell.\n\n", encoding="utf-8")
+    job = AnnotationJob(models=(models[0],), output_format="pubtator", chunk_size=8)
+    summary = run_beam(job, [source], tmp_path / "out")
+    assert (summary["read"], summary["annotated"], summary["dead_lettered"]) == (2, 1, 1)
+    letters = list(beam.ShardStore(tmp_path / "out", "pubtator").dead_letters())
+    assert [(letter["stage"], letter["id"]) for letter in letters] == [("write", "1")]
+    assert "--drop-existing" in letters[0]["reason"]
+    written = [d.id for shard in sorted((tmp_path / "out" / "shards").iterdir()) for d in read_documents([shard])]
+    assert written == ["2"]
+    dropped = AnnotationJob(models=(models[0],), output_format="pubtator", chunk_size=8, drop_existing=True)
+    assert run_beam(dropped, [source], tmp_path / "dropped")["annotated"] == 2
