@@ -68,7 +68,7 @@ def _score_ner(args) -> int:
         return _score_ner_documents(args)
     document_flags = (("--pred", args.pred), ("--gold-format", args.gold_format),
                       ("--pred-format", args.pred_format), ("--allow-missing", args.allow_missing or None),
-                      ("--pred-from", args.pred_from))
+                      ("--pred-from", args.pred_from), ("--gold-from", args.gold_from))
     extra = [flag for flag, value in document_flags if value is not None]
     if extra:
         raise ValueError(f"{', '.join(extra)} go(es) with --gold, not with --input")
@@ -96,19 +96,22 @@ def _read_document_file(path, fmt):
 
 
 def _score_ner_documents(args) -> int:
-    """Mention-level scores by offsets: gold = GOLD's annotations; pred = PRED's predictions
-    when it has any, else its annotations (--pred-from)."""
+    """Mention-level scores by offsets: gold = GOLD's annotations when it has any, else its
+    predictions (--gold-from); pred = PRED's predictions when it has any, else its annotations
+    (--pred-from)."""
     from biozoo.metrics.documents import score_mentions
 
     if args.pred is None:
         raise ValueError("--gold needs --pred (the predicted documents)")
     gold, gold_mismatched = _read_document_file(args.gold, args.gold_format)
     pred, pred_mismatched = _read_document_file(args.pred, args.pred_format)
-    result = score_mentions(gold, pred, gold_from="existing", pred_from=args.pred_from or "auto",
+    result = score_mentions(gold, pred, gold_from=args.gold_from or "auto", pred_from=args.pred_from or "auto",
                             allow_missing=args.allow_missing)
+    for warning in _gold_source_warnings(args.gold, gold, args.gold_from or "auto", result):
+        print(warning, file=sys.stderr)
     result["text_mismatches"] = {"gold": gold_mismatched, "pred": pred_mismatched}
     if getattr(args, "ids", False):
-        result.update(_linked_scores(gold, pred, result["sources"]["pred"]))
+        result.update(_linked_scores(gold, pred, result["sources"]["gold"], result["sources"]["pred"]))
     if args.pred_from in (None, "auto") and result["sources"]["pred"] == "existing":
         warning = _no_predictions_warning(args.pred, pred)
         if warning:
@@ -151,7 +154,28 @@ def _no_predictions_warning(path, pred) -> str | None:
             "scores none)")
 
 
-def _linked_scores(gold, pred, pred_from):
+def _gold_source_warnings(path, gold, asked, result) -> list[str]:
+    """Warnings on the gold side: its predictions taken as the gold (auto, no annotations), or no
+    gold mention at all (every prediction then counts as a false positive)."""
+    warnings_ = []
+    source = result["sources"]["gold"]
+    if asked == "auto" and source == "predictions":
+        models = sorted({a.model for d in gold for a in d.predictions if a.model})
+        by = f" (model {', '.join(models)})" if models else ""
+        warnings_.append(f"warning: {path} carries no annotations but {sum(len(d.predictions) for d in gold)} "
+                         f"prediction(s){by}: they are scored as the gold (--gold-from predictions says that is "
+                         "meant)")
+    if not result["mentions"]["gold"]:
+        other = "predictions" if source == "existing" else "existing"
+        held = sum(len(d.predictions) if other == "predictions" else len(d.existing_annotations()) for d in gold)
+        hint = (f"; it carries {held} {'prediction' if other == 'predictions' else 'annotation'}(s), which "
+                f"--gold-from {other} scores as the gold" if held and source != "all" else "")
+        warnings_.append(f"warning: {path}: no gold mention (--gold-from {source}): every prediction counts as a "
+                         f"false positive and recall is 0{hint}")
+    return warnings_
+
+
+def _linked_scores(gold, pred, gold_from, pred_from):
     """`score ner --ids`: end-to-end NER + id scores and accuracy@1 of the gold mentions found."""
     from biozoo.documents import ABBREVIATION_TYPES
     from biozoo.metrics.linking import mention_accuracy, score_linked
@@ -166,7 +190,7 @@ def _linked_scores(gold, pred, pred_from):
                                 if a.type not in ABBREVIATION_TYPES]
         return out
 
-    gold_mentions, pred_mentions = by_document(gold, "existing"), by_document(pred, pred_from)
+    gold_mentions, pred_mentions = by_document(gold, gold_from), by_document(pred, pred_from)
     return {"linked": score_linked(gold_mentions, pred_mentions),
             "accuracy_at_1": mention_accuracy(gold_mentions, pred_mentions)}
 
@@ -323,8 +347,10 @@ def register(subparsers):
         "per line, 'token ... gold pred' (space or tab separated; the last two fields are the tags); a "
         "blank line or a -DOCSTART-/-X- line ends a sentence. Output: {precision, recall, f1, per_type, "
         "counts}.\n\nWith --gold and --pred: mention-level scores by character offsets on two document "
-        "files (PubTator, BioC XML/JSON, JSONL, ...). Gold: GOLD's annotations; pred: PRED's predictions "
-        "when it has any (JSONL written by 'biozoo annotate'), else its annotations (PubTator). strict = "
+        "files (PubTator, BioC XML/JSON, JSONL, ...). Gold: GOLD's annotations when it has any, else its "
+        "predictions (another model's 'biozoo annotate' output as silver gold; said on stderr); pred: "
+        "PRED's predictions when it has any (JSONL or BioC written by 'biozoo annotate'), else its "
+        "annotations (PubTator). strict = "
         "same document, offsets (every span) and type, as the BioCreative evaluations count; "
         "approximate = same document and type, overlapping spans, paired one to one "
         "(maximum matching). Identical mentions listed twice count once (reported). An annotation whose text "
@@ -337,7 +363,7 @@ def register(subparsers):
     ner_source = ner.add_mutually_exclusive_group(required=True)
     ner_source.add_argument("--input", metavar="FILE", help="conlleval-format file")
     ner_source.add_argument("--gold", metavar="GOLD", type=documents_argument,
-                            help="gold document file (its annotations are the gold), or example-pubtator")
+                            help="gold document file (its annotations are the gold; see --gold-from), or example-pubtator")
     ner.add_argument("--pred", metavar="PRED", type=documents_argument,
                      help="with --gold: predicted document file, or example-pubtator")
     ner.add_argument("--gold-format", default=None, metavar="F", help="format of GOLD (default: detected)")
@@ -348,6 +374,13 @@ def register(subparsers):
         choices=("auto", "existing", "predictions", "all"),
         help="which annotations of PRED are the predictions (default auto: its predictions when it has any, "
         "else the annotations it carries)",
+    )
+    ner.add_argument(
+        "--gold-from",
+        default=None,
+        choices=("auto", "existing", "predictions", "all"),
+        help="which annotations of GOLD are the gold (default auto: the annotations it carries when it has any, "
+        "else its predictions, with a warning)",
     )
     ner.add_argument(
         "--allow-missing",

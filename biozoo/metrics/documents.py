@@ -310,20 +310,33 @@ def _texts_differ(gold_docs, pred_docs) -> list[str]:
     return sorted(differ)
 
 
-def resolve_source(documents: list, source: str) -> str:
-    """``source`` itself, or for ``"auto"``: ``"predictions"`` when any document carries
-    predictions, else ``"existing"`` (a PubTator prediction file has plain annotations; a
-    JSONL or BioC file that ``biozoo annotate`` wrote from a gold file has both, and its input
-    annotations are the gold, not predictions: BioC marks biozoo's predictions by their
-    "annotator" infon, "biozoo:MODEL", and reads them back as predictions).
+def resolve_source(documents: list, source: str, side: str = "pred") -> str:
+    """``source`` itself, or for ``"auto"``:
+
+    * ``side="pred"``: ``"predictions"`` when any document carries predictions, else
+      ``"existing"`` (a PubTator prediction file has plain annotations; a JSONL or BioC file that
+      ``biozoo annotate`` wrote from a gold file has both, and its input annotations are the
+      gold, not predictions: BioC marks biozoo's predictions by their "annotator" infon,
+      "biozoo:MODEL", and reads them back as predictions).
+    * ``side="gold"``: ``"existing"`` when any document carries entity annotations, else
+      ``"predictions"`` when any carries predictions (another model's output as silver gold),
+      else ``"existing"``.
 
         >>> from biozoo.documents import Document
         >>> resolve_source([Document("1", [])], "auto")
         'existing'
     """
-    if source != "auto":
-        return source
-    return "predictions" if any(doc.predictions for doc in documents) else "existing"
+    if side not in ("gold", "pred"):
+        raise ValueError(f"side must be 'gold' or 'pred', got {side!r}")
+    if source == "auto":
+        has_predictions = any(doc.predictions for doc in documents)
+        if side == "pred":
+            return "predictions" if has_predictions else "existing"
+        has_annotations = any(a.type not in ABBREVIATION_TYPES for doc in documents for a in doc.existing_annotations())
+        return "predictions" if has_predictions and not has_annotations else "existing"
+    if source not in _SOURCES:
+        raise ValueError(f"source must be auto or one of {', '.join(_SOURCES)}, got {source!r}")
+    return source
 
 
 def score_mentions(
@@ -340,7 +353,8 @@ def score_mentions(
         gold, pred: :class:`biozoo.documents.Document` iterables (any order; ids must be unique).
         gold_from, pred_from: which annotations count: ``"existing"`` (those the input file
             carried), ``"predictions"`` (added by a model), ``"all"`` (both) or ``"auto"``
-            (see :func:`resolve_source`; decided once for the whole side).
+            (see :func:`resolve_source`, which prefers a gold file's annotations and a pred
+            file's predictions; decided once for the whole side).
         allow_missing: see :func:`score_offsets`.
 
     Returns:
@@ -359,7 +373,7 @@ def score_mentions(
         (0.0, 100.0, 'existing')
     """
     gold, pred = list(gold), list(pred)
-    gold_from, pred_from = resolve_source(gold, gold_from), resolve_source(pred, pred_from)
+    gold_from, pred_from = resolve_source(gold, gold_from, "gold"), resolve_source(pred, pred_from, "pred")
     result = score_offsets(document_mentions(gold, gold_from), document_mentions(pred, pred_from),
                            allow_missing=allow_missing)
     result["sources"] = {"gold": gold_from, "pred": pred_from}

@@ -461,6 +461,65 @@ def test_cli_annotated_bioc_counts_its_predictions_only(tmp_path, capsys, fmt):
     assert "carries no predictions" not in err
 
 
+def annotated(path, fmt, model, predictions):
+    """A file as `biozoo annotate --drop-existing` writes it: one document, predictions only."""
+    from biozoo.documents import write_documents
+
+    text = "Aspirin causes asthma."
+    document = Document("1", [Passage(0, text, "abstract")], predictions=[
+        Annotation(start, end, type_, text[start:end], model=model, score=0.9) for start, end, type_ in predictions])
+    write_documents([document], path, fmt=fmt)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["bioc-xml", "bioc-json", "jsonl"])
+def test_cli_scores_against_another_models_predictions_as_silver_gold(tmp_path, capsys, fmt):
+    """A gold file without annotations but with a model's predictions: those are the gold (it was
+    read as empty: gold 0, F1 0, silently)."""
+    gold = annotated(tmp_path / "large.file", fmt, "large", [(0, 7, "Chemical"), (15, 21, "Disease")])
+    pred = annotated(tmp_path / "small.file", fmt, "small", [(0, 7, "Chemical")])
+    status, out, err = run_score(capsys, "ner", "--gold", str(gold), "--pred", str(pred))
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["sources"] == {"gold": "predictions", "pred": "predictions"}
+    assert counts(result["strict"]) == (1, 0, 1)  # by hand: Aspirin found, asthma missed
+    assert (result["strict"]["precision"], result["strict"]["recall"]) == (100.0, 50.0)
+    assert result["strict"]["f1"] == pytest.approx(200 / 3)
+    assert f"warning: {gold} carries no annotations but 2 prediction(s) (model large): they are scored as the gold" in err
+    status, out, err = run_score(capsys, "ner", "--gold", str(gold), "--pred", str(pred), "--gold-from", "predictions")
+    assert status == 0 and counts(json.loads(out)["strict"]) == (1, 0, 1) and "carries no annotations" not in err
+    # --gold-from existing: no gold at all, said on stderr
+    status, out, err = run_score(capsys, "ner", "--gold", str(gold), "--pred", str(pred), "--gold-from", "existing")
+    assert status == 0 and counts(json.loads(out)["strict"]) == (0, 1, 0)
+    assert (f"warning: {gold}: no gold mention (--gold-from existing): every prediction counts as a false positive "
+            "and recall is 0; it carries 2 prediction(s), which --gold-from predictions scores as the gold") in err
+
+
+def test_cli_gold_annotations_win_over_its_predictions_and_an_empty_gold_is_warned(tmp_path, capsys):
+    from biozoo.documents import read_documents, write_documents
+
+    gold = write_pubtator(tmp_path / "gold.pubtator", [(*DOC_A, [(0, 7, "Chemical"), (12, 24, "Disease")])])
+    docs = list(read_documents(gold))
+    docs[0].predictions = [Annotation(0, 7, "Chemical", "Aspirin", model="m")]
+    both = tmp_path / "both.bioc"
+    write_documents(docs, both, fmt="bioc-xml")  # annotate from the gold without --drop-existing
+    status, out, err = run_score(capsys, "ner", "--gold", str(both), "--pred", str(both))
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["sources"] == {"gold": "existing", "pred": "predictions"}
+    assert counts(result["strict"]) == (1, 0, 1) and "warning" not in err
+    status, out, err = run_score(capsys, "ner", "--gold", str(both), "--pred", str(both), "--gold-from", "all")
+    assert counts(json.loads(out)["strict"]) == (1, 0, 1)  # Aspirin twice on the gold side counts once
+    assert "1 duplicate gold mention" in err
+
+    empty = write_pubtator(tmp_path / "empty.pubtator", [(*DOC_A, [])])
+    status, out, err = run_score(capsys, "ner", "--gold", str(empty), "--pred", str(gold))
+    assert status == 0 and counts(json.loads(out)["strict"]) == (0, 2, 0)
+    assert f"warning: {empty}: no gold mention (--gold-from existing): every prediction counts as a false positive" in err
+    status, _, err = run_score(capsys, "ner", "--input", str(gold), "--gold-from", "predictions")
+    assert status == 2 and "--gold-from go(es) with --gold" in err
+
+
 @pytest.mark.parametrize("fmt", ["pubtator", "bioc-xml", "bioc-json", "jsonl"])
 def test_cli_warns_when_the_pred_file_has_annotations_and_no_predictions(tmp_path, capsys, fmt):
     from biozoo.documents import read_documents, write_documents
@@ -501,3 +560,21 @@ def test_cli_argument_rules(tmp_path, capsys):
     assert status == 2 and "--gold needs --pred" in err
     status, out, _ = run_score(capsys, "ner", "--input", str(conll))
     assert status == 0 and json.loads(out)["f1"] == 100.0
+
+
+def test_resolve_source_auto_prefers_gold_annotations_and_pred_predictions():
+    from biozoo.metrics.documents import resolve_source
+
+    annotated_only = [doc("1", "Aspirin.", [(0, 7, "Chemical")])]
+    predicted_only = [doc("1", "Aspirin.", predictions=[(0, 7, "Chemical")])]
+    both = [doc("1", "Aspirin.", [(0, 7, "Chemical")], [(0, 7, "Chemical")])]
+    abbreviation_only = [doc("1", "Aspirin.", [(0, 7, "ShortForm")], [(0, 7, "Chemical")])]
+    assert [resolve_source(d, "auto", "gold") for d in (annotated_only, predicted_only, both, abbreviation_only)] == [
+        "existing", "predictions", "existing", "predictions"]
+    assert [resolve_source(d, "auto", "pred") for d in (annotated_only, predicted_only, both)] == [
+        "existing", "predictions", "predictions"]
+    assert resolve_source(predicted_only, "existing", "gold") == "existing"
+    with pytest.raises(ValueError, match="side must be"):
+        resolve_source(both, "auto", "silver")
+    with pytest.raises(ValueError, match="source must be auto or one of"):
+        resolve_source(both, "gold")
