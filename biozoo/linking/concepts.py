@@ -26,6 +26,7 @@ from biozoo._io import atomic_binary_file
 from biozoo.errors import DataFormatError
 
 TABLE_COLUMNS = ("id", "type", "taxon", "name", "synonyms", "alt_ids")  # synonyms, alt_ids: JSON lists
+OLD_TABLE_COLUMNS = TABLE_COLUMNS[:5]  # tables written before alt_ids: read with alt_ids=()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,18 +127,23 @@ class Dictionary:
         return self._names
 
     def digest(self):
-        """sha256 of the table's canonical TSV: the same concepts give the same digest."""
+        """sha256 of the table's canonical TSV: the same concepts give the same digest. A table
+        none of whose concepts has alt ids is hashed in the layout without the alt_ids column, so
+        that its digest (the key of its cached indexes) is the one it had before that column."""
+        columns = TABLE_COLUMNS if any(c.alt_ids for c in self.concepts) else OLD_TABLE_COLUMNS
         digest = hashlib.sha256()
-        for line in self._lines():
+        for line in self._lines(columns):
             digest.update(line.encode("utf-8"))
         return digest.hexdigest()
 
-    def _lines(self):
+    def _lines(self, columns=TABLE_COLUMNS):
         yield f"# biozoo concept table\t{self.name}\t{self.version}\n"
-        yield "\t".join(TABLE_COLUMNS) + "\n"
+        yield "\t".join(columns) + "\n"
         for c in self.concepts:
-            yield "\t".join([c.id, c.type or "", c.taxon or "", c.name, json.dumps(list(c.synonyms), ensure_ascii=False),
-                             json.dumps(list(c.alt_ids), ensure_ascii=False)]) + "\n"
+            fields = [c.id, c.type or "", c.taxon or "", c.name, json.dumps(list(c.synonyms), ensure_ascii=False)]
+            if "alt_ids" in columns:
+                fields.append(json.dumps(list(c.alt_ids), ensure_ascii=False))
+            yield "\t".join(fields) + "\n"
 
     def write_tsv(self, path):
         """Write the table as a gzipped TSV, atomically (mtime 0: the same table, the same bytes)."""
@@ -147,8 +153,9 @@ class Dictionary:
 
     @classmethod
     def read_tsv(cls, path, source=None):
-        """A table `write_tsv` wrote; a malformed line, or a file that is not whole gzip, raises
-        DataFormatError naming path (and line)."""
+        """A table `write_tsv` wrote (one written before the alt_ids column too: its concepts get
+        no alt ids); a malformed line, or a file that is not whole gzip, raises DataFormatError
+        naming path (and line)."""
         try:
             return cls._read_tsv(path, source)
         except (EOFError, gzip.BadGzipFile, UnicodeDecodeError, zlib.error) as error:
@@ -161,15 +168,18 @@ class Dictionary:
             header = f.readline().rstrip("\n").split("\t")
             if len(header) != 3 or header[0] != "# biozoo concept table":
                 raise DataFormatError(f"{path}:1: not a biozoo concept table")
-            if f.readline().rstrip("\n").split("\t") != list(TABLE_COLUMNS):
-                raise DataFormatError(f"{path}:2: expected the columns {', '.join(TABLE_COLUMNS)}")
+            columns = tuple(f.readline().rstrip("\n").split("\t"))
+            if columns not in (TABLE_COLUMNS, OLD_TABLE_COLUMNS):
+                raise DataFormatError(f"{path}:2: expected the columns {', '.join(TABLE_COLUMNS)} (or, in a table "
+                                      f"written before alt_ids, {', '.join(OLD_TABLE_COLUMNS)}), got {', '.join(columns)}")
             concepts = []
             for lineno, line in enumerate(f, 3):
                 fields = line.rstrip("\n").split("\t")
-                if len(fields) != len(TABLE_COLUMNS) or not fields[0] or not fields[3]:
-                    raise DataFormatError(f"{path}:{lineno}: expected {len(TABLE_COLUMNS)} columns with an id "
+                if len(fields) != len(columns) or not fields[0] or not fields[3]:
+                    raise DataFormatError(f"{path}:{lineno}: expected {len(columns)} columns with an id "
                                           f"and a name, got {line[:80]!r}")
-                synonyms, alt_ids = (_json_list(fields[i], path, lineno, TABLE_COLUMNS[i]) for i in (4, 5))
+                synonyms = _json_list(fields[4], path, lineno, "synonyms")
+                alt_ids = _json_list(fields[5], path, lineno, "alt_ids") if len(columns) > 5 else ()
                 concepts.append(Concept(fields[0], fields[3], synonyms, fields[1] or None, fields[2] or None, alt_ids))
         return cls(concepts, header[1], header[2], source=source or str(path))
 

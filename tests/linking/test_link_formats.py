@@ -3,6 +3,7 @@ taxon as the fixture holds it (expected values written by hand from the fixture 
 unreadable files refused with the file (and line) named."""
 
 import gzip
+import hashlib
 
 import pytest
 
@@ -156,6 +157,43 @@ def test_the_concept_table_round_trips_byte_for_byte(tmp_path, source_files):
     again.write_tsv(tmp_path / "b.tsv.gz")
     assert (tmp_path / "a.tsv.gz").read_bytes() == (tmp_path / "b.tsv.gz").read_bytes()
     assert gzip.decompress((tmp_path / "a.tsv.gz").read_bytes()).decode().count("\n") == len(table) + 2
+
+
+def test_a_table_without_alt_ids_keeps_the_digest_it_had_before_that_column():
+    """The digest keys every cached dense index: the alt_ids column changed it for every
+    dictionary, so that all of them (NCBI Gene: hours) were embedded again."""
+    concepts = [Concept("7157", "TP53", ("p53", "tumor protein p53"), "Gene", "9606"),
+                Concept("D003920", "Diabetes Mellitus", (), "Disease")]
+    old_form = ("# biozoo concept table\tgenes\t2024\n"  # the canonical TSV before alt_ids, written out by hand
+                "id\ttype\ttaxon\tname\tsynonyms\n"
+                '7157\tGene\t9606\tTP53\t["p53", "tumor protein p53"]\n'
+                "D003920\tDisease\t\tDiabetes Mellitus\t[]\n")
+    assert Dictionary(concepts, "genes", "2024").digest() == hashlib.sha256(old_form.encode()).hexdigest()
+    tiny = Dictionary([Concept("7157", "TP53", ("p53",), "Gene", "9606")], "ncbi-gene", "2024")
+    assert tiny.digest() == "d3f4e3b64d99a1c52de3813fc0f3871b61ddbd396bd5e6cce81cc86569fd9724"  # the old code's
+    merged = [concepts[0], Concept("D003920", "Diabetes Mellitus", (), "Disease", alt_ids=("OMIM:222100",))]
+    assert Dictionary(merged, "genes", "2024").digest() != Dictionary(concepts, "genes", "2024").digest()
+    assert Dictionary(merged, "genes", "2024").digest() != Dictionary(
+        [concepts[0], Concept("D003920", "Diabetes Mellitus", (), "Disease", alt_ids=("OMIM:222101",))],
+        "genes", "2024").digest()
+
+
+def test_a_table_written_before_the_alt_ids_column_is_read(tmp_path):
+    path = tmp_path / "old.tsv.gz"
+    path.write_bytes(gzip.compress(("# biozoo concept table\tmine\t1\n"
+                                    "id\ttype\ttaxon\tname\tsynonyms\n"
+                                    'D003920\tDisease\t\tDiabetes Mellitus\t["diabetes"]\n').encode()))
+    table = Dictionary.read_tsv(path)
+    assert table.concepts == [Concept("D003920", "Diabetes Mellitus", ("diabetes",), "Disease")]
+    assert table.label == "mine@1" and table.concepts[0].alt_ids == ()
+    path.write_bytes(gzip.compress(("# biozoo concept table\tmine\t1\n"
+                                    "id\ttype\ttaxon\tname\tsynonyms\n"
+                                    'D003920\tDisease\t\tDiabetes Mellitus\t["diabetes"]\t[]\n').encode()))
+    with pytest.raises(DataFormatError, match=r"old.tsv.gz:3: expected 5 columns"):
+        Dictionary.read_tsv(path)
+    path.write_bytes(gzip.compress(b"# biozoo concept table\tmine\t1\nid\tname\n"))
+    with pytest.raises(DataFormatError, match=r"old.tsv.gz:2: expected the columns .* got id, name"):
+        Dictionary.read_tsv(path)
 
 
 def test_names_are_grouped_by_taxon(source_files):
