@@ -12,7 +12,9 @@ case-insensitive), so a mismatch is **reported, never dropped**: one ``UserWarni
 with the count and the first question ids; :func:`check_answers` returns the full list.
 A structurally malformed file (missing keys, wrong types) raises ``DataFormatError`` naming
 the file and the json location (json syntax errors: file and line); so does a question id given
-twice (the scores are keyed by id), naming both locations.
+twice (the scores are keyed by id), naming both locations, unless ``unique_ids=False`` (a
+training split, never scored: BioBERT's BioASQ 7b training file joins 6b's train and test, which
+share questions): then the duplicates are kept and counted in one ``UserWarning``.
 """
 
 from __future__ import annotations
@@ -101,17 +103,20 @@ def check_answers(examples) -> list[AnswerMismatch]:
     return out
 
 
-def read_squad(path, check=True) -> list[QAExample]:
+def read_squad(path, check=True, unique_ids=True) -> list[QAExample]:
     """Read SQuAD v1.1/v2.0 json (or BioASQ converted to it) into :class:`QAExample` s.
 
     Args:
         path: the json file.
         check: report answers not found at their offset (a ``UserWarning``; never dropped).
+        unique_ids: refuse a question id given twice (``DataFormatError`` naming both places);
+            False (a training split) keeps every question and warns once with the count.
     """
     data = _load_json(path)
     articles = _need(data, "data", list, path, "top level")
     examples: list[QAExample] = []
     seen = {}  # question id -> where it was first given
+    repeated = []  # (qid, where, first where) of the questions given again, when unique_ids is False
     for a, article in enumerate(articles):
         paragraphs = _need(article, "paragraphs", list, path, f"data[{a}]")
         for p, paragraph in enumerate(paragraphs):
@@ -121,7 +126,12 @@ def read_squad(path, check=True) -> list[QAExample]:
             for q, qa in enumerate(qas):
                 qwhere = f"{where}.qas[{q}]"
                 qid = _need(qa, "id", (str, int), path, qwhere)
-                _once(seen, str(qid), qwhere, path)
+                if unique_ids:
+                    _once(seen, str(qid), qwhere, path)
+                elif str(qid) in seen:
+                    repeated.append((str(qid), qwhere, seen[str(qid)]))
+                else:
+                    seen[str(qid)] = qwhere
                 question = _need(qa, "question", str, path, qwhere)
                 impossible = qa.get("is_impossible", False)
                 if not isinstance(impossible, bool):
@@ -139,6 +149,10 @@ def read_squad(path, check=True) -> list[QAExample]:
                         )
                     answers.append({"text": text, "answer_start": start})
                 examples.append(QAExample(str(qid), question, context, answers, impossible))
+    if repeated:
+        qid, where, first = repeated[0]
+        warnings.warn(f"{path}: {len(repeated)} question(s) with an id given before, kept (a training split is not "
+                      f"scored by id); the first: {qid!r} at {where} (first at {first})", stacklevel=2)
     if check:
         mismatches = check_answers(examples)
         if mismatches:

@@ -136,3 +136,41 @@ def test_a_question_id_given_twice_is_an_error(tmp_path):
     with pytest.raises(DataFormatError, match=r"questions\[2\]: question id 'a' given twice \(first at questions\[0\]\)"):
         read_bioasq_golden(write_json(tmp_path, golden))
 
+
+
+def squad_with_ids(*ids):
+    """One paragraph "abc" with a question per id, each answered "b" at 1."""
+    return {"data": [{"paragraphs": [{"context": "abc", "qas": [
+        {"id": qid, "question": f"q{n}?", "answers": [{"text": "b", "answer_start": 1}]} for n, qid in enumerate(ids)]}]}]}
+
+
+def test_a_training_split_keeps_a_question_id_given_twice(tmp_path):
+    """BioBERT's BioASQ 7b training file joins 6b's train and test: ids repeat. Only a scored split
+    needs unique ids; training read every split and refused it."""
+    path = write_json(tmp_path, squad_with_ids("a", "b", "a", "c", "b"))
+    with pytest.warns(UserWarning) as caught:
+        examples = read_squad(path, unique_ids=False)
+    assert [(e.qid, e.question) for e in examples] == [("a", "q0?"), ("b", "q1?"), ("a", "q2?"), ("c", "q3?"),
+                                                      ("b", "q4?")]
+    (warning,) = caught
+    assert str(warning.message) == (f"{path}: 2 question(s) with an id given before, kept (a training split is not "
+                                    "scored by id); the first: 'a' at data[0].paragraphs[0].qas[2] "
+                                    "(first at data[0].paragraphs[0].qas[0])")
+    with pytest.raises(DataFormatError, match=r"qas\[2\]: question id 'a' given twice"):
+        read_squad(path)
+
+
+def test_the_qa_adapter_refuses_a_repeated_id_only_where_it_scores(tmp_path):
+    from biozoo.tasks.adapters import adapter_for
+
+    write_json(tmp_path, squad_with_ids("a", "a"), "train.json")
+    write_json(tmp_path, squad_with_ids("d1", "d2"), "dev.json")
+    with pytest.warns(UserWarning, match=r"train.json: 1 question\(s\) with an id given before, kept"):
+        splits = adapter_for("qa").load(tmp_path)
+    assert [e.qid for e in splits["train"]] == ["a", "a"] and [e.qid for e in splits["dev"]] == ["d1", "d2"]
+    with pytest.raises(DataFormatError, match=r"train.json: .*question id 'a' given twice"):
+        adapter_for("qa").load(tmp_path, only="train")  # asked for by name: to be scored
+    write_json(tmp_path, squad_with_ids("d1", "d1"), "dev.json")
+    with pytest.raises(DataFormatError, match=r"dev.json: .*question id 'd1' given twice"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        adapter_for("qa").load(tmp_path)

@@ -72,11 +72,13 @@ class Splits(dict):
         self.missing = {}
 
 
-def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt")):
+def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt"), train_reader=None):
     """{split: examples} for train / dev / test (dev and test optional unless asked for; an
     absent or empty one is named in the result's `missing`). A train split, or the split asked
-    for with `only`, without examples raises DataFormatError naming its file. `data_dir` may be
-    gs:// (read through tf.io.gfile)."""
+    for with `only`, without examples raises DataFormatError naming its file. `train_reader`
+    (default `reader`) reads the train split when all splits are read (for training; a split
+    asked for with `only` is read to be scored, by `reader`). `data_dir` may be gs:// (read
+    through tf.io.gfile)."""
     splits = Splits()
     with local_folder(data_dir) as folder:
         for split in (only,) if only else ("train", "dev", "test"):
@@ -87,7 +89,7 @@ def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt")):
                     raise
                 splits.missing[split] = str(error).replace(str(folder), str(data_dir))
                 continue
-            examples = reader(path)
+            examples = (train_reader if split == "train" and not only and train_reader else reader)(path)
             shown = str(path).replace(str(folder), str(data_dir).rstrip("/"))
             if not examples:
                 if split == "train" or only:

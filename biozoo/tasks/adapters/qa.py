@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from biozoo.data.pipeline import model_input_batches
@@ -26,7 +28,10 @@ class QuestionAnsweringAdapter(TaskAdapter):
         return {"version": self.version}
 
     def load(self, data_dir, only=None):
-        return load_splits(data_dir, read_squad, only, extensions=task_kind(self.kind).data_extensions)
+        """The splits; a question id given twice is refused where it is scored (dev, test, the
+        split `only` names) and kept, with a warning, in a train split read for training."""
+        return load_splits(data_dir, read_squad, only, extensions=task_kind(self.kind).data_extensions,
+                           train_reader=functools.partial(read_squad, unique_ids=False))
 
     def build_task(self, preset, splits, hp):
         task = self.task_cls.from_preset(preset)
