@@ -95,8 +95,13 @@ class Cell:
     blocked: str | None = None  # why it cannot run now (the cell it continues is not finished, nor in this run)
 
     @property
+    def finished(self):
+        """Whether a run of the cell finished (its metrics.json is written), as planned or not."""
+        return os.path.isfile(os.path.join(self.directory, METRICS_FILE))
+
+    @property
     def done(self):
-        return self.stale() is None and os.path.isfile(os.path.join(self.directory, METRICS_FILE))
+        return self.stale() is None and self.finished
 
     def stale(self):
         """Why the cell's finished run is not this cell (its metrics.json records other settings),
@@ -176,8 +181,10 @@ def plan_cells(plan, suite=None, size=None, positions=None):
             if parent and parent not in runnable:
                 blocked = _parent_problem(plan, suite, cell, size, positions, skipped.get(parent))
                 cell = dataclasses.replace(cell, blocked=blocked)
-                if blocked and cell.done:  # kept as it is: never discarded because its parent was not asked for
-                    notes.setdefault(name, f"seed {seed}: {blocked}; its finished cell is kept")
+                if blocked and cell.finished:  # kept as it is: never discarded because its parent was not asked for
+                    stale = cell.stale()
+                    notes.setdefault(name, f"seed {seed}: {blocked}; its finished cell is kept"
+                                     + (f", stale ({stale}): not this run's" if stale else ""))
                 elif blocked:
                     notes.setdefault(name, blocked)
             cells.append(cell)
@@ -303,7 +310,10 @@ def run_benchmark(plan, log=None, progress=True, verbose=0, strategy=None):
 
     todo, reruns, retrained = [], set(), set()
     for cell in cells:  # in run order: a cell continuing another comes after it
-        finished = os.path.isfile(os.path.join(cell.directory, METRICS_FILE))
+        finished = cell.finished
+        if cell.blocked and finished:  # nothing could train it again: an earlier run's result is never discarded
+            log(f"cell {cell.task} seed {cell.seed}: kept as it is, not run: {cell.blocked}")
+            continue
         why = finished and (cell.stale() or (cell.preset in reruns and
                                              f"the cell it continues ({cell.preset}) is retrained"))
         if why:

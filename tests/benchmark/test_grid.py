@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -352,6 +353,31 @@ def test_a_subset_run_continues_the_finished_cell_of_the_task_it_leaves_out(tmp_
     assert task["seeds"] == [42] and task["missing_seeds"] == [43]
     missing = str(tmp_path / "out" / "cells" / "squad2" / "seed-43" / "metrics.json")
     assert missing in task["errors"]["43"] and "add squad2 to --tasks" in task["errors"]["43"]
+
+
+def test_a_finished_cell_whose_parent_cannot_run_is_kept_not_discarded(tmp_path, bench_data, tiny_bert_real_vocab,
+                                                                       monkeypatch):
+    """A BioASQ cell an earlier biozoo trained from the pretrained checkpoint (stale now: it continues
+    the SQuAD2.0 cell), rerun with `--tasks bioasq7b_factoid` and no SQuAD2.0 cell: nothing could
+    train it again, so it is kept as it is (reported stale), never deleted."""
+    import biozoo.train.finetune as finetune
+
+    calls = []
+    monkeypatch.setattr(finetune, "run_finetune", _fake_finetune(calls))
+    both = BenchmarkPlan("biom-table2", str(tiny_bert_real_vocab), data=str(bench_data), output=str(tmp_path / "out"),
+                         tasks=("squad2", "bioasq7b_factoid"), seeds=1, epochs=1)
+    run_benchmark(both, progress=False, log=lambda m: None)
+    shutil.rmtree(tmp_path / "out" / "cells" / "squad2")
+    bioasq = tmp_path / "out" / "cells" / "bioasq7b_factoid" / "seed-42" / "metrics.json"
+    metrics = json.loads(bioasq.read_text())
+    bioasq.write_text(json.dumps({**metrics, "preset": str(tiny_bert_real_vocab)}))  # as the old planner trained it
+    calls.clear()
+    logged = []
+    report = run_benchmark(dataclasses.replace(both, tasks=("bioasq7b_factoid",)), progress=False, log=logged.append)
+    assert calls == [] and bioasq.is_file() and json.loads(bioasq.read_text())["test"] == metrics["test"]
+    assert not (tmp_path / "out" / "cells" / "bioasq7b_factoid" / "seed-42.error.json").exists()
+    assert any("kept as it is, not run" in line for line in logged)
+    assert "was trained with" in report["tasks"]["bioasq7b_factoid"]["errors"]["42"]  # stale: not this run's score
 
 
 def test_dry_run_shows_the_cells_a_run_left_as_done(tmp_path, bench_data, tiny_bert_real_vocab, monkeypatch,
