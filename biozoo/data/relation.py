@@ -31,6 +31,7 @@ Blank lines at the end of the file are ignored.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +68,14 @@ def _is_header(fields) -> bool:
     if len(names) == 2:
         return names[0] in ("sentence", "text") and names[1] == "label"
     return len(names) == 3 and names[0] in ("index", "id") and _is_header(names[1:])
+
+
+def _unknown_header(fields) -> bool:
+    """Whether `fields` look like a header that names columns biozoo does not know (a label
+    column named "label" after column names, e.g. pmid, sentence, label): neither an example
+    nor a header to skip."""
+    *others, label = [name.strip() for name in fields]
+    return label.lower() == "label" and bool(others) and all(re.fullmatch(r"[A-Za-z_]\w*", name) for name in others)
 
 
 def _first_line(path):
@@ -140,6 +149,11 @@ def read_relation(path, fmt="auto") -> list[RelationExample]:
                 )
             if is_header:
                 continue
+            if _unknown_header(fields):
+                raise DataFormatError(
+                    f"{path}:{lineno}: {line!r} looks like a header naming columns biozoo does not know; a header "
+                    "is 'sentence<TAB>label' or 'index<TAB>sentence<TAB>label' (text, id also): rename its columns "
+                    "or remove the line")
         if len(fields) != ncols:
             layout = "id<TAB>sentence<TAB>label" if ncols == 3 else "sentence<TAB>label"
             raise DataFormatError(

@@ -125,6 +125,14 @@ def test_a_first_row_labelled_label_is_data_not_a_header(tmp_path):
     assert [(e.id, e.label, e.line) for e in read_relation(blurb)] == [("1.T1.T2", "label", 1)]
 
 
+@pytest.mark.parametrize("header", ["pmid\tsentence\tlabel", "guid\ttext\tlabel", "Sentence_text\tLabel"])
+def test_a_header_of_unknown_columns_is_an_error_not_an_example(tmp_path, header):
+    path = write(tmp_path, "train.tsv", f"{header}\n" + "\t".join(["7", "A @GENE$ B @DISEASE$.", "1"][-len(header.split()):])
+                 + "\n")
+    with pytest.raises(DataFormatError, match=r"train\.tsv:1: .* looks like a header naming columns biozoo does not know"):
+        read_relation(path)
+
+
 @pytest.mark.parametrize("header, fmt", [("Sentence\tLabel", "electra"), ("text\tlabel", "electra"),
                                          ("id\tsentence\tlabel", "biobert_test"), ("INDEX\tSENTENCE\tLABEL", "biobert_test")])
 def test_headers_name_the_columns(tmp_path, header, fmt):
