@@ -374,7 +374,7 @@ def test_a_preset_cached_from_another_weights_file_is_converted_again(tmp_path, 
     provenance = json.loads((preset / "biozoo.json").read_text())
     (preset / "biozoo.json").write_text(json.dumps({**provenance, "weights": ["model.safetensors"]}))
 
-    with pytest.warns(UserWarning, match=r"was converted from model.safetensors, not pytorch_model.bin"):
+    with pytest.warns(UserWarning, match=r"was converted from model.safetensors, not pytorch_model.bin.*converted again"):
         again = presets.resolve_preset("biobert_v1_1")
     assert read_provenance(again)["weights"] == ["pytorch_model.bin"]
     with warnings.catch_warnings():
@@ -386,6 +386,36 @@ def test_a_preset_cached_from_another_weights_file_is_converted_again(tmp_path, 
     inputs = H.random_inputs()
     sequence, _ = H.hf_outputs(verified, inputs)
     assert H.max_diff(biozoo.from_preset(again)(inputs)["sequence_output"], sequence, inputs["padding_mask"]) <= 1e-4
+
+
+def test_an_outdated_cache_entry_is_kept_until_its_rebuild_is_complete(tmp_path, monkeypatch):
+    """Offline, or with the source gone, an outdated entry that cannot be built again is still used
+    (with a warning), not deleted first; a rebuild that works replaces it."""
+    from biozoo.preset_files import PROVENANCE_FILE
+
+    monkeypatch.setenv("BIOZOO_CACHE", str(tmp_path / "cache"))
+
+    def build(version):
+        def write(target):
+            os.makedirs(target)
+            Path(target, "config.json").write_text(json.dumps({"version": version}))
+            Path(target, PROVENANCE_FILE).write_text("{}")
+        return write
+
+    def unreachable(target):
+        raise OSError("the hub cannot be reached")
+
+    def outdated(directory):
+        return "is old" if json.loads(Path(directory, "config.json").read_text())["version"] < 2 else None
+
+    entry = Path(presets.cached("k", build(1)))
+    with pytest.warns(UserWarning, match=r"is old; converting it again failed \(the hub cannot be reached\): the earlier"):
+        assert Path(presets.cached("k", unreachable, outdated=outdated)) == entry
+    assert json.loads((entry / "config.json").read_text()) == {"version": 1}
+    with pytest.warns(UserWarning, match=r"is old: converted again"):
+        presets.cached("k", build(2), outdated=outdated)
+    assert json.loads((entry / "config.json").read_text()) == {"version": 2}
+    assert sorted(p.name for p in entry.parent.iterdir()) == ["k", "k.lock"]  # nothing left aside
 
 
 def test_check_cache_finds_a_changed_preset_file(tmp_path, tiny_bert_dir, capsys):

@@ -57,10 +57,27 @@ def cached(key, build, section="presets", outdated=None):
                               "from what was written): converting it again", stacklevel=3)
                 shutil.rmtree(target)
             elif is_complete(target) and outdated and outdated(target):
-                warnings.warn(f"the cached preset {target} {outdated(target)}: converting it again", stacklevel=3)
-                shutil.rmtree(target)
+                return _rebuilt(target, build, outdated(target))
             if not is_complete(target):  # another process may have finished it meanwhile
                 build(target)
+    return target
+
+
+def _rebuilt(target, build, reason):
+    """`target` built again, the outdated entry kept aside until the new one is complete: where
+    building fails (offline, the source gone) the outdated entry is used, with a warning."""
+    aside = os.path.join(os.path.dirname(target), f".outdated-{os.path.basename(target)}-{os.getpid()}")
+    os.replace(target, aside)
+    try:
+        build(target)
+    except Exception as error:  # noqa: BLE001 - any failure: the earlier entry still loads
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(aside, target)
+        warnings.warn(f"the cached preset {target} {reason}; converting it again failed ({error}): the earlier "
+                      "conversion is used", stacklevel=4)
+        return target
+    shutil.rmtree(aside, ignore_errors=True)
+    warnings.warn(f"the cached preset {target} {reason}: converted again", stacklevel=4)
     return target
 
 
