@@ -115,6 +115,14 @@ def read_provenance(preset_dir):
     return read_json(path, "provenance") if os.path.exists(path) else {}
 
 
+def weights_format(names):
+    """"safetensors" or "bin": the format of HF weight files `names` (a registry entry's declared
+    file, or the files a preset was converted from); None when they are none or mixed."""
+    formats = {"safetensors" if name.endswith(".safetensors") else "bin"
+               for name in names if name.endswith((".safetensors", ".bin"))}
+    return formats.pop() if len(formats) == 1 else None
+
+
 def task_kind_record(kind, options=None):
     """What TASK_KIND_FILE holds for a task preset of `kind` written with adapter `options`."""
     return {"kind": kind, "options": dict(options or {})}

@@ -31,7 +31,7 @@ from biozoo import presets
 from biozoo._io import atomic_write_json
 from biozoo.errors import CheckpointError
 from biozoo.export.certificate import FIXED_SENTENCES, packed_fixed_inputs
-from biozoo.preset_files import PARITY_CERTIFICATE_FILE, read_heads, read_provenance
+from biozoo.preset_files import PARITY_CERTIFICATE_FILE, read_heads, read_provenance, weights_format
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.finetuned import load_task
 
@@ -110,15 +110,7 @@ def _hf_source(handle):
                          "counterpart)") from None
 
 
-def _weights_format(preset_dir):
-    """"bin" or "safetensors": the format of the weights the preset was converted from ("auto" when
-    it records none or both)."""
-    names = read_provenance(preset_dir).get("weights") or []
-    formats = {"safetensors" if n.endswith(".safetensors") else "bin" for n in names if n.endswith((".safetensors", ".bin"))}
-    return formats.pop() if len(formats) == 1 else "auto"
-
-
-def _transformers_side(hf_dir, inputs, sentences, heads, lowercase, weights_format="auto"):
+def _transformers_side(hf_dir, inputs, sentences, heads, lowercase, load_format="auto"):
     with tempfile.TemporaryDirectory(prefix="biozoo-verify-") as scratch:
         inputs_path = os.path.join(scratch, "inputs.npz")
         np.savez(inputs_path, **inputs)
@@ -127,7 +119,7 @@ def _transformers_side(hf_dir, inputs, sentences, heads, lowercase, weights_form
         out_path = os.path.join(scratch, "out.npz")
         flag = "auto" if lowercase is None else ("true" if lowercase else "false")
         result = subprocess.run([sys.executable, "-c", _CHILD, str(hf_dir), inputs_path, out_path, ",".join(heads), flag,
-                                 weights_format],
+                                 load_format],
                                 capture_output=True, text=True)
         if result.returncode:
             last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
@@ -160,7 +152,7 @@ def verify(handle, sentences=(), write=True):
     all_sentences = list(FIXED_SENTENCES) + list(EXTRA_SENTENCES) + list(sentences)
     lowercase = entry["tokenizer"]["lowercase"] if entry else None
     reference, child = _transformers_side(hf_dir, inputs, all_sentences, compared, lowercase,
-                                          _weights_format(preset_dir))
+                                          weights_format(read_provenance(preset_dir).get("weights") or []) or "auto")
 
     backbone = biozoo.from_preset(handle)
     ours = {k: np.asarray(v) for k, v in backbone(inputs).items()}

@@ -35,7 +35,7 @@ DEFAULT_MAX_LENGTH = 25  # SapBERT's max_length of a name, in tokens
 def pooling_of(handle):
     """The pooling a checkpoint declares (None when it declares none)."""
     handle = os.fspath(handle)
-    if registry.is_registered(handle) and not os.path.isdir(handle):  # a folder wins, as in parse_handle
+    if presets.names_registry_entry(handle):
         return (registry.get_entry(handle).get("embedding") or {}).get("pooling")
     linking = os.path.join(handle, LINKING_FILE)
     if os.path.isfile(linking):
@@ -56,7 +56,7 @@ def max_length_of(handle):
     """The name length in tokens a checkpoint declares (its registry entry's `embedding`, or the
     `linking.json` of a `biozoo finetune link` output); None when it declares none."""
     handle = os.fspath(handle)
-    if registry.is_registered(handle) and not os.path.isdir(handle):  # a folder wins, as in parse_handle
+    if presets.names_registry_entry(handle):
         where = f"the registry entry {handle}"
         value = (registry.get_entry(handle).get("embedding") or {}).get("max_length")
     else:

@@ -15,14 +15,14 @@ Example:
 from biozoo.presets.archives import ARCHIVE_SOURCES, resolve_archive_preset
 from biozoo.presets.cache import cache_root, cached, cached_registry_preset, check_cache, loading, offline
 from biozoo.presets.digests import check_source_files, hub_lfs_records
-from biozoo.presets.handles import hf_repo, parse_handle, registry_name_of
+from biozoo.presets.handles import hf_repo, names_registry_entry, parse_handle, registry_name_of
 from biozoo.presets.hub import TOKENIZER_FILES, hf_source_directory, hub_error, hub_timeout
 from biozoo.presets.resolve import Preset, resolve, resolve_preset
 from biozoo.presets.tokenizer_presets import backbone_config, resolve_tokenizer_preset
 
 __all__ = [
     "ARCHIVE_SOURCES", "TOKENIZER_FILES", "Preset", "backbone_config", "cache_root", "cached", "cached_registry_preset",
-    "hf_repo", "hf_source_directory", "hub_error", "hub_lfs_records", "hub_timeout", "loading", "offline",
+    "hf_repo", "hf_source_directory", "names_registry_entry", "hub_error", "hub_lfs_records", "hub_timeout", "loading", "offline",
     "parse_handle", "registry_name_of", "resolve", "resolve_archive_preset", "resolve_preset",
     "resolve_tokenizer_preset", "check_cache", "check_source_files",
 ]

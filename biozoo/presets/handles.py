@@ -26,13 +26,20 @@ _HF_HANDLE = re.compile(r"^hf://(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)(?:@(?P
 _warned_shadowing = set()  # local folders already said to hide a registry name
 
 
+def names_registry_entry(handle):
+    """Whether `handle` is a registry name that no local folder of that name hides (an existing
+    folder wins, as in transformers' from_pretrained)."""
+    handle = os.fspath(handle)
+    return registry.is_registered(handle) and not os.path.isdir(handle)
+
+
 def parse_handle(handle):
     """(form, details) of a handle string; form: "registry", "hf", "keras_dir", "hf_dir" or "remote".
     An existing folder wins over a registry name it equals (said once), as in transformers."""
     if not isinstance(handle, (str, os.PathLike)):
         raise TypeError(f"A preset handle must be a string or path, got {type(handle).__name__}.")
     handle = os.fspath(handle)
-    if registry.is_registered(handle) and not os.path.isdir(handle):
+    if names_registry_entry(handle):
         return "registry", {"name": handle}
     match = _HF_HANDLE.match(handle)
     if match:
@@ -112,10 +119,10 @@ def remote_key(url):
 def registry_name_of(preset):
     """The registry name that `preset` (name, hub id, hf:// handle, local directory) denotes, or None."""
     handle = os.fspath(preset)
-    if os.path.isdir(handle):  # a local folder wins over a registry name, as in parse_handle
-        return _local_registry_name(handle)
-    if registry.is_registered(handle):
+    if names_registry_entry(handle):
         return handle
+    if os.path.isdir(handle):
+        return _local_registry_name(handle)
     repo = hf_repo(handle)
     return registry.find_by_hf_repo(repo) if repo else None
 

@@ -13,7 +13,7 @@ import os
 
 from biozoo import registry
 from biozoo._io import read_json
-from biozoo.preset_files import HEADS_CONFIG_FILE, read_provenance, read_task_kind
+from biozoo.preset_files import HEADS_CONFIG_FILE, read_provenance, read_task_kind, weights_format
 from biozoo.presets.cache import cached
 from biozoo.presets.digests import check_source_files
 from biozoo.presets.handles import hf_key, local_key, parse_handle, safe_key
@@ -105,11 +105,11 @@ def _convert(source_dir, casing=None, provenance=None, accept=None, registry_con
 def _converted_from_another_file(declared):
     """Why a cached registry preset is not the conversion of `declared` (earlier biozoo converted
     whichever weights file the HF cache snapshot held, safetensors first), or None."""
-    suffix = ".safetensors" if str(declared).endswith(".safetensors") else ".bin"
+    declared_format = weights_format([declared]) if declared else None
 
     def outdated(directory):
         converted = read_provenance(directory).get("weights") or []
-        if declared and converted and not all(name.endswith(suffix) for name in converted):
+        if declared_format and converted and weights_format(converted) != declared_format:
             return f"was converted from {', '.join(converted)}, not {declared}, the weights file the registry verifies"
         return None
 
