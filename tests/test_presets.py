@@ -337,9 +337,9 @@ def test_the_right_download_passes_and_is_recorded(tmp_path, offline_hub, monkey
     assert provenance["source_files_verified"] == {"pytorch_model.bin": record["sha256"]}
 
 
-def test_a_registry_preset_is_converted_from_the_verified_file_only(tmp_path, offline_hub, monkeypatch):
-    """The entry declares pytorch_model.bin; a model.safetensors of other weights in the same HF cache
-    snapshot (left there by transformers or an hf:// load) is not what is converted."""
+def _verified_bin_beside_other_safetensors(tmp_path, offline_hub, monkeypatch):
+    """biobert_v1_1's entry describing a pytorch_model.bin (the model returned), in an offline HF
+    cache snapshot that also holds a model.safetensors of other weights."""
     verified = H.make_model("bert", "BertModel", seed=0)
     source = H.save_hf_directory(verified, tmp_path / "hf", "bin")
     H.save_hf_directory(H.make_model("bert", "BertModel", seed=1), tmp_path / "other", "safetensors")
@@ -348,6 +348,13 @@ def test_a_registry_preset_is_converted_from_the_verified_file_only(tmp_path, of
     hf = registry.get_entry("biobert_v1_1")["sources"]["hf"]
     assert hf["weights"] == "pytorch_model.bin"
     H.populate_hf_cache(offline_hub, hf["repo"], hf["revision"], source)
+    return verified
+
+
+def test_a_registry_preset_is_converted_from_the_verified_file_only(tmp_path, offline_hub, monkeypatch):
+    """The entry declares pytorch_model.bin; a model.safetensors of other weights in the same HF cache
+    snapshot (left there by transformers or an hf:// load) is not what is converted."""
+    verified = _verified_bin_beside_other_safetensors(tmp_path, offline_hub, monkeypatch)
 
     preset = presets.resolve_preset("biobert_v1_1")
     assert read_provenance(preset)["weights"] == ["pytorch_model.bin"]
@@ -363,13 +370,7 @@ def test_a_preset_cached_from_another_weights_file_is_converted_again(tmp_path, 
     verify's transformers side reads the same .bin."""
     from biozoo.verification import verify
 
-    verified = H.make_model("bert", "BertModel", seed=0)
-    source = H.save_hf_directory(verified, tmp_path / "hf", "bin")
-    H.save_hf_directory(H.make_model("bert", "BertModel", seed=1), tmp_path / "other", "safetensors")
-    shutil.copy(tmp_path / "other" / "model.safetensors", source / "model.safetensors")
-    H.registry_entry_describes(monkeypatch, "biobert_v1_1", source)
-    hf = registry.get_entry("biobert_v1_1")["sources"]["hf"]
-    H.populate_hf_cache(offline_hub, hf["repo"], hf["revision"], source)
+    verified = _verified_bin_beside_other_safetensors(tmp_path, offline_hub, monkeypatch)
     preset = Path(presets.resolve_preset("biobert_v1_1"))
     provenance = json.loads((preset / "biozoo.json").read_text())
     (preset / "biozoo.json").write_text(json.dumps({**provenance, "weights": ["model.safetensors"]}))
