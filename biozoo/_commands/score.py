@@ -218,13 +218,30 @@ def _score_re(args) -> int:
     return _emit(micro_prf(gold, preds, negative_label=args.negative_label))
 
 
+def _iter_questions(dataset):
+    return (qa for article in dataset["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"])
+
+
+def _squad_rules(dataset, args):
+    """"1.1" or "2.0": the --rules asked for, else 2.0 where a question is unanswerable or no-answer
+    probabilities are given (the two scripts differ on gold answers that normalise to "")."""
+    if args.rules != "auto":
+        return args.rules
+    if args.na_prob:
+        return "2.0"
+    unanswerable = any(qa.get("is_impossible") or not qa.get("answers") for qa in _iter_questions(dataset))
+    return "2.0" if unanswerable else "1.1"
+
+
 def _score_qa(args) -> int:
-    from biozoo.metrics.squad import evaluate_v2, missing_predictions
+    from biozoo.metrics.squad import evaluate_v1, evaluate_v2, missing_predictions
 
     dataset = _load_json(args.data, "dataset")
     if not isinstance(dataset, dict) or "data" not in dataset:
         raise DataFormatError(f"{args.data}: not a SQuAD json (no 'data' list)")
     preds = _load_json(args.pred, "predictions")
+    if args.na_prob and args.rules == "1.1":
+        raise ValueError("--na-prob goes with the v2.0 rules (--rules 2.0 or auto), not --rules 1.1")
     na_probs = _load_json(args.na_prob, "na-prob") if args.na_prob else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -235,14 +252,20 @@ def _score_qa(args) -> int:
                     f"{args.pred} has no prediction for {len(missing)} question(s) of {args.data}: "
                     f"{', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''} (--allow-missing scores them "
                     "as wrong answers)")
-            result = evaluate_v2(dataset, preds, na_probs=na_probs, na_prob_thresh=args.na_prob_thresh,
-                                 missing="wrong")
+            rules = _squad_rules(dataset, args)
+            if rules == "1.1":
+                v1 = evaluate_v1(dataset, preds)
+                result = {"exact": v1["exact_match"], "f1": v1["f1"],
+                          "total": sum(1 for _ in _iter_questions(dataset))}
+            else:
+                result = evaluate_v2(dataset, preds, na_probs=na_probs, na_prob_thresh=args.na_prob_thresh,
+                                     missing="wrong")
         except DataFormatError:
             raise
         except (KeyError, TypeError, ValueError) as error:  # a malformed dataset or predictions file
             raise DataFormatError(f"{args.data} scored with {args.pred}: {error}") from None
     _print_warnings(caught)
-    return _emit({**result, "missing": len(missing)})
+    return _emit({"rules": rules, **result, "missing": len(missing)})
 
 
 def _score_bioasq(args) -> int:
@@ -260,7 +283,7 @@ def _score_bioasq(args) -> int:
             system = aggregate_factoid(_load_json(args.nbest, "n-best"), top_k=args.top_k)
         else:
             system = _load_json(args.pred, "system")
-        result = factoid_scores(golden, system)
+        result = factoid_scores(golden, system, missing="skip" if args.skip_missing else "error")
     except DataFormatError:
         raise
     except ValueError as error:  # a malformed submission or n-best file
@@ -272,7 +295,7 @@ def _score_bioasq(args) -> int:
     if result["missing"]:
         shown = ", ".join(result["missing"][:10]) + (" ..." if len(result["missing"]) > 10 else "")
         print(f"warning: {source} answers {len(result['missing'])} of the factoid questions of {args.gold} "
-              f"not at all; they are left out of the scores, as the official evaluator leaves them: {shown}",
+              f"not at all; --skip-missing leaves them out of the scores, as the 2020 evaluator: {shown}",
               file=sys.stderr)
     return _emit(result)
 
@@ -430,14 +453,16 @@ def register(subparsers):
 
     qa = tasks.add_parser(
         "qa",
-        help="official SQuAD v2.0 evaluation (exact, f1, HasAns/NoAns, best thresholds)",
-        description="The official SQuAD v2.0 evaluation (evaluate-v2.0.py). Works on v1.1 data too "
-        "(BioASQ converted to SQuAD: every question answerable).\n\nDATA: SQuAD json; PRED: json "
+        help="official SQuAD v1.1 / v2.0 evaluation (exact, f1, HasAns/NoAns, best thresholds)",
+        description="The official SQuAD evaluation: evaluate-v2.0.py where a question of DATA is "
+        "unanswerable or --na-prob is given, else evaluate-v1.1.py (BioASQ converted to SQuAD: every question "
+        "answerable); --rules chooses. The two differ where a gold answer normalises to '' (only articles or "
+        "punctuation): v2.0 drops it, v1.1 keeps it.\n\nDATA: SQuAD json; PRED: json "
         "{question id: answer text} ('' = no answer); NA: json {question id: no-answer probability}. "
         "A question without a prediction is an error (the official script fails on it too), or with "
         "--allow-missing a wrong answer, counted in every total.\n\n"
-        "Output: exact, f1, total, HasAns_*, NoAns_*, best_* when --na-prob is given, and missing (the "
-        "number of questions without a prediction).",
+        "Output: rules ('1.1' or '2.0'), exact, f1, total, with v2.0 HasAns_*, NoAns_* and best_* when --na-prob "
+        "is given, and missing (the number of questions without a prediction).",
         formatter_class=fmt,
     )
     qa.add_argument("--data", required=True, metavar="DATA.json", help="SQuAD-format dataset")
@@ -450,6 +475,9 @@ def register(subparsers):
         metavar="T",
         help="predict no-answer when na_prob > T (default: 1.0, as the official script)",
     )
+    qa.add_argument("--rules", choices=("auto", "1.1", "2.0"), default="auto",
+                    help="which official script's rules (default auto: 2.0 where DATA has an unanswerable question "
+                    "or --na-prob is given, else 1.1)")
     qa.add_argument("--allow-missing", action="store_true",
                     help="score a question without a prediction as a wrong answer instead of failing")
     qa.set_defaults(func=_score_qa)
@@ -459,8 +487,9 @@ def register(subparsers):
         help="BioASQ factoid strict/lenient accuracy and MRR (official evaluator, -phaseB -e 5)",
         description="Factoid scores as the official BioASQ evaluator (EvaluatorTask1b -phaseB -e 5): "
         "answers lower-cased and compared exactly; gold synonym lists; only the first string of each "
-        "submitted inner list counts; questions missing from the submission are skipped (listed in `missing` "
-        "and on stderr).\n\n"
+        "submitted inner list counts. A factoid question missing from the submission is an error naming it, as the "
+        "evaluator stops on it; --skip-missing leaves such questions out (listed in `missing` and on stderr), as its "
+        "2020 version did.\n\n"
         "Give either a BioASQ submission (--pred) or BioBERT-style n-best predictions (--nbest), "
         "which are turned into a submission first (top 5 answers per question).\n\n"
         "Output: {strict_accuracy, lenient_accuracy, mrr, questions, missing}, percentages (the Java "
@@ -475,6 +504,8 @@ def register(subparsers):
     bioasq.add_argument(
         "--save-submission", metavar="FILE", help="with --nbest: also write the BioASQ submission json here"
     )
+    bioasq.add_argument("--skip-missing", action="store_true",
+                        help="score only the factoid questions the submission answers (the 2020 evaluator's rule)")
     bioasq.set_defaults(func=_score_bioasq)
 
     doc = tasks.add_parser(

@@ -13,9 +13,11 @@ rule set) for factoid questions:
 * a submitted answer is correct if it equals any synonym of any gold answer;
 * per question: strict = rank-1 correct, lenient = any correct, MRR = 1/rank of the first
   correct answer (0 if none). The evaluator never truncates the list;
-* averages run over the gold **factoid** questions that have an entry with the same id in the
-  submission (the first one, if repeated); questions missing from the submission are
-  **skipped**, not scored 0. An entry without ``exact_answer`` (or with a yes/no string) scores 0.
+* averages run over the gold **factoid** questions, each scored with the submission's first
+  entry of its id. A question the submission lacks stops the evaluator (since 2021, commit
+  8c8e689: it skips one only under ``-e 9``), so it is a ``ValueError`` naming the ids here;
+  ``missing="skip"`` leaves such questions out, as the evaluator of 2020 (``cd93f3b``) did. An
+  entry without ``exact_answer`` (or with a yes/no string) scores 0.
 
 Unlike the Java program, which prints fractions (0-1), the scores returned here are
 **percentages** (0-100), for consistency with the other biozoo scorers.
@@ -79,33 +81,45 @@ def _contains_synonym(gold_lists, resp):
     return False
 
 
-def factoid_scores(golden, system) -> dict:
+def factoid_scores(golden, system, missing="error") -> dict:
     """Strict accuracy, lenient accuracy and MRR over factoid questions (percent).
 
     Args:
         golden: BioASQ golden json (``{"questions": [...]}``) or its question list.
         system: a submission in the same structure (``exact_answer = [[a1], [a2], ...]``).
+        missing: a gold factoid question the submission lacks is an "error" (``ValueError``, as
+            the evaluator stops on it), or "skip"ped as the 2020 evaluator did.
 
     Returns:
         ``{"strict_accuracy", "lenient_accuracy", "mrr", "questions", "missing"}``: percentages,
-        the number of factoid questions scored (gold factoid questions found in the submission)
-        and the ids of those left out because the submission lacks them (skipped, as the Java
-        evaluator skips them). With no question scored all three are 0.0, as it prints.
+        the number of factoid questions scored and the ids of those skipped. With no question
+        scored all three are 0.0, as the evaluator prints.
+
+    Example:
+        >>> golden = {"questions": [{"id": "q1", "type": "factoid", "exact_answer": [["BRCA1"]]}]}
+        >>> factoid_scores(golden, {"questions": [{"id": "q1", "exact_answer": [["x"], ["brca1"]]}]})["mrr"]
+        50.0
     """
+    if missing not in ("error", "skip"):
+        raise ValueError(f"missing must be 'error' or 'skip', got {missing!r}")
     gold_qs = _questions(golden, "golden")
     sys_qs = _questions(system, "system")
     responses = {}
     for q in sys_qs:
         responses.setdefault(q["id"], q)  # Java getQuestion(id): first match
+    absent = [gold["id"] for gold in gold_qs if gold.get("type") == "factoid" and gold["id"] not in responses]
+    if absent and missing == "error":
+        shown = ", ".join(absent[:10]) + (" ..." if len(absent) > 10 else "")
+        raise ValueError(f"the submission answers {len(absent)} of the golden's factoid questions not at all: {shown} "
+                         "(the official evaluator stops there; missing='skip' scores the answered ones only, as its "
+                         "2020 version)")
     strict = lenient = mrr = 0.0
     k = 0
-    missing = []
     for gold in gold_qs:
         if gold.get("type") != "factoid":
             continue
         resp = responses.get(gold["id"])
         if resp is None:
-            missing.append(gold["id"])
             continue
         gold_lists = _read_answer_lists(gold.get("exact_answer"), gold["id"], "golden", first_only=False)
         sys_lists = _read_answer_lists(resp.get("exact_answer"), gold["id"], "system", first_only=True)
@@ -118,13 +132,13 @@ def factoid_scores(golden, system) -> dict:
                 break
         k += 1
     if k == 0:
-        return {"strict_accuracy": 0.0, "lenient_accuracy": 0.0, "mrr": 0.0, "questions": 0, "missing": missing}
+        return {"strict_accuracy": 0.0, "lenient_accuracy": 0.0, "mrr": 0.0, "questions": 0, "missing": absent}
     return {
         "strict_accuracy": 100.0 * (strict / k),
         "lenient_accuracy": 100.0 * (lenient / k),
         "mrr": 100.0 * (mrr / k),
         "questions": k,
-        "missing": missing,
+        "missing": absent,
     }
 
 

@@ -167,6 +167,31 @@ def test_qa_on_v1_data_with_a_missing_prediction_scores_as_the_official_v1_scrip
     assert (res["exact"], res["f1"], res["total"]) == (official["exact_match"], official["f1"], 2)
 
 
+def test_qa_on_v1_data_uses_the_v1_rules_for_answers_that_normalise_to_nothing(tmp_path, capsys):
+    """evaluate-v1.1.py keeps a gold answer that normalises to '' (EM: '' == ''; F1: no common
+    token, 0); evaluate-v2.0.py drops it, and scores a question whose gold answers are all such
+    as unanswerable. Worked by hand from the two official scripts."""
+    data = {"data": [{"paragraphs": [{"context": "The aspirin.", "qas": [
+        {"id": "q1", "question": "?", "answers": [{"text": "The", "answer_start": 0},
+                                                 {"text": "aspirin", "answer_start": 4}]},
+        {"id": "q2", "question": "?", "answers": [{"text": "the", "answer_start": 0}]}]}]}]}
+    (tmp_path / "data.json").write_text(json.dumps(data))
+    (tmp_path / "pred.json").write_text(json.dumps({"q1": "a", "q2": "the"}))
+    args = ("qa", "--data", str(tmp_path / "data.json"), "--pred", str(tmp_path / "pred.json"))
+    status, out, err = score(capsys, *args)
+    assert status == 0, err
+    assert json.loads(out) == {"rules": "1.1", "exact": 100.0, "f1": 0.0, "total": 2, "missing": 0}
+    status, out, err = score(capsys, *args, "--rules", "2.0")
+    assert status == 0, err
+    res = json.loads(out)
+    assert (res["rules"], res["exact"], res["f1"], res["total"]) == ("2.0", 50.0, 50.0, 2)
+    (tmp_path / "na.json").write_text(json.dumps({"q1": 0.1, "q2": 0.2}))
+    status, out, err = score(capsys, *args, "--na-prob", str(tmp_path / "na.json"))
+    assert status == 0 and json.loads(out)["rules"] == "2.0"  # no-answer probabilities: the v2.0 script
+    status, out, err = score(capsys, *args, "--rules", "1.1", "--na-prob", str(tmp_path / "na.json"))
+    assert status == 2 and out == "" and "--na-prob" in err
+
+
 def test_bioasq(tmp_path, capsys):
     golden = {
         "questions": [
@@ -209,11 +234,15 @@ def test_bioasq(tmp_path, capsys):
                                "missing": []}
     assert json.loads(sub.read_text())["questions"][1]["exact_answer"] == [["MDM2"], ["TP53"]]
 
-    # a question the submission lacks is left out, as the official evaluator does, and named
+    # a question the submission lacks stops the official evaluator: an error naming it and the file;
+    # with --skip-missing it is left out (the 2020 evaluator's rule) and named
     system["questions"] = system["questions"][1:]
     (tmp_path / "system.json").write_text(json.dumps(system))
     status, out, err = score(capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--pred",
                              str(tmp_path / "system.json"))
+    assert status == 2 and out == "" and "system.json" in err and "5a0000000000000000000001" in err
+    status, out, err = score(capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--pred",
+                             str(tmp_path / "system.json"), "--skip-missing")
     assert status == 0
     assert json.loads(out) == {"strict_accuracy": 100.0, "lenient_accuracy": 100.0, "mrr": 100.0, "questions": 1,
                                "missing": ["5a0000000000000000000001"]}
@@ -223,8 +252,8 @@ def test_bioasq(tmp_path, capsys):
     system["questions"][0]["exact_answer"] = ["tp53"]  # a flat list, not a list of lists
     (tmp_path / "system.json").write_text(json.dumps(system))
     status, out, err = score(capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--pred",
-                             str(tmp_path / "system.json"))
-    assert status == 2 and out == "" and "system.json" in err
+                             str(tmp_path / "system.json"), "--skip-missing")
+    assert status == 2 and out == "" and "system.json" in err and "list of lists" in err
     for bad in (["--top-k", "0"], ["--save-submission", str(tmp_path / "nbest.json")]):
         status, out, err = score(capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--nbest",
                                  str(tmp_path / "nbest.json"), *bad)
