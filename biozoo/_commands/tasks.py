@@ -43,8 +43,10 @@ def register(subparsers):
     parser.add_argument("--seeds", type=int, default=1,
                         help="run this many seeds (seed, seed+1, ...) into OUTPUT/seed-N and report the mean "
                         "and standard deviation of every score in OUTPUT/metrics.json")
-    parser.add_argument("--warmup-ratio", type=float, default=0.1)
-    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--warmup-ratio", type=float, default=None,
+                        help="share of the steps to warm up over (default 0.1, or the --recipe's; link: 0)")
+    parser.add_argument("--weight-decay", type=float, default=None,
+                        help="AdamW weight decay, none on biases and LayerNorms (default 0.01, or the --recipe's)")
     parser.add_argument("--entity-type", help="ner: type for bare B/I tags (default: from the folder name)")
     parser.add_argument("--recipe", choices=["biom"], help="biom: the epochs / learning rate / batch size of the "
                         "BioM-Transformers paper (Appendix Table 4) for this model and task; explicit "
@@ -195,7 +197,9 @@ def finetune_command(args):
         epochs=values["epochs"], batch_size=values["batch_size"], learning_rate=values["learning_rate"],
         max_seq_length=args.max_seq_length if args.max_seq_length is not None
         else extra.get("max_seq_length") or task_kind(args.kind).sequence_length,
-        seed=args.seed, warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
+        seed=args.seed,
+        warmup_ratio=_given(args.warmup_ratio, extra.get("warmup_ratio"), Hyperparameters.warmup_ratio),
+        weight_decay=_given(args.weight_decay, extra.get("weight_decay"), Hyperparameters.weight_decay),
         jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
         optimizer=args.optimizer if args.optimizer != "adamw" else extra.get("optimizer", "adamw"),
         layer_decay=args.layer_decay if args.layer_decay is not None else extra.get("layer_decay"),
@@ -216,6 +220,11 @@ def finetune_command(args):
                                strategy=strategy, overwrite=args.overwrite)
     print(json.dumps(metrics))
     return 0
+
+
+def _given(*values):
+    """The first of `values` that is not None: an option given, else a recipe's value, else the default."""
+    return next(value for value in values if value is not None)
 
 
 # finetune's options that `finetune link` does not take: a link run given one (a value other
@@ -241,8 +250,9 @@ def _finetune_link(args):
         raise ValueError(f"--epochs {args.epochs:g}: finetune link trains whole epochs (each over every synonym pair)")
     check_output(args.output, args.overwrite, [args.preset], "--output")
     settings = LinkTraining(epochs=int(args.epochs or 1), batch_pairs=args.batch_size or 64,
-                            learning_rate=args.learning_rate or 2e-5, weight_decay=args.weight_decay,
-                            warmup_ratio=args.warmup_ratio, loss=args.loss, hard_negatives=args.hard_negatives,
+                            learning_rate=args.learning_rate or 2e-5,
+                            weight_decay=_given(args.weight_decay, LinkTraining.weight_decay),
+                            warmup_ratio=_given(args.warmup_ratio, LinkTraining.warmup_ratio), loss=args.loss, hard_negatives=args.hard_negatives,
                             max_length=args.max_seq_length, pooling=args.pooling, seed=args.seed)
     progress = not args.no_progress
     dictionary = load_dictionary(args.dictionary, trust_unverified=args.trust_unverified, progress=progress)

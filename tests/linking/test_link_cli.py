@@ -216,6 +216,23 @@ def test_finetune_link_cli(tmp_path, tiny_encoder_dir, capsys):
     assert main(["finetune", "ner", "--preset", str(tiny_encoder_dir), "--output", str(tmp_path / "o3")]) == 2
 
 
+def test_finetune_link_options_default_to_the_api_settings(tmp_path, monkeypatch):
+    """`biozoo finetune link` trains as `LinkTraining()` does unless told otherwise (it passed
+    finetune's 10 % warmup where the settings say none)."""
+    from biozoo.linking import training
+
+    seen = []
+    monkeypatch.setattr(training, "finetune_linker", lambda dictionary, preset, output, settings, **k: seen.append(
+        settings) or {})
+    monkeypatch.setattr("biozoo.linking.load_dictionary", lambda *a, **k: None)
+    base = ["finetune", "link", "--preset", "p", "--dictionary", "d", "--no-progress"]
+    assert main([*base, "--output", str(tmp_path / "a")]) == 0
+    assert main([*base, "--output", str(tmp_path / "b"), "--warmup-ratio", "0.2", "--weight-decay", "0"]) == 0
+    default = training.LinkTraining()
+    assert (seen[0].warmup_ratio, seen[0].weight_decay) == (default.warmup_ratio, default.weight_decay) == (0.0, 0.01)
+    assert (seen[1].warmup_ratio, seen[1].weight_decay) == (0.2, 0.0)
+
+
 def test_finetune_link_trains_at_the_name_length_its_checkpoint_declares(tmp_path, tiny_encoder_dir, capsys):
     (tmp_path / "dict.tsv").write_text(DICTIONARY)
     base = ["finetune", "link", "--dictionary", str(tmp_path / "dict.tsv"), "--batch-size", "2", "--no-progress"]

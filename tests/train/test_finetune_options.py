@@ -97,7 +97,7 @@ def test_an_interrupted_seeds_run_resumes_with_the_same_command(tmp_path, chempr
 
 def test_recipe_biom_sets_the_papers_values_and_explicit_options_win(monkeypatch, tmp_path):
     from biozoo._commands import tasks
-    from biozoo.train import finetune
+    from biozoo.train import finetune, recipes
 
     seen = {}
     monkeypatch.setattr(finetune, "run_finetune", lambda kind, preset, data, output, hp, *a, **k: seen.setdefault(
@@ -112,6 +112,18 @@ def test_recipe_biom_sets_the_papers_values_and_explicit_options_win(monkeypatch
     seen.clear()
     tasks.finetune_command(parser.parse_args(base + ["--learning-rate", "1e-5"]))
     assert (seen["hp"].epochs, seen["hp"].learning_rate) == (5, 1e-5)
+    assert (seen["hp"].warmup_ratio, seen["hp"].weight_decay) == (0.1, 0.01)  # the table has neither
+
+    # a recipe's warmup and weight decay reach the run (the options' defaults used to replace them); options win
+    real_recipe = recipes.biom_recipe
+    monkeypatch.setattr(recipes, "biom_recipe", lambda *a, **k: {**real_recipe(*a, **k), "warmup_ratio": 0.06,
+                                                                  "weight_decay": 0.1})
+    seen.clear()
+    tasks.finetune_command(parser.parse_args(base))
+    assert (seen["hp"].warmup_ratio, seen["hp"].weight_decay) == (0.06, 0.1)
+    seen.clear()
+    tasks.finetune_command(parser.parse_args(base + ["--warmup-ratio", "0", "--weight-decay", "0.02"]))
+    assert (seen["hp"].warmup_ratio, seen["hp"].weight_decay) == (0.0, 0.02)
 
 
 def test_steps_per_execution_trains_the_same_weights(tmp_path, chemprot, tiny_bert_real_vocab):
