@@ -106,7 +106,6 @@ setup(
                   # the embedded corpora (NCBI-disease, CC BY 4.0; AIONER's example abstracts, MIT), with licences
                   "biozoo.data": ["corpora/NCBI-disease/*", "corpora/documents/*"],
                   "biozoo.benchmark": ["suites.json", "data_sources.json"], "biozoo.linking": ["dictionaries.json"]},
-    include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["biozoo=biozoo.cli:main"]},

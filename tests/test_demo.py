@@ -18,7 +18,9 @@ def test_demo_trains_on_the_packaged_corpus_and_annotates_the_packaged_abstracts
     output = tmp_path / "runs" / "demo"
     assert main(["demo", "--preset", str(tiny_bert_real_vocab), "--epochs", "0.05", "--batch-size", "16", "--max-seq-length", "64",
                  "--output", str(output)]) == 0
-    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out.splitlines()[-1])
+    assert "done in " in captured.err and "Next: `" in captured.err
     test = read_ner(find_split(embedded_corpus("ncbi-disease"), "test"))
     assert summary["test"]["sentences"] == len(test) == 940
     assert summary["test"]["counts"]["gold"] == sum(len(get_entities(s.tags)) for s in test)  # every gold entity
@@ -35,3 +37,20 @@ def test_demo_trains_on_the_packaged_corpus_and_annotates_the_packaged_abstracts
     lines = gzip.decompress(embedded_corpus("example-pubtator").read_bytes()).decode().splitlines()
     written = open(summary["documents"], encoding="utf-8").read().splitlines()
     assert [line for line in written if "|t|" in line or "|a|" in line] == [line for line in lines if line]
+
+
+def test_the_next_steps_name_a_command_the_shell_finds(tmp_path, monkeypatch):
+    """After `make demo` the `biozoo` command sits in .venv/bin, off the path until the venv is activated."""
+    from biozoo._commands import demo
+
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "biozoo").write_text("#!/bin/sh\n")
+    monkeypatch.setattr("sys.executable", str(bin_dir / "python"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert demo._command_name() == ".venv/bin/biozoo"
+    monkeypatch.setattr("shutil.which", lambda name: str(bin_dir / "biozoo"))  # the venv is active
+    assert demo._command_name() == "biozoo"
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/local/bin/biozoo")  # another installation's
+    assert demo._command_name() == ".venv/bin/biozoo"

@@ -7,6 +7,7 @@ annotate real PubMed abstracts through `biozoo annotate` (PubTator in, PubTator 
 
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -39,6 +40,17 @@ def register(subparsers):
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.set_defaults(func=demo_command)
+
+
+def _command_name():
+    """How to call biozoo from this shell: `biozoo` where that is this installation's command on the
+    path, else its script's path (relative where shorter), as after `make demo` without an activated venv."""
+    script = os.path.join(os.path.dirname(sys.executable), "biozoo")
+    on_path = shutil.which("biozoo")
+    if not os.path.isfile(script) or (on_path and os.path.realpath(on_path) == os.path.realpath(script)):
+        return "biozoo"
+    relative = os.path.relpath(script)
+    return relative if len(relative) < len(script) else script
 
 
 def default_preset():
@@ -99,9 +111,12 @@ def demo_command(args):
         say(f"      {len(mentions)} entities: {', '.join(repr(m) for m in mentions[:8])}"
             f"{', ...' if len(mentions) > 8 else ''}")
     say(f"    written to {annotated} (also --output-format bioc-xml, bioc-json or jsonl)")
-    say("Next: `biozoo finetune ner --preset bioformer_8l --data ncbi-disease --output out` fine-tunes a "
-        "registry model; where you are online, `biozoo data download biom-table2 --output data` fetches the other "
-        "corpora (BC5CDR, ChemProt, BioASQ, ...) and `biozoo annotate` without --model uses AIONER.")
+    say(f"done in {time.time() - started:.0f} s.")
+    cli = _command_name()
+    say(f"Next: `{cli} finetune ner --preset bioformer_8l --data ncbi-disease --output out` fine-tunes a "
+        f"registry model; where you are online, `{cli} data download biom-table2 --output data` fetches the other "
+        f"corpora (BC5CDR, ChemProt, BioASQ, ...) and `{cli} annotate` without --model uses AIONER."
+        + ("" if cli == "biozoo" else f" (`source {os.path.dirname(cli)}/activate` puts `biozoo` on the path.)"))
     summary = {"preset": args.preset, "data": os.fspath(args.data), "model": os.path.abspath(args.output),
                "test": test, "sample": result, "documents": os.path.abspath(annotated),
                "document_entities": {d.id: len(d.existing_annotations()) for d in documents},

@@ -69,6 +69,9 @@ def datasets_for(name, sources):
         return list(data_groups()[name])
     if name in sources:
         return [name]
+    packaged = EMBEDDED_CORPORA.get(name)
+    if packaged is not None and packaged.data_source in sources:  # `ncbi-disease`, as --data spells it
+        return [packaged.data_source]
     folders = {t.data for s in suite_names() for t in load_suite(s).tasks.values() if t.name == name}
     if not folders:
         known = sorted({t.name for s in suite_names() for t in load_suite(s).tasks.values()})
@@ -143,5 +146,9 @@ def _copy_packaged(folder, file, destination):
             if hashlib.sha256(data).hexdigest() == file["sha256"]:
                 os.makedirs(os.path.dirname(destination), exist_ok=True)
                 atomic_write_bytes(destination, data)
+                for notice in (CORPORA_ROOT / corpus.path).iterdir():  # the licence and NOTICE go with the data
+                    beside = os.path.join(os.path.dirname(destination), notice.name)
+                    if notice.name.startswith(("LICENSE", "NOTICE")) and not os.path.exists(beside):
+                        atomic_write_bytes(beside, notice.read_bytes())
                 return True
     return False

@@ -58,7 +58,8 @@ def parse_handle(handle):
         raise FileNotFoundError(f"{handle} is a file, not a model: give an HF model folder or a Keras preset folder, "
                                 "a registry name (`biozoo list`) or hf://org/repo")
     if os.sep in handle or handle.startswith("."):
-        raise FileNotFoundError(f"No such directory: {handle}")
+        raise FileNotFoundError(f"No such directory: {handle} (a model is a folder biozoo or transformers wrote, e.g. a "
+                                "`biozoo finetune` output, a registry name (`biozoo list`) or hf://org/repo)")
     # Looks like a name: say which registry names are close.
     registry.get_entry(handle)
     raise AssertionError("unreachable")

@@ -160,7 +160,7 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
                           static or (jit and run.tensorflow) or whole_batch)
     task.micro_batches = parts
     log(f"fine-tuning {kind} on {len(splits['train'])} training examples: {total_steps} steps of global batch "
-        f"{hp.batch_size} ({hp.epochs:g} epochs); {strategy.describe()}; precision {policy}; "
+        f"{hp.batch_size} ({hp.epochs:g} epoch{'' if hp.epochs == 1 else 's'}); {strategy.describe()}; precision {policy}; "
         f"XLA {'on' if jit else 'off'}; {TRAINING_PADDING[padding]}; "
         f"{parts} length-sorted micro-batch(es) per replica batch")
     result = run.train(task, train_batches, total_steps, steps_per_epoch=steps_per_epoch,

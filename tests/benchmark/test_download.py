@@ -156,6 +156,7 @@ def test_suite_and_task_names_resolve_to_data_folders():
     from biozoo.benchmark.download import datasets_for
 
     assert datasets_for("ncbi_disease", sources) == ["ner/NCBI-disease"]
+    assert datasets_for("ncbi-disease", sources) == ["ner/NCBI-disease"]  # as --data and the README spell it
     assert "qa/bioasq" in datasets_for("biom-table2", sources)
     # with what --cross-corpus scores the suite's models on (read from suites.json itself)
     with open(Path(biozoo.benchmark.__file__).parent / "suites.json", encoding="utf-8") as f:
@@ -241,3 +242,7 @@ def test_the_packaged_ncbi_disease_is_copied_without_the_network(tmp_path, monke
             "copied from the corpus packaged with biozoo, verified"
         data = (tmp_path / "d" / "ner" / "NCBI-disease" / spec["name"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == spec["sha256"] and len(data) == spec["size"]
+    # CC BY 4.0: the copy carries the corpus's licence and attribution
+    for notice in ("LICENSE.md", "NOTICE.md"):
+        copied = (tmp_path / "d" / "ner" / "NCBI-disease" / notice).read_text(encoding="utf-8")
+        assert "Creative Commons" in copied or "Doğan" in copied
