@@ -47,7 +47,7 @@ install-demo: $(VENV)/.installed-demo
 # The tests marked `backends` (the family battery, fine-tuning and its step-by-step parity with transformers) run
 # again under JAX, in a Python where TensorFlow cannot be imported (as on a TPU VM or a JAX GPU machine) with the CPU
 # split into two devices (data-parallel training), and under PyTorch: one process per backend, as KerasHub's CI.
-BACKEND_TESTS ?= tests/models tests/tasks/test_micro_batches.py tests/tasks/test_compile_ahead.py tests/train/test_optim.py tests/train/test_loop_resume.py tests/train/test_loss_history.py tests/train/test_finetune_backends.py tests/train/test_training_vs_transformers.py tests/train/test_pretrain_backends.py tests/train/test_distill.py
+BACKEND_TESTS ?= tests/models tests/tasks/test_micro_batches.py tests/tasks/test_compile_ahead.py tests/tasks/test_qa_subword_answers.py tests/train/test_optim.py tests/train/test_loop_resume.py tests/train/test_loss_history.py tests/train/test_finetune_backends.py tests/train/test_training_vs_transformers.py tests/train/test_pretrain_backends.py tests/train/test_distill.py
 NO_TF_SITE := $(VENV)/site-without-tensorflow
 # One torch thread per pytest worker, in every pass: two workers with torch's default of a thread per core
 # oversubscribe the cores, and torch's OpenMP threads spin while they wait (the PyTorch pass took 1,986 s so, 271 s

@@ -71,8 +71,9 @@ class SpanLoss(keras.losses.Loss):
 class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
     """SQuAD features: question truncated to `max_query_length` pieces, the context cut
     into windows of `sequence_length` with `doc_stride` (BERT's run_squad defaults:
-    384 / 128 / 64). Every context token keeps its character span, so answers map back to
-    the original text exactly.
+    384 / 128 / 64). Every context token keeps its character span (the HF tokenizer's
+    `offset_mapping`, `Tokenizer.token_spans`), so answers map back to the original text exactly,
+    also inside a word.
 
     Example (two windows; the answer is in the first, the second points at [CLS]):
         >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "what", "?", "aspirin", "inhibits", "cox", "."]
@@ -101,33 +102,13 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
                          "use `task.answer(questions, contexts)` for raw text.")
 
     def _context_pieces(self, contexts):
-        """Per context: piece ids and their (start, end) character spans."""
-        tok = self.tokenizer
-        words = [tok.split_words(c) for c in contexts]
-        flat = [w for ws in words for w, _, _ in ws]
-        pieces = tok.ids(flat)
-        vocab = tok.get_vocabulary()
-        out, k = [], 0
-        for ws in words:
-            ids, spans = [], []
-            for word, start, end in ws:
-                word_ids = pieces[k]
-                k += 1
-                if not word_ids:  # the normalizer removes it (zero-width space, soft hyphen): no token, as in HF
-                    continue
-                texts = [vocab[i] for i in word_ids]
-                lengths = [len(t[2:] if t.startswith("##") else t.lstrip("\u2581")) for t in texts]
-                if sum(lengths) == end - start and tok.unk_token_id not in word_ids:
-                    offset = start
-                    for i, n in zip(word_ids, lengths):
-                        ids.append(i)
-                        spans.append((offset, offset + n) if n else (offset, offset))
-                        offset += n
-                else:  # normalization changed the length: every piece spans the whole word
-                    ids += word_ids
-                    spans += [(start, end)] * len(word_ids)
-            out.append((ids, spans))
-        return out
+        """Per context: piece ids and their (start, end) character spans, those of the HF tokenizer
+        on the whole context (`Tokenizer.token_spans`, its `offset_mapping`): a piece spans the
+        characters it came from, also in a word with an unknown or length-changing character
+        ("Alzheimer's" with ALBERT, a ligature, a soft hyphen), and a special token written in
+        the context ("[SEP]") is that token, as in HF."""
+        return [([i for i, _, _ in tokens], [(start, end) for _, start, end in tokens])
+                for tokens in self.tokenizer.token_spans(contexts)]
 
     def features(self, questions, contexts, answers=None):
         """`answers`: per example None (no answer / inference) or (char_start, text)."""

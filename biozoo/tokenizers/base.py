@@ -122,7 +122,8 @@ class Tokenizer(keras_hub.tokenizers.Tokenizer):
 
     def split_words(self, text):
         """`[(word, start, end)]`: the words this tokenizer tokenizes separately, with their
-        character offsets in `text` (SQuAD's word-level answer mapping uses them)."""
+        character offsets in `text` (the question-answering pipeline's WordPiece words use them;
+        the SQuAD features take each token's own span from `token_spans`)."""
         raise NotImplementedError
 
     continuation_prefix = None  # WordPiece marks a word's later tokens ("##")

@@ -2,12 +2,15 @@
 null answers follow the SQuAD v2.0 rule, BioASQ answers aggregate over snippets."""
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import biozoo
 from biozoo.data.qa import read_squad
+from biozoo.tasks.question_answerer import QuestionAnswererPreprocessor
 from biozoo.testing import bioasq_dev
 from biozoo.train.finetune import Hyperparameters, run_finetune
 
@@ -99,3 +102,53 @@ def test_a_model_of_fewer_positions_than_the_default_window_answers(tmp_path, mi
     assert len(features.token_ids) > 1 and max(len(ids) for ids in features.token_ids) == 64
     (result,) = qa.answer(["Which gene is mutated?"], [context])
     assert result["nbest"] and all(context[c["start"]:c["end"]] == c["text"] for c in result["nbest"])
+
+
+# Words whose pieces the QA features once gave the whole word's span (an unknown character, a
+# ligature, a soft hyphen), or the wrong characters (zero-width no-break spaces around a Hangul
+# syllable that the normalizer splits into three jamo); a [SEP] written in the text, once three pieces.
+SPAN_TEXTS = ["risk of Alzheimer\u2665s disease", "(\ufb01brosis), and", "soft\u00adhyphenated BRCA1",
+              "the [SEP] token", "\ufeff\ud55c\ufeffmdo", "in[SEP]text"]
+ALBERT_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "qa_pipeline" / "albert"
+
+
+@pytest.fixture(scope="module", params=["wordpiece", "sentencepiece"])
+def tokenizer_dir(request, tiny_bert_real_vocab):
+    return tiny_bert_real_vocab if request.param == "wordpiece" else ALBERT_FIXTURE
+
+
+def test_context_spans_are_the_hf_offsets(tokenizer_dir):
+    """Each context token of a window has the HF tokenizer's id and `offset_mapping` span."""
+    transformers = pytest.importorskip("transformers")
+    reference = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    pre = QuestionAnswererPreprocessor(biozoo.Tokenizer.from_preset(str(tokenizer_dir)), sequence_length=64)
+    features = pre.features(["Which gene?"] * len(SPAN_TEXTS), SPAN_TEXTS)
+    assert len(features.token_ids) == len(SPAN_TEXTS)  # one window each
+    for ids, spans, text in zip(features.token_ids, features.spans, SPAN_TEXTS):
+        context = [i for i, span in enumerate(spans) if span[0] >= 0]
+        expected = reference(text, add_special_tokens=False, return_offsets_mapping=True)
+        assert [int(ids[i]) for i in context] == expected["input_ids"], text
+        assert [tuple(spans[i]) for i in context] == [tuple(s) for s in expected["offset_mapping"]], text
+
+
+def test_training_positions_of_answers_inside_words(tokenizer_dir):
+    """An answer that starts or ends inside a word starts at the first and ends at the last token
+    whose HF offsets overlap it, and those tokens' spans cover no more than its pieces."""
+    transformers = pytest.importorskip("transformers")
+    reference = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    pre = QuestionAnswererPreprocessor(biozoo.Tokenizer.from_preset(str(tokenizer_dir)), sequence_length=64)
+    answers = [(10, "zheimer"), (2, "brosis"), (5, "hyphenated"), (4, "[SEP]"), (3, "mdo"), (4, "EP]te")]
+    assert all(text[a:a + len(t)] == t for text, (a, t) in zip(SPAN_TEXTS, answers))
+    features = pre.features(["Which gene?"] * len(SPAN_TEXTS), SPAN_TEXTS, answers)
+    narrower = 0
+    for w, (text, (start, answer)) in enumerate(zip(SPAN_TEXTS, answers)):
+        offsets = reference(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        inside = [i for i, (a, b) in enumerate(offsets) if b > start and a < start + len(answer)]
+        first = int(np.flatnonzero(features.segment_ids[w])[0])  # the window's first context token
+        assert (features.start_positions[w], features.end_positions[w]) == (first + inside[0], first + inside[-1]), text
+        spans = features.spans[w]
+        read = text[spans[features.start_positions[w]][0]:spans[features.end_positions[w]][1]]
+        assert answer in read, text
+        word = next(m for m in re.finditer(r"\S+", text) if m.start() <= start < m.end())
+        narrower += len(read) < len(word.group())
+    assert narrower >= 3
