@@ -250,15 +250,22 @@ DOWNLOAD_TIMEOUT = 60  # seconds a download waits for the server to answer
 def stream_url(url, out, desc=None, progress=True):
     """Copy what `url` serves into the binary file object `out`, 1 MiB at a time, with a progress
     bar (bytes) on stderr. A failed request, a transfer cut midway or a body shorter than the
-    Content-Length the server announced raises `NetworkError` naming `url`."""
+    Content-Length the server announced raises `NetworkError` naming `url`.
+
+    The file is asked for as it is (`Accept-Encoding: identity`); a server that compresses it
+    anyway is not undone (urllib does not decompress), and its Content-Length, which counts the
+    bytes sent, is still checked. A Content-Length that is not a number is an unknown length, as
+    for http.client."""
     from tqdm.auto import tqdm
 
+    request = urllib.request.Request(url, headers={"Accept-Encoding": "identity"})
     try:
-        response = urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT)
+        response = urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT)
     except (OSError, http.client.HTTPException) as error:  # URLError and HTTPError are OSErrors
         raise NetworkError(_request_failure(url, error)) from None
     with response:
-        total = int(response.headers.get("Content-Length") or 0) or None
+        announced = (response.headers.get("Content-Length") or "").strip()
+        total = int(announced) if announced.isascii() and announced.isdigit() and int(announced) else None
         received = 0
         with tqdm(total=total, unit="B", unit_scale=True, desc=desc or os.path.basename(url), disable=not progress,
                   file=sys.stderr) as bar:
@@ -266,6 +273,7 @@ def stream_url(url, out, desc=None, progress=True):
                 try:
                     block = response.read(1 << 20)
                 except (OSError, http.client.HTTPException) as error:
+                    received += len(getattr(error, "partial", b""))  # a cut chunked body: what it had read
                     expected = f" of the {total} announced" if total is not None else ""
                     raise NetworkError(f"{url}: the transfer broke off after {received} bytes{expected} "
                                        f"({type(error).__name__}: {error}); try again") from None
@@ -274,7 +282,7 @@ def stream_url(url, out, desc=None, progress=True):
                 out.write(block)
                 received += len(block)
                 bar.update(len(block))
-        if total is not None and received < total and not response.headers.get("Content-Encoding"):
+        if total is not None and received < total:
             raise NetworkError(f"{url}: the connection was cut after {received} of the {total} bytes the server "
                                "announced; try again")
 

@@ -1,6 +1,7 @@
 """Downloads against a local HTTP server on 127.0.0.1: a failed or cut transfer is one error naming
 the URL (one line from the CLI), and what a killed download left is removed by the next one."""
 
+import gzip
 import hashlib
 import http.server
 import json
@@ -27,16 +28,32 @@ HELLO = b"hello\n"
 class _Server(http.server.BaseHTTPRequestHandler):
     """/ok serves HELLO; /missing answers 404; /short announces 1000 bytes and sends 100; /stall
     sends a little, then holds the connection open until the test ends; /stall-once does so the
-    first time, then answers 404."""
+    first time, then answers 404; /gzip-cut sends half of a gzip body it did not announce as cut
+    (Content-Encoding: gzip), /bad-length HELLO under a Content-Length that is no number,
+    /chunk-cut three chunks of 5000 bytes and no end."""
 
+    protocol_version = "HTTP/1.1"  # chunked transfers
     stalled = threading.Event()  # set once /stall was asked
     release = threading.Event()
     stalled_once = False
+    accept_encoding = []  # what each request asked for
 
     def do_GET(self):
+        _Server.accept_encoding.append(self.headers.get("Accept-Encoding"))
+        self.close_connection = True
         if self.path == "/ok":
             self._head(200, len(HELLO))
             self.wfile.write(HELLO)
+        elif self.path == "/gzip-cut":
+            body = gzip.compress(b"z" * 5000)
+            self._head(200, len(body), {"Content-Encoding": "gzip"})
+            self.wfile.write(body[:len(body) // 2])
+        elif self.path == "/bad-length":
+            self._head(200, "12abc")
+            self.wfile.write(HELLO)
+        elif self.path == "/chunk-cut":
+            self._head(200, None, {"Transfer-Encoding": "chunked"})
+            self.wfile.write((b"%x\r\n" % 5000 + b"c" * 5000 + b"\r\n") * 3)
         elif self.path == "/short":
             self._head(200, 1000)
             self.wfile.write(b"x" * 100)
@@ -50,9 +67,12 @@ class _Server(http.server.BaseHTTPRequestHandler):
         else:
             self._head(404, 0)
 
-    def _head(self, status, length):
+    def _head(self, status, length, headers=None):
         self.send_response(status)
-        self.send_header("Content-Length", str(length))
+        if length is not None:
+            self.send_header("Content-Length", str(length))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.end_headers()
 
     def log_message(self, *args):
@@ -98,6 +118,27 @@ def test_a_cut_transfer_names_the_url_and_the_bytes_received_and_expected(server
     url = f"{server}/short"
     with pytest.raises(NetworkError, match=rf"^{url}: .*\b100 of the 1000 bytes"):
         fetch_file(url, tmp_path / "x.tsv", {"sha256": "0" * 64}, progress=False)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_cut_compressed_body_is_refused_and_the_file_is_asked_for_uncompressed(server, tmp_path):
+    url = f"{server}/gzip-cut"
+    _Server.accept_encoding.clear()
+    with pytest.raises(NetworkError, match=rf"^{url}: the connection was cut after \d+ of the \d+ bytes"):
+        fetch_file(url, tmp_path / "x.gz", {}, trust_unverified=True, progress=False)
+    assert os.listdir(tmp_path) == []
+    assert _Server.accept_encoding == ["identity"]
+
+
+def test_a_content_length_that_is_no_number_is_an_unknown_length(server, tmp_path):
+    digest = fetch_file(f"{server}/bad-length", tmp_path / "x.txt", {}, trust_unverified=True, progress=False)
+    assert (tmp_path / "x.txt").read_bytes() == HELLO and digest == hashlib.sha256(HELLO).hexdigest()
+
+
+def test_a_cut_chunked_transfer_counts_the_bytes_it_received(server, tmp_path):
+    url = f"{server}/chunk-cut"
+    with pytest.raises(NetworkError, match=rf"^{url}: the transfer broke off after 15000 bytes \(IncompleteRead"):
+        fetch_file(url, tmp_path / "x.bin", {}, trust_unverified=True, progress=False)
     assert os.listdir(tmp_path) == []
 
 
