@@ -49,7 +49,10 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
             atomic_write_json(os.path.join(tmp, TASK_KIND_FILE), task_kind_record(task_kind))
         record = dict(provenance or {})
         record["files_sha256"] = preset_digests(tmp)
-        record["files_bytes"] = {name: os.path.getsize(os.path.join(tmp, name)) for name in record["files_sha256"]}
+        stats = {name: os.stat(os.path.join(tmp, name)) for name in record["files_sha256"]}
+        record["files_bytes"] = {name: stat.st_size for name, stat in stats.items()}
+        # with the sizes, what tells a cached preset's file changed since it was written without reading it
+        record["files_mtime_ns"] = {name: stat.st_mtime_ns for name, stat in stats.items()}
         atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), record)
     return out_dir
 

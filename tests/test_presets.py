@@ -437,6 +437,47 @@ def test_check_cache_finds_a_changed_preset_file(tmp_path, tiny_bert_dir, capsys
     assert biozoo.from_preset(str(tiny_bert_dir)) is not None  # converted again
 
 
+def _later_mtime(path):
+    """Move `path`'s modification time a second on: what a write does, whatever the clock's granularity."""
+    stat = os.stat(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9))
+
+
+def test_a_cached_file_changed_at_the_same_size_is_converted_again(tmp_path, tiny_bert_dir):
+    preset = Path(presets.resolve_preset(str(tiny_bert_dir)))
+    weights = preset / "model.weights.h5"
+    written = weights.read_bytes()
+    assert read_provenance(preset)["files_mtime_ns"]["model.weights.h5"] == weights.stat().st_mtime_ns
+    weights.write_bytes(_flip_a_byte(written))
+    _later_mtime(weights)
+    with pytest.warns(UserWarning, match=r"is damaged \(model.weights.h5 differ from what was written\): converting"):
+        assert Path(presets.resolve_preset(str(tiny_bert_dir))) == preset
+    assert hashlib.sha256(weights.read_bytes()).hexdigest() == read_provenance(preset)["files_sha256"][
+        "model.weights.h5"] != hashlib.sha256(_flip_a_byte(written)).hexdigest()  # converted again
+
+
+def test_a_cached_file_touched_or_unrecorded_is_read_once_then_trusted(tmp_path, tiny_bert_dir, monkeypatch):
+    """A file whose modification time differs from the one recorded (touched, or an entry written
+    before times were recorded) is compared with its digest once; its time is then recorded."""
+    import biozoo.presets.cache as cache
+
+    preset = Path(presets.resolve_preset(str(tiny_bert_dir)))
+    record = read_provenance(preset)
+    record.pop("files_mtime_ns", None)  # as an entry written before times were recorded
+    (preset / "biozoo.json").write_text(json.dumps(record))
+    _later_mtime(preset / "config.json")
+    read = []
+    monkeypatch.setattr(cache, "sha256_file", lambda path: read.append(os.path.basename(path)) or
+                        hashlib.sha256(Path(path).read_bytes()).hexdigest())
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert Path(presets.resolve_preset(str(tiny_bert_dir))) == preset
+    assert sorted(read) == sorted(os.path.basename(name) for name in record["files_sha256"])  # each once
+    times = read_provenance(preset)["files_mtime_ns"]
+    assert times == {name: (preset / name).stat().st_mtime_ns for name in record["files_sha256"]}
+
+
 def _tokenizer_files_only(source, destination):
     """What an earlier tokenizer-only load leaves in the HF cache: `source`'s files but its weights."""
     shutil.copytree(source, destination, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))

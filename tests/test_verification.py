@@ -2,7 +2,9 @@
 transformers in this process, for every family, a converted head of each kind and the real
 MiniLM; a damaged preset fails its certificate."""
 
+import contextlib
 import json
+import os
 
 import keras
 import numpy as np
@@ -140,6 +142,17 @@ def test_a_task_head_of_unknown_class_is_listed_not_compared(tmp_path):
     assert "names no architecture" in certificate["heads_not_compared"]["classifier"]
 
 
+@contextlib.contextmanager
+def _unseen_by_the_cache(path):
+    """Damage made in the block keeps `path`'s size and modification time (as bit rot): the cache's
+    check at load time, which reads only a file whose size or time changed, lets it through, and
+    verification must catch it."""
+    stat = os.stat(path)
+    yield
+    assert os.path.getsize(path) == stat.st_size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
 def test_a_damaged_head_fails(tmp_path):
     from safetensors.numpy import load_file, save_file
 
@@ -150,7 +163,8 @@ def test_a_damaged_head_fails(tmp_path):
     path = f"{presets.resolve_preset(str(directory))}/{HEADS_FILE}"
     heads = load_file(path)
     heads["nsp/dense/bias"] = heads["nsp/dense/bias"] + np.float32(0.01)
-    save_file(heads, path)
+    with _unseen_by_the_cache(path):
+        save_file(heads, path)
     certificate = verify(str(directory))
     assert not certificate["passed"]
     assert certificate["max_abs_diff"]["nsp_logits"] == pytest.approx(0.01, abs=1e-4)
@@ -180,7 +194,7 @@ def test_a_damaged_preset_fails(tmp_path, capsys):
     case = H.get_case("bert")
     _, directory = H.save_case(case, case.model_class, tmp_path / "bert")
     preset = presets.resolve_preset(str(directory))
-    with h5py.File(f"{preset}/model.weights.h5", "r+") as f:
+    with _unseen_by_the_cache(f"{preset}/model.weights.h5"), h5py.File(f"{preset}/model.weights.h5", "r+") as f:
         datasets = []
         f.visititems(lambda key, item: datasets.append(item) if isinstance(item, h5py.Dataset) else None)
         biggest = max(datasets, key=lambda d: d.size)

@@ -16,7 +16,7 @@ import warnings
 from filelock import FileLock
 
 from biozoo import registry
-from biozoo._io import sha256_file
+from biozoo._io import atomic_write_json, sha256_file
 from biozoo.errors import CacheError, CheckpointError
 from biozoo.preset_files import PROVENANCE_FILE, read_provenance
 from biozoo.presets.handles import safe_key
@@ -43,11 +43,16 @@ def is_complete(preset_dir):
 
 def cached(key, build, section="presets", outdated=None):
     """The cache directory for `key`, created by `build(target)` under a lock if missing. An
-    entry whose files no longer have the sizes and digests recorded when it was written (a
-    truncated model.weights.h5), or of which `outdated(target)` gives a reason, is removed, with
-    a warning, and built again."""
+    entry whose files no longer have the digests recorded when it was written (a truncated or
+    overwritten model.weights.h5), or of which `outdated(target)` gives a reason, is removed,
+    with a warning, and built again.
+
+    Each load compares every file's size and modification time with those recorded (a stat per
+    file); only a file whose size or time differs is read and compared with its digest (`_unchanged`).
+    A file damaged with its size and time kept (bit rot, a write that restores the time) is
+    found by `biozoo check-cache`, which reads every file."""
     target = os.path.join(cache_root(), section, key)
-    if is_complete(target) and not _resized_files(target) and not (outdated and outdated(target)):
+    if is_complete(target) and _unchanged(target) and not (outdated and outdated(target)):
         return target
     with _writable_cache():
         os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -101,16 +106,48 @@ def _within(path, root):
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _resized_files(preset_dir):
-    """Files of a cached preset whose size differs from the one recorded when it was written
-    (cheap: no digest is computed)."""
+def _unchanged(preset_dir):
+    """True when every file of a cached preset is as it was written. A file whose size differs from
+    the one recorded is changed; one whose modification time is not the one recorded (touched, copied,
+    rewritten, or an entry written before times were recorded) is read and compared with its
+    recorded digest, and its time is recorded when it matches, so that it is read once."""
     try:
-        recorded = read_provenance(preset_dir).get("files_bytes") or {}
+        record = read_provenance(preset_dir)
     except CheckpointError:
-        return [PROVENANCE_FILE]
-    paths = {name: os.path.join(preset_dir, name) for name in recorded}
-    return [name for name, size in recorded.items()
-            if not os.path.exists(paths[name]) or os.path.getsize(paths[name]) != size]
+        return False
+    sizes, times, digests = (record.get(key) or {} for key in ("files_bytes", "files_mtime_ns", "files_sha256"))
+    verified = {}
+    for name in {**sizes, **digests}:
+        path = os.path.join(preset_dir, name)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return False
+        if name in sizes and stat.st_size != sizes[name]:
+            return False
+        if name in digests and times.get(name) != stat.st_mtime_ns:
+            if sha256_file(path) != digests[name]:
+                return False
+            verified[name] = (stat.st_mtime_ns, digests[name])
+    if verified:
+        _record_times(preset_dir, verified)
+    return True
+
+
+def _record_times(preset_dir, verified):
+    """Record the modification times of the files `verified` ({name: (mtime_ns, sha256)}) that
+    still have them, in the preset's provenance record. Best effort: where the cache cannot be
+    written, or another process holds the entry's lock (building it again), nothing is recorded
+    and the files are read again at the next load."""
+    with contextlib.suppress(OSError, CheckpointError), FileLock(preset_dir + ".lock", timeout=0):
+        if not is_complete(preset_dir):
+            return
+        record = read_provenance(preset_dir)
+        digests, times = record.get("files_sha256") or {}, dict(record.get("files_mtime_ns") or {})
+        for name, (mtime, digest) in verified.items():
+            if digests.get(name) == digest and os.stat(os.path.join(preset_dir, name)).st_mtime_ns == mtime:
+                times[name] = mtime
+        atomic_write_json(os.path.join(preset_dir, PROVENANCE_FILE), {**record, "files_mtime_ns": times})
 
 
 def _damaged_files(preset_dir):
