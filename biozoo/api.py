@@ -82,7 +82,8 @@ def build_from_registry(name, **kwargs):
     """The architecture of a registry entry with freshly initialised weights."""
     entry = registry.get_entry(name)
     family = get_family(entry["family"])
-    config = family.backbone_arguments(entry["config"], use_pooler=entry["pooler"])
+    config = family.backbone_arguments(entry["config"], use_pooler=entry["pooler"],
+                                       source=f"the registry entry {name}'s config")
     config.update(kwargs)
     return family.backbone_cls(**config)
 
@@ -90,6 +91,7 @@ def build_from_registry(name, **kwargs):
 def _build_from_hf_config(directory, **kwargs):
     config = read_hf_config(directory)
     family = family_for_model_type(config["model_type"], os.path.join(directory, "config.json"))
-    arguments = family.backbone_arguments(config, open_checkpoint(directory).names())
+    arguments = family.backbone_arguments(config, open_checkpoint(directory).names(),
+                                          source=os.path.join(directory, "config.json"))
     arguments.update(kwargs)
     return family.backbone_cls(**arguments)

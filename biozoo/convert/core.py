@@ -18,7 +18,7 @@ from biozoo.preset_files import write_preset
 
 
 def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, source, provenance=None, progress=True,
-                    task_heads=None, overwrite=False, task_kind=None):
+                    task_heads=None, overwrite=False, task_kind=None, config_source=None):
     """`tensors` (an iterator of (name, array)) -> a preset at `out_dir`, atomically.
 
     `config` is an HF-style config (the family's config.json keys); it is kept in the
@@ -27,10 +27,12 @@ def convert_tensors(family, config, table, names, tensors, tokenizer, out_dir, s
     config describes (AIONER's, whose preset records `task_kind`); a needed tensor that is missing fails the
     conversion. An earlier
     biozoo output at `out_dir` is replaced only with `overwrite`; any other folder there is
-    refused before anything is converted (`biozoo._io.check_output`).
+    refused before anything is converted (`biozoo._io.check_output`). `config_source`: where `config`
+    came from (a config.json path), named by errors about it; default: `source`'s config.
     """
     check_output(out_dir, overwrite, [source])
-    arguments = family.backbone_arguments(config, use_pooler=family.use_pooler(config, mapped_targets(table, names)))
+    arguments = family.backbone_arguments(config, use_pooler=family.use_pooler(config, mapped_targets(table, names)),
+                                          source=config_source or f"{source} (its config)")
     if tokenizer.vocabulary_size() > config["vocab_size"]:
         raise CheckpointError(
             f"{source}: the vocabulary has {tokenizer.vocabulary_size()} entries but the model's embedding "

@@ -224,4 +224,5 @@ def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progr
     record.update(provenance or {})
     table = family.hf_table.for_config(config)
     return convert_tensors(family, config, table, reader.names(), reader.tensors(), tokenizer, out_dir,
-                           ", ".join(reader.paths), record, progress, overwrite=overwrite)
+                           ", ".join(reader.paths), record, progress, overwrite=overwrite,
+                           config_source=os.path.join(directory, "config.json"))

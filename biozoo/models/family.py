@@ -17,7 +17,7 @@ class Family:
     """Everything biozoo needs to know about one architecture family.
 
     The conversion functions come from the family's `convert_hf` module:
-    - `config_from_hf(hf_config, use_pooler)`: an HF config.json -> backbone arguments;
+    - `config_from_hf(hf_config, use_pooler, source)`: an HF config.json (`source`, named by errors) -> backbone arguments;
     - `HF_TABLE`: HF state-dict names (any `*Model`, `*ForMaskedLM`, `*ForPreTraining`,
       `*ForQuestionAnswering` class) -> the backbone's variables and heads;
     - `heads_config(hf_config)`: how the converted heads are built (activation, epsilon);
@@ -69,13 +69,14 @@ class Family:
     tf1_scope: Optional[str] = None
     tf1_config: Optional[Callable] = None
 
-    def backbone_arguments(self, hf_config, tensor_names=(), use_pooler=None):
+    def backbone_arguments(self, hf_config, tensor_names=(), use_pooler=None, source="config.json"):
         """The backbone's constructor arguments for an HF config.json. The pooler is kept when
         `use_pooler` says so or, when it is None, when the checkpoint's tensors (`tensor_names`,
-        HF names) include the family's pooler."""
+        HF names) include the family's pooler. A config key biozoo refuses (a size that is not a
+        positive whole number, an unknown activation) is a CheckpointError naming `source`, the key and its value."""
         if use_pooler is None:
             use_pooler = self.use_pooler(hf_config, mapped_targets(self.hf_table, tensor_names))
-        return self.config_from_hf(hf_config, use_pooler)
+        return self.config_from_hf(hf_config, use_pooler, source=source)
 
     @property
     def config_from_hf(self):

@@ -61,13 +61,14 @@ def _tokenizer_only(source_dir, casing, entry=None):
         tokenizer = build_tokenizer(family, source_dir, config["vocab_size"], casing)
         with atomic_directory(target) as tmp:
             tokenizer.save_to_preset(tmp)
-            atomic_write_json(os.path.join(tmp, "config.json"), backbone_config(family, config))
+            atomic_write_json(os.path.join(tmp, "config.json"),
+                              backbone_config(family, config, os.path.join(source_dir, "config.json")))
             atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), {"format": "hf", "source": source_dir, "tokenizer_only": True})
 
     return build
 
 
-def backbone_config(family, hf_config):
+def backbone_config(family, hf_config, source="config.json"):
     """The serialized Keras config of the family's backbone, without building it (with no
     checkpoint to look at, no pooler tensor is found)."""
     cls = family.backbone_cls
@@ -75,6 +76,6 @@ def backbone_config(family, hf_config):
         "module": cls.__module__,
         "class_name": cls.__name__,
         "config": {"name": f"{family.name}_backbone", "trainable": True, "dtype": None,
-                   **family.backbone_arguments(hf_config)},
+                   **family.backbone_arguments(hf_config, source=source)},
         "registered_name": f"biozoo>{cls.__name__}",
     }

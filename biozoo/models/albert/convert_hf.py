@@ -2,7 +2,8 @@
 AlbertForQuestionAnswering)."""
 
 from biozoo.mapping import Table, attention, dense, embedding, layer_norm, param
-from biozoo.models.bert.convert_hf import LEGACY_RENAMES, check_absolute_positions
+from biozoo.models._common import check_hf_config
+from biozoo.models.bert.convert_hf import LEGACY_RENAMES, SIZE_KEYS, check_absolute_positions
 from biozoo.models.bert.convert_hf import config_to_hf as bert_config_to_hf
 from biozoo.models.family import hf_get
 
@@ -44,8 +45,10 @@ HF_TABLE = Table(
 )
 
 
-def config_from_hf(config, use_pooler):
-    check_absolute_positions(config)
+def config_from_hf(config, use_pooler, source="config.json"):
+    check_absolute_positions(config, source)
+    # no heads check: transformers skips it where the config has an embedding_size (ALBERT, ELECTRA)
+    check_hf_config(config, source, (*SIZE_KEYS, "embedding_size", "num_hidden_groups", "inner_group_num"))
     return {
         "vocabulary_size": config["vocab_size"],
         "num_layers": hf_get(config, "num_hidden_layers", 12),

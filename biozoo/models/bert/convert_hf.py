@@ -3,6 +3,7 @@ BertForTokenClassification, BertForSequenceClassification)."""
 
 from biozoo.errors import CheckpointError
 from biozoo.mapping import Table, attention, dense, embedding, layer_norm, param
+from biozoo.models._common import check_hf_config
 from biozoo.models.family import hf_get
 
 LAYER = "encoder.layer.{i}"
@@ -60,16 +61,23 @@ HF_TABLE = Table(
 )
 
 
-def check_absolute_positions(config):
+# The sizes of an HF BERT-like config.json (a whole number of at least 1; the layers, 0).
+SIZE_KEYS = ("vocab_size", "num_hidden_layers", "num_attention_heads", "hidden_size", "intermediate_size",
+             "max_position_embeddings", "type_vocab_size")
+
+
+def check_absolute_positions(config, source="config.json"):
     kind = config.get("position_embedding_type", "absolute")
     if kind not in (None, "absolute"):
         raise CheckpointError(
-            f"config.json: position_embedding_type '{kind}' is not supported (only 'absolute')."
+            f"{source}: position_embedding_type '{kind}' is not supported (only 'absolute')."
         )
 
 
-def config_from_hf(config, use_pooler):
-    check_absolute_positions(config)
+def config_from_hf(config, use_pooler, source="config.json"):
+    """`source`: where `config` came from (a config.json path), named by the errors."""
+    check_absolute_positions(config, source)
+    check_hf_config(config, source, SIZE_KEYS, heads=("hidden_size", "num_attention_heads"))
     return {
         "vocabulary_size": config["vocab_size"],
         "num_layers": hf_get(config, "num_hidden_layers", 12),

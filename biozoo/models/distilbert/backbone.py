@@ -4,7 +4,15 @@ import keras
 import keras_hub
 from keras.layers import ReversibleEmbedding
 
-from biozoo.models._common import FeaturesMixin, backbone_inputs, encoder_layers, initializer, run_layers
+from biozoo.models._common import (
+    FeaturesMixin,
+    PositionEmbedding,
+    backbone_inputs,
+    check_arguments,
+    encoder_layers,
+    initializer,
+    run_layers,
+)
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
@@ -34,11 +42,16 @@ class DistilBertBackbone(FeaturesMixin, keras_hub.models.Backbone):
         dtype=None,
         **kwargs,
     ):
+        check_arguments(
+            type(self).__name__, activation=activation, heads=(hidden_dim, num_heads),
+            vocabulary_size=vocabulary_size, num_layers=num_layers, num_heads=num_heads, hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim, max_sequence_length=max_sequence_length,
+        )
         init = initializer(initializer_range)
         self.token_embedding = ReversibleEmbedding(
             vocabulary_size, hidden_dim, embeddings_initializer=init, dtype=dtype, name="token_embedding"
         )
-        self.position_embedding = keras_hub.layers.PositionEmbedding(
+        self.position_embedding = PositionEmbedding(
             sequence_length=max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
         self.embeddings_layer_norm = keras.layers.LayerNormalization(

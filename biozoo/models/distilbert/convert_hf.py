@@ -1,6 +1,7 @@
 """HuggingFace DistilBERT (DistilBertModel, DistilBertForMaskedLM, DistilBertForQuestionAnswering)."""
 
 from biozoo.mapping import Table, attention, dense, embedding, layer_norm, param
+from biozoo.models._common import check_hf_config
 from biozoo.models.family import hf_get
 
 LAYER = "transformer.layer.{i}"
@@ -37,7 +38,9 @@ HF_TABLE = Table(
 )
 
 
-def config_from_hf(config, use_pooler=False):
+def config_from_hf(config, use_pooler=False, source="config.json"):
+    check_hf_config(config, source, ("vocab_size", "n_layers", "n_heads", "dim", "hidden_dim", "max_position_embeddings"),
+                    activation_key="activation", heads=("dim", "n_heads"))
     return {
         "vocabulary_size": config["vocab_size"],
         "num_layers": hf_get(config, "n_layers", 6),

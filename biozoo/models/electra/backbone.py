@@ -4,7 +4,15 @@ import keras
 import keras_hub
 from keras.layers import ReversibleEmbedding
 
-from biozoo.models._common import FeaturesMixin, backbone_inputs, encoder_layers, initializer, run_layers
+from biozoo.models._common import (
+    FeaturesMixin,
+    PositionEmbedding,
+    backbone_inputs,
+    check_arguments,
+    encoder_layers,
+    initializer,
+    run_layers,
+)
 
 
 @keras.saving.register_keras_serializable(package="biozoo")
@@ -35,11 +43,17 @@ class ElectraBackbone(FeaturesMixin, keras_hub.models.Backbone):
         dtype=None,
         **kwargs,
     ):
+        check_arguments(
+            type(self).__name__, activation=activation,
+            vocabulary_size=vocabulary_size, num_layers=num_layers, num_heads=num_heads, hidden_dim=hidden_dim,
+            embedding_dim=embedding_dim, intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length, num_segments=num_segments,
+        )
         init = initializer(initializer_range)
         self.token_embedding = ReversibleEmbedding(
             vocabulary_size, embedding_dim, embeddings_initializer=init, dtype=dtype, name="token_embedding"
         )
-        self.position_embedding = keras_hub.layers.PositionEmbedding(
+        self.position_embedding = PositionEmbedding(
             sequence_length=max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
         self.segment_embedding = keras.layers.Embedding(

@@ -2,7 +2,8 @@
 ElectraForQuestionAnswering)."""
 
 from biozoo.mapping import Table, dense, embedding, layer_norm, param
-from biozoo.models.bert.convert_hf import BERT_LAYER_RULES, LEGACY_RENAMES, check_absolute_positions
+from biozoo.models._common import check_hf_config
+from biozoo.models.bert.convert_hf import BERT_LAYER_RULES, LEGACY_RENAMES, SIZE_KEYS, check_absolute_positions
 from biozoo.models.bert.convert_hf import config_to_hf as bert_config_to_hf
 from biozoo.models.family import hf_get
 
@@ -35,8 +36,10 @@ HF_TABLE = Table(
 )
 
 
-def config_from_hf(config, use_pooler=False):
-    check_absolute_positions(config)
+def config_from_hf(config, use_pooler=False, source="config.json"):
+    check_absolute_positions(config, source)
+    # no heads check: transformers skips it where the config has an embedding_size (ALBERT, ELECTRA)
+    check_hf_config(config, source, (*SIZE_KEYS, "embedding_size"))
     hidden = hf_get(config, "hidden_size", 256)
     return {
         "vocabulary_size": config["vocab_size"],

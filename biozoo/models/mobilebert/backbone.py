@@ -4,7 +4,14 @@ import keras
 import keras_hub
 from keras.layers import ReversibleEmbedding
 
-from biozoo.models._common import FeaturesMixin, backbone_inputs, initializer, run_layers
+from biozoo.models._common import (
+    FeaturesMixin,
+    PositionEmbedding,
+    backbone_inputs,
+    check_arguments,
+    initializer,
+    run_layers,
+)
 from biozoo.models.mobilebert.layers import MobileBertBlock, normalization
 
 
@@ -49,6 +56,13 @@ class MobileBertBackbone(FeaturesMixin, keras_hub.models.Backbone):
         dtype=None,
         **kwargs,
     ):
+        check_arguments(
+            type(self).__name__, activation=activation,
+            vocabulary_size=vocabulary_size, num_layers=num_layers, num_heads=num_heads, hidden_dim=hidden_dim,
+            embedding_dim=embedding_dim, true_hidden_dim=true_hidden_dim,
+            num_feedforward_networks=num_feedforward_networks, intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length, num_segments=num_segments,
+        )
         init = initializer(initializer_range)
         self.token_embedding = ReversibleEmbedding(
             vocabulary_size, embedding_dim, embeddings_initializer=init, dtype=dtype, name="token_embedding"
@@ -58,7 +72,7 @@ class MobileBertBackbone(FeaturesMixin, keras_hub.models.Backbone):
             self.embedding_transformation = keras.layers.Dense(
                 hidden_dim, kernel_initializer=init, dtype=dtype, name="embedding_transformation"
             )
-        self.position_embedding = keras_hub.layers.PositionEmbedding(
+        self.position_embedding = PositionEmbedding(
             sequence_length=max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
         self.segment_embedding = keras.layers.Embedding(

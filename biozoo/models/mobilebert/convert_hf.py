@@ -1,7 +1,8 @@
 """HuggingFace MobileBERT (MobileBertModel, *ForMaskedLM, *ForPreTraining, *ForQuestionAnswering)."""
 
 from biozoo.mapping import Table, dense, embedding, layer_norm, param
-from biozoo.models.bert.convert_hf import LEGACY_RENAMES, check_absolute_positions
+from biozoo.models._common import check_hf_config
+from biozoo.models.bert.convert_hf import LEGACY_RENAMES, SIZE_KEYS, check_absolute_positions
 from biozoo.models.family import hf_get
 
 LAYER = "encoder.layer.{i}"
@@ -75,8 +76,9 @@ def use_pooler(config, targets):
     return True
 
 
-def config_from_hf(config, use_pooler):
-    check_absolute_positions(config)
+def config_from_hf(config, use_pooler, source="config.json"):
+    check_absolute_positions(config, source)
+    check_hf_config(config, source, (*SIZE_KEYS, "embedding_size", "intra_bottleneck_size", "num_feedforward_networks"))
     use_bottleneck = hf_get(config, "use_bottleneck", True)
     hidden = hf_get(config, "hidden_size", 512)
     # As HF's MobileBertConfig: the true hidden size is the bottleneck size when used.
