@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 from biozoo._commands import documents_argument
-from biozoo._io import atomic_write_json
+from biozoo._io import atomic_write_json, is_remote
 from biozoo.data.files import text_lines
 from biozoo.data.relation import RELATION_FORMATS, read_relation
 from biozoo.errors import DataFormatError
@@ -32,10 +32,18 @@ def _emit(result) -> int:
     return 0
 
 
+def _local(path, what):
+    """`path` as a local Path; a gs:// path is refused naming it (only `score ner` reads remote documents)."""
+    if is_remote(path):
+        raise ValueError(f"{path}: `biozoo score` reads {what} files from a local disk; copy it first "
+                         "(gcloud storage cp)")
+    return Path(path)
+
+
 def _load_json(path, what):
     from biozoo._io import read_json
 
-    path = Path(path)
+    path = _local(path, what)
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
     return read_json(path, what, DataFormatError)
@@ -43,7 +51,7 @@ def _load_json(path, what):
 
 def _read_lines(path, what):
     """Non-empty lines of a one-item-per-line file; trailing blank lines ignored, inner ones rejected."""
-    path = Path(path)
+    path = _local(path, what)
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
     lines = [raw.rstrip("\r\n") for _, raw in text_lines(path)]
@@ -198,7 +206,7 @@ def _linked_scores(gold, pred, gold_from, pred_from):
 def _score_re(args) -> int:
     from biozoo.metrics.relation import micro_prf
 
-    examples = read_relation(args.gold, fmt=args.gold_format)
+    examples = read_relation(_local(args.gold, "gold"), fmt=args.gold_format)
     preds = [line.strip() for line in _read_lines(args.pred, "prediction")]
     if len(preds) != len(examples):
         raise ValueError(
@@ -276,7 +284,7 @@ def _score_bioasq(args) -> int:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
     if args.save_submission and not args.nbest:
         raise ValueError("--save-submission goes with --nbest")
-    golden = read_bioasq_golden(args.gold)
+    golden = read_bioasq_golden(_local(args.gold, "golden"))
     source = args.nbest or args.pred
     try:
         if args.nbest:
@@ -321,7 +329,7 @@ def _score_doc(args) -> int:
     from biozoo.data.hoc import read_hoc
     from biozoo.metrics.hoc import hoc_f1_blue, hoc_micro_f1_linkbert
 
-    gold = read_hoc(args.gold)
+    gold = read_hoc(_local(args.gold, "gold"))
     if not gold:
         raise DataFormatError(f"{args.gold}: no sentences")
     n_labels = len(gold[0].labels)

@@ -24,7 +24,7 @@ def display_name(path) -> str:
     return "<stdin>" if str(path) == "-" else str(path)
 
 
-def _gfile(path=""):
+def _gfile(path):
     return remote_files(path).gfile  # TensorFlow's file systems: only remote paths need them
 
 
@@ -42,7 +42,7 @@ def iter_input_files(inputs):
         if item == "-":
             yield "-"
         elif _is_remote(item) and any(c in item for c in "*?["):  # a glob: gs://bucket/pubmed25n*.xml.gz
-            matches = sorted(_gfile().glob(item))
+            matches = sorted(_gfile(item).glob(item))
             if not matches:
                 raise FileNotFoundError(f"input not found: no file matches {item}")
             for match in matches:
@@ -67,7 +67,7 @@ def _local_folder_files(folder):
 
 
 def _remote_files(path):
-    gfile = _gfile()
+    gfile = _gfile(path)
     if not gfile.isdir(path):
         if not gfile.exists(path):
             raise FileNotFoundError(f"input not found: {path}")
@@ -292,7 +292,7 @@ def open_input(path):
     if path == "-":
         raw, close = sys.stdin.buffer, False
     elif _is_remote(path):
-        raw, close = _gfile().GFile(path, "rb"), True
+        raw, close = _gfile(path).GFile(path, "rb"), True
     else:
         raw, close = open(path, "rb"), True
     try:

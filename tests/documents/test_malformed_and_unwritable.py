@@ -2,11 +2,14 @@
 that its own reader reads them back (each case failed before the fix it tests)."""
 
 import json
+import re
+import sys
 
 import pytest
 
+import biozoo
 from biozoo.documents import Annotation, Document, Passage, Relation, read_documents, write_documents
-from biozoo.errors import DataFormatError
+from biozoo.errors import BiozooError, DataFormatError
 
 
 def read_all(path, fmt="auto"):
@@ -249,3 +252,13 @@ def test_an_empty_pubtator_id_column_survives_bioc(tmp_path, fmt):
     write_documents(documents, str(tmp_path / "out"), fmt)
     write_documents(list(read_documents([str(tmp_path / "out")], fmt)), str(tmp_path / "back.pubtator"), "pubtator")
     assert (tmp_path / "back.pubtator").read_text(encoding="utf-8") == source.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("given", ["gs://bucket/abstracts.pubtator", "gs://bucket/pubmed25n*.xml.gz"])
+def test_a_remote_input_without_tensorflow_is_one_error_naming_it(monkeypatch, given):
+    """Where TensorFlow cannot be imported (a JAX or PyTorch machine), a gs:// input or glob is refused
+    naming the path (the message named an empty one)."""
+    monkeypatch.setitem(sys.modules, "biozoo.tf_gfile", None)
+    monkeypatch.delattr(biozoo, "tf_gfile", raising=False)
+    with pytest.raises(BiozooError, match=rf"^{re.escape(given)}: remote paths are read through TensorFlow"):
+        list(read_documents([given]))

@@ -296,3 +296,16 @@ def test_help_mentions_formats(capsys):
         run_cli(["score", "re", "--help"])
     out = capsys.readouterr().out
     assert "--negative-label" in out and "--gold-format" in out
+
+
+@pytest.mark.parametrize("task, flags", [
+    ("re", ["--gold", "gs://bucket/test.tsv", "--pred", "{tmp}/pred.txt"]),
+    ("qa", ["--data", "gs://bucket/dev.json", "--pred", "{tmp}/pred.json"]),
+    ("bioasq", ["--gold", "gs://bucket/golden.json", "--pred", "{tmp}/system.json"]),
+    ("doc", ["--gold", "gs://bucket/test.tsv", "--pred", "{tmp}/pred.txt"]),
+])
+def test_a_remote_file_is_refused_naming_it(tmp_path, capsys, task, flags):
+    """`score` reads these from a local disk: a gs:// path is named whole (pathlib made it gs:/bucket)."""
+    status, out, err = score(capsys, task, *[flag.format(tmp=tmp_path) for flag in flags])
+    remote = next(flag for flag in flags if flag.startswith("gs://"))
+    assert status == 2 and out == "" and f"{remote}: `biozoo score` reads" in err
