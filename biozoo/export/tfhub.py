@@ -75,22 +75,34 @@ class _Tokenization:
         """Words split off the raw text with character offsets, and their token ids:
         `(ids [batch, (words), (tokens)], starts, ends [batch, (words)])`."""
         if self.kind == "wordpiece":
-            words, starts, ends = _bert_words_with_offsets(sentences)
+            pattern = _bert_word_pattern()
         else:
-            words, starts, ends = _words_between(sentences, self.tokenizer.word_breaks)
+            pattern = _words_between_pattern(self.tokenizer.word_breaks)
+        words, starts, ends = _split_with_offsets(sentences, *pattern)
         ids = self.ids(words.flat_values)
         return words.with_flat_values(ids), _char_offsets(sentences, starts), _char_offsets(sentences, ends)
 
 
-def _bert_words_with_offsets(sentences):
+def _bert_word_pattern():
+    """`WordPieceTokenizer.split_words`: `(delimiters, kept delimiters)` for `_split_with_offsets`."""
     space = f"{tf_text_engine.SPLIT_WHITESPACE}|{tf_text_engine.WHITESPACE}"
     single = f"{tf_text_engine.KEEP}|{tf_text_engine.CJK}"
-    return tf_text.regex_split_with_offsets(sentences, f"{space}|{single}", single)
+    return f"{space}|{single}", single
 
 
-def _words_between(sentences, breaks):
-    """`SentencePieceTokenizer.split_words` in the graph: words between the `breaks` characters."""
-    return tf_text.regex_split_with_offsets(sentences, "[" + "".join(f"\\x{{{ord(c):X}}}" for c in breaks) + "]")
+def _words_between_pattern(breaks):
+    """`SentencePieceTokenizer.split_words`: words between the `breaks` characters."""
+    return "[" + "".join(f"\\x{{{ord(c):X}}}" for c in breaks) + "]", ""
+
+
+def _split_with_offsets(sentences, delimiters, kept):
+    """`tf_text.regex_split_with_offsets`, NUL included: the split stops at a NUL, so it runs on
+    a copy with \\x01 there (one byte too, and no word break), and the words come from `sentences`."""
+    _, starts, ends = tf_text.regex_split_with_offsets(
+        tf.strings.regex_replace(sentences, "\\x00", "\x01"), delimiters, kept)
+    rows = tf.gather(sentences, starts.value_rowids())
+    words = tf.strings.substr(rows, starts.flat_values, ends.flat_values - starts.flat_values)
+    return starts.with_flat_values(words), starts, ends
 
 
 def _char_offsets(sentences, byte_offsets):

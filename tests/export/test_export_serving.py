@@ -177,6 +177,33 @@ def test_qa_serving_of_empty_contexts_equals_answer(tiny_bert_real_vocab, tmp_pa
             assert served["null_score_diff"][i] == result["null_score_diff"] == float("inf")
 
 
+WORDPIECE_TEXTS = ["BRCA1\x00 mutations cause breast cancer", "x\x00y \x01\x02 a\x7fb c\x9fd",
+                   "Naïve µ-opioid 中文 (IL-2\u00adR) in Σ cells."]
+
+
+def test_wordpiece_serving_splits_words_as_hf(tiny_bert_real_vocab):
+    """The words a BERT NER / QA SavedModel splits off the raw text are HF's: their ids are
+    those HF's tokenizer gives the whole text, grouped by HF's words, and each word's character
+    span holds its tokens' HF offsets and, besides, only characters HF's normalizer removes."""
+    from biozoo.export.tfhub import _Tokenization, _trackable
+
+    reference = pytest.importorskip("transformers").AutoTokenizer.from_pretrained(str(tiny_bert_real_vocab))
+    tokenizer = biozoo.Tokenizer.from_preset(str(tiny_bert_real_vocab))
+    ids, starts, ends = _Tokenization(tokenizer, _trackable()).ids_by_word(tf.constant(WORDPIECE_TEXTS))
+    for i, text in enumerate(WORDPIECE_TEXTS):
+        encoding = reference(text, add_special_tokens=False).encodings[0]
+        hf_words = {}
+        for token_id, word, span in zip(encoding.ids, encoding.word_ids, encoding.offsets):
+            hf_words.setdefault(word, []).append((token_id, span))
+        served = [(word_ids, start, end) for word_ids, start, end in
+                  zip(ids[i].to_list(), starts[i].numpy().tolist(), ends[i].numpy().tolist()) if word_ids]
+        assert [word_ids for word_ids, _, _ in served] == [[t for t, _ in w] for w in hf_words.values()], text
+        for (_, start, end), tokens in zip(served, hf_words.values()):
+            first, last = tokens[0][1][0], tokens[-1][1][1]
+            assert start <= first and last <= end, (text, text[start:end])
+            assert reference.backend_tokenizer.normalizer.normalize_str(text[start:first] + text[last:end]) == "", text
+
+
 WHITESPACE_TEXTS = ["the gene\vcancer cell\vprotein the", "the\fgene cancer\x85cell", "the\u00a0gene\u2003cancer",
                     "gene\v\vcell the\u3000protein\u200bcancer", "cell\u2028the gene\u2009protein"]
 
@@ -197,7 +224,7 @@ def test_sentencepiece_serving_splits_words_as_the_tokenizer(tiny_spiece, tmp_pa
 
     # and deleted characters at a text's ends: entities there end where the word ends, not the
     # pipeline's last token, and HF's offsets after a leading one are one short (so not below)
-    texts = WHITESPACE_TEXTS + ["\vthe gene\v"]
+    texts = WHITESPACE_TEXTS + ["\vthe gene\v", "the\x00gene cell\x00 protein"]
     ids, starts, ends = _Tokenization(tokenizer, _trackable()).ids_by_word(tf.constant(texts))
     for i, text in enumerate(texts):
         words = tokenizer.split_words(text)
