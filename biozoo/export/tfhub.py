@@ -28,6 +28,7 @@ from biozoo._io import atomic_directory, check_output
 from biozoo.errors import BiozooError
 from biozoo.export.hf import registry_card
 from biozoo.tokenizers import SentencePieceTokenizer, WordPieceTokenizer, tf_text_engine
+from biozoo.tokenizers.words import re2_class, special_tokens_pattern, word_break_spaces
 
 # No-pooler families: what `pooled_output` holds instead of an (untrained) pooler.
 CLS_STATE = "the final hidden state of the first token ([CLS]); this family has no pooler"
@@ -75,7 +76,7 @@ class _Tokenization:
         """Words split off the raw text with character offsets, and their token ids:
         `(ids [batch, (words), (tokens)], starts, ends [batch, (words)])`."""
         if self.kind == "wordpiece":
-            pattern = _bert_word_pattern()
+            pattern = _bert_word_pattern(self.tokenizer.kept_whole())
         else:
             pattern = _words_between_pattern(self.tokenizer.word_breaks)
         words, starts, ends = _split_with_offsets(sentences, *pattern)
@@ -83,16 +84,18 @@ class _Tokenization:
         return words.with_flat_values(ids), _char_offsets(sentences, starts), _char_offsets(sentences, ends)
 
 
-def _bert_word_pattern():
-    """`WordPieceTokenizer.split_words`: `(delimiters, kept delimiters)` for `_split_with_offsets`."""
-    space = f"{tf_text_engine.SPLIT_WHITESPACE}|{tf_text_engine.WHITESPACE}"
+def _bert_word_pattern(kept_whole):
+    """`WordPieceTokenizer` words (as `split_words`, but the special and added tokens kept whole,
+    as the tokenizer keeps them): `(delimiters, kept delimiters)` for `_split_with_offsets`."""
     single = f"{tf_text_engine.KEEP}|{tf_text_engine.CJK}"
-    return f"{space}|{single}", single
+    if kept_whole:  # first: RE2 takes the first alternative that matches at a position
+        single = f"{special_tokens_pattern(kept_whole)}|{single}"
+    return f"{re2_class(word_break_spaces())}|{single}", single
 
 
 def _words_between_pattern(breaks):
     """`SentencePieceTokenizer.split_words`: words between the `breaks` characters."""
-    return "[" + "".join(f"\\x{{{ord(c):X}}}" for c in breaks) + "]", ""
+    return re2_class(breaks), ""
 
 
 def _split_with_offsets(sentences, delimiters, kept):

@@ -16,11 +16,32 @@ def python_class(parts):
     return "[" + re.sub(r"\\x\{([0-9A-F]+)\}", lambda m: re.escape(chr(int(m[1], 16))), body) + "]"
 
 
+def _code_points(parts):
+    """The characters of a small RE2 `[\\x{..}-\\x{..}]` class."""
+    chars = []
+    for first, last in re.findall(r"\\x\{([0-9A-F]+)\}(?:-\\x\{([0-9A-F]+)\})?", "".join(parts)):
+        chars += map(chr, range(int(first, 16), int(last or first, 16) + 1))
+    return chars
+
+
+@functools.lru_cache(maxsize=1)
+def word_break_spaces():
+    """The whitespace words break at: HF's BertPreTokenizer splits on what BertNormalizer leaves
+    or makes a space, so not on \\v, \\f and NEL, which it removes as control characters
+    (they join the characters around them)."""
+    control = re.compile(python_class(U.CONTROL))
+    spaces = dict.fromkeys(_code_points(U.SPLIT_WHITESPACE) + _code_points(U.WHITESPACE))
+    return "".join(c for c in spaces if not control.fullmatch(c))
+
+
+def re2_class(chars):
+    """An RE2 character class of `chars`."""
+    return "[" + "".join(f"\\x{{{ord(c):X}}}" for c in chars) + "]"
+
+
 @functools.lru_cache(maxsize=1)
 def _patterns():
-    # \v, \f and NEL are whitespace that HF's BertNormalizer removes (as control characters)
-    # before words are split: they join the characters around them
-    space = f"(?!{python_class(U.CONTROL)})(?:{python_class(U.SPLIT_WHITESPACE)}|{python_class(U.WHITESPACE)})"
+    space = "[" + re.escape(word_break_spaces()) + "]"
     single = f"{python_class(U.PUNCTUATION)}|{python_class(U.CJK)}"
     return re.compile(f"(?:{single})|(?:(?!{space}|{single}).)+", re.DOTALL)
 

@@ -177,8 +177,11 @@ def test_qa_serving_of_empty_contexts_equals_answer(tiny_bert_real_vocab, tmp_pa
             assert served["null_score_diff"][i] == result["null_score_diff"] == float("inf")
 
 
-WORDPIECE_TEXTS = ["BRCA1\x00 mutations cause breast cancer", "x\x00y \x01\x02 a\x7fb c\x9fd",
-                   "Naïve µ-opioid 中文 (IL-2\u00adR) in Σ cells."]
+# NUL, control characters that join their neighbours (\v, \f, NEL), special tokens in the text
+WORDPIECE_TEXTS = ["BRCA1\x00 mutations cause breast cancer", "x\x00y \x01\x02 a\x7fb c\x9fd", "a\x0bb gene",
+                   "x\x85y", "a\x0cb c", "\x0bthe gene\x0b", "tab\tin\x0bthe\x0cmiddle\x1cand\u2028line\u2029sep",
+                   "IL-2 receptor [SEP] foo[CLS]bar [MASK] [UNK] [PAD]", "[sep] [Sep] x[SEP]y [SEP][SEP]",
+                   "x [CL\x00S] y [SEP\x00] \x00[MASK]\x00", "Naïve µ-opioid 中文 (IL-2\u00adR) in Σ cells."]
 
 
 def test_wordpiece_serving_splits_words_as_hf(tiny_bert_real_vocab):
