@@ -102,10 +102,18 @@ def fast_wordpiece(tokenizer):
     by characters, FastWordpiece by bytes: 4 bytes per character are allowed here and HF's
     character limit is applied in `wordpiece_words`."""
     return tf_text.FastWordpieceTokenizer(
-        vocab=tokenizer.vocabulary, token_out_type=tokenizer.compute_dtype,
+        vocab=unique_vocabulary(tokenizer.vocabulary), token_out_type=tokenizer.compute_dtype,
         suffix_indicator=tokenizer.suffix_indicator, unknown_token=tokenizer.oov_token,
         max_bytes_per_word=4 * tokenizer.max_input_chars_per_word, no_pretokenization=True,
         support_detokenization=True)
+
+
+def unique_vocabulary(vocabulary):
+    """`vocabulary` with each duplicated token kept at its last index, as HF's WordPiece keeps it,
+    and a placeholder no word can match (it holds a space and a control character) at the earlier
+    ones: tensorflow-text takes unique tokens only."""
+    last = {token: index for index, token in enumerate(vocabulary)}
+    return [token if last[token] == index else f"\x01duplicate {index}" for index, token in enumerate(vocabulary)]
 
 
 def wordpiece_words(tokenizer, inputs):

@@ -251,3 +251,17 @@ def test_albert_user_defined_symbols(user_defined_spiece_dir, corpus_sentences, 
     reference = hf_tokenizer(user_defined_spiece_dir)
     assert reference.convert_tokens_to_ids("<e1>") in reference(texts[0], add_special_tokens=False)["input_ids"]
     assert_same_ids(engine_ids(ours, engine), reference, texts + corpus_sentences[:300])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_duplicated_vocabulary_token_takes_its_last_index(engine, tmp_path):
+    """A vocab.txt listing a token twice loads in both engines (tensorflow-text takes unique tokens
+    only) and gives HF's ids: a duplicated token, word piece or special token has its last index."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "gene", "brca", "##1", "gene", "cancer", "##1", "[SEP]"]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": len(vocab)}))
+    reference = hf_tokenizer(tmp_path)
+    texts = ["BRCA1 gene cancer [SEP] gene", "genes brca1 ##1"]
+    assert reference(texts[0], add_special_tokens=False)["input_ids"] == [6, 10, 8, 9, 11, 8]  # the premise
+    assert_same_ids(engine_ids(biozoo.Tokenizer.from_preset(str(tmp_path)), engine), reference, texts)
