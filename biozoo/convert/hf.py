@@ -93,15 +93,17 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
     tokenizer_config.json says or, when it says nothing, `casing` ({"lowercase": bool,
     "strip_accents": ...}, from the registry), else lowercase: transformers' BERT-style
     tokenizers build their normalizer from do_lower_case (default True) and strip_accents,
-    whatever tokenizer.json's says (a generic PreTrainedTokenizerFast keeps tokenizer.json's).
+    whatever tokenizer.json's says, and their own pre-tokenizer and WordPiece limit of 100
+    characters a word (a generic PreTrainedTokenizerFast keeps tokenizer.json's).
     Special tokens named in tokenizer_config.json apply either way.
     """
     settings = _tokenizer_settings(directory)
     specials = {key: settings[key] for key in SPECIAL_TOKEN_KEYS if key in settings}
     sentencepiece = issubclass(family.tokenizer_cls, SentencePieceTokenizer)
     path = os.path.join(directory, "tokenizer.json")
-    arguments = _tokenizer_json_arguments(path, specials, sentencepiece) if os.path.exists(path) else None
-    if arguments is not None and not sentencepiece and settings.get("tokenizer_class") not in GENERIC_TOKENIZERS:
+    bert_tokenizer = not sentencepiece and settings.get("tokenizer_class") not in GENERIC_TOKENIZERS
+    arguments = _tokenizer_json_arguments(path, specials, sentencepiece, bert_tokenizer) if os.path.exists(path) else None
+    if arguments is not None and bert_tokenizer:
         casing = casing or {}
         arguments["lowercase"] = settings.get("do_lower_case", casing.get("lowercase", True))
         arguments["strip_accents"] = settings["strip_accents"] if "strip_accents" in settings \
@@ -126,12 +128,14 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
     return tokenizer
 
 
-def _tokenizer_json_arguments(path, specials, sentencepiece):
-    """Tokenizer arguments from tokenizer.json; None (with a warning) when it holds something
-    biozoo cannot reproduce and a vocabulary file lies beside it."""
-    read = tokenizer_json.sentencepiece_arguments if sentencepiece else tokenizer_json.wordpiece_arguments
+def _tokenizer_json_arguments(path, specials, sentencepiece, bert_tokenizer):
+    """Tokenizer arguments from tokenizer.json (with `bert_tokenizer`, what transformers'
+    BertTokenizer reads there); None (with a warning) when it holds something biozoo cannot
+    reproduce and a vocabulary file lies beside it."""
     try:
-        return read(path, specials)
+        if sentencepiece:
+            return tokenizer_json.sentencepiece_arguments(path, specials)
+        return tokenizer_json.wordpiece_arguments(path, specials, as_bert_tokenizer=bert_tokenizer)
     except CheckpointError as error:
         directory = os.path.dirname(path)
         if not any(os.path.exists(os.path.join(directory, f)) for f in ("vocab.txt", *SENTENCEPIECE_FILES)):

@@ -35,28 +35,33 @@ ALBERT_NORMALIZER = (
 )
 
 
-def wordpiece_arguments(path, special_tokens=None):
+def wordpiece_arguments(path, special_tokens=None, as_bert_tokenizer=False):
     """`WordPieceTokenizer` keyword arguments from a tokenizer.json with a WordPiece model.
 
     `special_tokens` ({"pad_token": "[PAD]", ...}, from tokenizer_config.json) name the roles
-    that tokenizer.json leaves implicit, and override those it names."""
+    that tokenizer.json leaves implicit, and override those it names. With `as_bert_tokenizer`,
+    only what transformers' BertTokenizer takes from the file: the vocabulary, special and added
+    tokens. It builds the rest itself (BertNormalizer from tokenizer_config.json, BertPreTokenizer,
+    WordPiece with "##" and its default limit on a word's characters), so the file's normalizer,
+    pre-tokenizer and word limit are neither read nor checked; the caller gives the casing."""
     data = read_json(path, "tokenizer")
     model = _model(data, "WordPiece", path)
+    vocabulary = _vocabulary_in_id_order(model["vocab"], path)
+    roles = {"unk_token": model.get("unk_token", "[UNK]"), **_post_processor_roles(data), **(special_tokens or {})}
+    arguments = {"vocabulary": vocabulary, **roles, **_added_tokens(data, vocabulary, roles, path)}
+    if as_bert_tokenizer:
+        return arguments
     prefix = model.get("continuing_subword_prefix", "##")
     if prefix != "##":
         raise CheckpointError(f"{path}: continuing_subword_prefix {prefix!r} is not supported; biozoo's "
                               "WordPiece tokenizer marks word continuations with '##'.")
-    vocabulary = _vocabulary_in_id_order(model["vocab"], path)
     lowercase, strip_accents = _bert_normalizer(data.get("normalizer"), path)
     _check_bert_pre_tokenizer(data.get("pre_tokenizer"), path)
-    roles = {"unk_token": model.get("unk_token", "[UNK]"), **_post_processor_roles(data), **(special_tokens or {})}
     return {
-        "vocabulary": vocabulary,
+        **arguments,
         "lowercase": lowercase,
         "strip_accents": strip_accents,
         "max_input_chars_per_word": model.get("max_input_chars_per_word", HF_MAX_INPUT_CHARS_PER_WORD),
-        **roles,
-        **_added_tokens(data, vocabulary, roles, path),
     }
 
 

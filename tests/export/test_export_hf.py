@@ -111,17 +111,23 @@ def test_exported_albert_classifier_reads_a_pair_as_biozoo_does(tmp_path, tiny_s
 
 @pytest.mark.parametrize("name", ["bert", "distilbert"])
 def test_exported_word_length_limit_is_transformers(name, tmp_path):
-    """A WordPiece limit on a word's characters other than transformers' default (a checkpoint's
-    tokenizer.json may set one) survives the export: transformers' BertTokenizer keeps its default
-    whatever its files say, so the export names the generic class, which runs tokenizer.json as
-    written. Its ids equal the source's HF tokenizer with that limit, and biozoo's."""
+    """A WordPiece limit on a word's characters other than transformers' default (the tokenizer.json
+    of a checkpoint whose tokenizer_config.json names the generic class may set one) survives the
+    export: transformers' BertTokenizer keeps its default whatever its files say, so the export
+    names the generic class, which runs tokenizer.json as written. Its ids equal the source's HF
+    tokenizer with that limit, and biozoo's."""
     transformers = pytest.importorskip("transformers")
     import torch
 
     _, source = H.save_case(name, H.get_case(name).model_class, tmp_path, "safetensors")
+    engine = transformers.AutoTokenizer.from_pretrained(str(source)).backend_tokenizer
+    engine.model.max_input_chars_per_word = 6
+    engine.save(str(source / "tokenizer.json"))
+    (source / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast",
+                                                              "unk_token": "[UNK]", "pad_token": "[PAD]",
+                                                              "model_input_names": ["input_ids", "token_type_ids", "attention_mask"]}))
     reference = transformers.AutoTokenizer.from_pretrained(str(source))
-    reference.backend_tokenizer.model.max_input_chars_per_word = 6
-    reference.backend_tokenizer.save(str(source / "tokenizer.json"))
+    assert reference.backend_tokenizer.model.max_input_chars_per_word == 6
     ours = biozoo.Tokenizer.from_preset(str(source))
     assert ours.max_input_chars_per_word == 6
 

@@ -165,6 +165,40 @@ def test_casing_when_tokenizer_json_and_its_config_disagree(json_lowercase, conf
     assert_same_ids(ours.ids(sentences), hf_ids(reference, sentences), sentences)
 
 
+@pytest.mark.parametrize("change", [
+    lambda d: d["model"].update(max_input_chars_per_word=200),
+    lambda d: d["normalizer"].update(handle_chinese_chars=False, clean_text=False),
+    lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}]}),
+    lambda d: d.update(pre_tokenizer={"type": "Whitespace"}),
+    lambda d: d["model"].update(continuing_subword_prefix="@@"),
+], ids=["max_input_chars_per_word", "chinese_chars_and_clean_text", "normalizer", "pre_tokenizer", "prefix"])
+@pytest.mark.parametrize("tokenizer_class", [None, "BertTokenizer"])
+def test_bert_tokenizer_builds_its_pipeline_itself(change, tokenizer_class, cased_vocab, sentences, tmp_path):
+    """transformers' BERT tokenizer (tokenizer_config.json names it, or no class and a BERT
+    model_type) takes the vocabulary and added tokens from tokenizer.json but builds its
+    normalizer, pre-tokenizer and WordPiece model (limit: 100 characters a word) itself, whatever
+    the file says: biozoo reads such a folder as it does, and neither refuses nor follows the file's
+    other settings. The reference is AutoTokenizer on the edited folder."""
+    source, target = tmp_path / "source", tmp_path / "hf"
+    source.mkdir()
+    shutil.copy(cased_vocab, source / "vocab.txt")
+    save_with_transformers(source, target, "bert")
+    data = json.loads((target / "tokenizer.json").read_text(encoding="utf-8"))
+    change(data)
+    (target / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    settings = json.loads((target / "tokenizer_config.json").read_text(encoding="utf-8"))
+    settings.pop("tokenizer_class", None)
+    if tokenizer_class:
+        settings["tokenizer_class"] = tokenizer_class
+    (target / "tokenizer_config.json").write_text(json.dumps(settings), encoding="utf-8")
+    reference = transformers.AutoTokenizer.from_pretrained(str(target))
+    assert type(reference).__name__ == "BertTokenizer"  # the premise
+    ours = biozoo.Tokenizer.from_preset(str(target))
+    expected = hf_ids(reference, sentences)
+    assert_same_ids(ours.ids(sentences), expected, sentences)
+    assert_same_ids(graph_ids(ours, sentences), expected, sentences)
+
+
 @pytest.mark.parametrize("casing", sorted(ALBERT_CASING))
 def test_albert_from_tokenizer_json(casing, corpus_spiece, sentences, tmp_path):
     """The SentencePiece model rebuilt from tokenizer.json gives HF's ids (cased: but for ties,
