@@ -73,7 +73,7 @@ def _tokenizer_settings(directory):
     config_path = os.path.join(directory, "tokenizer_config.json")
     if os.path.exists(config_path):
         config = read_json(config_path, "tokenizer config")
-        for key in ("do_lower_case", "strip_accents", "keep_accents", "tokenizer_class"):
+        for key in ("do_lower_case", "strip_accents", "keep_accents", "tokenize_chinese_chars", "tokenizer_class"):
             if config.get(key) is not None:
                 settings[key] = config[key]
         for key in SPECIAL_TOKEN_KEYS:
@@ -92,9 +92,10 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
     the vocabulary when present; otherwise vocab.txt / spiece.model. WordPiece casing is what
     tokenizer_config.json says or, when it says nothing, `casing` ({"lowercase": bool,
     "strip_accents": ...}, from the registry), else lowercase: transformers' BERT-style
-    tokenizers build their normalizer from do_lower_case (default True) and strip_accents,
-    whatever tokenizer.json's says, and their own pre-tokenizer and WordPiece limit of 100
-    characters a word (a generic PreTrainedTokenizerFast keeps tokenizer.json's).
+    tokenizers build their normalizer from do_lower_case (default True), strip_accents and
+    tokenize_chinese_chars (default True) whatever tokenizer.json's says, and their own
+    pre-tokenizer and WordPiece limit of 100 characters a word (a generic
+    PreTrainedTokenizerFast keeps tokenizer.json's).
     Special tokens named in tokenizer_config.json apply either way.
     """
     settings = _tokenizer_settings(directory)
@@ -108,6 +109,7 @@ def build_tokenizer(family, directory, vocab_size, casing=None):
         arguments["lowercase"] = settings.get("do_lower_case", casing.get("lowercase", True))
         arguments["strip_accents"] = settings["strip_accents"] if "strip_accents" in settings \
             else casing.get("strip_accents")
+        arguments["tokenize_chinese_chars"] = settings.get("tokenize_chinese_chars", True)
     if arguments is None and sentencepiece:
         path, arguments = _sentencepiece_file_arguments(directory, settings, casing or {})
         arguments.update(_declared_added_tokens(directory, _sentencepiece_pieces(path)))
@@ -195,7 +197,8 @@ def _vocab_txt_arguments(directory, settings, casing):
         raise CheckpointError(f"{directory}: no vocab.txt and no tokenizer.json for the WordPiece tokenizer.")
     lowercase = settings.get("do_lower_case", casing.get("lowercase", True))
     strip = settings["strip_accents"] if "strip_accents" in settings else casing.get("strip_accents")
-    return path, {"vocabulary": path, "lowercase": lowercase, "strip_accents": strip}
+    return path, {"vocabulary": path, "lowercase": lowercase, "strip_accents": strip,
+                  "tokenize_chinese_chars": settings.get("tokenize_chinese_chars", True)}
 
 
 def convert_hf_directory(directory, out_dir, casing=None, provenance=None, progress=True, accept=None,

@@ -77,7 +77,8 @@ def tokenizer_files(tokenizer, directory, max_length=None, segment_ids=True):
     else:
         with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(tokenizer.get_vocabulary()) + "\n")
-        config = {"do_lower_case": tokenizer.lowercase, "strip_accents": tokenizer.hf_strip_accents, **specials}
+        config = {"do_lower_case": tokenizer.lowercase, "strip_accents": tokenizer.hf_strip_accents,
+                  "tokenize_chinese_chars": tokenizer.tokenize_chinese_chars, **specials}
         if transformers_tokenizer_class(tokenizer) == GENERIC_TOKENIZER:
             atomic_write_text(os.path.join(directory, "tokenizer.json"), _bert_tokenizer_json(tokenizer))
             config.update(tokenizer_class=GENERIC_TOKENIZER, model_input_names=input_names,

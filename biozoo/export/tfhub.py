@@ -76,7 +76,7 @@ class _Tokenization:
         """Words split off the raw text with character offsets, and their token ids:
         `(ids [batch, (words), (tokens)], starts, ends [batch, (words)])`."""
         if self.kind == "wordpiece":
-            pattern = _bert_word_pattern(self.tokenizer.kept_whole())
+            pattern = _bert_word_pattern(self.tokenizer.kept_whole(), self.tokenizer.tokenize_chinese_chars)
         else:
             pattern = _words_between_pattern(self.tokenizer.word_breaks)
         words, starts, ends = _split_with_offsets(sentences, *pattern)
@@ -84,10 +84,10 @@ class _Tokenization:
         return words.with_flat_values(ids), _char_offsets(sentences, starts), _char_offsets(sentences, ends)
 
 
-def _bert_word_pattern(kept_whole):
+def _bert_word_pattern(kept_whole, tokenize_chinese_chars):
     """`WordPieceTokenizer` words (as `split_words`, but the special and added tokens kept whole,
     as the tokenizer keeps them): `(delimiters, kept delimiters)` for `_split_with_offsets`."""
-    single = f"{tf_text_engine.KEEP}|{tf_text_engine.CJK}"
+    single = tf_text_engine.KEEP + (f"|{tf_text_engine.CJK}" if tokenize_chinese_chars else "")
     if kept_whole:  # first: RE2 takes the first alternative that matches at a position
         single = f"{special_tokens_pattern(kept_whole)}|{single}"
     return f"{re2_class(word_break_spaces())}|{single}", single

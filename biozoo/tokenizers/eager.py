@@ -41,14 +41,16 @@ def _keep_whole(engine, kept, normalized):
     return engine
 
 
-def wordpiece_engine(vocabulary, lowercase, strip_accents, max_input_chars_per_word, unk_token, kept, normalized=()):
+def wordpiece_engine(vocabulary, lowercase, strip_accents, max_input_chars_per_word, unk_token, kept, normalized=(),
+                     tokenize_chinese_chars=True):
     """A `tokenizers.Tokenizer` equal to HF's BertTokenizerFast for these settings (`strip_accents`
     None: follows `lowercase`, as HF's); `kept`: tokens kept whole, matched in the raw text (special
-    and added ones); `normalized`: added tokens matched in the normalized text."""
+    and added ones); `normalized`: added tokens matched in the normalized text;
+    `tokenize_chinese_chars`: CJK characters are words of their own."""
     model = models.WordPiece({token: i for i, token in enumerate(vocabulary)}, unk_token=unk_token,
                              max_input_chars_per_word=max_input_chars_per_word)
     engine = Tokenizer(model)
-    engine.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+    engine.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=tokenize_chinese_chars,
                                                    strip_accents=strip_accents, lowercase=lowercase)
     engine.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     return _keep_whole(engine, kept, normalized)

@@ -43,11 +43,13 @@ def lower(text):
     return tf.strings.lower(text, encoding="utf-8")
 
 
-def bert_normalize(text, lowercase, strip_accents):
-    """HF `BertNormalizer`: clean control chars, space CJK, strip accents (NFD), lowercase."""
+def bert_normalize(text, lowercase, strip_accents, tokenize_chinese_chars=True):
+    """HF `BertNormalizer`: clean control chars, space CJK (`tokenize_chinese_chars`), strip accents
+    (NFD), lowercase."""
     text = tf.strings.regex_replace(text, CONTROL, "")
     text = tf.strings.regex_replace(text, WHITESPACE, " ")
-    text = tf.strings.regex_replace(text, CJK, r" \0 ")
+    if tokenize_chinese_chars:
+        text = tf.strings.regex_replace(text, CJK, r" \0 ")
     if strip_accents:
         text = tf_text.normalize_utf8(text, "NFD")
         text = tf.strings.regex_replace(text, NONSPACING_MARKS, "")
@@ -56,9 +58,9 @@ def bert_normalize(text, lowercase, strip_accents):
     return text
 
 
-def bert_pretokenize(text, lowercase, strip_accents):
+def bert_pretokenize(text, lowercase, strip_accents, tokenize_chinese_chars=True):
     """Normalized words of each string: `[batch] -> ragged [batch, (words)]` (HF BertPreTokenizer)."""
-    text = bert_normalize(text, lowercase, strip_accents)
+    text = bert_normalize(text, lowercase, strip_accents, tokenize_chinese_chars)
     return tf_text.regex_split(text, SPLIT, KEEP)
 
 
@@ -125,7 +127,7 @@ def wordpiece_words(tokenizer, inputs):
     pattern = special_tokens_pattern(tokenizer.kept_whole())
     segments, is_special = split_special_tokens(inputs, pattern)
     flat = segments.flat_values
-    text = bert_normalize(flat, tokenizer.lowercase, tokenizer.strip_accents)
+    text = bert_normalize(flat, tokenizer.lowercase, tokenizer.strip_accents, tokenizer.tokenize_chinese_chars)
     forms = tokenizer.normalized_forms()
     def limited(words):  # HF's limit is on the WordPiece model's words: not on special or added tokens
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > tokenizer.max_input_chars_per_word

@@ -55,12 +55,11 @@ def wordpiece_arguments(path, special_tokens=None, as_bert_tokenizer=False):
     if prefix != "##":
         raise CheckpointError(f"{path}: continuing_subword_prefix {prefix!r} is not supported; biozoo's "
                               "WordPiece tokenizer marks word continuations with '##'.")
-    lowercase, strip_accents = _bert_normalizer(data.get("normalizer"), path)
+    normalizer = _bert_normalizer(data.get("normalizer"), path)
     _check_bert_pre_tokenizer(data.get("pre_tokenizer"), path)
     return {
         **arguments,
-        "lowercase": lowercase,
-        "strip_accents": strip_accents,
+        **normalizer,
         "max_input_chars_per_word": model.get("max_input_chars_per_word", HF_MAX_INPUT_CHARS_PER_WORD),
     }
 
@@ -174,17 +173,17 @@ def _describe(steps):
 
 
 def _bert_normalizer(normalizer, path):
-    """(lowercase, strip_accents) of a BertNormalizer; anything else raises."""
+    """{lowercase, strip_accents, tokenize_chinese_chars} of a BertNormalizer; anything else raises."""
     steps = _steps(normalizer, "normalizers")
     if [step["type"] for step in steps] != ["BertNormalizer"]:
         raise CheckpointError(f"{path}: normalizer {_describe(steps)} is not supported; biozoo's WordPiece "
                               "tokenizer reproduces a BertNormalizer alone.")
     (step,) = steps
-    for key in ("clean_text", "handle_chinese_chars"):
-        if not step.get(key, True):
-            raise CheckpointError(f"{path}: BertNormalizer with {key}=false is not supported; biozoo's "
-                                  "WordPiece tokenizer always applies it.")
-    return step.get("lowercase", True), step.get("strip_accents")
+    if not step.get("clean_text", True):
+        raise CheckpointError(f"{path}: BertNormalizer with clean_text=false is not supported; biozoo's "
+                              "WordPiece tokenizer always applies it.")
+    return {"lowercase": step.get("lowercase", True), "strip_accents": step.get("strip_accents"),
+            "tokenize_chinese_chars": step.get("handle_chinese_chars", True)}
 
 
 def _check_bert_pre_tokenizer(pre_tokenizer, path):

@@ -19,7 +19,8 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
     removed rather than split on; lower-casing is per code point (KerasHub's case folding
     also applies NFKC: µ->μ, ²->2, ß->ss); accents are stripped only when HF strips them
     (`strip_accents=None` follows `lowercase`); words over 100 characters (not bytes) become
-    `[UNK]`; special tokens in the text are kept whole, as HF does.
+    `[UNK]`; special tokens in the text are kept whole, as HF does. `tokenize_chinese_chars`
+    (HF's, default True): CJK characters are words of their own.
 
     Example (soft hyphen removed, no-break space split on, "α" kept: HF's ids):
         >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "il", "-", "2", "receptor", "α"]
@@ -42,6 +43,7 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
         added_tokens=(),
         normalized_added_tokens=(),
         sequence_length=None,
+        tokenize_chinese_chars=True,
         **kwargs,
     ):
         for key in ("strip_accents", "oov_token", "split", "split_on_cjk", "special_tokens_in_strings"):
@@ -56,6 +58,7 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
         self._set_added_tokens(added_tokens, normalized_added_tokens)
         self.hf_strip_accents = strip_accents
         self.max_input_chars_per_word = max_input_chars_per_word
+        self.tokenize_chinese_chars = tokenize_chinese_chars
         super().__init__(
             vocabulary=vocabulary,
             sequence_length=sequence_length,
@@ -95,10 +98,10 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
     def _build_engine(self):
         return eager.wordpiece_engine(self.get_vocabulary(), self.lowercase, self.hf_strip_accents,
                                       self.max_input_chars_per_word, self.unk_token, self.kept_whole(),
-                                      self.normalized_added_tokens)
+                                      self.normalized_added_tokens, self.tokenize_chinese_chars)
 
     def split_words(self, text):
-        return split_words(text)
+        return split_words(text, self.tokenize_chinese_chars)
 
     continuation_prefix = "##"
 
@@ -115,6 +118,7 @@ class WordPieceTokenizer(Tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
             {
                 "strip_accents": self.hf_strip_accents,
                 "max_input_chars_per_word": self.max_input_chars_per_word,
+                "tokenize_chinese_chars": self.tokenize_chinese_chars,
                 "unk_token": self.unk_token,
                 "cls_token": self.cls_token,
                 "sep_token": self.sep_token,

@@ -39,16 +39,17 @@ def re2_class(chars):
     return "[" + "".join(f"\\x{{{ord(c):X}}}" for c in chars) + "]"
 
 
-@functools.lru_cache(maxsize=1)
-def _patterns():
+@functools.lru_cache(maxsize=2)
+def _patterns(tokenize_chinese_chars):
     space = "[" + re.escape(word_break_spaces()) + "]"
-    single = f"{python_class(U.PUNCTUATION)}|{python_class(U.CJK)}"
+    single = python_class(U.PUNCTUATION) + (f"|{python_class(U.CJK)}" if tokenize_chinese_chars else "")
     return re.compile(f"(?:{single})|(?:(?!{space}|{single}).)+", re.DOTALL)
 
 
-def split_words(text):
-    """`[(word, start, end), ...]` for `text`; `text[start:end] == word`."""
-    return [(m.group(), m.start(), m.end()) for m in _patterns().finditer(text)]
+def split_words(text, tokenize_chinese_chars=True):
+    """`[(word, start, end), ...]` for `text`; `text[start:end] == word`. Without
+    `tokenize_chinese_chars`, CJK characters are not words of their own."""
+    return [(m.group(), m.start(), m.end()) for m in _patterns(tokenize_chinese_chars).finditer(text)]
 
 
 def special_tokens_pattern(tokens):

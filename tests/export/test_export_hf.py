@@ -87,6 +87,23 @@ def test_exported_added_tokens_are_matched_as_they_were_added(kind, tmp_path, ti
     assert biozoo.Tokenizer.from_preset(str(exported)).ids(CASE_VARIANTS) == legacy["input_ids"]
 
 
+def test_exported_tokenizer_keeps_cjk_characters_in_their_words(tmp_path):
+    """A WordPiece tokenizer without tokenize_chinese_chars exports it: transformers' tokenizer of
+    the export gives biozoo's ids, CJK characters inside their words."""
+    transformers = pytest.importorskip("transformers")
+    from biozoo.export.hf import tokenizer_files
+
+    vocab = H.wordpiece_vocab() + ["中", "##文", "文", "基因", "##基因"]
+    ours = biozoo.tokenizers.WordPieceTokenizer(vocabulary=vocab, lowercase=True, tokenize_chinese_chars=False)
+    texts = ["中文 the 基因", "gene基因 中文基因", "文中"]
+    tokenizer_files(ours, tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": len(vocab)}))
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    expected = theirs(texts, add_special_tokens=False)["input_ids"]
+    assert expected[1] == [vocab.index(t) for t in ("gene", "##基因", "中", "##文", "##基因")]  # the premise
+    assert ours.ids(texts) == expected
+
+
 def test_exported_albert_classifier_reads_a_pair_as_biozoo_does(tmp_path, tiny_spiece):
     """transformers' ALBERT tokenizer returns token_type_ids for the export (the second text in
     segment 1), so its text-classification pipeline scores a pair as biozoo does."""

@@ -4,6 +4,7 @@ spans and null scores); the NER export also runs where Keras and biozoo cannot b
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -181,17 +182,23 @@ def test_qa_serving_of_empty_contexts_equals_answer(tiny_bert_real_vocab, tmp_pa
 WORDPIECE_TEXTS = ["BRCA1\x00 mutations cause breast cancer", "x\x00y \x01\x02 a\x7fb c\x9fd", "a\x0bb gene",
                    "x\x85y", "a\x0cb c", "\x0bthe gene\x0b", "tab\tin\x0bthe\x0cmiddle\x1cand\u2028line\u2029sep",
                    "IL-2 receptor [SEP] foo[CLS]bar [MASK] [UNK] [PAD]", "[sep] [Sep] x[SEP]y [SEP][SEP]",
-                   "x [CL\x00S] y [SEP\x00] \x00[MASK]\x00", "Naïve µ-opioid 中文 (IL-2\u00adR) in Σ cells."]
+                   "x [CL\x00S] y [SEP\x00] \x00[MASK]\x00", "Naïve µ-opioid 中文 (IL-2\u00adR) in Σ cells.",
+                   "p53基因突变 in 乳腺癌"]
 
 
-def test_wordpiece_serving_splits_words_as_hf(tiny_bert_real_vocab):
+@pytest.mark.parametrize("tokenize_chinese_chars", [True, False])
+def test_wordpiece_serving_splits_words_as_hf(tokenize_chinese_chars, tiny_bert_real_vocab, tmp_path):
     """The words a BERT NER / QA SavedModel splits off the raw text are HF's: their ids are
     those HF's tokenizer gives the whole text, grouped by HF's words, and each word's character
-    span holds its tokens' HF offsets and, besides, only characters HF's normalizer removes."""
+    span holds its tokens' HF offsets and, besides, only characters HF's normalizer removes
+    (CJK characters are words of their own only with tokenize_chinese_chars)."""
     from biozoo.export.tfhub import _Tokenization, _trackable
 
-    reference = pytest.importorskip("transformers").AutoTokenizer.from_pretrained(str(tiny_bert_real_vocab))
-    tokenizer = biozoo.Tokenizer.from_preset(str(tiny_bert_real_vocab))
+    for name in ("vocab.txt", "config.json"):
+        shutil.copy(tiny_bert_real_vocab / name, tmp_path / name)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenize_chinese_chars": tokenize_chinese_chars}))
+    reference = pytest.importorskip("transformers").AutoTokenizer.from_pretrained(str(tmp_path))
+    tokenizer = biozoo.Tokenizer.from_preset(str(tmp_path))
     ids, starts, ends = _Tokenization(tokenizer, _trackable()).ids_by_word(tf.constant(WORDPIECE_TEXTS))
     for i, text in enumerate(WORDPIECE_TEXTS):
         encoding = reference(text, add_special_tokens=False).encodings[0]

@@ -199,6 +199,44 @@ def test_bert_tokenizer_builds_its_pipeline_itself(change, tokenizer_class, case
     assert_same_ids(graph_ids(ours, sentences), expected, sentences)
 
 
+CJK_TEXTS = ["中文abc漢字", "蛋白质abc p53基因 突变", "BRCA1基因 (乳腺癌) gene", "中 文"]
+
+
+@pytest.mark.parametrize("files", ["vocab.txt", "tokenizer.json", "generic_tokenizer.json"])
+def test_cjk_characters_not_tokenized_alone(files, cased_vocab, tmp_path):
+    """tokenize_chinese_chars: false (tokenizer_config.json, read by BERT's tokenizer) or
+    handle_chinese_chars: false (tokenizer.json's, read by the generic class) leaves CJK
+    characters inside their words, in both engines and in `split_words` (its words of CJK text,
+    tokenized one by one, give the whole text's ids). The reference is AutoTokenizer on the folder."""
+    source, target = tmp_path / "source", tmp_path / "hf"
+    source.mkdir()
+    shutil.copy(cased_vocab, source / "vocab.txt")
+    if files == "vocab.txt":
+        write_config(source, "bert", 4000)
+        (source / "tokenizer_config.json").write_text(json.dumps({"tokenize_chinese_chars": False}))
+        target = source
+    else:
+        save_with_transformers(source, target, "bert")
+        settings = json.loads((target / "tokenizer_config.json").read_text(encoding="utf-8"))
+        if files == "generic_tokenizer.json":
+            data = json.loads((target / "tokenizer.json").read_text(encoding="utf-8"))
+            data["normalizer"].update(handle_chinese_chars=False)
+            (target / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+            settings["tokenizer_class"] = "PreTrainedTokenizerFast"
+        else:
+            settings["tokenize_chinese_chars"] = False
+        (target / "tokenizer_config.json").write_text(json.dumps(settings), encoding="utf-8")
+    reference = transformers.AutoTokenizer.from_pretrained(str(target))
+    ours = biozoo.Tokenizer.from_preset(str(target))
+    texts = CJK_TEXTS + HARD_CASES
+    expected = hf_ids(reference, texts)
+    assert expected[0] == [reference.unk_token_id]  # the premise: "中文abc漢字" is one word
+    assert_same_ids(ours.ids(texts), expected, texts)
+    assert_same_ids(graph_ids(ours, texts), expected, texts)
+    by_word = [[i for ids in ours.ids([w for w, _, _ in ours.split_words(t)]) for i in ids] for t in CJK_TEXTS]
+    assert_same_ids(by_word, expected[:len(CJK_TEXTS)], CJK_TEXTS)
+
+
 @pytest.mark.parametrize("casing", sorted(ALBERT_CASING))
 def test_albert_from_tokenizer_json(casing, corpus_spiece, sentences, tmp_path):
     """The SentencePiece model rebuilt from tokenizer.json gives HF's ids (cased: but for ties,
@@ -362,12 +400,12 @@ def vocabulary_gap(data):
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}]}),
      "normalizer NFD \\+ Lowercase is not supported"),
-    (lambda d: d["normalizer"].update(handle_chinese_chars=False), "handle_chinese_chars=false"),
+    (lambda d: d["normalizer"].update(clean_text=False), "clean_text=false"),
     (lambda d: d.update(pre_tokenizer={"type": "Whitespace"}), "pre-tokenizer Whitespace is not supported"),
     (lambda d: d["model"].update(continuing_subword_prefix="@@"), "continuing_subword_prefix '@@'"),
     (vocabulary_gap, "ids are not 0..98"),
     (shift_marker, "added token '@GENE\\$' has id 98, but biozoo would give it id 99"),
-], ids=["normalizer", "chinese_chars", "pre_tokenizer", "prefix", "vocabulary_gap", "added_token_id"])
+], ids=["normalizer", "clean_text", "pre_tokenizer", "prefix", "vocabulary_gap", "added_token_id"])
 def test_wordpiece_refusals_name_the_file_and_part(bert_json, tmp_path, change, message):
     data, _ = bert_json
     path = rewrite(data, tmp_path / "tokenizer.json", change)
