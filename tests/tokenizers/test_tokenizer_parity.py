@@ -265,3 +265,40 @@ def test_a_duplicated_vocabulary_token_takes_its_last_index(engine, tmp_path):
     texts = ["BRCA1 gene cancer [SEP] gene", "genes brca1 ##1"]
     assert reference(texts[0], add_special_tokens=False)["input_ids"] == [6, 10, 8, 9, 11, 8]  # the premise
     assert_same_ids(engine_ids(biozoo.Tokenizer.from_preset(str(tmp_path)), engine), reference, texts)
+
+
+# A known difference of the TensorFlow engine of ALBERT (tensorflow-text 2.20's SentencePiece, float32
+# scores summed over the whole text) from HF's Unigram (and the eager engine): where two segmentations
+# tie, the pieces come in another order. Measured on the distinct sentences of the shared NER corpora
+# with `corpus_spiece`: 6 of 21,141 differ.
+KNOWN_TIE = "type XIII deficiency"
+MAX_TIED_SENTENCES = 12
+
+
+def test_albert_graph_engine_breaks_unigram_ties_otherwise(corpus_spiece, shared_data, tmp_path):
+    """ALBERT's TensorFlow engine (SavedModel and TF Hub exports, tf.data) gives HF's ids but where
+    two segmentations tie: there it gives the same pieces in another order ("▁x ii i" for HF's
+    "▁x i ii"), on a bounded share of real sentences. The eager engine gives HF's ids throughout."""
+    shutil.copy(corpus_spiece, tmp_path / "spiece.model")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "albert", "vocab_size": 2000}))
+    ours = biozoo.Tokenizer.from_preset(str(tmp_path))
+    reference = hf_tokenizer(tmp_path)
+    graph = engine_ids(ours, "graph")
+
+    expected = reference(KNOWN_TIE, add_special_tokens=False)["input_ids"]
+    assert ours.ids([KNOWN_TIE]) == [expected]
+    (tied,) = graph([KNOWN_TIE])
+    assert tied != expected and sorted(tied) == sorted(expected), reference.convert_ids_to_tokens(tied)
+
+    sentences = []
+    for path in sorted(shared_data.glob("ner/*/*.tsv")):
+        sentences += biozoo.testing.read_sentences(path)
+    sentences = list(dict.fromkeys(sentences))
+    assert len(sentences) > 20000
+    differing = []
+    for start in range(0, len(sentences), 2000):
+        chunk = sentences[start:start + 2000]
+        differing += [(e, g) for e, g in zip(ours.ids(chunk), graph(chunk)) if e != g]
+    assert all(sorted(e) == sorted(g) for e, g in differing)  # ties only: the same pieces
+    assert len(differing) <= MAX_TIED_SENTENCES, f"{len(differing)} of {len(sentences)} sentences differ"
