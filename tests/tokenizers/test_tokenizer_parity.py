@@ -302,3 +302,24 @@ def test_albert_graph_engine_breaks_unigram_ties_otherwise(corpus_spiece, shared
         differing += [(e, g) for e, g in zip(ours.ids(chunk), graph(chunk)) if e != g]
     assert all(sorted(e) == sorted(g) for e, g in differing)  # ties only: the same pieces
     assert len(differing) <= MAX_TIED_SENTENCES, f"{len(differing)} of {len(sentences)} sentences differ"
+
+
+def test_albert_tasks_tokenize_with_the_eager_engine(tiny_spiece, tmp_path, monkeypatch):
+    """Under TensorFlow too, the tasks' own inference (annotate, predict, answer) tokenizes with the
+    eager engine (HF's ids): ALBERT's TensorFlow engine, which orders tied pieces otherwise, runs only
+    in graphs (exports, tf.data)."""
+    from biozoo import testing as H
+
+    _, source = H.save_case("albert", "AlbertModel", tmp_path, "safetensors", tiny_spiece)
+    ner = biozoo.TokenClassifier.from_preset(str(source), label_names=["O", "B-Disease", "I-Disease"])
+    classifier = biozoo.SequenceClassifier.from_preset(str(source), label_names=["no", "yes"])
+    qa = biozoo.QuestionAnswerer.from_preset(str(source))
+
+    def graph_engine(*args):
+        raise AssertionError("ALBERT tokenized by the TensorFlow engine")
+
+    monkeypatch.setattr(tf_text_engine, "sentencepiece_ragged_ids", graph_engine)
+    texts = ["type XIII deficiency in cancer cells", "the gene and the protein"]
+    ner.annotate(texts)
+    classifier.predict_probabilities(texts, texts[::-1])
+    qa.answer(["which deficiency?"], texts[:1])
