@@ -123,3 +123,20 @@ def test_export_hub_of_the_finetuned_model_serves_annotate(ner_model, tmp_path, 
         got = [(int(s), int(e), t.decode()) for s, e, t in zip(served["entity_start"][i][:n], served["entity_end"][i][:n],
                                                               served["entity_type"][i][:n])]
         assert got == [(e["start"], e["end"], e["type"]) for e in result["entities"]]
+
+
+def test_a_relation_label_the_model_never_learned_is_named_with_its_line(tmp_path):
+    from types import SimpleNamespace
+
+    from biozoo.data.relation import read_relation
+    from biozoo.errors import DataFormatError
+    from biozoo.tasks.adapters.relation import RelationAdapter
+
+    (tmp_path / "test.tsv").write_text("index\tsentence\tlabel\n"
+                                       "0\t@CHEMICAL$ binds @GENE$.\tCPR:4\n"
+                                       "1\t@CHEMICAL$ and @GENE$.\tCPR:9\n"
+                                       "2\t@CHEMICAL$ or @GENE$.\tfalse\n", encoding="utf-8")
+    examples = read_relation(tmp_path / "test.tsv")
+    task = SimpleNamespace(label_names=["false", "CPR:4"])
+    with pytest.raises(DataFormatError, match=r"'CPR:9' \(.*test\.tsv:3\); it predicts false, CPR:4"):
+        RelationAdapter().evaluate(task, examples)

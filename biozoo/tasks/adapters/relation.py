@@ -7,6 +7,7 @@ from biozoo.api import Tokenizer, from_preset
 from biozoo.data import IGNORE_LABEL
 from biozoo.data.pipeline import model_input_batches
 from biozoo.data.relation import read_relation
+from biozoo.errors import DataFormatError
 from biozoo.metrics.relation import accuracy, infer_negative_label, micro_prf
 from biozoo.tasks.adapters.base import TaskAdapter, load_splits
 from biozoo.tasks.base import resize_token_embedding
@@ -54,9 +55,15 @@ class RelationAdapter(TaskAdapter):
         )
 
     def evaluate(self, task, examples):
-        unknown = sorted({e.label for e in examples} - set(task.label_names))
+        known = set(task.label_names)
+        unknown = {}
+        for example in examples:
+            if example.label not in known:
+                unknown.setdefault(example.label, example)
         if unknown:
-            raise ValueError(f"labels not seen in training: {', '.join(unknown)} ({examples[0].path})")
+            first = ", ".join(f"{label!r} ({example.path}:{example.line})" for label, example in sorted(unknown.items()))
+            raise DataFormatError(f"labels the model was not trained on: {first}; it predicts "
+                                  f"{', '.join(task.label_names)}")
         predicted = task.predict_labels([e.text for e in examples])
         gold = [e.label for e in examples]
         scores = micro_prf(gold, predicted, self.negative_label)
