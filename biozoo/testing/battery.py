@@ -20,7 +20,15 @@ from biozoo.models import FAMILIES, never
 from biozoo.preset_files import read_heads
 from biozoo.tasks import inference
 from biozoo.tasks.inference import compiled_predict
-from biozoo.testing.cases import CONVERTED_HEADS, MIXED_POLICIES, MIXED_TOLERANCE, TASKS, TOLERANCE, get_case
+from biozoo.testing.cases import (
+    CONVERTED_HEADS,
+    INT8_TOLERANCE,
+    MIXED_POLICIES,
+    MIXED_TOLERANCE,
+    TASKS,
+    TOLERANCE,
+    get_case,
+)
 from biozoo.testing.checkpoints import (
     HEAD_TENSORS,
     case_inputs,
@@ -395,7 +403,8 @@ def annotate_by_sentence(task, texts, model, aggregation="first"):
 def run_ids_export_test(name, fmt, directory, spiece_model=None):
     """The ONNX / LiteRT export of a case's NER model (a `*ForTokenClassification` checkpoint
     converted by biozoo), run without keras, biozoo or TensorFlow, gives transformers' logits
-    (<= 1e-4 on real tokens); its certificate's max |diff| to biozoo float32 is also <= 1e-4."""
+    (<= 1e-4 on real tokens); its certificate's max |diff| to biozoo float32 is also <= 1e-4 and
+    within the tolerance it states. ONNX: the int8 export too (`check_onnx_int8_export`)."""
     import torch
 
     from biozoo.export.ids_models import export_ids_model
@@ -423,4 +432,32 @@ def run_ids_export_test(name, fmt, directory, spiece_model=None):
         expected = model(**torch_inputs(model, inputs)).logits.numpy()
     diff = max_diff(outputs["logits"], expected, inputs["padding_mask"])
     assert diff <= TOLERANCE, f"{name} {fmt}: exported logits max |diff| to transformers {diff:.2e} > {TOLERANCE}"
+    if fmt == "onnx":
+        check_onnx_int8_export(name, hf_dir, directory / "onnx-int8", feed, expected, inputs["padding_mask"])
     return certificate
+
+
+def check_onnx_int8_export(name, hf_dir, out, feed, expected, mask):
+    """`export onnx --quantize int8` of a case's NER model: every matmul with a weight is
+    quantized (no float Gemm or MatMul reads an initializer: ONNX Runtime's dynamic quantization
+    leaves Gemm in float32), and its logits, run by onnxruntime, and its certificate's are within
+    `INT8_TOLERANCE` of transformers' / biozoo's float32 ones (relative to max(1, |logits|))."""
+    import onnx
+    import onnxruntime
+
+    from biozoo.export.ids_models import export_ids_model
+
+    certificate = export_ids_model("onnx", out, model=str(hf_dir), quantize="int8")
+    graph = onnx.load(str(out / IDS_FORMATS["onnx"].file)).graph
+    weights = {t.name for t in graph.initializer}
+    float_matmuls = [f"{n.op_type} {n.name}" for n in graph.node
+                     if n.op_type in ("Gemm", "MatMul") and weights & set(n.input)]
+    assert not float_matmuls, f"{name} onnx int8: float matmuls with a constant weight: {float_matmuls}"
+    assert any(n.op_type == "MatMulInteger" for n in graph.node), f"{name} onnx int8: no MatMulInteger"
+    session = onnxruntime.InferenceSession(str(out / IDS_FORMATS["onnx"].file), providers=["CPUExecutionProvider"])
+    logits = session.run(["logits"], feed)[0]
+    scale = max(1.0, float(np.abs(expected[mask.astype(bool)]).max()))
+    diff = max_diff(logits, expected, mask) / scale
+    assert 0 < diff <= INT8_TOLERANCE, f"{name} onnx int8: logits max |diff| to transformers {diff:.2e} of {scale:.2f}"
+    certified = certificate["fixed_inputs"]["max_abs_diff"]["logits"]
+    assert 0 < certified <= INT8_TOLERANCE * scale, f"{name} onnx int8: certificate max |diff| {certified:.2e}"
