@@ -77,7 +77,7 @@ def register(subparsers):
         sub.add_argument("--quantize", choices=offered, help="; ".join(f"{q}: {QUANTIZATIONS[q]}" for q in offered))
         sub.add_argument("--data", type=data_argument, help="a data folder whose --split the certificate scores both models on")
         sub.add_argument("--split", help="the split of --data (default: dev); only with --data")
-        sub.add_argument("--max-f1-drop", type=float, metavar="POINTS",
+        sub.add_argument("--max-f1-drop", type=_f1_points, metavar="POINTS",
                          help="fail, writing nothing, when the export's F1 on --data is lower than float32's by more "
                          "than POINTS (e.g. 0.5)")
         if fmt.name == "onnx":
@@ -111,6 +111,17 @@ def _seq_length(value):
     if number < ONE_TEXT:
         raise argparse.ArgumentTypeError(f"{value} is below {ONE_TEXT}: a sequence holds [CLS], at least one token "
                                          "and [SEP]")
+    return number
+
+
+def _f1_points(value):
+    """A --max-f1-drop value: F1 points, 0 or more (a negative drop would refuse every export)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of F1 points") from None
+    if not number >= 0:  # negative or nan
+        raise argparse.ArgumentTypeError(f"{value} is not 0 or more: it is the F1 points the export may lose")
     return number
 
 

@@ -105,10 +105,7 @@ def export_hf(preset, out_dir, overwrite=False):
     earlier biozoo output there is replaced only with `overwrite`). A task preset is refused:
     its head would be dropped (`export_hf_task` writes it, as `biozoo export hf --model`)."""
     check_output(out_dir, overwrite, [preset])
-    kind = presets.resolve(preset).task_kind
-    if kind is not None:
-        raise BiozooError(f"{preset} is {task_kind(kind).article()} {kind} model: --preset writes the bare encoder, "
-                          f"without its head. Export the task with `biozoo export hf --model {preset}`.")
+    check_backbone_preset(preset, "hf")
     backbone = biozoo.from_preset(preset)
     tokenizer = biozoo.Tokenizer.from_preset(preset)
     family, state = hf_state_dict(backbone)
@@ -116,6 +113,15 @@ def export_hf(preset, out_dir, overwrite=False):
     config["pad_token_id"] = int(tokenizer.pad_token_id)
     return _write(out_dir, state, config, tokenizer, overwrite, [preset],
                   card=lambda tmp: registry_card(preset, tmp, "hf"))
+
+
+def check_backbone_preset(preset, export):
+    """Refuse a task checkpoint as a --preset of `biozoo export EXPORT`, which writes the bare
+    encoder: its head would be dropped. The message names the --model command that keeps it."""
+    kind = presets.resolve(preset).task_kind
+    if kind is not None:
+        raise BiozooError(f"{preset} is {task_kind(kind).article()} {kind} model: --preset writes the bare encoder, "
+                          f"without its head. Export the task with `biozoo export {export} --model {preset}`.")
 
 
 def registry_card(preset, out_dir, export, after=""):

@@ -3,7 +3,8 @@ token ids, its accuracy certificate, the tokenizer's files and a README.
 
     OUT/model.onnx | OUT/model.tflite   inputs input_word_ids, input_mask, input_type_ids
     OUT/accuracy_certificate.json       against biozoo float32 (biozoo.export.certificate)
-    OUT/export.json                     format, quantization, inputs, outputs, labels, tokenizer settings
+    OUT/export.json                     format, quantization, inputs, outputs, labels, tokenizer settings,
+                                        the longest sequence the model takes
     OUT/tokenizer/                      the tokenizer as transformers' AutoTokenizer loads it
     OUT/README.md
 
@@ -24,12 +25,24 @@ from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, c
 from biozoo.errors import BiozooError
 from biozoo.export.certificate import ACCURACY_CERTIFICATE_FILE, make_certificate
 from biozoo.export.formats import IDS_FORMATS, OPSET, QUANTIZATIONS
-from biozoo.export.hf import tokenizer_files, transformers_tokenizer_class
-from biozoo.export.onnx import INT8_BATCH_DEPENDENCE
+from biozoo.export.hf import check_backbone_preset, tokenizer_files, transformers_tokenizer_class
+from biozoo.export.onnx import INT8_BATCH_DEPENDENCE, require_onnx
 from biozoo.tasks.tf_inference import INPUT_NAMES
 from biozoo.tokenizers import SentencePieceTokenizer
+from biozoo.verification import TOLERANCE
 
 FORMATS = {name: fmt.file for name, fmt in IDS_FORMATS.items()}  # format -> its model file (IDS_FORMATS' view)
+# An export's output -> its row of `biozoo.verification.TOLERANCE` (float32 on both sides): a float32
+# export farther from biozoo's float32 model than that on the fixed sentences is refused
+TOLERANCE_ROWS = {"logits": "task_logits", "sequence_output": "sequence_output", "pooled_output": "pooled_output"}
+
+
+def float_tolerance(diffs):
+    """The tolerance of each output in `diffs` (a certificate's max |diff| by output name)."""
+    unknown = sorted(set(diffs) - set(TOLERANCE_ROWS))
+    if unknown:
+        raise ValueError(f"outputs {unknown} have no tolerance (biozoo.export.ids_models.TOLERANCE_ROWS)")
+    return {name: TOLERANCE[TOLERANCE_ROWS[name]] for name in diffs}
 
 
 def _source(model, preset):
@@ -64,12 +77,17 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     output or task checkpoint) or `preset` (a backbone) to `output`, with its certificate.
 
     `data`/`split` (default "dev"): the dev split the certificate scores both models on (needed
-    for `max_f1_drop`: the export fails, writing nothing, when F1 drops by more points).
+    for `max_f1_drop`: the export fails, writing nothing, when F1 drops by more points). A float32
+    export fails, writing nothing, when an output differs from biozoo's float32 model by more than
+    its tolerance (`TOLERANCE_ROWS`) on the certificate's fixed sentences.
     An earlier biozoo output at `output` is replaced only with `overwrite`. Returns the certificate.
     """
     if fmt not in IDS_FORMATS:
         raise ValueError(f"export format {fmt!r}: choose {' or '.join(IDS_FORMATS)}")
     IDS_FORMATS[fmt].check_quantization(quantize)
+    if max_f1_drop is not None and not max_f1_drop >= 0:  # negative or nan
+        raise ValueError(f"max_f1_drop (--max-f1-drop) {max_f1_drop} is not 0 or more: it is the F1 points the "
+                         "export may lose")
     if max_f1_drop is not None and data is None:
         raise ValueError("max_f1_drop needs dev data (--data) to measure the F1 of both models")
     if split is not None and data is None:
@@ -79,7 +97,13 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     opset = opset or OPSET
     inputs = [model, preset, data]
     check_output(output, overwrite, inputs)
+    if fmt == "onnx":
+        require_onnx()
+    if preset is not None and model is None:
+        check_backbone_preset(preset, fmt)
     task, target, tokenizer, kind, adapter, labels = _source(model, preset)
+    backbone = target if task is None else task.backbone
+    max_length = getattr(backbone, "max_sequence_length", None)
     if data is not None and adapter is None:
         raise ValueError("dev data scores task models; a backbone preset has no task metric")
     evaluation = None
@@ -90,10 +114,21 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
         evaluation = (adapter, task, examples, {"data": str(data), "split": split, "examples": len(examples)})
     blob, runner = _convert(fmt, target, quantize, opset)
     what = {"format": fmt, "quantize": quantize, "source": str(model or preset), "task": kind,
-            **({"opset": opset} if fmt == "onnx" else {})}
+            "max_sequence_length": max_length, **({"opset": opset} if fmt == "onnx" else {})}
     batch_dependence = INT8_BATCH_DEPENDENCE if (fmt, quantize) == ("onnx", "int8") else None
     certificate = make_certificate(target, tokenizer, runner, what, evaluation, batch_dependence)
     certificate["max_f1_drop"] = max_f1_drop
+    # float32: each output within its tolerance; a quantized export is held to --max-f1-drop instead
+    diffs = certificate["fixed_inputs"]["max_abs_diff"]
+    tolerance = float_tolerance(diffs) if quantize is None else None
+    certificate["tolerance"] = tolerance
+    certificate["within_tolerance"] = None if tolerance is None else all(diffs[n] <= tolerance[n] for n in diffs)
+    if certificate["within_tolerance"] is False:
+        name = max(diffs, key=lambda n: diffs[n] / tolerance[n])
+        raise BiozooError(
+            f"{fmt} export of {model or preset}: output {name} differs from biozoo's float32 model by up to "
+            f"{diffs[name]:.3g} on the fixed sentences, more than its tolerance {tolerance[name]:g} (max |diff|: "
+            + ", ".join(f"{n} {d:.3g}" for n, d in diffs.items()) + f"); nothing was written to {output}.")
     if max_f1_drop is not None and certificate["dev"]["f1_drop"] > max_f1_drop:
         dev = certificate["dev"]
         raise BiozooError(
@@ -104,14 +139,14 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     info = {"format": fmt, "file": IDS_FORMATS[fmt].file, "quantize": quantize, "task": kind, "source": str(model or preset),
             "inputs": {name: "int32 [batch, seq]" for name in INPUT_NAMES}, "outputs": names,
             "label_names": labels, "tokenizer": tokenizer_settings(tokenizer),
-            "batch_dependent": certificate["batch_dependent"], **({"opset": opset} if fmt == "onnx" else {})}
-    backbone = target if task is None else task.backbone
+            "batch_dependent": certificate["batch_dependent"], "max_sequence_length": max_length,
+            **({"opset": opset} if fmt == "onnx" else {})}
     with atomic_directory(output, overwrite, inputs) as tmp:
         with open(os.path.join(tmp, IDS_FORMATS[fmt].file), "wb") as f:
             f.write(blob)
         atomic_write_json(os.path.join(tmp, ACCURACY_CERTIFICATE_FILE), certificate)
         atomic_write_json(os.path.join(tmp, "export.json"), info)
-        write_tokenizer(tokenizer, os.path.join(tmp, "tokenizer"), getattr(backbone, "max_sequence_length", None))
+        write_tokenizer(tokenizer, os.path.join(tmp, "tokenizer"), max_length)
         atomic_write_text(os.path.join(tmp, "README.md"), _readme(info, certificate))
     return certificate
 
@@ -176,6 +211,15 @@ def _readme(info, certificate):
                 f"F1 {dev['f1_export']:.2f} against {dev['f1_float32']:.2f} in float32 on {dev['data']} "
                 f"({dev['split']}, {dev['examples']} examples): a drop of {dev['f1_drop']:.2f} points")
     labels = f"\nLabels (logits' last axis): {', '.join(info['label_names'])}\n" if info["label_names"] else ""
+    longest = info["max_sequence_length"]
+    length_note = ("" if longest is None else
+                   f"\n`seq` is at most **{longest}** tokens, `[CLS]` and `[SEP]` included (the model's position "
+                   f"embeddings; longer\ninputs are not defined): `truncation=True` below cuts to {longest} "
+                   "(the tokenizer's `model_max_length`).\n")
+    tolerance = certificate["tolerance"]
+    tolerance_line = ("" if tolerance is None else
+                      "\n- Tolerance (float32 exports are refused beyond it): "
+                      + ", ".join(f"{k} {v:g}" for k, v in tolerance.items()))
     batching = certificate["batching"]
     batch_note = "" if not certificate["batch_dependent"] else f"""
 **Outputs depend on the batch.** {batching['why']}. Run one unpadded sentence per call for
@@ -196,7 +240,7 @@ transformers loads it ({tokenizer['model']}, `{tokenizer['transformers_class']}`
 | `input_word_ids` | int32 [batch, seq] | token ids |
 | `input_mask` | int32 [batch, seq] | 1 for tokens, 0 for padding |
 | `input_type_ids` | int32 [batch, seq] | segment ids (0 for one text) |
-
+{length_note}
 Outputs: {', '.join(f'`{n}`' for n in info['outputs'])}.{labels}
 ```python
 {README_TOKENIZATION}{load}
@@ -207,10 +251,11 @@ decoding (words, entities, answer spans) is not in the model: biozoo's TokenClas
 QuestionAnswerer do it.
 {batch_note}
 ## Accuracy certificate (`{ACCURACY_CERTIFICATE_FILE}`)
-- Max |diff| to biozoo's float32 model on {len(certificate['fixed_inputs']['sentences'])} fixed sentences: {diffs}
+- Max |diff| to biozoo's float32 model on {len(certificate['fixed_inputs']['sentences'])} fixed sentences: {diffs}{tolerance_line}
 - Dev: {dev_line}
 - Speed: {certificate['speed']['export']} sentences/s against {certificate['speed']['float32']} in float32
   ({certificate['speed']['unit']})
 
-`export.json`: {json.dumps({k: info[k] for k in ('format', 'quantize', 'task', 'batch_dependent')})}
+`export.json`: {json.dumps({k: info[k] for k in ('format', 'quantize', 'task', 'batch_dependent',
+                                                 'max_sequence_length')})}
 """

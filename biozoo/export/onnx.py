@@ -70,8 +70,8 @@ def require_onnx():
         except ImportError:
             missing.append(name)
     if missing:
-        raise BiozooError(f"ONNX export needs {', '.join(ONNX_MODULES)}; {', '.join(missing)} "
-                          f"{'is' if len(missing) == 1 else 'are'} not installed: pip install 'biozoo[{ONNX_EXTRA}]'")
+        raise BiozooError(f"ONNX export needs {', '.join(ONNX_MODULES)}; not installed here: {', '.join(missing)}. "
+                          f"Install them with: pip install 'biozoo[{ONNX_EXTRA}]'")
 
 
 def gemms_as_matmuls(model):

@@ -432,6 +432,7 @@ def run_ids_export_test(name, fmt, directory, spiece_model=None):
         expected = model(**torch_inputs(model, inputs)).logits.numpy()
     diff = max_diff(outputs["logits"], expected, inputs["padding_mask"])
     assert diff <= TOLERANCE, f"{name} {fmt}: exported logits max |diff| to transformers {diff:.2e} > {TOLERANCE}"
+    assert certificate["within_tolerance"] is True and certificate["tolerance"]["logits"] >= TOLERANCE, certificate
     if fmt == "onnx":
         check_onnx_int8_export(name, hf_dir, directory / "onnx-int8", feed, expected, inputs["padding_mask"])
     return certificate
@@ -461,3 +462,4 @@ def check_onnx_int8_export(name, hf_dir, out, feed, expected, mask):
     assert 0 < diff <= INT8_TOLERANCE, f"{name} onnx int8: logits max |diff| to transformers {diff:.2e} of {scale:.2f}"
     certified = certificate["fixed_inputs"]["max_abs_diff"]["logits"]
     assert 0 < certified <= INT8_TOLERANCE * scale, f"{name} onnx int8: certificate max |diff| {certified:.2e}"
+    assert certificate["tolerance"] is None and certificate["within_tolerance"] is None, certificate

@@ -1,13 +1,16 @@
 """Export arguments refused before any work, with an error that names the option: a --seq-length
-too short for what the export packs, --split without --data, a task model as an HF --preset."""
+too short for what the export packs, --split without --data, a task model as a --preset of an export that
+writes the bare encoder, a negative --max-f1-drop, an ONNX export without its packages."""
 
 import json
+import re
 
 import pytest
 
 import biozoo
 from biozoo import testing as H
 from biozoo.cli import build_parser, main
+from biozoo.errors import BiozooError
 from biozoo.preset_files import TASK_KIND_FILE, task_kind_record
 
 
@@ -93,3 +96,67 @@ def test_hf_export_of_a_task_preset_is_refused(ner_dir, tmp_path, monkeypatch, c
         assert main(["export", "hf", "--model", preset, "--output", str(out)]) == 0
         assert json.loads((out / "config.json").read_text())["architectures"] == ["BertForTokenClassification"]
         capsys.readouterr()
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "litert"])
+def test_ids_export_of_a_task_preset_is_refused(fmt, ner_dir, tmp_path, capsys):
+    """`export onnx|litert --preset` writes the bare encoder: a task checkpoint there would lose
+    its head, so it is refused as `export hf --preset` refuses it, pointing to --model."""
+    from biozoo.export.ids_models import export_ids_model
+
+    out = tmp_path / "out"
+    assert main(["export", fmt, "--preset", str(ner_dir), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "is an ner model" in err and f"biozoo export {fmt} --model {ner_dir}" in err
+    assert not out.exists()
+    with pytest.raises(BiozooError, match="without its head"):
+        export_ids_model(fmt, out, preset=str(ner_dir))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["-0.5", "-1e-9", "nan"])
+def test_negative_max_f1_drop_is_refused(value, ner_dir, tmp_path, capsys):
+    """--max-f1-drop is the F1 points the export may lose: a negative one is refused at parse
+    time naming the flag (it would refuse every export after the conversion's work)."""
+    from biozoo.export.ids_models import export_ids_model
+
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "litert", "--model", str(ner_dir), "--output", str(out), "--data", str(tmp_path),
+              f"--max-f1-drop={value}"])  # argparse takes "-1e-9" after a space for an option
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --max-f1-drop" in err and "not 0 or more" in err
+    assert not out.exists()
+    with pytest.raises(ValueError, match=r"max_f1_drop \(--max-f1-drop\) .* is not 0 or more"):
+        export_ids_model("litert", out, model=str(ner_dir), data=str(tmp_path), max_f1_drop=float(value))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("module", ["tf2onnx", "onnx", "onnxruntime"])
+def test_onnx_export_without_its_packages_names_the_extra(module, ner_dir, tmp_path, monkeypatch, capsys):
+    """Without tf2onnx, onnx or onnxruntime, `export onnx` fails before loading the model with
+    one line naming the module and the extra that installs it (an extra of biozoo's metadata
+    that requires each of them)."""
+    import sys
+    from importlib.metadata import requires
+
+    from biozoo.export import ids_models
+    from biozoo.export.onnx import ONNX_EXTRA, ONNX_MODULES
+
+    extra = {r.split(";")[0].split("=")[0].split(">")[0].strip() for r in requires("biozoo")
+             if f'extra == "{ONNX_EXTRA}"' in r}
+    assert set(ONNX_MODULES) <= extra, extra
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+
+    def not_loaded(*args):
+        raise AssertionError("the model was loaded before the missing package was named")
+
+    monkeypatch.setattr(ids_models, "_source", not_loaded)
+    out = tmp_path / "out"
+    assert main(["export", "onnx", "--model", str(ner_dir), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(rf"not installed here: [\w, ]*\b{module}\b", err), err
+    assert f"pip install 'biozoo[{ONNX_EXTRA}]'" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

@@ -435,3 +435,56 @@ def test_onnx_int8_certificate_says_its_outputs_depend_on_the_batch(model_dir, t
         assert "padded to the longest" in batching["fixed_inputs"] and batching["dev"] is None
         if dependent:
             assert "DynamicQuantizeLinear" in batching["why"] and batching["fixed_inputs"] in readme
+
+
+def test_float_export_states_its_tolerance_and_longest_sequence(model_dir, tmp_path):
+    """A float32 export's certificate states each output's tolerance (verification's float32
+    table) and that it is within it; the certificate, export.json and README state the longest
+    sequence, which is the longest the ONNX model runs (onnxruntime refuses one token more)."""
+    import onnxruntime
+
+    from biozoo.export.ids_models import export_ids_model
+    from biozoo.verification import TOLERANCE
+
+    out = tmp_path / "onnx"
+    certificate = export_ids_model("onnx", out, model=str(model_dir))
+    assert certificate["tolerance"] == {"logits": TOLERANCE["task_logits"]}
+    assert certificate["within_tolerance"] is True
+    assert certificate["fixed_inputs"]["max_abs_diff"]["logits"] <= TOLERANCE["task_logits"]
+    longest = biozoo.TokenClassifier.from_preset(str(model_dir)).backbone.max_sequence_length
+    info = json.loads((out / "export.json").read_text())
+    written = json.loads((out / "accuracy_certificate.json").read_text())
+    assert certificate["max_sequence_length"] == info["max_sequence_length"] == written["max_sequence_length"] == longest
+    readme = (out / "README.md").read_text()
+    assert f"`seq` is at most **{longest}** tokens" in readme and "Tolerance (float32 exports are refused" in readme
+    assert json.loads((out / "tokenizer" / "tokenizer_config.json").read_text())["model_max_length"] == longest
+    session = onnxruntime.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+
+    def run(length):
+        ids = np.full((1, length), 1000, np.int32)
+        return session.run(["logits"], {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                                        "input_type_ids": np.zeros_like(ids)})[0]
+
+    assert run(longest).shape == (1, longest, len(LABELS))
+    with pytest.raises(Exception):  # noqa: B017  (onnxruntime's errors have no common public class)
+        run(longest + 1)
+
+
+def test_float_export_beyond_its_tolerance_is_refused(model_dir, tmp_path, monkeypatch):
+    """A float32 export whose outputs differ from biozoo's float32 model by more than the
+    tolerance (a runtime adding 0.5 to every logit stands in for a conversion bug) is refused,
+    naming the output, the max diff and the tolerance, and nothing is written."""
+    from biozoo.errors import BiozooError
+    from biozoo.export import ids_models
+
+    real = ids_models._convert
+
+    def off_by_half(fmt, target, quantize, opset):
+        blob, runner = real(fmt, target, quantize, opset)
+        return blob, lambda x: {k: v + 0.5 for k, v in runner(x).items()}
+
+    monkeypatch.setattr(ids_models, "_convert", off_by_half)
+    out = tmp_path / "broken"
+    with pytest.raises(BiozooError, match=r"output logits differs .* by up to 0\.5 .* more than its tolerance 0\.001"):
+        ids_models.export_ids_model("litert", out, model=str(model_dir))
+    assert not out.exists() and not list(tmp_path.glob(".broken*")), "nothing written"
