@@ -21,5 +21,9 @@ SWITCHES = ("auto", "on", "off")
 # the global norm training clips each step's gradient to, as torch's clip_grad_norm_ (finetune,
 # pretrain, distill): BERT's, ELECTRA's and ALBERT's optimization.py and the HF Trainer's max_grad_norm
 DEFAULT_CLIP_NORM = 1.0
+# the fine-tuning recipe's schedule and decay (biozoo.train.finetune.Hyperparameters), and `finetune link`'s
+# (biozoo.linking.training.LinkTraining: SapBERT's, no warmup)
+FINETUNE_WARMUP_RATIO, FINETUNE_WEIGHT_DECAY = 0.1, 0.01
+LINK_WARMUP_RATIO, LINK_WEIGHT_DECAY = 0.0, 0.01
 CLIP_NORM_HELP = ("clip the step's gradient to this global norm, as torch's clip_grad_norm_ (default "
                   f"{DEFAULT_CLIP_NORM}, as BERT's and ELECTRA's training and the HF Trainer; 0: off)")

@@ -30,7 +30,7 @@ import biozoo
 from biozoo import presets
 from biozoo._io import atomic_write_json
 from biozoo.errors import CheckpointError
-from biozoo.export.certificate import FIXED_SENTENCES, packed_fixed_inputs
+from biozoo.export.certificate import FIXED_SENTENCES, TOLERANCE, packed_fixed_inputs
 from biozoo.preset_files import PARITY_CERTIFICATE_FILE, read_heads, read_provenance, weights_format
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.finetuned import load_task
@@ -39,8 +39,6 @@ __all__ = ["verify", "PARITY_CERTIFICATE_FILE", "sequence_length", "TOLERANCE"]
 
 # float32 on both sides: the families' parity tests hold encoder outputs to 1e-4; logits over a
 # vocabulary are sums of hundreds of products of larger numbers
-TOLERANCE = {"sequence_output": 1e-4, "pooled_output": 1e-4, "mlm_logits": 1e-3, "rtd_logits": 1e-3,
-             "nsp_logits": 1e-4, "sop_logits": 1e-4, "task_logits": 1e-3}
 # converted head -> the certificate's output name
 HEAD_OUTPUTS = {"mlm": "mlm_logits", "rtd": "rtd_logits", "nsp": "nsp_logits", "sop": "sop_logits",
                 "classifier": "task_logits", "qa": "task_logits"}

@@ -478,6 +478,28 @@ def test_a_cached_file_touched_or_unrecorded_is_read_once_then_trusted(tmp_path,
     assert times == {name: (preset / name).stat().st_mtime_ns for name in record["files_sha256"]}
 
 
+def test_a_cache_that_cannot_record_times_reads_each_file_once_per_process(tmp_path, tiny_bert_dir, monkeypatch):
+    """A read-only cache (a shared or image-baked one) whose entries predate recorded times: the
+    digests are checked once in a process, not at every load (the record cannot be rewritten)."""
+    import biozoo.presets.cache as cache
+
+    preset = Path(presets.resolve_preset(str(tiny_bert_dir)))
+    record = read_provenance(preset)
+    record.pop("files_mtime_ns", None)
+    (preset / "biozoo.json").write_text(json.dumps(record))
+    monkeypatch.setattr(cache, "_record_times", lambda preset_dir, verified: None)  # nothing can be recorded
+    monkeypatch.setattr(cache, "_verified_in_process", {})
+    read = []
+    monkeypatch.setattr(cache, "sha256_file", lambda path: read.append(os.path.basename(path)) or
+                        hashlib.sha256(Path(path).read_bytes()).hexdigest())
+    for _ in range(3):
+        assert Path(presets.resolve_preset(str(tiny_bert_dir))) == preset
+    assert sorted(read) == sorted(os.path.basename(name) for name in record["files_sha256"])  # once, not 3 times
+    _later_mtime(preset / "config.json")  # changed since: read again
+    assert Path(presets.resolve_preset(str(tiny_bert_dir))) == preset
+    assert read.count("config.json") == 2
+
+
 def _tokenizer_files_only(source, destination):
     """What an earlier tokenizer-only load leaves in the HF cache: `source`'s files but its weights."""
     shutil.copytree(source, destination, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))

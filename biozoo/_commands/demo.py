@@ -99,7 +99,7 @@ def demo_command(args):
     annotated = args.output.rstrip(os.sep) + "-annotated.PubTator"
     command = ["annotate", DEMO_DOCUMENTS, "--model", args.output, "--output-format", "pubtator",
                "--output", annotated, "--no-progress"]
-    say(f"[5/5] biozoo {' '.join(command)}   (4 PubMed abstracts packaged with biozoo; AIONER's example, MIT)")
+    say(f"[5/5] {_command_name()} {' '.join(command)}   (4 PubMed abstracts packaged with biozoo; AIONER's example, MIT)")
     status = run_command(annotate, command)
     if status:
         raise RuntimeError(f"biozoo annotate exited with {status}")

@@ -263,8 +263,10 @@ def _score_qa(args) -> int:
             rules = _squad_rules(dataset, args)
             if rules == "1.1":
                 v1 = evaluate_v1(dataset, preds)
-                result = {"exact": v1["exact_match"], "f1": v1["f1"],
-                          "total": sum(1 for _ in _iter_questions(dataset))}
+                total = sum(1 for _ in _iter_questions(dataset))
+                # every question has an answer: the HasAns_* breakdown is the whole, as v2.0 prints it
+                result = {"exact": v1["exact_match"], "f1": v1["f1"], "total": total,
+                          "HasAns_exact": v1["exact_match"], "HasAns_f1": v1["f1"], "HasAns_total": total}
             else:
                 result = evaluate_v2(dataset, preds, na_probs=na_probs, na_prob_thresh=args.na_prob_thresh,
                                      missing="wrong")
@@ -291,7 +293,7 @@ def _score_bioasq(args) -> int:
             system = aggregate_factoid(_load_json(args.nbest, "n-best"), top_k=args.top_k)
         else:
             system = _load_json(args.pred, "system")
-        result = factoid_scores(golden, system, missing="skip" if args.skip_missing else "error")
+        result = factoid_scores(golden, system, missing="skip")
     except DataFormatError:
         raise
     except ValueError as error:  # a malformed submission or n-best file
@@ -300,6 +302,11 @@ def _score_bioasq(args) -> int:
         if Path(args.save_submission).resolve() in {Path(p).resolve() for p in (args.gold, args.nbest) if p}:
             raise ValueError(f"--save-submission {args.save_submission} would overwrite an input file")
         atomic_write_json(args.save_submission, system)
+    if result["missing"] and not args.skip_missing:
+        shown = ", ".join(result["missing"][:10]) + (" ..." if len(result["missing"]) > 10 else "")
+        raise DataFormatError(f"{source} answers {len(result['missing'])} of the factoid questions of {args.gold} not "
+                              f"at all: {shown} (the official evaluator stops there; --skip-missing scores the "
+                              "answered ones only, as its 2020 version)")
     if result["missing"]:
         shown = ", ".join(result["missing"][:10]) + (" ..." if len(result["missing"]) > 10 else "")
         print(f"warning: {source} answers {len(result['missing'])} of the factoid questions of {args.gold} "

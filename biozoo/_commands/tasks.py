@@ -7,7 +7,18 @@ import sys
 
 from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument, documents_argument
 from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
-from biozoo.choices import CLIP_NORM_HELP, LINK_LOSSES, OPTIMIZERS, PRECISIONS, SWITCHES, TRAINING_PRECISION_POLICIES
+from biozoo.choices import (
+    CLIP_NORM_HELP,
+    FINETUNE_WARMUP_RATIO,
+    FINETUNE_WEIGHT_DECAY,
+    LINK_LOSSES,
+    LINK_WARMUP_RATIO,
+    LINK_WEIGHT_DECAY,
+    OPTIMIZERS,
+    PRECISIONS,
+    SWITCHES,
+    TRAINING_PRECISION_POLICIES,
+)
 from biozoo.documents import KEEP_MISMATCHED
 from biozoo.linking.abbreviations import ENGINES
 from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
@@ -44,9 +55,11 @@ def register(subparsers):
                         help="run this many seeds (seed, seed+1, ...) into OUTPUT/seed-N and report the mean "
                         "and standard deviation of every score in OUTPUT/metrics.json")
     parser.add_argument("--warmup-ratio", type=float, default=None,
-                        help="share of the steps to warm up over (default 0.1, or the --recipe's; link: 0)")
+                        help=f"share of the steps to warm up over (default {FINETUNE_WARMUP_RATIO:g}, or the "
+                        f"--recipe's; link: {LINK_WARMUP_RATIO:g})")
     parser.add_argument("--weight-decay", type=float, default=None,
-                        help="AdamW weight decay, none on biases and LayerNorms (default 0.01, or the --recipe's)")
+                        help=f"AdamW weight decay, none on biases and LayerNorms (default "
+                        f"{FINETUNE_WEIGHT_DECAY:g}, or the --recipe's; link: {LINK_WEIGHT_DECAY:g})")
     parser.add_argument("--entity-type", help="ner: type for bare B/I tags (default: from the folder name)")
     parser.add_argument("--recipe", choices=["biom"], help="biom: the epochs / learning rate / batch size of the "
                         "BioM-Transformers paper (Appendix Table 4) for this model and task; explicit "

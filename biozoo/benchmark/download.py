@@ -106,6 +106,7 @@ def download(name, output, sources_file=None, trust_unverified=False, progress=T
                 problem = _check(destination, file)
                 if problem is None:
                     entry["files"][file["name"]] = "present, verified"
+                    _copy_packaged_notices(folder, os.path.dirname(destination))
                     continue
                 if isinstance(problem, tuple):  # no checksum recorded: kept as it is, never fetched again
                     entry["files"][file["name"]] = f"present, unverified: sha256 {problem[1]}"
@@ -146,9 +147,17 @@ def _copy_packaged(folder, file, destination):
             if hashlib.sha256(data).hexdigest() == file["sha256"]:
                 os.makedirs(os.path.dirname(destination), exist_ok=True)
                 atomic_write_bytes(destination, data)
-                for notice in (CORPORA_ROOT / corpus.path).iterdir():  # the licence and NOTICE go with the data
-                    beside = os.path.join(os.path.dirname(destination), notice.name)
-                    if notice.name.startswith(("LICENSE", "NOTICE")) and not os.path.exists(beside):
-                        atomic_write_bytes(beside, notice.read_bytes())
+                _copy_packaged_notices(folder, os.path.dirname(destination))
                 return True
     return False
+
+
+def _copy_packaged_notices(folder, destination):
+    """The licence and NOTICE of the corpus packaged as data set `folder` (if one is), beside its files."""
+    for corpus in EMBEDDED_CORPORA.values():
+        if corpus.data_source != folder:
+            continue
+        for notice in (CORPORA_ROOT / corpus.path).iterdir():
+            beside = os.path.join(destination, notice.name)
+            if notice.name.startswith(("LICENSE", "NOTICE")) and not os.path.exists(beside):
+                atomic_write_bytes(beside, notice.read_bytes())

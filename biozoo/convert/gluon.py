@@ -118,5 +118,6 @@ def convert_gluon(path, out_dir, config=None, vocab=None, part="discriminator", 
     record = {"format": "gluon", "source": os.path.abspath(path), "part": part, "label": os.path.basename(path)}
     record.update(provenance or {})
     return convert_tensors(family, hf_config, table, names, iter_params(path), tokenizer, out_dir, path, record,
-                           progress, overwrite=overwrite)
+                           progress, overwrite=overwrite,
+                           config_source=f"{path} (the config inferred from its tensors' shapes)")
 

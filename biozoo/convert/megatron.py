@@ -202,4 +202,5 @@ def _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercas
     names = list(flat)
     tensors = ((n, flat[n].float().numpy()) for n in names)
     return convert_tensors(family, hf_config, megatron_table(version), names, tensors, tokenizer, out_dir, path,
-                           record, progress, overwrite=overwrite)
+                           record, progress, overwrite=overwrite,
+                           config_source=f"{path} (the config inferred from its tensors' shapes)")

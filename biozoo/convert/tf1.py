@@ -92,10 +92,10 @@ def _read_config(family, path, config_path):
     ]
     for candidate in candidates:
         if candidate and tf.io.gfile.exists(candidate):
-            return read_json(candidate, "model config")
+            return read_json(candidate, "model config"), candidate
     if config_path:
         raise CheckpointError(f"{config_path}: no such config file.")
-    return None
+    return None, None
 
 
 def _tokenizer(family, path, vocab, config, lowercase):
@@ -134,7 +134,8 @@ def convert_tf1(path, out_dir, family=None, config=None, vocab=None, num_heads=N
     table = fam.source_tables.get("tf1_generator" if part == "generator" else "tf1")
     if table is None:
         raise CheckpointError(f"no TF1 mapping for the {family_name} family{' generator' if part == 'generator' else ''}.")
-    hf_config = _read_config(fam, path, config)
+    hf_config, config_file = _read_config(fam, path, config)
+    config_source = config_file or f"{path} (the config inferred from its tensors' shapes)"
     if fam.tf1_config is not None:
         inferred = fam.tf1_config(shapes, part, num_heads)
         hf_config = {**inferred, **(hf_config or {})} if hf_config else inferred
@@ -151,4 +152,4 @@ def convert_tf1(path, out_dir, family=None, config=None, vocab=None, num_heads=N
     record = {"format": "tf1", "source": path, "part": part, "label": os.path.basename(path.rstrip("/"))}
     record.update(provenance or {})
     return convert_tensors(fam, hf_config, table, names, tensors, tokenizer, out_dir, path, record, progress,
-                           overwrite=overwrite)
+                           overwrite=overwrite, config_source=config_source)

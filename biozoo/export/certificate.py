@@ -19,6 +19,11 @@ import numpy as np
 
 from biozoo.tasks.inference import predicting_with
 
+# The largest max |diff| a float32 copy of a model may show against biozoo's float32 model, per output: the
+# parity certificate's against transformers (biozoo.verification) and a float32 export's (biozoo.export.ids_models).
+TOLERANCE = {"sequence_output": 1e-4, "pooled_output": 1e-4, "mlm_logits": 1e-3, "rtd_logits": 1e-3,
+             "nsp_logits": 1e-4, "sop_logits": 1e-4, "task_logits": 1e-3}
+
 FIXED_SENTENCES = (
     "BRCA1 and BRCA2 mutations confer a high risk of breast and ovarian cancer.",
     "Cisplatin-induced nephrotoxicity was attenuated by co-administration of N-acetylcysteine.",

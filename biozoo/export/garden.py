@@ -43,7 +43,7 @@ GARDEN_NAMES = [
 
 # Model Garden hard-codes this epsilon in both encoders.
 GARDEN_EPSILON = 1e-12
-GARDEN_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "Text>gelu", "relu": "relu"}
+GARDEN_ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "Text>gelu", "relu": "relu"}
 
 
 def _encoder_spec(family, config):

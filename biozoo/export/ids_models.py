@@ -23,16 +23,15 @@ import numpy as np
 from biozoo import Tokenizer, from_preset
 from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, check_output, read_json
 from biozoo.errors import BiozooError
-from biozoo.export.certificate import ACCURACY_CERTIFICATE_FILE, make_certificate
+from biozoo.export.certificate import ACCURACY_CERTIFICATE_FILE, TOLERANCE, make_certificate
 from biozoo.export.formats import IDS_FORMATS, OPSET, QUANTIZATIONS
 from biozoo.export.hf import check_backbone_preset, tokenizer_files, transformers_tokenizer_class
 from biozoo.export.onnx import INT8_BATCH_DEPENDENCE, require_onnx
 from biozoo.tasks.tf_inference import INPUT_NAMES
 from biozoo.tokenizers import SentencePieceTokenizer
-from biozoo.verification import TOLERANCE
 
 FORMATS = {name: fmt.file for name, fmt in IDS_FORMATS.items()}  # format -> its model file (IDS_FORMATS' view)
-# An export's output -> its row of `biozoo.verification.TOLERANCE` (float32 on both sides): a float32
+# An export's output -> its row of `TOLERANCE` (float32 on both sides): a float32
 # export farther from biozoo's float32 model than that on the fixed sentences is refused
 TOLERANCE_ROWS = {"logits": "task_logits", "sequence_output": "sequence_output", "pooled_output": "pooled_output"}
 

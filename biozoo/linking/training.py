@@ -34,7 +34,7 @@ import numpy as np
 from keras import ops
 
 from biozoo._io import atomic_directory, atomic_write_json, check_output
-from biozoo.choices import LINK_LOSSES
+from biozoo.choices import LINK_LOSSES, LINK_WARMUP_RATIO, LINK_WEIGHT_DECAY
 from biozoo.linking.encoder import LINKING_FILE, NameEncoder, pool
 from biozoo.linking.index import DenseIndex
 from biozoo.optim import LinearWarmupDecay
@@ -51,8 +51,8 @@ class LinkTraining:
     epochs: int = 1
     batch_pairs: int = 64  # pairs per batch: 2 x 64 names
     learning_rate: float = 2e-5
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.0
+    weight_decay: float = LINK_WEIGHT_DECAY
+    warmup_ratio: float = LINK_WARMUP_RATIO
     loss: str = "multi-similarity"
     hard_negatives: int = 4  # nearest concepts put in a batch with each concept (0: random batches)
     max_pairs_per_concept: int = 50

@@ -106,6 +106,11 @@ def _within(path, root):
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+# Files this process has read and found equal to their recorded digests: {path: (size, mtime_ns)}. Where
+# their times cannot be recorded (a read-only cache), each is still read once per process only.
+_verified_in_process: dict[str, tuple[int, int]] = {}
+
+
 def _unchanged(preset_dir):
     """True when every file of a cached preset is as it was written. A file whose size differs from
     the one recorded is changed; one whose modification time is not the one recorded (touched, copied,
@@ -126,8 +131,11 @@ def _unchanged(preset_dir):
         if name in sizes and stat.st_size != sizes[name]:
             return False
         if name in digests and times.get(name) != stat.st_mtime_ns:
-            if sha256_file(path) != digests[name]:
-                return False
+            seen = (stat.st_size, stat.st_mtime_ns)
+            if _verified_in_process.get(path) != seen:
+                if sha256_file(path) != digests[name]:
+                    return False
+                _verified_in_process[path] = seen
             verified[name] = (stat.st_mtime_ns, digests[name])
     if verified:
         _record_times(preset_dir, verified)

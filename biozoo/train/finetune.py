@@ -21,7 +21,7 @@ import numpy as np
 
 from biozoo import presets
 from biozoo._io import atomic_write_json, check_output, read_json, write_marker
-from biozoo.choices import DEFAULT_CLIP_NORM
+from biozoo.choices import DEFAULT_CLIP_NORM, FINETUNE_WARMUP_RATIO, FINETUNE_WEIGHT_DECAY
 from biozoo.errors import CheckpointError
 from biozoo.metrics.seeds import mean_std
 from biozoo.optim import make_optimizer
@@ -52,8 +52,8 @@ class Hyperparameters:
     learning_rate: float = 5e-5  # for the global batch
     max_seq_length: int = 128
     seed: int = 42
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
+    warmup_ratio: float = FINETUNE_WARMUP_RATIO
+    weight_decay: float = FINETUNE_WEIGHT_DECAY
     jit_compile: str = "auto"  # "auto": XLA on GPU/TPU, not on CPU
     optimizer: str = "adamw"  # or "lamb"
     layer_decay: float | None = None  # layer-wise learning-rate decay (ELECTRA: 0.8 base, 0.9 large)

@@ -242,7 +242,13 @@ def test_the_packaged_ncbi_disease_is_copied_without_the_network(tmp_path, monke
             "copied from the corpus packaged with biozoo, verified"
         data = (tmp_path / "d" / "ner" / "NCBI-disease" / spec["name"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == spec["sha256"] and len(data) == spec["size"]
-    # CC BY 4.0: the copy carries the corpus's licence and attribution
-    for notice in ("LICENSE.md", "NOTICE.md"):
-        copied = (tmp_path / "d" / "ner" / "NCBI-disease" / notice).read_text(encoding="utf-8")
-        assert "Creative Commons" in copied or "Doğan" in copied
+    # CC BY 4.0: the copy carries the corpus's licence and attribution, also added to a folder fetched before
+    for again in (False, True):
+        if again:
+            for notice in ("LICENSE.md", "NOTICE.md"):
+                (tmp_path / "d" / "ner" / "NCBI-disease" / notice).unlink()
+            result = download("ner/NCBI-disease", tmp_path / "d", progress=False)
+            assert set(result["datasets"]["ner/NCBI-disease"]["files"].values()) == {"present, verified"}
+        for notice in ("LICENSE.md", "NOTICE.md"):
+            copied = (tmp_path / "d" / "ner" / "NCBI-disease" / notice).read_text(encoding="utf-8")
+            assert "Creative Commons" in copied or "Doğan" in copied

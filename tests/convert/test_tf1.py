@@ -2,6 +2,7 @@
 global_step) convert to presets equal to the transformers models they were made from."""
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -174,5 +175,16 @@ def test_vocabulary_size_disagreeing_with_the_embeddings(tmp_path):
     (tmp_path / "bert_config.json").write_text(json.dumps(google_config(model, BERT_KEYS)))
     (tmp_path / "vocab.txt").write_text("\n".join(H.wordpiece_vocab() + ["extra"] * 0 + [f"new{i}" for i in range(5)]))
     with pytest.raises(CheckpointError, match="vocabulary has 104 entries"):
+        convert_tf1(str(tmp_path / "ckpt"), tmp_path / "preset", progress=False)
+    assert not (tmp_path / "preset").exists()
+
+
+def test_a_config_error_names_the_config_file_and_key(tmp_path):
+    model = H.make_model("bert", "BertModel")
+    T.write_tf1_checkpoint(T.bert_tf1_variables(T.torch_state(model)), tmp_path / "ckpt", adam_slots=False)
+    config = {**google_config(model, BERT_KEYS), "hidden_act": "swishy"}
+    (tmp_path / "bert_config.json").write_text(json.dumps(config))
+    write_vocab(tmp_path)
+    with pytest.raises(CheckpointError, match=re.escape(str(tmp_path / "bert_config.json")) + ".*hidden_act.*swishy"):
         convert_tf1(str(tmp_path / "ckpt"), tmp_path / "preset", progress=False)
     assert not (tmp_path / "preset").exists()

@@ -180,7 +180,8 @@ def test_qa_on_v1_data_uses_the_v1_rules_for_answers_that_normalise_to_nothing(t
     args = ("qa", "--data", str(tmp_path / "data.json"), "--pred", str(tmp_path / "pred.json"))
     status, out, err = score(capsys, *args)
     assert status == 0, err
-    assert json.loads(out) == {"rules": "1.1", "exact": 100.0, "f1": 0.0, "total": 2, "missing": 0}
+    assert json.loads(out) == {"rules": "1.1", "exact": 100.0, "f1": 0.0, "total": 2, "HasAns_exact": 100.0,
+                               "HasAns_f1": 0.0, "HasAns_total": 2, "missing": 0}
     status, out, err = score(capsys, *args, "--rules", "2.0")
     assert status == 0, err
     res = json.loads(out)
@@ -241,6 +242,7 @@ def test_bioasq(tmp_path, capsys):
     status, out, err = score(capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--pred",
                              str(tmp_path / "system.json"))
     assert status == 2 and out == "" and "system.json" in err and "5a0000000000000000000001" in err
+    assert "golden.json" in err and "--skip-missing" in err
     status, out, err = score(capsys, "bioasq", "--gold", str(tmp_path / "golden.json"), "--pred",
                              str(tmp_path / "system.json"), "--skip-missing")
     assert status == 0
