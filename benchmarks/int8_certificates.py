@@ -21,7 +21,8 @@ points, max |logit diff| on the certificate's 12 fixed sentences, and the speed 
 export of the model with the larger drop is run again with `--max-f1-drop 0.0001` to show it
 refusing (exit code and message; nothing written). The export refuses only when the drop is larger
 than that: where int8 scores at least as well as float32 it is written, and the script says so
-(`--refusal-drop` below the drop, negative if need be, shows a refusal).
+(`--refusal-drop` below the drop shows a refusal; the command takes only limits of 0 or more, so an
+int8 export that scores better than float32 cannot be refused).
 
 Everything goes through the biozoo command line (`python -m biozoo`, the interpreter running this
 script), one subprocess per step; their output is echoed. Prints a markdown table at the end and
