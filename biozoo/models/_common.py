@@ -32,6 +32,11 @@ def get_activation(name):
     return keras.activations.get(ACTIVATIONS[name])
 
 
+def _is_count(value, least):
+    """Whether `value` is a whole number (not a bool) of at least `least`."""
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= least
+
+
 def check_arguments(owner, activation=None, heads=None, **sizes):
     """Refuse, naming the argument and its value, a backbone's size that is not a whole number of at
     least 1 (`num_layers`: 0), an activation biozoo cannot build, or, with `heads` (hidden_dim,
@@ -39,7 +44,7 @@ def check_arguments(owner, activation=None, heads=None, **sizes):
     refuses it too)."""
     for name, value in sizes.items():
         least = 0 if name == "num_layers" else 1
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        if not _is_count(value, least):
             raise ValueError(f"{owner}: {name}={value!r}; it must be a whole number of at least {least}.")
     if activation is not None and activation not in ACTIVATIONS:
         raise ValueError(f"{owner}: activation={activation!r} is not supported; supported: "
@@ -56,7 +61,7 @@ def check_hf_config(config, source, sizes, activation_key="hidden_act", heads=No
     for key in sizes:
         value = config.get(key)
         least = 0 if key in ("num_hidden_layers", "n_layers") else 1
-        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least):
+        if value is not None and not _is_count(value, least):
             raise CheckpointError(f"{source}: {key} is {value!r}; it must be a whole number of at least {least}.")
     act = config.get(activation_key)
     if act is not None and act not in ACTIVATIONS:
