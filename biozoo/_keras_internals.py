@@ -13,8 +13,10 @@ import functools
 import hashlib
 import importlib
 import inspect
+import random
 
 import keras
+import numpy as np
 from keras.src import ops as keras_ops
 from keras.src import tree
 from keras.src.backend.common import global_state
@@ -94,11 +96,20 @@ def source_digest(dotted):
 # ---- random seeds (biozoo.train) ---------------------------------------------------------
 
 
-def set_keras_seed(seed):
-    """Keras' global seed, and a fresh global SeedGenerator, as keras.utils.set_random_seed
-    sets them (without its tf.random.set_seed)."""
+def set_seed(seed):
+    """What keras.utils.set_random_seed seeds (Python, NumPy, Keras' global seed and a fresh
+    global SeedGenerator) except tf.random.set_seed: in eager mode that clears TensorFlow's kernel
+    cache, destroying the resources of tokenizers already built (tf-text's SentencePiece op), so
+    a second seeded run in one process (`--seeds`) could not tokenize; and under JAX or PyTorch
+    it would import TensorFlow. biozoo draws no TensorFlow-seeded random numbers."""
     global_state.set_global_attribute(GLOBAL_RANDOM_SEED, seed)
     global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
+    random.seed(seed)
+    np.random.seed(seed)
+    if keras.backend.backend() == "torch":  # Keras' torch dropout draws from torch's global generator
+        import torch
+
+        torch.manual_seed(seed)
 
 
 # ---- variables without memory, and Keras' own weights-file writer (biozoo.convert.sink) ----

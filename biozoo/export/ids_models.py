@@ -27,6 +27,7 @@ from biozoo.export.certificate import ACCURACY_CERTIFICATE_FILE, TOLERANCE, make
 from biozoo.export.formats import IDS_FORMATS, OPSET, QUANTIZATIONS
 from biozoo.export.hf import check_backbone_preset, tokenizer_files, transformers_tokenizer_class
 from biozoo.export.onnx import INT8_BATCH_DEPENDENCE, require_onnx
+from biozoo.export.tfhub import require_tensorflow_backend
 from biozoo.tasks.tf_inference import INPUT_NAMES
 from biozoo.tokenizers import SentencePieceTokenizer
 
@@ -83,6 +84,7 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     """
     if fmt not in IDS_FORMATS:
         raise ValueError(f"export format {fmt!r}: choose {' or '.join(IDS_FORMATS)}")
+    require_tensorflow_backend(f"export {fmt}")
     IDS_FORMATS[fmt].check_quantization(quantize)
     if max_f1_drop is not None and not max_f1_drop >= 0:  # negative or nan
         raise ValueError(f"max_f1_drop (--max-f1-drop) {max_f1_drop} is not 0 or more: it is the F1 points the "

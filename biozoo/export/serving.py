@@ -308,6 +308,7 @@ def build_task_module(task, seq_length=None):
 def export_task_hub(task, out_dir, seq_length=None, overwrite=False, inputs=()):
     """Write a serving SavedModel for `task` (a task object) to `out_dir` (an earlier biozoo
     output there is replaced only with `overwrite`; `inputs` are never written)."""
+    H.require_tensorflow_backend("export tfhub")
     check_output(out_dir, overwrite, inputs)
     root, signatures, info = build_task_module(task, seq_length)
     H.save_module(root, out_dir, signatures=signatures, assets={"biozoo_export.json": json.dumps(info, indent=2)},
@@ -317,6 +318,7 @@ def export_task_hub(task, out_dir, seq_length=None, overwrite=False, inputs=()):
 
 def export_task_dir(model_dir, out_dir, seq_length=None, overwrite=False):
     """`biozoo export tfhub --model DIR`: a directory written by `biozoo finetune`."""
+    H.require_tensorflow_backend("export tfhub")
     check_output(out_dir, overwrite, [model_dir])
     kind, _, task = load_task(model_dir)
     if task_kind(kind).serving is None:

@@ -20,6 +20,7 @@ import json
 import os
 import tempfile
 
+import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -305,10 +306,21 @@ def _readme(info):
     return "\n".join(lines)
 
 
+def require_tensorflow_backend(command):
+    """SavedModel, TF Hub, ONNX and LiteRT exports trace the model in a TensorFlow graph, which
+    Keras builds only on its TensorFlow backend: another backend is refused before any work."""
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        raise BiozooError(f"{command} traces the model in a TensorFlow graph, which Keras builds only on its "
+                          f"tensorflow backend (this process runs {backend}): run it with KERAS_BACKEND=tensorflow "
+                          "(`biozoo --backend tensorflow export ...`); presets are the same files on every backend")
+
+
 def export_hub(preset, out_dir, seq_length=128, overwrite=False):
     """Write `out_dir/encoder` and `out_dir/preprocessor` for a backbone preset, and README.md
     (the registry's model card first when the preset is a registry checkpoint), in one rename
     (an earlier biozoo output there is replaced only with `overwrite`)."""
+    require_tensorflow_backend("export tfhub")
     check_output(out_dir, overwrite, [preset])
     backbone = biozoo.from_preset(preset)
     tokenizer = biozoo.Tokenizer.from_preset(preset)

@@ -34,6 +34,7 @@ import numpy as np
 from keras import ops
 
 from biozoo._io import atomic_directory, atomic_write_json, check_output
+from biozoo._keras_internals import set_seed
 from biozoo.choices import LINK_LOSSES, LINK_WARMUP_RATIO, LINK_WEIGHT_DECAY
 from biozoo.linking.encoder import LINKING_FILE, NameEncoder, pool
 from biozoo.linking.index import DenseIndex
@@ -190,7 +191,7 @@ def finetune_linker(dictionary, preset, output, settings=LinkTraining(), log=pri
     linking.json and metrics.json) in one rename; return the metrics. An earlier biozoo output
     at OUTPUT is replaced only with `overwrite` (checked before training)."""
     check_output(output, overwrite, [preset])
-    keras.utils.set_random_seed(settings.seed)
+    set_seed(settings.seed)
     rng = random.Random(settings.seed)
     encoder = NameEncoder.from_preset(preset, pooling=settings.pooling, max_length=settings.max_length)
     pairs = synonym_pairs(dictionary, settings.max_pairs_per_concept, rng)

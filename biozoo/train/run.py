@@ -24,14 +24,11 @@ import json
 import math
 import numbers
 import os
-import random
 import shutil
 import time
 
 import keras
-import numpy as np
 
-from biozoo import _keras_internals
 from biozoo._io import (
     atomic_directory,
     atomic_write_json,
@@ -41,24 +38,10 @@ from biozoo._io import (
     read_json,
     remote_files,
 )
+from biozoo._keras_internals import set_seed
 from biozoo.choices import TRAINING_PRECISION_POLICIES as PRECISION_POLICIES
 from biozoo.errors import CheckpointError
 from biozoo.train import ResolvedStrategy, distribution, loop
-
-
-def set_seed(seed):
-    """What keras.utils.set_random_seed seeds (Python, NumPy, Keras' global seed and
-    SeedGenerator) except tf.random.set_seed: in eager mode that clears TensorFlow's kernel
-    cache, destroying the resources of tokenizers already built (tf-text's SentencePiece
-    op), so a second seeded run in one process (`--seeds`) could not tokenize. biozoo draws no
-    TensorFlow-seeded random numbers."""
-    _keras_internals.set_keras_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed)
-    if keras.backend.backend() == "torch":  # Keras' torch dropout draws from torch's global generator
-        import torch
-
-        torch.manual_seed(seed)
 
 
 def precision_policy(precision, strategy_name):

@@ -3,7 +3,10 @@ too short for what the export packs, --split without --data, a task model as a -
 writes the bare encoder, a negative --max-f1-drop, an ONNX export without its packages."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -160,3 +163,25 @@ def test_onnx_export_without_its_packages_names_the_extra(module, ner_dir, tmp_p
     assert f"pip install 'biozoo[{ONNX_EXTRA}]'" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_exports_through_tensorflow_refuse_another_backend_in_one_line(ner_dir, tiny_bert_real_vocab, tmp_path):
+    """Under JAX (TensorFlow installed), the exports that trace a TensorFlow graph exit 2 with one
+    line that names the backend to use, before any work; `export hf` and `garden` need no graph."""
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    refused = {"tfhub --preset": ["tfhub", "--preset", str(tiny_bert_real_vocab), "--seq-length", "16"],
+               "tfhub --model": ["tfhub", "--model", str(ner_dir)],
+               "onnx": ["onnx", "--model", str(ner_dir)], "litert": ["litert", "--model", str(ner_dir)]}
+    for name, argv in refused.items():
+        out = tmp_path / name.replace(" ", "")
+        run = subprocess.run([sys.executable, "-m", "biozoo", "export", *argv, "--output", str(out)], env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 2, (name, run.stderr[-2000:])
+        assert run.stderr.strip().startswith(f"biozoo export: error: export {name.split()[0]} traces the model"), \
+            (name, run.stderr[-2000:])
+        assert "KERAS_BACKEND=tensorflow" in run.stderr and "(this process runs jax)" in run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1 and not out.exists()
+    run = subprocess.run([sys.executable, "-m", "biozoo", "export", "hf", "--model", str(ner_dir), "--output",
+                          str(tmp_path / "hf")], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (tmp_path / "hf" / "config.json").exists()
