@@ -113,7 +113,8 @@ def find_in_archive(root, relative):
 
 def convert_aioner(h5_path, base_dir, out_dir, label_names, decoder, lowercase, max_length=256, name="aioner",
                    provenance=None, progress=True):
-    """An AIONER .h5 (with its base model's config.json and vocab.txt) -> a task preset at `out_dir`."""
+    """An AIONER .h5 (with its base model's config.json and vocab.txt) -> a task preset at `out_dir`.
+    `decoder` ("softmax", "crf" or None) is read from the .h5's layers; one given must agree."""
     family = get_family("bert")
     tensors = read_keras_h5(h5_path)
     embedding = next((a for n, a in tensors.items() if re.search(r"word_embeddings/weight(:\d+)?$", n)), None)
@@ -128,6 +129,7 @@ def convert_aioner(h5_path, base_dir, out_dir, label_names, decoder, lowercase, 
             f"({base_size} in {base_dir}/vocab.txt) plus {len(MARKER_TOKENS)} marker tokens.")
     tokenizer = tokenizer.with_added_tokens(MARKER_TOKENS)
     config.update({"model_type": "bert", "vocab_size": int(embedding.shape[0])})
+    decoder = _decoder_of(h5_path, tensors, decoder)
     output = [a for n, a in tensors.items() if n.endswith(("softmax/kernel:0", "crf_layer/kernel:0"))]
     if len(output) != 1 or output[0].shape[-1] != len(label_names):
         found = output[0].shape[-1] if output else "no"
@@ -143,6 +145,21 @@ def convert_aioner(h5_path, base_dir, out_dir, label_names, decoder, lowercase, 
     stream = ((n, tensors[n]) for n in names)
     return convert_tensors(family, config, aioner_table(), names, stream, tokenizer, out_dir, h5_path, record, progress,
                            task_heads={"aioner": (entry, [f"aioner/{n}" for n in needed])}, task_kind="aioner")
+
+
+def _decoder_of(path, tensors, decoder=None):
+    """The decoder the .h5 holds (a `crf_layer` -> "crf", a `softmax` layer -> "softmax"); `decoder`,
+    when given, must be that one."""
+    layers = {layer for name in tensors for layer in ("crf_layer", "softmax") if re.search(rf"(^|/){layer}/", name)}
+    if len(layers) != 1:
+        raise CheckpointError(f"{path}: AIONER's output layer is one of crf_layer or softmax; found "
+                              f"{' and '.join(sorted(layers)) or 'neither'}.")
+    (layer,) = layers
+    found = "crf" if layer == "crf_layer" else "softmax"
+    if decoder is not None and decoder != found:
+        raise CheckpointError(f"{path}: the model's output layer is {layer} (a {found} decoder), not the {decoder} "
+                              "decoder asked for; converting it so would drop or invent its CRF.")
+    return found
 
 
 def convert_aioner_archive(archive, out_dir, task, name, provenance=None, progress=True):

@@ -6,6 +6,8 @@ token ids, its accuracy certificate, the tokenizer's files and a README.
     OUT/export.json                     format, quantization, inputs, outputs, labels, tokenizer settings,
                                         the longest sequence the model takes
     OUT/tokenizer/                      the tokenizer as transformers' AutoTokenizer loads it
+    OUT/crf.npz                         a CRF task's transitions, start and end energies (AIONER's CRF model):
+                                        the README's numpy Viterbi decodes the model's `emissions` with them
     OUT/README.md
 
 Example:
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 
+import keras
 import numpy as np
 
 from biozoo import Tokenizer, from_preset
@@ -34,7 +37,38 @@ from biozoo.tokenizers import SentencePieceTokenizer
 FORMATS = {name: fmt.file for name, fmt in IDS_FORMATS.items()}  # format -> its model file (IDS_FORMATS' view)
 # An export's output -> its row of `TOLERANCE` (float32 on both sides): a float32
 # export farther from biozoo's float32 model than that on the fixed sentences is refused
-TOLERANCE_ROWS = {"logits": "task_logits", "sequence_output": "sequence_output", "pooled_output": "pooled_output"}
+TOLERANCE_ROWS = {"logits": "task_logits", "emissions": "task_logits", "sequence_output": "sequence_output",
+                  "pooled_output": "pooled_output"}
+CRF_FILE = "crf.npz"  # beside a CRF task's model: transitions [from, to], start and end [labels]
+# The README's decoding of a CRF export, AIONER's (tf_crf2: boundary energies at the first and last
+# position, padding included; crf_decode: Viterbi, first maximum on ties). The certificate's dev F1
+# of the export decodes with this very text and the parameters written to CRF_FILE.
+README_CRF_LOAD = f"""import numpy as np
+crf = dict(np.load("{CRF_FILE}"))  # transitions [from, to], start [labels], end [labels]
+"""
+README_CRF_DECODE = '''def crf_decode(emissions, crf):
+    """Label ids [batch, seq] of `emissions` [batch, seq, labels], every row padded to the same seq."""
+    scores = np.array(emissions, np.float32)
+    scores[:, 0] += crf["start"]
+    scores[:, -1] += crf["end"]
+    best, back = scores[:, 0], []
+    for t in range(1, scores.shape[1]):
+        total = best[:, :, None] + crf["transitions"][None]
+        back.append(total.argmax(1))
+        best = scores[:, t] + total.max(1)
+    path = [best.argmax(-1)]
+    for pointers in reversed(back):
+        path.insert(0, np.take_along_axis(pointers, path[0][:, None], 1)[:, 0])
+    return np.stack(path, 1)
+'''
+
+
+def readme_crf_decoder(crf):
+    """`emissions -> label ids`: README_CRF_DECODE run as written, with the CRF parameters `crf`."""
+    namespace = {"np": np}
+    exec(README_CRF_DECODE, namespace)  # biozoo's own constant: the text the README shows
+    decode = namespace["crf_decode"]
+    return lambda emissions: decode(emissions, crf)
 
 
 def float_tolerance(diffs):
@@ -54,7 +88,11 @@ def _source(model, preset):
         from biozoo.tasks.adapters import load_with_adapter
 
         kind, adapter, task = load_with_adapter(model)
-        return task, task.ids_model(), task.preprocessor.tokenizer, kind, adapter, list(getattr(task, "label_names", []))
+        network = task.ids_model()
+        decoding = task.export_decoding() if hasattr(task, "export_decoding") else None
+        if decoding and decoding["output"] != "logits":  # named for what it is (a CRF's emissions)
+            network = keras.Model(network.input, {decoding["output"]: network.output}, name=f"{network.name}_export")
+        return task, network, task.preprocessor.tokenizer, kind, adapter, list(getattr(task, "label_names", []))
 
     return None, from_preset(preset), Tokenizer.from_preset(preset), "backbone", None, []
 
@@ -104,7 +142,10 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
         check_backbone_preset(preset, fmt)
     task, target, tokenizer, kind, adapter, labels = _source(model, preset)
     backbone = target if task is None else task.backbone
-    max_length = getattr(backbone, "max_sequence_length", None)
+    decoding = task.export_decoding() if hasattr(task, "export_decoding") else None
+    # the longest input: the positions, or the length a task with its own decoding runs at (AIONER: its record's)
+    max_length = decoding["sequence_length"] if decoding else getattr(backbone, "max_sequence_length", None)
+    crf = decoding and decoding["crf"]
     if data is not None and adapter is None:
         raise ValueError("dev data scores task models; a backbone preset has no task metric")
     evaluation = None
@@ -117,7 +158,9 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     what = {"format": fmt, "quantize": quantize, "source": str(model or preset), "task": kind,
             "max_sequence_length": max_length, **({"opset": opset} if fmt == "onnx" else {})}
     batch_dependence = INT8_BATCH_DEPENDENCE if (fmt, quantize) == ("onnx", "int8") else None
-    certificate = make_certificate(target, tokenizer, runner, what, evaluation, batch_dependence)
+    decode = None if not crf else (readme_crf_decoder(crf), "the README's numpy Viterbi (crf_decode) with "
+                                   f"{CRF_FILE}, every input padded to {max_length}")
+    certificate = make_certificate(target, tokenizer, runner, what, evaluation, batch_dependence, decode)
     certificate["max_f1_drop"] = max_f1_drop
     # float32: each output within its tolerance; a quantized export is held to --max-f1-drop instead
     diffs = certificate["fixed_inputs"]["max_abs_diff"]
@@ -142,11 +185,18 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
             "label_names": labels, "tokenizer": tokenizer_settings(tokenizer),
             "batch_dependent": certificate["batch_dependent"], "max_sequence_length": max_length,
             **({"opset": opset} if fmt == "onnx" else {})}
+    if decoding:
+        info.update(decoder=decoding["decoder"], decoding_reference=decoding["reference"])
+    if crf:  # the CRF scores every position: inputs are padded to exactly this length
+        info.update(crf_file=CRF_FILE, pad_to_length=max_length)
     with atomic_directory(output, overwrite, inputs) as tmp:
         with open(os.path.join(tmp, IDS_FORMATS[fmt].file), "wb") as f:
             f.write(blob)
         atomic_write_json(os.path.join(tmp, ACCURACY_CERTIFICATE_FILE), certificate)
         atomic_write_json(os.path.join(tmp, "export.json"), info)
+        if crf:
+            with open(os.path.join(tmp, CRF_FILE), "wb") as f:
+                np.savez(f, **{k: np.asarray(v, np.float32) for k, v in crf.items()})
         write_tokenizer(tokenizer, os.path.join(tmp, "tokenizer"), max_length)
         atomic_write_text(os.path.join(tmp, "README.md"), _readme(info, certificate))
     return certificate
@@ -188,6 +238,19 @@ tokenizer = transformers.AutoTokenizer.from_pretrained("tokenizer")
 batch = tokenizer(texts, padding=True, truncation=True, return_tensors="np")
 ids, mask, types = (batch[k].astype("int32") for k in ("input_ids", "attention_mask", "token_type_ids"))
 """
+# The same for a task that reads words its own way (AIONER): `sentences` -> ids; {padding}: the task's
+README_WORDS_TOKENIZATION = """import transformers
+tokenizer = transformers.AutoTokenizer.from_pretrained("tokenizer")
+# sentences: AIONER's words of each sentence between its type's markers: [["<ALL>", "BRCA1", "mutations", ..., "</ALL>"]]
+batch = tokenizer(sentences, is_split_into_words=True, padding={padding}, truncation=True, return_tensors="np")
+ids, mask, types = (batch[k].astype("int32") for k in ("input_ids", "attention_mask", "token_type_ids"))
+"""
+README_WORDS_REFERENCE = """
+What goes in and comes out around the model is AIONER's own; `{reference}` is its
+reference: the text's pre-tokenization (spaces around `= / ( ) < > + - _`), spaCy's sentences and
+words, each sentence between its type's marker words (`<ALL>` ... `</ALL>`, 256 words at most), each
+word labelled by its first piece (`batch.word_ids(row)`), AIONER's rules from labels to entities.
+"""
 
 
 def _readme(info, certificate):
@@ -211,12 +274,33 @@ def _readme(info, certificate):
     dev_line = ("not measured (no dev data given)" if dev is None else
                 f"F1 {dev['f1_export']:.2f} against {dev['f1_float32']:.2f} in float32 on {dev['data']} "
                 f"({dev['split']}, {dev['examples']} examples): a drop of {dev['f1_drop']:.2f} points")
-    labels = f"\nLabels (logits' last axis): {', '.join(info['label_names'])}\n" if info["label_names"] else ""
+    decoder, output = info.get("decoder"), info["outputs"][0] if info["outputs"] else None
+    labels = (f"\nLabels ({output}' last axis): {', '.join(info['label_names'])}\n" if info["label_names"] else "")
     longest = info["max_sequence_length"]
     length_note = ("" if longest is None else
                    f"\n`seq` is at most **{longest}** tokens, `[CLS]` and `[SEP]` included (the model's position "
                    f"embeddings; longer\ninputs are not defined): `truncation=True` below cuts to {longest} "
                    "(the tokenizer's `model_max_length`).\n")
+    tokenization = README_TOKENIZATION
+    decoding = (f"\nNeither biozoo nor Keras is needed: transformers' tokenizer and {runtime} run it. The task's\n"
+                "decoding (words, entities, answer spans) is not in the model: biozoo's TokenClassifier /\n"
+                "QuestionAnswerer do it.\n")
+    if decoder == "crf":
+        tokenization = README_WORDS_TOKENIZATION.format(padding='"max_length"')
+        length_note = (f"\n**Every input is padded to exactly {longest} tokens** (`padding=\"max_length\"`; the "
+                       f"tokenizer's `model_max_length`), as AIONER runs\nits CRF: it scores every position, padding "
+                       f"included, with its end energies at position {longest - 1}. Other widths decode differently.\n")
+        load += f"\n{README_CRF_LOAD}\n{README_CRF_DECODE}\nlabel_ids = crf_decode(outputs[0], crf)  # [batch, {longest}]"
+        decoding = (f"\n`{output}` are the CRF's inputs, not labels: their argmax is not AIONER's output. The labels "
+                    f"are\n`crf_decode`'s path above (AIONER's Viterbi; `{info['crf_file']}`: `transitions` [from, to], "
+                    f"`start`, `end` [labels]).\nNeither biozoo nor Keras is needed: transformers' tokenizer, {runtime} "
+                    "and numpy run it.\n")
+    elif decoder is not None:
+        tokenization = README_WORDS_TOKENIZATION.format(padding="True")
+        decoding = (f"\nEach word takes the label of the largest of its first piece's `{output}` (AIONER's softmax).\n"
+                    f"Neither biozoo nor Keras is needed: transformers' tokenizer and {runtime} run it.\n")
+    if decoder is not None:
+        decoding += README_WORDS_REFERENCE.format(reference=info["decoding_reference"])
     tolerance = certificate["tolerance"]
     tolerance_line = ("" if tolerance is None else
                       "\n- Tolerance (float32 exports are refused beyond it): "
@@ -244,13 +328,9 @@ transformers loads it ({tokenizer['model']}, `{tokenizer['transformers_class']}`
 {length_note}
 Outputs: {', '.join(f'`{n}`' for n in info['outputs'])}.{labels}
 ```python
-{README_TOKENIZATION}{load}
+{tokenization}{load}
 ```
-
-Neither biozoo nor Keras is needed: transformers' tokenizer and {runtime} run it. The task's
-decoding (words, entities, answer spans) is not in the model: biozoo's TokenClassifier /
-QuestionAnswerer do it.
-{batch_note}
+{decoding}{batch_note}
 ## Accuracy certificate (`{ACCURACY_CERTIFICATE_FILE}`)
 - Max |diff| to biozoo's float32 model on {len(certificate['fixed_inputs']['sentences'])} fixed sentences: {diffs}{tolerance_line}
 - Dev: {dev_line}
@@ -258,5 +338,6 @@ QuestionAnswerer do it.
   ({certificate['speed']['unit']})
 
 `export.json`: {json.dumps({k: info[k] for k in ('format', 'quantize', 'task', 'batch_dependent',
-                                                 'max_sequence_length')})}
+                                                 'max_sequence_length', 'decoder', 'pad_to_length')
+                       if k in info})}
 """

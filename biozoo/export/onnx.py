@@ -3,7 +3,7 @@ ONNX Runtime's `quantize_dynamic` makes the int8 model (after its `quant_pre_pro
 constants and each Gemm with a constant weight has become a MatMul, the op it quantizes).
 
 Inputs and outputs carry the TF Hub export's names: `input_word_ids`, `input_mask`,
-`input_type_ids` (int32 `[batch, seq]`, both dimensions dynamic) -> `logits` (a task) or
+`input_type_ids` (int32 `[batch, seq]`, both dimensions dynamic) -> `logits` (a task; `emissions` for AIONER's CRF) or
 `sequence_output`, `pooled_output` (a backbone).
 
 Example (no biozoo needed to use the result):

@@ -16,8 +16,11 @@ of the model, so it is reproduced here step by step:
   entities (an `I-` after `O` starts one, the first and last word of each cut are its markers)
   and find each word back in the lower-cased text, in order.
 
-Offsets index the text given. One deliberate difference: where lower-casing changes a
-character's length (e.g. "İ"), AIONER's offsets shift; here they do not.
+Offsets index the text given. Deliberate differences: where lower-casing changes a
+character's length (e.g. "İ"), AIONER's offsets shift; here they do not. Text and words are
+lower-cased character by character, so a Greek capital sigma is found back where `str.lower`'s
+final-sigma rule made AIONER miss it; a word still not found skips its sentence's entities with an
+`AionerRestoreWarning` (AIONER prints "resotr index error" and writes wrong offsets).
 
 Example:
     >>> tagger = AionerTagger.from_preset("aioner_bioformer")
@@ -31,6 +34,7 @@ import dataclasses
 import functools
 import io
 import re
+import warnings
 
 import keras
 import keras_hub
@@ -120,18 +124,24 @@ def entity_word_spans(labels):
     return entities
 
 
+class AionerRestoreWarning(UserWarning):
+    """A word AIONER split off could not be found back in the text: that block's entities are not
+    reported (AIONER prints "resotr index error" and writes offsets of its failed search)."""
+
+
 def _length_preserving_lower(text):
-    lowered = text.lower()
-    if len(lowered) == len(text):
-        return lowered
-    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    """`text` lower-cased character by character, without context (Greek capital sigma is always
+    σ, never the final ς that `str.lower` picks by context), a character whose lower case is longer
+    (İ) kept: as long as `text`, and a word lowers the same alone as inside its text."""
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
 
 
-def restore_offsets(text, blocks):
+def restore_offsets(text, blocks, document="the text", errors=None):
     """`[(start, end, type, *extra)]` in `text` from `[(inner words text, [(first word, last word,
     type, *extra)])]` per block, in AIONER's order and without repeats of (start, end, type), the
     first kept (`NN_restore_index_fn`): each block's words are found one after the other in the
-    lower-cased text."""
+    lower-cased text. A word not found: an `AionerRestoreWarning` naming `document` and the word,
+    appended to `errors` (a list) too, and that block's entities are skipped."""
     lowered = _length_preserving_lower(text)
     position, found, seen = 0, [], set()
     for words_text, entities in blocks:
@@ -139,15 +149,22 @@ def restore_offsets(text, blocks):
         for word in _length_preserving_lower(words_text).split():
             at = lowered.find(word, position)
             if at < 0:
-                raise ValueError(f"AIONER word {word!r} not found in the text after offset {position}")
+                message = (f"AIONER: word {word!r} of {document} not found in it after offset {position}; the "
+                           f"{len(entities)} entities of its sentence ({words_text[:60]!r}...) are not reported")
+                warnings.warn(message, AionerRestoreWarning, stacklevel=2)
+                if errors is not None:
+                    errors.append({"document": document, "word": word, "offset": position,
+                                   "entities_skipped": len(entities)})
+                spans = None
+                break
             spans.append((at, at + len(word)))
             position = at + len(word)
+        if spans is None:
+            continue
         for first, last, kind, *extra in entities:
             if last >= len(spans):
                 # a whitespace "word" (a non-breaking space...) vanished from the words, as in AIONER,
                 # whose own code then fails with an IndexError: reported, not guessed
-                import warnings
-
                 warnings.warn(f"AIONER: an entity on words {first}-{last} of a sentence of {len(spans)} words "
                               f"({words_text[:60]!r}...) is past its last word and is not reported", stacklevel=2)
                 continue
@@ -185,7 +202,8 @@ class AionerTagger:
         >>> tagger.annotate(["Mutations in BRCA1 cause breast cancer."])[0]["entities"]
     """
 
-    def __init__(self, backbone, tokenizer, label_names, decoder, head, name="aioner", precision="float32"):
+    def __init__(self, backbone, tokenizer, label_names, decoder, head, name="aioner", precision="float32",
+                 max_length=MAX_LENGTH):
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {decoder!r}")
         self.backbone, self.tokenizer, self.decoder, self.name = backbone, tokenizer, decoder, name
@@ -205,11 +223,29 @@ class AionerTagger:
         vocabulary = tokenizer.get_vocabulary()
         self.marker_ids = {token: vocabulary.index(token) for token in MARKER_TOKENS}
         self.precision = check_precision(precision)
-        self.preprocessor = AionerInputs(tokenizer)
+        self.sequence_length = int(max_length)  # the record's max_length: pieces per input, the CRF's width
+        self.preprocessor = AionerInputs(tokenizer, self.sequence_length)
+        self.restore_errors = []
 
     def ids_model(self):
-        """The Keras model from token ids to the label scores (before the CRF) that exports write."""
+        """The Keras model from token ids to the label scores (before the CRF)."""
         return self.model
+
+    def crf_paths(self, emissions):
+        """AIONER's CRF decoding of `emissions` [batch, sequence_length, labels] (tf_crf2's boundary
+        energies added at the first and last position, padding included, then crf_decode): label ids."""
+        scores = np.array(emissions, np.float32)
+        scores[:, 0] += self.left_boundary
+        scores[:, -1] += self.right_boundary
+        return viterbi(scores, self.transitions)
+
+    def export_decoding(self):
+        """What an ids-in export writes beside the network: the decoder, its output's name (a CRF's
+        inputs are `emissions`, not labels), the length AIONER runs at, the CRF's parameters (or None)."""
+        crf = None if self.decoder != "crf" else {
+            "transitions": self.transitions, "start": self.left_boundary, "end": self.right_boundary}
+        return {"decoder": self.decoder, "output": "emissions" if crf else "logits",
+                "sequence_length": self.sequence_length, "crf": crf, "reference": "biozoo.tasks.aioner.AionerTagger"}
 
     @classmethod
     def from_preset(cls, handle, precision="float32"):
@@ -224,7 +260,8 @@ class AionerTagger:
         tokenizer = Tokenizer.from_preset(preset_dir)
         head = {key.split("/", 1)[1]: value for key, value in heads.items() if key.startswith("aioner/")}
         return cls(backbone, tokenizer, record["label_names"], record["decoder"], head,
-                   name=record.get("name", str(handle)), precision=precision)
+                   name=record.get("name", str(handle)), precision=precision,
+                   max_length=record.get("max_length", MAX_LENGTH))
 
     # ---- the steps ---------------------------------------------------------------------
 
@@ -241,7 +278,8 @@ class AionerTagger:
             for index, word in enumerate(block):
                 ids.extend(pieces[word])
                 word_ids.extend([index] * len(pieces[word]))
-            encoded.append((ids[:MAX_LENGTH - 1] + [self.tokenizer.sep_token_id], word_ids[:MAX_LENGTH - 1] + [None]))
+            cut = self.sequence_length - 1
+            encoded.append((ids[:cut] + [self.tokenizer.sep_token_id], word_ids[:cut] + [None]))
         return encoded
 
     def _label_ids(self, encoded, batch_size):
@@ -256,9 +294,9 @@ class AionerTagger:
         starts = range(0, len(order), batch_size)
         for start in batch_progress(starts, len(starts)):
             rows = order[start:start + batch_size]
-            width = MAX_LENGTH if self.decoder == "crf" else max(len(encoded[i]) for i in rows)
+            width = self.sequence_length if self.decoder == "crf" else max(len(encoded[i]) for i in rows)
             if compiled:
-                width = padded_length(width, MAX_LENGTH, static=False)
+                width = padded_length(width, self.sequence_length, static=False)
             token_ids = np.zeros((batch_size if compiled else len(rows), width), np.int32)
             mask = np.zeros_like(token_ids)
             for r, i in enumerate(rows):
@@ -267,9 +305,7 @@ class AionerTagger:
             logits = np.array(predict({"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
                                        "padding_mask": mask}), np.float32)[:len(rows)]
             if self.decoder == "crf":
-                logits[:, 0] += self.left_boundary
-                logits[:, -1] += self.right_boundary
-                labels, scores = viterbi(logits, self.transitions), None
+                labels, scores = self.crf_paths(logits), None
             else:
                 probs = np.exp(logits - logits.max(-1, keepdims=True))
                 probs /= probs.sum(-1, keepdims=True)
@@ -280,9 +316,12 @@ class AionerTagger:
 
     def tag(self, texts, entity_type="ALL", batch_size=64):
         """Per text, `[(start, end, type, score)]` as AIONER finds them (score: the mean
-        first-piece probability of the entity's words for the softmax model, else None)."""
+        first-piece probability of the entity's words for the softmax model, else None). A word not
+        found back in its text skips its sentence's entities, with an `AionerRestoreWarning`, and is
+        listed in `self.restore_errors`."""
         _check_entity_type(entity_type)
         texts = text_list(texts)
+        self.restore_errors = []  # this call's words not found back (each also an AionerRestoreWarning)
         blocks_per_text = [conll_blocks(conll_input(text, entity_type)) if text.strip() else [] for text in texts]
         flat = [block for blocks in blocks_per_text for block in blocks]
         encoded = self._encode(flat)
@@ -301,7 +340,8 @@ class AionerTagger:
                            float(np.mean([probs[p] for p in positions[1 + first:2 + last]])))
                           for first, last, kind in entity_word_spans(names[1:-1])]
                 restored.append((" ".join(inner), scored))
-            results.append(restore_offsets(text, restored))
+            results.append(restore_offsets(text, restored, f"text {len(results)} ({text[:40]!r}...)",
+                                           self.restore_errors))
         return results
 
     def annotate(self, texts, batch_size=64, entity_types=("ALL",)):

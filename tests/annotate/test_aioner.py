@@ -10,6 +10,8 @@ shared documents, with stanza's spaCy tokenizer (spaCy 3.2.4) splitting sentence
 import json
 import os
 import shutil
+import types
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -335,3 +337,118 @@ def test_an_aioner_preset_exports_as_onnx_and_litert(softmax_preset, tmp_path, c
     assert main(["export", "hub", "--model", str(softmax_preset), "--output", str(tmp_path / "hub")]) == 2
     assert "no raw-strings serving signature" in capsys.readouterr().err
     assert not (tmp_path / "hf").exists() and not (tmp_path / "hub").exists()
+
+
+def _readme_code(readme):
+    """The python block of an export's README, as its reader would paste it."""
+    return readme.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.slow
+def test_a_crf_export_decoded_as_its_readme_says_gives_aioners_entities(tmp_path, example_pubtator, ncbi_disease,
+                                                                        monkeypatch):
+    """The ONNX export of AIONER's CRF model writes `emissions`, crf.npz and a README whose code (transformers'
+    tokenizer, onnxruntime, its numpy Viterbi over inputs padded to 256) gives AIONER's own entities; the
+    certificate's dev F1 decodes the export that way."""
+    from biozoo.convert.aioner import convert_aioner
+    from biozoo.documents import read_documents
+    from biozoo.export.ids_models import export_ids_model
+    from biozoo.tasks.aioner import conll_blocks, conll_input, entity_word_spans, first_piece_positions, restore_offsets
+
+    model_file, base_dir, lowercase = MODELS["crf"]
+    root = FIXTURES / "pretrained_models"
+    preset = tmp_path / "crf"
+    convert_aioner(root / model_file, root / base_dir, preset, LABELS, "crf", lowercase, progress=False)
+    data = tmp_path / "NCBI-disease"
+    data.mkdir()
+    blocks = (ncbi_disease / "test.tsv").read_text(encoding="utf-8").split("\n\n")[:40]
+    (data / "dev.tsv").write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+    out = tmp_path / "onnx"
+    certificate = export_ids_model("onnx", out, model=str(preset), data=str(data))
+    info = json.loads((out / "export.json").read_text())
+    assert info["outputs"] == ["emissions"] and info["decoder"] == "crf" and info["pad_to_length"] == 256
+    assert info["max_sequence_length"] == 256  # AIONER's, recorded by the conversion (the positions are 512)
+    assert json.loads((out / "tokenizer" / "tokenizer_config.json").read_text())["model_max_length"] == 256
+    dev = certificate["dev"]
+    assert "crf.npz" in dev["export_decoding"] and dev["export"]["counts"] == dev["float32"]["counts"], dev
+    assert dev["float32"]["counts"]["pred"] > 0
+
+    documents = list(read_documents([example_pubtator]))
+    ids, texts = pubtator_texts(FIXTURES / "edge_cases.PubTator")  # a sentence of 256 pieces and more...
+    documents += [types.SimpleNamespace(id=i, text=t) for i, t in zip(ids, texts)]
+    want = {**expected("crf", "example", "ALL"),
+            **{i: found["entities"] for i, found in expected("crf", "edge_cases", "ALL").items()}}
+    words = [conll_blocks(conll_input(d.text)) for d in documents]
+    code = _readme_code((out / "README.md").read_text(encoding="utf-8"))
+    monkeypatch.chdir(out)
+    namespace = {"sentences": [block for blocks in words for block in blocks]}
+    exec(code, namespace)
+    label_ids, batch = namespace["label_ids"], namespace["batch"]
+    assert label_ids.shape == (len(namespace["sentences"]), 256)
+    row, total = 0, 0
+    for document, blocks in zip(documents, words):
+        restored = []
+        for block in blocks:
+            positions = first_piece_positions(batch.word_ids(row))
+            names = [LABELS[label_ids[row][p]] for p in positions]
+            restored.append((" ".join(block[1:len(positions) - 1]), entity_word_spans(names[1:-1])))
+            row += 1
+        found = [[s, e, k] for s, e, k in restore_offsets(document.text, restored)]
+        assert found == [[int(s), int(e), k] for s, e, k in want.get(document.id, [])], document.id
+        total += len(found)
+    assert total > 20
+
+
+def test_the_readme_crf_decode_finds_the_best_path():
+    """The export README's Viterbi against every path of a small CRF (start + emissions + transitions + end)."""
+    import itertools
+
+    from biozoo.export.ids_models import readme_crf_decoder
+
+    rng = np.random.default_rng(0)
+    emissions = rng.normal(size=(6, 5, 3)).astype(np.float32)
+    crf = {k: (3 * rng.normal(size=shape)).astype(np.float32)
+           for k, shape in (("transitions", (3, 3)), ("start", (3,)), ("end", (3,)))}
+
+    def score(row, path):
+        return (crf["start"][path[0]] + crf["end"][path[-1]] + sum(emissions[row, t, k] for t, k in enumerate(path))
+                + sum(crf["transitions"][a, b] for a, b in zip(path, path[1:])))
+
+    best = [max(itertools.product(range(3), repeat=5), key=lambda p: score(row, p)) for row in range(6)]
+    assert readme_crf_decoder(crf)(emissions).tolist() == [list(p) for p in best]
+
+
+def test_a_crf_h5_converted_as_softmax_is_refused(tmp_path):
+    """The decoder is the .h5's: a crf_layer asked to convert as softmax (its CRF silently dropped) is refused,
+    naming the file and the layer, and nothing is written."""
+    from biozoo.convert.aioner import convert_aioner
+
+    root = FIXTURES / "pretrained_models"
+    for (model_file, base_dir, lowercase), asked, layer in ((MODELS["crf"], "softmax", "crf_layer"),
+                                                            (MODELS["softmax"], "crf", "softmax")):
+        with pytest.raises(CheckpointError, match=f"{Path(model_file).name}.*output layer is {layer}"):
+            convert_aioner(root / model_file, root / base_dir, tmp_path / asked, LABELS, asked, lowercase,
+                           progress=False)
+        assert not (tmp_path / asked).exists()
+
+
+def test_greek_sigma_is_found_back_and_a_lost_word_warns(taggers):
+    """str.lower() picks Greek final sigma by context ("ΑΣ's" -> "ασ's", the word "ΑΣ" -> "ας"): lowered
+    character by character, the word is found; a word still not found warns, naming the text and word, is
+    counted, and skips its sentence's entities only (the other texts are tagged)."""
+    from biozoo.tasks.aioner import AionerRestoreWarning, restore_offsets
+
+    texts = ["BRCA1 mutations.", "The ΑΣ's levels rose in ΟΔΟΣ carriers."]
+    tagger = taggers["softmax"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AionerRestoreWarning)
+        found = tagger.tag(texts)
+    assert tagger.restore_errors == []
+    assert [[e[:3] for e in tagger.tag([text])[0]] for text in texts] == [[e[:3] for e in f] for f in found]
+    blocks = [("BRCA1 mutations", [(0, 0, "Gene", None)]), ("lost words", [(0, 1, "Disease", None)]),
+              ("here", [(0, 0, "Chemical", None)])]
+    errors = []
+    with pytest.warns(AionerRestoreWarning, match="word 'lost' of text 7 .* 1 entities"):
+        spans = restore_offsets("BRCA1 mutations here", blocks, "text 7", errors)
+    assert spans == [(0, 5, "Gene", None), (16, 20, "Chemical", None)]
+    assert [(e["document"], e["word"]) for e in errors] == [("text 7", "lost")]
