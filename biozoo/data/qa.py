@@ -14,7 +14,11 @@ A structurally malformed file (missing keys, wrong types) raises ``DataFormatErr
 the file and the json location (json syntax errors: file and line); so does a question id given
 twice (the scores are keyed by id), naming both locations, unless ``unique_ids=False`` (a
 training split, never scored: BioBERT's BioASQ 7b training file joins 6b's train and test, which
-share questions): then the duplicates are kept and counted in one ``UserWarning``.
+share questions): then the duplicates are kept and counted in one ``UserWarning``. With
+``answers_required=True`` (a training split) a question without answers that is not
+``"is_impossible": true`` raises ``DataFormatError`` naming the file, its location and id, as BERT's
+run_squad refuses it ("For training, each question should have exactly 1 answer"): SQuAD v1.1
+answers every question, SQuAD v2.0 marks the unanswerable ones.
 """
 
 from __future__ import annotations
@@ -103,7 +107,7 @@ def check_answers(examples) -> list[AnswerMismatch]:
     return out
 
 
-def read_squad(path, check=True, unique_ids=True) -> list[QAExample]:
+def read_squad(path, check=True, unique_ids=True, answers_required=False) -> list[QAExample]:
     """Read SQuAD v1.1/v2.0 json (or BioASQ converted to it) into :class:`QAExample` s.
 
     Args:
@@ -111,6 +115,8 @@ def read_squad(path, check=True, unique_ids=True) -> list[QAExample]:
         check: report answers not found at their offset (a ``UserWarning``; never dropped).
         unique_ids: refuse a question id given twice (``DataFormatError`` naming both places);
             False (a training split) keeps every question and warns once with the count.
+        answers_required: refuse a question without answers unless it is ``is_impossible``
+            (a training split: it would be trained as "no answer" without saying so).
     """
     data = _load_json(path)
     articles = _need(data, "data", list, path, "top level")
@@ -148,6 +154,10 @@ def read_squad(path, check=True, unique_ids=True) -> list[QAExample]:
                             f"{path}: {awhere}: answer_start {start} outside the context (length {len(context)})"
                         )
                     answers.append({"text": text, "answer_start": start})
+                if answers_required and not answers and not impossible:
+                    raise DataFormatError(
+                        f"{path}: {qwhere} (id {qid}): a training question without answers; give its answer, or "
+                        "mark it \"is_impossible\": true to train it as unanswerable (SQuAD v2.0)")
                 examples.append(QAExample(str(qid), question, context, answers, impossible))
     if repeated:
         qid, where, first = repeated[0]

@@ -35,6 +35,7 @@ class QAFeatures:
     end_positions: np.ndarray
     words: list = None  # pipeline windows: per window, the context word of each token, -1 if none
     p_mask: list = None  # pipeline windows: per window, True where a token cannot be in an answer
+    answers_in_no_window: list = None  # `features` with answers: examples whose answer no window holds
 
 
 def question_context_lists(questions, contexts):
@@ -70,8 +71,13 @@ class SpanLoss(keras.losses.Loss):
 @keras.saving.register_keras_serializable(package="biozoo")
 class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
     """SQuAD features: question truncated to `max_query_length` pieces, the context cut
-    into windows of `sequence_length` with `doc_stride` (BERT's run_squad defaults:
-    384 / 128 / 64). Every context token keeps its character span (the HF tokenizer's
+    into windows of `sequence_length` whose starts are `doc_stride` tokens apart (BERT's
+    run_squad: 384 / 128 / 64). `doc_stride=None` (the default) takes min(128, budget // 2) for
+    each question, budget being the context tokens its window holds (`sequence_length` - question
+    - 3): BERT's 128 at 384, and windows that overlap at any `sequence_length`. A `doc_stride`
+    at or above the budget of a context that needs several windows, or above
+    `sequence_length` - 2 for any context, is refused (ValueError), as transformers' tokenizer
+    refuses such a `stride`: windows that only touch lose every answer across their border. Every context token keeps its character span (the HF tokenizer's
     `offset_mapping`, `Tokenizer.token_spans`), so answers map back to the original text exactly,
     also inside a word.
 
@@ -88,7 +94,7 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
 
     tokenizer_cls = Tokenizer
 
-    def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64, **kwargs):
+    def __init__(self, tokenizer, sequence_length=384, doc_stride=None, max_query_length=64, **kwargs):
         super().__init__(**kwargs)
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
@@ -121,16 +127,17 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         question_ids = [q[:keep] for q in tok.ids(questions)]
         context_pieces = self._context_pieces(contexts)
         cache = {}
-        f = QAFeatures([], [], [], [], [], [], [])
+        f = QAFeatures([], [], [], [], [], [], [], answers_in_no_window=[])
         for e, (q, (ids, spans)) in enumerate(zip(question_ids, context_pieces)):
             budget = self.sequence_length - len(q) - 3
+            stride = self._stride(budget, len(ids), e, len(q))
             windows, start = [], 0
             while True:
                 length = min(len(ids) - start, budget)
                 windows.append((start, length))
                 if start + length >= len(ids):
                     break
-                start += min(length, self.doc_stride)
+                start += min(length, stride)
             answer_tokens = None
             if answers is not None and answers[e] is not None:
                 a_start, a_text = answers[e]
@@ -138,6 +145,9 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
                 inside = [i for i, (s, t) in enumerate(spans) if t > a_start and s < a_end]
                 if inside:
                     answer_tokens = (inside[0], inside[-1])
+                if answer_tokens is None or not any(start <= answer_tokens[0] and answer_tokens[1] < start + length
+                                                    for start, length in windows):
+                    f.answers_in_no_window.append(e)  # no window holds it: every window says [CLS]
             for w, (start, length) in enumerate(windows):
                 offset = len(q) + 2
                 token_ids = [tok.cls_token_id] + q + [tok.sep_token_id] + ids[start:start + length] + [tok.sep_token_id]
@@ -160,6 +170,25 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         f.start_positions = np.asarray(f.start_positions, np.int32)
         f.end_positions = np.asarray(f.end_positions, np.int32)
         return f
+
+    def _stride(self, budget, context_length, example, question_length):
+        """The step between window starts of one context: `doc_stride`, or min(128, budget // 2)
+        when it is None; a `doc_stride` the windows cannot overlap with is refused."""
+        if self.doc_stride is None:
+            return max(1, min(128, budget // 2))
+        if isinstance(self.doc_stride, bool) or not isinstance(self.doc_stride, int) or self.doc_stride < 1:
+            raise ValueError(f"doc_stride={self.doc_stride!r}: give a positive whole number, or None for "
+                             "min(128, budget // 2)")
+        if self.doc_stride > self.sequence_length - 2:  # as transformers' tokenizer, whatever the context
+            raise ValueError(f"doc_stride={self.doc_stride} exceeds sequence_length {self.sequence_length} - 2: no "
+                             "window could overlap the next; give a smaller doc_stride, or None (min(128, budget // 2))")
+        if context_length > budget and self.doc_stride >= budget:
+            raise ValueError(
+                f"doc_stride={self.doc_stride} must be less than the {budget} context tokens a window of question "
+                f"{example} holds (sequence_length {self.sequence_length} - {question_length} question tokens - 3): "
+                "windows that do not overlap lose the answers across their borders; give a smaller doc_stride, "
+                "None (min(128, budget // 2)), or a longer sequence_length")
+        return self.doc_stride
 
     def pipeline_features(self, questions, contexts, max_seq_len=384, doc_stride=128):
         """Windows as transformers' question-answering pipeline (4.x, fast tokenizer) makes them.

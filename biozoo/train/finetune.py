@@ -145,6 +145,8 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     if limit and hp.max_seq_length > limit:
         raise ValueError(f"--max-seq-length {hp.max_seq_length} exceeds the {limit} positions of {preset}.")
     train_batches = adapter.batches(task, splits["train"], hp, training=True)
+    for warning in adapter.train_warnings:
+        log(f"warning: {warning}")
     if padding != "dynamic":
         train_batches.make_static(drop_remainder=static)
     steps_per_epoch = len(train_batches)
@@ -176,6 +178,7 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
         "precision": policy,
         "micro_batches": parts,
         "train_examples": len(splits["train"]),
+        **adapter.train_counts,
         "train_steps": total_steps,
         "resumed_from_step": result["resumed_from"],
         "train_seconds": round(result["seconds"], 1),

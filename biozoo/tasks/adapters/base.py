@@ -28,6 +28,8 @@ class TaskAdapter:
 
     kind = None  # its name in biozoo.task_kinds
     headline_metric = "f1"  # what accuracy certificates compare (a percentage)
+    train_counts = {}  # set by `batches(training=True)`: counts metrics.json records ({"train_...": n})
+    train_warnings = []  # set with them: what the training log says of them
 
     @property
     def task_cls(self):

@@ -9,6 +9,7 @@ import numpy as np
 
 from biozoo.data.pipeline import model_input_batches
 from biozoo.data.qa import read_squad
+from biozoo.errors import DataFormatError
 from biozoo.metrics.bioasq import snippet_factoid_scores
 from biozoo.metrics.squad import answer_scores
 from biozoo.task_kinds import task_kind
@@ -29,9 +30,10 @@ class QuestionAnsweringAdapter(TaskAdapter):
 
     def load(self, data_dir, only=None):
         """The splits; a question id given twice is refused where it is scored (dev, test, the
-        split `only` names) and kept, with a warning, in a train split read for training."""
+        split `only` names) and kept, with a warning, in a train split read for training, where a
+        question without answers must be `is_impossible` (`read_squad`'s `answers_required`)."""
         return load_splits(data_dir, read_squad, only, extensions=task_kind(self.kind).data_extensions,
-                           train_reader=functools.partial(read_squad, unique_ids=False))
+                           train_reader=functools.partial(read_squad, unique_ids=False, answers_required=True))
 
     def build_task(self, preset, splits, hp):
         task = self.task_cls.from_preset(preset)
@@ -42,9 +44,22 @@ class QuestionAnsweringAdapter(TaskAdapter):
         return task
 
     def batches(self, task, examples, hp, training=False):
+        """Windows labelled with the first answer, [CLS] for an `is_impossible` question; when
+        training, `train_counts` says how many answers no window holds (trained as [CLS])."""
+        if training:
+            missing = next((e for e in examples if not e.is_impossible and not e.answers), None)
+            if missing is not None:
+                raise DataFormatError(f"training question {missing.qid} has no answers and is not is_impossible")
         answers = [None if e.is_impossible or not e.answers else (e.answers[0]["answer_start"], e.answers[0]["text"])
                    for e in examples]
         f = task.preprocessor.features([e.question for e in examples], [e.context for e in examples], answers)
+        if training:
+            lost = f.answers_in_no_window
+            self.train_counts = {"train_windows": len(f.token_ids), "train_answers_in_no_window": len(lost)}
+            self.train_warnings = [] if not lost else [
+                f"{len(lost)} of {sum(a is not None for a in answers)} training answers lie in no window of "
+                f"--max-seq-length {hp.max_seq_length} (longer than a window's context, or across window borders): "
+                f"their questions are trained as no-answer; first: {', '.join(examples[e].qid for e in lost[:5])}"]
         return model_input_batches(
             f.token_ids, task.preprocessor.tokenizer.pad_token_id, f.segment_ids,
             extra={"positions": list(np.stack([f.start_positions, f.end_positions], 1)),
