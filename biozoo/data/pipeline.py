@@ -87,7 +87,8 @@ class FeatureBatches:
     per-example features. `x_keys`/`y_key` pick what the model sees. `shuffle` (training):
     random batches; otherwise length buckets. With `fill_batches`, a short batch (the last
     one, or a bucket's last) is filled up with padding rows (padding values everywhere, so no
-    loss and no prediction), keeping one batch size and so fewer compiled shapes.
+    loss and no prediction), keeping one batch size and so fewer compiled shapes. `truncated`:
+    what encoding cut from the examples to fit (for metrics.json), where the caller counted it.
 
     Example:
         >>> batches = FeatureBatches({"token_ids": ids, "labels": labels}, {"token_ids": 0},
@@ -97,8 +98,9 @@ class FeatureBatches:
 
     def __init__(self, features, sequences, x_keys, y_key=None, scalars=(), length_key="token_ids", w_key=None,
                  batch_size=32, max_length=512, shuffle=False, seed=0, static=False, drop_remainder=False,
-                 fill_batches=True, scalar_pad=0, exact_lengths=False, max_tokens=4096):
+                 fill_batches=True, scalar_pad=0, exact_lengths=False, max_tokens=4096, truncated=None):
         self.features = features
+        self.truncated = truncated
         self.sequences = dict(sequences)
         self.scalars = tuple(scalars)
         self.x_keys, self.y_key, self.w_key = tuple(x_keys), y_key, w_key
