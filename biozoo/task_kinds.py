@@ -36,7 +36,7 @@ class TaskKind:
       `biozoo export tfhub --model` (None: no such export).
     - `data_extensions`: the file extensions of its data splits; `logits_per`: what its network's
       logits score ("token", or "sequence" for one row per input); `sequence_length`: the default
-      length its models are fine-tuned at.
+      length its models are fine-tuned at (capped at the model's positions).
 
     Example:
         >>> kind = task_kind("token-classification")
@@ -97,7 +97,7 @@ TASK_KINDS = {kind.name: kind for kind in (
              "biozoo.tasks.adapters.document:DocumentAdapter", aliases=("multi-label",),
              hf_suffixes=("ForSequenceClassification",), multi_label=True,
              metric="HoC micro F1 (LinkBERT's) and per-abstract F1 (BLUE's)", pipeline_tag="text-classification",
-             serving="classification", logits_per="sequence"),
+             serving="classification", logits_per="sequence", sequence_length=512),
     TaskKind("qa", "a question answerer", "biozoo.tasks.question_answerer:QuestionAnswerer",
              "biozoo.tasks.adapters.qa:QuestionAnsweringAdapter", aliases=("question-answering",),
              hf_suffixes=("ForQuestionAnswering",), metric="the official SQuAD v1.1 / v2.0 EM and F1; BioASQ factoid",

@@ -21,7 +21,7 @@ from biozoo.choices import (
 )
 from biozoo.documents import KEEP_MISMATCHED
 from biozoo.linking.abbreviations import ENGINES
-from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
+from biozoo.task_kinds import TASK_KINDS, kind_name, trained_kinds
 
 LINK = "link"  # entity linking (biozoo.linking): its own options below
 
@@ -49,7 +49,8 @@ def register(subparsers):
                         help="the global batch, split over the replicas (default 8, as the HF Trainer, or the --recipe's)")
     parser.add_argument("--learning-rate", type=float, default=None,
                         help="peak learning rate for the global batch (default 5e-5, or the --recipe's)")
-    parser.add_argument("--max-seq-length", type=int, default=None, help="default: 128 (384 for qa; for link the name length the checkpoint declares, else 25)")
+    parser.add_argument("--max-seq-length", type=int, default=None, help="default: 128 (512 for doc, 384 for qa; capped at the model's positions); for link the "
+                        "name length the checkpoint declares, else 25")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--seeds", type=int, default=1,
                         help="run this many seeds (seed, seed+1, ...) into OUTPUT/seed-N and report the mean "
@@ -208,8 +209,7 @@ def finetune_command(args):
     values = {**defaults, **explicit}
     hp = Hyperparameters(
         epochs=values["epochs"], batch_size=values["batch_size"], learning_rate=values["learning_rate"],
-        max_seq_length=args.max_seq_length if args.max_seq_length is not None
-        else extra.get("max_seq_length") or task_kind(args.kind).sequence_length,
+        max_seq_length=args.max_seq_length if args.max_seq_length is not None else extra.get("max_seq_length"),
         seed=args.seed,
         warmup_ratio=_given(args.warmup_ratio, extra.get("warmup_ratio"), Hyperparameters.warmup_ratio),
         weight_decay=_given(args.weight_decay, extra.get("weight_decay"), Hyperparameters.weight_decay),

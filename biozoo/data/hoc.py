@@ -63,7 +63,7 @@ class HocSentence:
 @dataclass
 class HocAbstract:
     """The sentences of one abstract joined (`group_by_abstract`): the PMID, their text, their labels
-    OR-ed and their ids.
+    OR-ed, their ids, and the file and line of the first.
 
     Example:
         >>> none = (0,) * 10
@@ -77,6 +77,8 @@ class HocAbstract:
     text: str
     labels: tuple
     sentence_ids: list = field(default_factory=list)
+    path: str = ""
+    line: int = 0
 
 
 def parse_hoc_labels(field_text: str, n_labels: int = len(LABELS)) -> tuple:
@@ -148,7 +150,7 @@ def group_by_abstract(sentences) -> list[HocAbstract]:
         key = str(s.id).split("_")[0]
         text = s.text.strip()
         if key not in groups:
-            groups[key] = HocAbstract(key, text, tuple(s.labels), [s.id])
+            groups[key] = HocAbstract(key, text, tuple(s.labels), [s.id], s.path, s.line)
         else:
             g = groups[key]
             g.text = (g.text + " " + text).strip()

@@ -23,6 +23,7 @@ ENTITY_MARKERS = (
     "@GENE$", "@CHEMICAL$", "@DISEASE$", "@DRUG$", "@CHEM-GENE$", "@DRUG-DRUG$",
     "BC6ENTC", "BC6ENTG", "BC6OTHER",
 )
+OTHER_ENTITY_MARKERS = ("BC6OTHER",)  # an entity outside the pair the label is about
 
 @keras.saving.register_keras_serializable(package="biozoo")
 class SequenceClassifierPreprocessor(keras_hub.models.TextClassifierPreprocessor):
@@ -48,9 +49,10 @@ class SequenceClassifierPreprocessor(keras_hub.models.TextClassifierPreprocessor
             return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
         return super().call(x, y=y, sample_weight=sample_weight)
 
-    def encode(self, texts, pairs=None):
+    def encode(self, texts, pairs=None, cut=None):
         """Packed token ids per example (NumPy, unpadded), for bucketed batching. An empty pair
-        ("") is no pair, as HF's tokenizers read it."""
+        ("") is no pair, as HF's tokenizers read it. `cut`, a list, receives per example the
+        token ids cut to fit `sequence_length` (none: [])."""
         tok = self.tokenizer
         first = tok.ids(texts)
         second = tok.ids(pairs) if pairs is not None else None
@@ -60,7 +62,10 @@ class SequenceClassifierPreprocessor(keras_hub.models.TextClassifierPreprocessor
         for i, a in enumerate(first):
             paired = pairs is not None and pairs[i] != ""
             b = second[i] if paired else []
-            a, b = longest_first(a, b, self.sequence_length - (3 if paired else 2))
+            kept_a, kept_b = longest_first(a, b, self.sequence_length - (3 if paired else 2))
+            if cut is not None:
+                cut.append(a[len(kept_a):] + b[len(kept_b):])
+            a, b = kept_a, kept_b
             ids = [tok.cls_token_id] + a + [tok.sep_token_id]
             segments = [0] * len(ids)
             if paired:
@@ -228,12 +233,13 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
         return [[{"label": self.label_names[i], "score": float(row[i])} for i in np.argsort(-row, kind="stable")]
                 for row in scores]
 
-    def predict_probabilities(self, texts, pairs=None, batch_size=64):
+    def predict_probabilities(self, texts, pairs=None, batch_size=64, cut=None):
         """Class probabilities per example: softmax (single label), sigmoid (multi-label, or one
-        output without a problem type, as transformers' pipeline) or the raw output (regression)."""
+        output without a problem type, as transformers' pipeline) or the raw output (regression).
+        `cut`: as the preprocessor's `encode` takes it."""
         texts = text_list(texts)
         pairs = None if pairs is None else text_list(pairs, "pairs")
-        encoded = self.preprocessor.encode(texts, pairs)
+        encoded = self.preprocessor.encode(texts, pairs, cut)
         if not encoded:
             return np.zeros((0, len(self.label_names)), np.float32)
         batches = model_input_batches(
@@ -255,9 +261,10 @@ class SequenceClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMi
             return sigmoid(logits)
         return softmax(logits)
 
-    def predict_labels(self, texts, pairs=None, batch_size=64):
-        """Label names (single label) or lists of label names (multi-label) per example."""
-        probs = self.predict_probabilities(texts, pairs, batch_size)
+    def predict_labels(self, texts, pairs=None, batch_size=64, cut=None):
+        """Label names (single label) or lists of label names (multi-label) per example (`cut`: as
+        `encode` takes it)."""
+        probs = self.predict_probabilities(texts, pairs, batch_size, cut)
         if self.multi_label:
             return [[n for n, p, t in zip(self.label_names, row, self.thresholds) if p >= t] for row in probs]
         return [self.label_names[i] for i in probs.argmax(-1)]

@@ -38,12 +38,16 @@ def train_spiece(prefix, text, vocab_size, user_defined_symbols=()):
 
 
 def chemprot_subset(shared_data, target, counts=None):
-    """The first lines of ChemProt's train / dev / test splits (`counts` per split) in `target`."""
+    """The first lines of ChemProt's train / dev / test splits (`counts` per split, the header
+    included) in `target`; dev and test keep only rows of the labels the train rows have."""
     counts = counts or {"train": 96, "dev": 24, "test": 24}
     target.mkdir(parents=True, exist_ok=True)
-    for split, count in counts.items():
-        lines = (shared_data / "re" / "chemprot" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
-        (target / f"{split}.tsv").write_text("\n".join(lines[:count]) + "\n", encoding="utf-8")
+    labels = None
+    for split in sorted(counts, key=lambda name: name != "train"):
+        header, *rows = (shared_data / "re" / "chemprot" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+        rows = [row for row in rows if labels is None or row.rsplit("\t", 1)[-1] in labels][:counts[split] - 1]
+        labels = labels or {row.rsplit("\t", 1)[-1] for row in rows}
+        (target / f"{split}.tsv").write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
     return target
 
 

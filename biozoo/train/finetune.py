@@ -50,7 +50,7 @@ class Hyperparameters:
     epochs: float = 3.0
     batch_size: int = 8  # the global batch, split over the replicas (the HF Trainer's default)
     learning_rate: float = 5e-5  # for the global batch
-    max_seq_length: int = 128
+    max_seq_length: int | None = None  # None: the task kind's `sequence_length`, capped at the model's positions
     seed: int = 42
     warmup_ratio: float = FINETUNE_WARMUP_RATIO
     weight_decay: float = FINETUNE_WEIGHT_DECAY
@@ -131,6 +131,8 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     # Convert (or find in the cache) first: a conversion draws random numbers, and the task's
     # new layers must start the same whether or not this run converted the checkpoint.
     source = presets.resolve_preset(preset)
+    if hp.max_seq_length is None:
+        hp = dataclasses.replace(hp, max_seq_length=default_sequence_length(kind, source, log))
     run.seed(hp.seed)
     adapter = adapter_for(kind, **(task_options or {}))
     splits = adapter.load(data_dir)
@@ -207,6 +209,16 @@ def run_finetune(kind, preset, data_dir, output, hp, task_options=None, verbose=
     run.write(task.save_to_preset, {METRICS_FILE: metrics, "train_losses.json": losses,
                                     TASK_KIND_FILE: task_kind_record(kind, adapter.options())})
     return metrics
+
+
+def default_sequence_length(kind, preset_dir, log=print):
+    """The task kind's default `--max-seq-length`, capped at the positions of the model in `preset_dir`."""
+    default = task_kind(kind).sequence_length
+    config = read_json(os.path.join(preset_dir, "config.json"), "model config").get("config", {})
+    positions = config.get("max_sequence_length") or default
+    if positions < default:
+        log(f"--max-seq-length {positions}: {kind}'s default {default} capped at the model's {positions} positions")
+    return min(default, positions)
 
 
 def micro_batches(hp, task, replica_batch, fixed_shapes):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 from biozoo.data.ner import find_split
 from biozoo.data.remote import local_folder
-from biozoo.errors import DataFormatError
+from biozoo.errors import DataFormatError, DataWarning
 from biozoo.task_kinds import task_kind
 
 
@@ -104,3 +106,47 @@ def load_splits(data_dir, reader, only=None, extensions=(".tsv", ".txt"), train_
                     example.path = shown
             splits[split] = examples
     return splits
+
+
+def train_labels(splits, labels_of):
+    """The labels of the train split, as HF's run_glue and run_ner take them (`labels_of(example)`:
+    its (label, line) pairs). A label of another split that train lacks, a class the model would
+    never train on, raises DataFormatError naming it, its first file:line and the train labels."""
+    known = {label for example in splits["train"] for label, _ in labels_of(example)}
+    unknown = {}
+    for examples in splits.values():
+        for example in examples:
+            for label, line in labels_of(example):
+                if label not in known:
+                    unknown.setdefault(label, f"{example.path}:{line}")
+    if unknown:
+        named = "; ".join(f"{where}: label {label!r}" for label, where in unknown.items())
+        raise DataFormatError(f"{named}: not in the train split {splits['train'][0].path}, whose labels are "
+                              f"{', '.join(map(repr, sorted(known)))} (a model cannot learn a class it never "
+                              "trains on): correct the label, or add training examples of it")
+    return known
+
+
+def truncation_report(task, examples, cut, markers=()):
+    """{"examples", "tokens_cut"}: the `examples` encoding cut to fit the task's sequence length and
+    the tokens it cut (`cut`: per example, the ids cut, as `SequenceClassifierPreprocessor.encode`
+    fills it); with `markers` (token ids) also "lost_marker", those that lost one of them. A
+    DataWarning names the first example of each."""
+    truncated = [(example, ids) for example, ids in zip(examples, cut) if len(ids)]
+    report = {"examples": len(truncated), "tokens_cut": sum(len(ids) for _, ids in truncated)}
+    lost = [example for example, ids in truncated if not set(markers).isdisjoint(ids)]
+    if markers:
+        report["lost_marker"] = len(lost)
+    if truncated:
+        length = task.preprocessor.sequence_length
+        positions = task.backbone.get_config().get("max_sequence_length")
+        lost_text = f"; {len(lost)} lost an entity pair's marker, the first at {_where(lost[0])}" if lost else ""
+        warnings.warn(DataWarning(
+            f"{_where(truncated[0][0])}: {len(truncated)} of {len(examples)} examples are longer than {length} "
+            f"tokens and were cut to fit ({report['tokens_cut']} tokens cut{lost_text}); a larger --max-seq-length "
+            f"keeps more (the model takes up to {positions})"), stacklevel=2)
+    return report
+
+
+def _where(example):
+    return f"{example.path}:{example.line}"

@@ -8,12 +8,13 @@ import numpy as np
 from biozoo.data.hoc import LABELS, group_by_abstract, read_hoc
 from biozoo.data.pipeline import model_input_batches
 from biozoo.metrics.hoc import document_scores, tune_thresholds
-from biozoo.tasks.adapters.base import TaskAdapter, load_splits
+from biozoo.tasks.adapters.base import TaskAdapter, load_splits, truncation_report
 
 
 class DocumentAdapter(TaskAdapter):
     """Multi-label document classification: Hallmarks of Cancer (BLURB layout), sentences
-    grouped into abstracts with their labels OR-ed; one threshold per label, tuned on dev."""
+    grouped into abstracts with their labels OR-ed; one threshold per label, tuned on dev. Encoding
+    counts the abstracts cut to fit."""
 
     kind = "doc"
 
@@ -26,7 +27,10 @@ class DocumentAdapter(TaskAdapter):
         return task
 
     def batches(self, task, abstracts, hp, training=False):
-        encoded = task.preprocessor.encode([a.text for a in abstracts])
+        cut = []
+        encoded = task.preprocessor.encode([a.text for a in abstracts], cut=cut)
+        if training:
+            self.train_counts = {"train_truncated": truncation_report(task, abstracts, cut)}
         return model_input_batches(
             [ids for ids, _ in encoded], task.preprocessor.tokenizer.pad_token_id, [s for _, s in encoded],
             extra={"labels": [np.asarray(a.labels, np.float32) for a in abstracts], "weights": [1.0] * len(abstracts)},
@@ -40,9 +44,12 @@ class DocumentAdapter(TaskAdapter):
                                           [a.labels for a in dev])
 
     def evaluate(self, task, abstracts):
-        predicted = task.predict_labels([a.text for a in abstracts])
+        cut = []
+        predicted = task.predict_labels([a.text for a in abstracts], cut=cut)
         pred = [[int(name in p) for name in task.label_names] for p in predicted]
-        return document_scores([list(a.labels) for a in abstracts], pred)
+        scores = document_scores([list(a.labels) for a in abstracts], pred)
+        scores["truncated"] = truncation_report(task, abstracts, cut)
+        return scores
 
     def headline_f1(self, scores):
         return scores["micro_f1_linkbert"]["f1"]

@@ -6,11 +6,12 @@ from biozoo.data import IGNORE_LABEL
 from biozoo.data.ner import infer_entity_type, read_ner, tag_kind
 from biozoo.data.pipeline import model_input_batches
 from biozoo.metrics.ner import entity_scores
-from biozoo.tasks.adapters.base import TaskAdapter, load_splits
+from biozoo.tasks.adapters.base import TaskAdapter, load_splits, train_labels
 
 
 class NerAdapter(TaskAdapter):
-    """NER on token<TAB>tag files (typed IOB2, BLURB bare tags, BioBERT whitespace files)."""
+    """NER on token<TAB>tag files (typed IOB2, BLURB bare tags, BioBERT whitespace files); the
+    tags are the train split's."""
 
     kind = "ner"
 
@@ -41,7 +42,7 @@ class NerAdapter(TaskAdapter):
         return load_splits(data_dir, read, only)
 
     def build_task(self, preset, splits, hp):
-        tags = {t for sentences in splits.values() for s in sentences for t in s.tags}
+        tags = train_labels(splits, lambda s: [(tag, s.line + i) for i, tag in enumerate(s.tags)])
         label_names = ["O"] + sorted(tags - {"O"}, key=lambda t: (t[2:], t[:1]))
         task = self.task_cls.from_preset(preset, label_names=label_names)
         task.preprocessor.sequence_length = hp.max_seq_length
