@@ -8,12 +8,14 @@ gives what transformers' `pipeline("question-answering")` (4.x) answers.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import keras
 import keras_hub
 import numpy as np
 
 from biozoo.data.pipeline import model_input_batches
+from biozoo.errors import DataWarning
 from biozoo.models import family_for_backbone
 from biozoo.optim import default_optimizer
 from biozoo.tasks._qa_pipeline import answer_chars, decode_spans, pipeline_tokens, span_probabilities
@@ -130,7 +132,7 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         f = QAFeatures([], [], [], [], [], [], [], answers_in_no_window=[])
         for e, (q, (ids, spans)) in enumerate(zip(question_ids, context_pieces)):
             budget = self.sequence_length - len(q) - 3
-            stride = self._stride(budget, len(ids), e, len(q))
+            stride = self._stride(budget, len(ids), e, len(q), training=answers is not None)
             windows, start = [], 0
             while True:
                 length = min(len(ids) - start, budget)
@@ -171,24 +173,33 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         f.end_positions = np.asarray(f.end_positions, np.int32)
         return f
 
-    def _stride(self, budget, context_length, example, question_length):
+    def _stride(self, budget, context_length, example, question_length, training):
         """The step between window starts of one context: `doc_stride`, or min(128, budget // 2)
-        when it is None; a `doc_stride` the windows cannot overlap with is refused."""
+        when it is None. A `doc_stride` the windows cannot overlap with is refused for training;
+        at inference (a model saved with one: before None was the default, 128 at any length)
+        it warns and the default step is taken, so no context is read without overlap."""
+        default = max(1, min(128, budget // 2))
         if self.doc_stride is None:
-            return max(1, min(128, budget // 2))
+            return default
         if isinstance(self.doc_stride, bool) or not isinstance(self.doc_stride, int) or self.doc_stride < 1:
             raise ValueError(f"doc_stride={self.doc_stride!r}: give a positive whole number, or None for "
                              "min(128, budget // 2)")
+        problem = None
         if self.doc_stride > self.sequence_length - 2:  # as transformers' tokenizer, whatever the context
-            raise ValueError(f"doc_stride={self.doc_stride} exceeds sequence_length {self.sequence_length} - 2: no "
-                             "window could overlap the next; give a smaller doc_stride, or None (min(128, budget // 2))")
-        if context_length > budget and self.doc_stride >= budget:
-            raise ValueError(
-                f"doc_stride={self.doc_stride} must be less than the {budget} context tokens a window of question "
-                f"{example} holds (sequence_length {self.sequence_length} - {question_length} question tokens - 3): "
-                "windows that do not overlap lose the answers across their borders; give a smaller doc_stride, "
-                "None (min(128, budget // 2)), or a longer sequence_length")
-        return self.doc_stride
+            problem = (f"doc_stride={self.doc_stride} exceeds sequence_length {self.sequence_length} - 2: no "
+                       "window could overlap the next")
+        elif context_length > budget and self.doc_stride >= budget:
+            problem = (f"doc_stride={self.doc_stride} must be less than the {budget} context tokens a window of "
+                       f"question {example} holds (sequence_length {self.sequence_length} - {question_length} "
+                       "question tokens - 3): windows that do not overlap lose the answers across their borders")
+        if problem is None:
+            return self.doc_stride
+        if training:
+            raise ValueError(f"{problem}; give a smaller doc_stride, None (min(128, budget // 2)), or a longer "
+                             "sequence_length")
+        warnings.warn(f"{problem}; windows of question {example} step {default} tokens instead (min(128, budget // 2); "
+                      "set `preprocessor.doc_stride = None` to take it without this warning)", DataWarning, stacklevel=3)
+        return default
 
     def pipeline_features(self, questions, contexts, max_seq_len=384, doc_stride=128):
         """Windows as transformers' question-answering pipeline (4.x, fast tokenizer) makes them.

@@ -8,7 +8,7 @@ import pytest
 
 import biozoo
 from biozoo.data.qa import QAExample, read_squad
-from biozoo.errors import DataFormatError
+from biozoo.errors import DataFormatError, DataWarning
 from biozoo.tasks.adapters.qa import QuestionAnsweringAdapter
 from biozoo.tasks.question_answerer import QuestionAnswererPreprocessor
 from biozoo.testing import bioasq_dev
@@ -113,6 +113,22 @@ def test_a_stride_the_windows_cannot_overlap_with_is_refused_as_by_hf(reference,
             else:
                 assert pre.features([question], [context], [(0, "Aspirin")]).answers_in_no_window == []
     assert seen == {(None, True), (None, False), ("windows", True), ("always", True), ("always", False)}
+
+
+def test_a_saved_stride_that_cannot_overlap_warns_at_inference_and_steps_as_the_default(reference, tokenizer):
+    """A model saved before None was the default holds doc_stride 128 at any length: at inference
+    it is not refused but warns, and its windows are those of doc_stride=None (which overlap)."""
+    question, context = "What inhibits COX?", "Aspirin inhibits COX in many cells. " * 20
+    step = (48 - len(reference(question, add_special_tokens=False)["input_ids"]) - 3) // 2
+    old = QuestionAnswererPreprocessor(tokenizer, sequence_length=48, doc_stride=128)
+    with pytest.raises(ValueError, match="doc_stride=128 exceeds sequence_length 48 - 2"):
+        old.features([question], [context], [(0, "Aspirin")])
+    with pytest.warns(DataWarning, match=f"doc_stride=128 exceeds sequence_length 48 - 2.* step {step} tokens instead"):
+        got = old.features([question], [context])
+    expected = QuestionAnswererPreprocessor(tokenizer, sequence_length=48).features([question], [context])
+    assert len(got.token_ids) == len(expected.token_ids) > 2
+    assert all((a == b).all() for a, b in zip(got.token_ids, expected.token_ids))
+    assert got.spans == expected.spans
 
 
 def squad_file(path, qas_per_paragraph, version="1.1"):
