@@ -9,6 +9,7 @@ from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument, documents
 from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
 from biozoo.choices import (
     CLIP_NORM_HELP,
+    DEFAULT_PRECISION,
     FINETUNE_WARMUP_RATIO,
     FINETUNE_WEIGHT_DECAY,
     LINK_LOSSES,
@@ -20,7 +21,7 @@ from biozoo.choices import (
     TRAINING_PRECISION_POLICIES,
 )
 from biozoo.documents import KEEP_MISMATCHED
-from biozoo.linking.abbreviations import ENGINES
+from biozoo.linking.abbreviations import DEFAULT_ENGINE, ENGINES
 from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
 
 LINK = "link"  # entity linking (biozoo.linking): its own options below
@@ -107,7 +108,7 @@ def register(subparsers):
                         "annotation's text differs from the document's at its offsets (default: ner scores that "
                         "annotation by its offsets, counted in gold_text_mismatches; link, which needs the "
                         "mention's text, drops it with a warning, counted in gold_dropped)")
-    parser.add_argument("--precision", choices=PRECISIONS, default="float32", help=PRECISION_HELP)
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help=PRECISION_HELP)
     parser.add_argument("--xla", choices=SWITCHES, default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
                         "for large inputs once each bucket shape is compiled)")
@@ -121,8 +122,8 @@ def register(subparsers):
     link.add_argument("--sparse-weight", type=float, default=0.0, metavar="W",
                       help="link: add W x the char 3-gram TF-IDF cosine (scispaCy's) to the dense score (as annotate "
                       "--link-sparse-weight; default 0)")
-    link.add_argument("--abbreviations", choices=ENGINES + ("none",), default="schwartz-hearst",
-                      help="link: expand short forms before linking (default schwartz-hearst)")
+    link.add_argument("--abbreviations", choices=ENGINES + ("none",), default=DEFAULT_ENGINE,
+                      help=f"link: expand short forms before linking (default {DEFAULT_ENGINE})")
     link.add_argument("--trust-unverified", action="store_true",
                       help="link: accept dictionary downloads with no recorded sha256")
     parser.set_defaults(func=evaluate_command)

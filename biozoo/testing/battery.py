@@ -14,6 +14,7 @@ import numpy as np
 import biozoo
 from biozoo import presets
 from biozoo._keras_internals import count_attention_paths
+from biozoo.choices import DEFAULT_AGGREGATION
 from biozoo.documents.sentences import split_sentences
 from biozoo.export.formats import IDS_FORMATS
 from biozoo.models import FAMILIES, never
@@ -382,7 +383,7 @@ def _check_compiled_prediction(task, inputs, eager, mask, what, unpadded, unpadd
         f"{what}: a batch without padding still attends through a mask")
 
 
-def annotate_by_sentence(task, texts, model, aggregation="first"):
+def annotate_by_sentence(task, texts, model, aggregation=DEFAULT_AGGREGATION):
     """What `biozoo annotate` must write for one-line documents: `task.annotate` of their
     sentences (split_sentences; all in one call, batched as the command batches them), shifted to
     each line's offsets, named by the model."""

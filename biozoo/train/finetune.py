@@ -21,7 +21,7 @@ import numpy as np
 
 from biozoo import presets
 from biozoo._io import atomic_write_json, check_output, read_json, write_marker
-from biozoo.choices import DEFAULT_CLIP_NORM, FINETUNE_WARMUP_RATIO, FINETUNE_WEIGHT_DECAY
+from biozoo.choices import DEFAULT_CLIP_NORM, DEFAULT_PRECISION, FINETUNE_WARMUP_RATIO, FINETUNE_WEIGHT_DECAY
 from biozoo.errors import CheckpointError
 from biozoo.metrics.seeds import mean_std
 from biozoo.optim import make_optimizer
@@ -299,7 +299,7 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
     return summary
 
 
-def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=None, progress=False):
+def run_evaluate(model_dir, data_dir, split="test", precision=DEFAULT_PRECISION, kind=None, progress=False):
     """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric, at
     inference `precision`. `kind`: the task kind the caller expects; a model of another kind is
     refused before the data is read. `progress`: a bar of the model's batches on stderr."""
