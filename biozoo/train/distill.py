@@ -37,8 +37,9 @@ import os
 import keras
 import numpy as np
 
-from biozoo import Tokenizer, presets
+from biozoo import presets
 from biozoo._io import read_json
+from biozoo.api import Tokenizer
 from biozoo.data import IGNORE_LABEL, pretraining
 from biozoo.errors import BiozooError
 from biozoo.optim import adamw
