@@ -20,7 +20,7 @@ from biozoo.choices import (
     SWITCHES,
     TRAINING_PRECISION_POLICIES,
 )
-from biozoo.documents import KEEP_MISMATCHED
+from biozoo.documents import KEEP_MISMATCHED, read_documents
 from biozoo.linking.abbreviations import DEFAULT_ENGINE, ENGINES
 from biozoo.task_kinds import TASK_KINDS, kind_name, task_kind, trained_kinds
 from biozoo.train.hyperparameters import Hyperparameters
@@ -279,7 +279,6 @@ def _finetune_link(args):
 
 
 def _evaluate_link(args):
-    from biozoo.documents import read_documents
     from biozoo.linking import Linker, NameEncoder, default_link_types, load_dictionary
     from biozoo.linking.evaluation import evaluate_linking
     from biozoo.linking.pipeline import ANY_TYPE

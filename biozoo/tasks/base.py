@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -165,8 +166,6 @@ class ClassifierHeadMixin:
             return kwargs
         names = head["label_names"]
         if head.get("problem_type") != "regression" and names == [f"LABEL_{i}" for i in range(len(names))]:
-            import warnings
-
             warnings.warn(f"{preset}: the checkpoint names no labels (no id2label, or only LABEL_0 ... "
                           f"LABEL_{len(names) - 1}); predictions carry those names.", stacklevel=3)
         return {"label_names": names, **cls._problem_arguments(head), **kwargs}
