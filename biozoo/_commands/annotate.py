@@ -29,6 +29,7 @@ from biozoo.documents import (
 )
 from biozoo.linking.abbreviations import DEFAULT_ENGINE, ENGINES
 from biozoo.linking.species import DEFAULT_TAXON_RULE, TAXON_RULES
+from biozoo.task_kinds import task_kind
 
 DEFAULT_MODEL = "aioner_bioformer"
 DEFAULT_NOTICE = ("no --model given: using aioner_bioformer (AIONER, the NER of PubTator3: Gene, Chemical, Disease, "
@@ -374,7 +375,7 @@ def _calibration_sentences(data, split):
     if os.path.isdir(data):
         from biozoo.data.ner import find_split, read_ner
 
-        has_splits = any(name.endswith((".tsv", ".txt")) for name in os.listdir(data))
+        has_splits = any(name.endswith(task_kind("ner").data_extensions) for name in os.listdir(data))
         path = find_split(data, split) if has_splits else None  # a NER folder without that split: its error
         if path is not None:
             from seqeval.metrics.sequence_labeling import get_entities
