@@ -18,6 +18,8 @@ import tempfile
 import urllib.error
 import urllib.request
 
+from tqdm.auto import tqdm
+
 from biozoo.errors import BiozooError, CheckpointError, NetworkError, OutputError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -256,8 +258,6 @@ def stream_url(url, out, desc=None, progress=True):
     anyway is not undone (urllib does not decompress), and its Content-Length, which counts the
     bytes sent, is still checked. A Content-Length that is not a number is an unknown length, as
     for http.client."""
-    from tqdm.auto import tqdm
-
     request = urllib.request.Request(url, headers={"Accept-Encoding": "identity"})
     try:
         response = urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT)

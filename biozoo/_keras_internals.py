@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import inspect
 import random
+from unittest import mock
 
 import keras
 import numpy as np
@@ -281,8 +282,6 @@ def _adjusted_mask(compute_attention, adjust_mask):
 def count_attention_paths():
     """`(fused, computed)` mocks counting, while the block runs, the calls of Keras'
     `ops.dot_product_attention` and of `MultiHeadAttention._compute_attention` (for tests)."""
-    from unittest import mock
-
     attention = keras.layers.MultiHeadAttention
     with (mock.patch.object(keras_ops, "dot_product_attention", wraps=keras_ops.dot_product_attention) as fused,
           mock.patch.object(attention, "_compute_attention", autospec=True,

@@ -9,9 +9,17 @@ Example:
 
 OPTIMIZERS = ("adamw", "lamb")  # biozoo.optim.make_optimizer
 PRECISIONS = ("float32", "bfloat16", "int8")  # inference precision of task models (biozoo.tasks.inference)
+DEFAULT_PRECISION = "float32"
 AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")  # tokens -> entities (biozoo.tasks._aggregation)
+DEFAULT_AGGREGATION = "first"
 CONFIDENCE_MEASURES = ("probability", "margin")  # a tagged word's confidence (biozoo.tasks.token_classifier)
+DEFAULT_CONFIDENCE_MEASURE = "probability"
 OVERLAP_RULES = ("keep", "longest", "score")  # overlapping predictions of several models (biozoo.annotate.runner)
+DEFAULT_OVERLAP_RULE = "keep"
+# `biozoo annotate` (biozoo.annotate.job.AnnotationJob): documents read and annotated together, and the name
+# encoder of --link (SapBERT)
+ANNOTATE_CHUNK_SIZE = 256
+DEFAULT_LINK_ENCODER = "sapbert_pubmedbert_fulltext"
 # training dtype -> the Keras policy (biozoo.train.run; "auto" picks one per device)
 TRAINING_PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 LINK_LOSSES = ("multi-similarity", "infonce")  # `finetune link` (biozoo.linking.training)

@@ -15,6 +15,8 @@ import os
 import sys
 import warnings
 
+from biozoo.errors import BiozooError, file_system_error_line
+
 COMMAND_MODULES = (
     "biozoo._commands.registry",  # list, info, check-cache
     "biozoo._commands.convert",   # convert, verify
@@ -98,8 +100,6 @@ def _run(args):
     except BrokenPipeError:
         return 0
     except Exception as error:  # every expected failure is one clear line
-        from biozoo.errors import BiozooError, file_system_error_line
-
         if os.environ.get("BIOZOO_DEBUG"):
             raise
         line = file_system_error_line(error)  # gs:// and other TensorFlow file systems

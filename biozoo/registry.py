@@ -91,6 +91,13 @@ def closest_names(name, n=5):
     return close[:n]
 
 
+def shared_entry(name):
+    """The registry's own entry for `name`, not a copy (`get_entry` gives copies): what a test
+    patches (with pytest's monkeypatch, which restores it) to change what every later lookup sees."""
+    get_entry(name)  # an unknown name: UnknownPresetError
+    return _load_registry()["checkpoints"][name]
+
+
 def get_entry(name):
     """The registry entry for `name` (a deep copy), with `name` added.
 

@@ -26,13 +26,14 @@ from importlib.metadata import PackageNotFoundError, version
 import keras
 import numpy as np
 
-import biozoo
-from biozoo import presets
+import biozoo  # __version__
+from biozoo import api, presets
 from biozoo._io import atomic_write_json
 from biozoo.errors import CheckpointError
 from biozoo.export.certificate import FIXED_SENTENCES, TOLERANCE, packed_fixed_inputs
 from biozoo.preset_files import PARITY_CERTIFICATE_FILE, read_heads, read_provenance, weights_format
 from biozoo.task_kinds import task_kind
+from biozoo.tasks import MaskedLM, ReplacedTokenDetector
 from biozoo.tasks.finetuned import load_task
 
 __all__ = ["verify", "PARITY_CERTIFICATE_FILE", "sequence_length", "TOLERANCE"]
@@ -136,7 +137,7 @@ def verify(handle, sentences=(), write=True):
     it into the converted preset as parity_certificate.json unless `write` is False)."""
     hf_dir, entry = _hf_source(handle)
     preset_dir = presets.resolve_preset(handle)
-    tokenizer = biozoo.Tokenizer.from_preset(handle)
+    tokenizer = api.Tokenizer.from_preset(handle)
     inputs = packed_fixed_inputs(tokenizer, sequence_length(preset_dir))
     mask = inputs["padding_mask"].astype(bool)
     heads = read_heads(preset_dir)[0]
@@ -152,13 +153,13 @@ def verify(handle, sentences=(), write=True):
     reference, child = _transformers_side(hf_dir, inputs, all_sentences, compared, lowercase,
                                           weights_format(read_provenance(preset_dir).get("weights") or []) or "auto")
 
-    backbone = biozoo.from_preset(handle)
+    backbone = api.from_preset(handle)
     ours = {k: np.asarray(v) for k, v in backbone(inputs).items()}
     if "mlm" in compared:
         positions = np.tile(np.arange(inputs["token_ids"].shape[1], dtype=np.int32), (len(mask), 1))
-        ours["mlm_logits"] = np.asarray(biozoo.MaskedLM.from_preset(handle)({**inputs, "mask_positions": positions}))
+        ours["mlm_logits"] = np.asarray(MaskedLM.from_preset(handle)({**inputs, "mask_positions": positions}))
     if "rtd" in compared:
-        ours["rtd_logits"] = np.asarray(biozoo.ReplacedTokenDetector.from_preset(handle)(inputs))
+        ours["rtd_logits"] = np.asarray(ReplacedTokenDetector.from_preset(handle)(inputs))
     per_sequence = set(_PER_SEQUENCE)
     for sentence_task in {"nsp", "sop"} & set(compared):  # MaskedLMPretrainer's Dense(2) on the pooled output
         kernel, bias = heads[f"{sentence_task}/dense/kernel"], heads[f"{sentence_task}/dense/bias"]

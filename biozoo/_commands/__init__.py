@@ -2,6 +2,8 @@
 import argparse
 import os
 
+from biozoo.data.embedded import resolve_data_path
+
 PRECISION_HELP = ("inference precision: float32 (default), bfloat16 (Keras' bfloat16 policy) or int8 (LiteRT "
                   "dynamic-range quantization, run by the LiteRT interpreter)")
 
@@ -17,16 +19,12 @@ def run_command(module, argv):
 
 def data_argument(value):
     """A `--data` value: a path, or the name of a corpus packaged with biozoo (`ncbi-disease`)."""
-    from biozoo.data.embedded import resolve_data_path
-
     return os.fspath(resolve_data_path(value))
 
 
 def documents_argument(value):
     """A document file or folder, or the name of a document file packaged with biozoo
     (`example-pubtator`); a packaged NER corpus is no documents, so its name stays a path."""
-    from biozoo.data.embedded import resolve_data_path
-
     resolved = resolve_data_path(value)
     return os.fspath(resolved) if os.path.isfile(resolved) else value
 

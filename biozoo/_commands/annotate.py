@@ -5,7 +5,19 @@ import os
 import sys
 
 from biozoo._commands import PRECISION_HELP, data_argument, documents_argument
-from biozoo.choices import AGGREGATION_STRATEGIES, CONFIDENCE_MEASURES, OVERLAP_RULES, PRECISIONS, SWITCHES
+from biozoo.choices import (
+    AGGREGATION_STRATEGIES,
+    ANNOTATE_CHUNK_SIZE,
+    CONFIDENCE_MEASURES,
+    DEFAULT_AGGREGATION,
+    DEFAULT_CONFIDENCE_MEASURE,
+    DEFAULT_LINK_ENCODER,
+    DEFAULT_OVERLAP_RULE,
+    DEFAULT_PRECISION,
+    OVERLAP_RULES,
+    PRECISIONS,
+    SWITCHES,
+)
 from biozoo.documents import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
@@ -15,8 +27,9 @@ from biozoo.documents import (
     read_documents,
     write_documents,
 )
-from biozoo.linking.abbreviations import ENGINES
-from biozoo.linking.species import TAXON_RULES
+from biozoo.linking.abbreviations import DEFAULT_ENGINE, ENGINES
+from biozoo.linking.species import DEFAULT_TAXON_RULE, TAXON_RULES
+from biozoo.task_kinds import task_kind
 
 DEFAULT_MODEL = "aioner_bioformer"
 DEFAULT_NOTICE = ("no --model given: using aioner_bioformer (AIONER, the NER of PubTator3: Gene, Chemical, Disease, "
@@ -45,7 +58,7 @@ def register(subparsers):
                         "an ambiguous one such as .json is refused), jsonl on stdout")
     parser.add_argument("--output", default="-", help="output file (written atomically; never one of the inputs), "
                         "or - for stdout (default)")
-    parser.add_argument("--overlaps", choices=OVERLAP_RULES, default="keep",
+    parser.add_argument("--overlaps", choices=OVERLAP_RULES, default=DEFAULT_OVERLAP_RULE,
                         help="overlapping predictions (of several models): keep all (default), the longest, or "
                         "the highest-scoring")
     parser.add_argument("--drop-existing", action="store_true",
@@ -62,15 +75,15 @@ def register(subparsers):
     parser.add_argument("--entity-types", default="ALL",
                         help="AIONER models: ALL (default) or types among Gene, Chemical, Disease, Species, Variant, "
                         "CellLine, comma-separated (one AIONER pass per type)")
-    parser.add_argument("--aggregation", choices=AGGREGATION_STRATEGIES, default="first",
+    parser.add_argument("--aggregation", choices=AGGREGATION_STRATEGIES, default=DEFAULT_AGGREGATION,
                         help="token-classification models: how tokens become entities, as transformers' pipeline's "
                         "aggregation_strategy")
     parser.add_argument("--batch-size", default="auto",
                         help="sentences per model call: a number, or auto (256 where the model runs on a GPU or TPU, "
                         "which calls of 64 would leave waiting on the host; else 64)")
-    parser.add_argument("--precision", choices=PRECISIONS, default="float32",
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help=PRECISION_HELP)
-    parser.add_argument("--chunk-size", type=int, default=256, help="documents read and annotated together")
+    parser.add_argument("--chunk-size", type=int, default=ANNOTATE_CHUNK_SIZE, help="documents read and annotated together")
     parser.add_argument("--workers", default="auto",
                         help="processes for a tagger's host stages (sentences, tokens, entity grouping) while this "
                         "one runs the model: a number, or auto (the host's cores less two, at most 16, where the "
@@ -83,7 +96,7 @@ def register(subparsers):
     cascade.add_argument("--escalate-below", type=float, metavar="P",
                          help="escalate a sentence whose least confident word is below P "
                          "(`biozoo cascade-calibrate` picks P)")
-    cascade.add_argument("--escalate-measure", choices=CONFIDENCE_MEASURES, default="probability",
+    cascade.add_argument("--escalate-measure", choices=CONFIDENCE_MEASURES, default=DEFAULT_CONFIDENCE_MEASURE,
                          help="a word's confidence: its top label's probability (default) or the margin over the "
                          "second label")
     beam = parser.add_argument_group("PubMed scale (Apache Beam)")
@@ -115,10 +128,10 @@ def register(subparsers):
     parser.add_argument("--split", default="dev", help="NER data folder: the split to read (default dev)")
     parser.add_argument("--target", type=float, default=0.99,
                         help="share of the large model's entities the cascade must keep (default 0.99)")
-    parser.add_argument("--escalate-measure", choices=CONFIDENCE_MEASURES, default="probability")
+    parser.add_argument("--escalate-measure", choices=CONFIDENCE_MEASURES, default=DEFAULT_CONFIDENCE_MEASURE)
     parser.add_argument("--plot", default="cascade-calibration.png", help="the PNG plot to write")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--precision", choices=PRECISIONS, default="float32", help=PRECISION_HELP)
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help=PRECISION_HELP)
     parser.set_defaults(func=calibrate_command)
 
 
@@ -130,7 +143,7 @@ def add_link_arguments(parser):
                        "mesh-chemicals, ctd-diseases, ctd-chemicals, ncbi-gene[:TAXA], ncbi-gene-human, "
                        "ncbi-taxonomy, cellosaurus; `biozoo data download NAME` fetches it), FORMAT:PATH, or a file "
                        "of id<TAB>name lines; without TYPE=, the dictionary's own types; repeat for several")
-    group.add_argument("--link-encoder", default="sapbert_pubmedbert_fulltext", metavar="HANDLE",
+    group.add_argument("--link-encoder", default=DEFAULT_LINK_ENCODER, metavar="HANDLE",
                        help="the encoder whose embeddings find the nearest dictionary name (default: SapBERT; any "
                        "biozoo handle, e.g. a `biozoo finetune link` output; 'none': exact, normalized and char "
                        "3-gram matching only)")
@@ -140,9 +153,9 @@ def add_link_arguments(parser):
     group.add_argument("--link-sparse-weight", type=float, default=0.0, metavar="W",
                        help="add W x the char 3-gram TF-IDF cosine (scispaCy's) to the dense score (default 0)")
     group.add_argument("--abbreviations", choices=ENGINES + ("none",), default=None,
-                       help="find abbreviations (default with --link: schwartz-hearst, used to link short forms); "
+                       help=f"find abbreviations (default with --link: {DEFAULT_ENGINE}, used to link short forms); "
                        "given explicitly, also write them as LongForm / ShortForm predictions")
-    group.add_argument("--taxon-rule", choices=TAXON_RULES, default="preceding",
+    group.add_argument("--taxon-rule", choices=TAXON_RULES, default=DEFAULT_TAXON_RULE,
                        help="a gene mention's species: the nearest species mention before it in its sentence, else "
                        "the document's most frequent (default; 87 %% of 85 hand-checked gene mentions), the nearest "
                        "anywhere (68 %%), the most frequent (87 %%), or always human (51 %%)")
@@ -151,7 +164,7 @@ def add_link_arguments(parser):
 
 
 def _link_options(args):
-    engine = None if args.abbreviations == "none" else (args.abbreviations or "schwartz-hearst")
+    engine = None if args.abbreviations == "none" else (args.abbreviations or DEFAULT_ENGINE)
     encoder = None if (args.link_encoder or "").lower() == "none" else args.link_encoder
     return dict(link=tuple(args.link or ()), link_encoder=encoder, link_threshold=args.link_threshold,
                 link_sparse_weight=args.link_sparse_weight, abbreviations=engine,
@@ -362,7 +375,7 @@ def _calibration_sentences(data, split):
     if os.path.isdir(data):
         from biozoo.data.ner import find_split, read_ner
 
-        has_splits = any(name.endswith((".tsv", ".txt")) for name in os.listdir(data))
+        has_splits = any(name.endswith(task_kind("ner").data_extensions) for name in os.listdir(data))
         path = find_split(data, split) if has_splits else None  # a NER folder without that split: its error
         if path is not None:
             from seqeval.metrics.sequence_labeling import get_entities

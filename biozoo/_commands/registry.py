@@ -4,6 +4,8 @@ import json
 import shutil
 import sys
 
+from filelock import FileLock
+
 from biozoo import registry
 from biozoo.task_kinds import TASK_KINDS
 
@@ -192,8 +194,6 @@ def check_cache_command(args):
     results = check_cache()
     bad = [r for r in results if r["status"] in ("changed", "missing")]
     if args.remove:
-        from filelock import FileLock
-
         for result in bad:
             with FileLock(result["path"] + ".lock"):  # the lock a conversion of this preset holds
                 shutil.rmtree(result["path"])

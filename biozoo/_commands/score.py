@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 from biozoo._commands import documents_argument
-from biozoo._io import atomic_write_json, is_remote
+from biozoo._io import atomic_write_json, is_remote, read_json
 from biozoo.data.files import text_lines
 from biozoo.data.relation import RELATION_FORMATS, read_relation
 from biozoo.errors import DataFormatError
@@ -41,8 +41,6 @@ def _local(path, what):
 
 
 def _load_json(path, what):
-    from biozoo._io import read_json
-
     path = _local(path, what)
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")

@@ -9,6 +9,7 @@ from biozoo._commands import DATA_HELP, PRECISION_HELP, data_argument, documents
 from biozoo._commands.train import add_strategy_arguments, resolve_strategy_from
 from biozoo.choices import (
     CLIP_NORM_HELP,
+    DEFAULT_PRECISION,
     FINETUNE_WARMUP_RATIO,
     FINETUNE_WEIGHT_DECAY,
     LINK_LOSSES,
@@ -19,11 +20,13 @@ from biozoo.choices import (
     SWITCHES,
     TRAINING_PRECISION_POLICIES,
 )
-from biozoo.documents import KEEP_MISMATCHED
-from biozoo.linking.abbreviations import ENGINES
+from biozoo.documents import KEEP_MISMATCHED, read_documents
+from biozoo.linking.abbreviations import DEFAULT_ENGINE, ENGINES
 from biozoo.task_kinds import TASK_KINDS, kind_name, trained_kinds
+from biozoo.train.hyperparameters import Hyperparameters
 
 LINK = "link"  # entity linking (biozoo.linking): its own options below
+FINETUNE = Hyperparameters()  # the defaults finetune's options give
 
 
 def register(subparsers):
@@ -44,14 +47,15 @@ def register(subparsers):
     parser.add_argument("--output", required=True, help="where to write the fine-tuned task preset: a new or empty "
                         "folder, or one biozoo wrote (replaced only with --overwrite)")
     parser.add_argument("--overwrite", action="store_true", help="replace an earlier biozoo output at --output")
-    parser.add_argument("--epochs", type=float, default=None, help="default 3 (or the --recipe's)")
+    parser.add_argument("--epochs", type=float, default=None, help=f"default {FINETUNE.epochs:g} (or the --recipe's)")
     parser.add_argument("--batch-size", type=int, default=None,
-                        help="the global batch, split over the replicas (default 8, as the HF Trainer, or the --recipe's)")
+                        help=f"the global batch, split over the replicas (default {FINETUNE.batch_size}, as the HF Trainer, or the "
+                        "--recipe's)")
     parser.add_argument("--learning-rate", type=float, default=None,
-                        help="peak learning rate for the global batch (default 5e-5, or the --recipe's)")
-    parser.add_argument("--max-seq-length", type=int, default=None, help="default: 128 (512 for doc, 384 for qa; capped at the model's positions); for link the "
-                        "name length the checkpoint declares, else 25")
-    parser.add_argument("--seed", type=int, default=42)
+                        help=f"peak learning rate for the global batch (default {FINETUNE.learning_rate:g}, or the --recipe's)")
+    parser.add_argument("--max-seq-length", type=int, default=None, help="default: 128 (512 for doc, 384 for qa; capped at the "
+                        "model's positions); for link the name length the checkpoint declares, else 25")
+    parser.add_argument("--seed", type=int, default=FINETUNE.seed)
     parser.add_argument("--seeds", type=int, default=1,
                         help="run this many seeds (seed, seed+1, ...) into OUTPUT/seed-N and report the mean "
                         "and standard deviation of every score in OUTPUT/metrics.json")
@@ -108,7 +112,7 @@ def register(subparsers):
                         "annotation's text differs from the document's at its offsets (default: ner scores that "
                         "annotation by its offsets, counted in gold_text_mismatches; link, which needs the "
                         "mention's text, drops it with a warning, counted in gold_dropped)")
-    parser.add_argument("--precision", choices=PRECISIONS, default="float32", help=PRECISION_HELP)
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help=PRECISION_HELP)
     parser.add_argument("--xla", choices=SWITCHES, default="auto",
                         help="compile prediction with XLA (auto: on GPU/TPU only; on a CPU 'on' pays off "
                         "for large inputs once each bucket shape is compiled)")
@@ -122,8 +126,8 @@ def register(subparsers):
     link.add_argument("--sparse-weight", type=float, default=0.0, metavar="W",
                       help="link: add W x the char 3-gram TF-IDF cosine (scispaCy's) to the dense score (as annotate "
                       "--link-sparse-weight; default 0)")
-    link.add_argument("--abbreviations", choices=ENGINES + ("none",), default="schwartz-hearst",
-                      help="link: expand short forms before linking (default schwartz-hearst)")
+    link.add_argument("--abbreviations", choices=ENGINES + ("none",), default=DEFAULT_ENGINE,
+                      help=f"link: expand short forms before linking (default {DEFAULT_ENGINE})")
     link.add_argument("--trust-unverified", action="store_true",
                       help="link: accept dictionary downloads with no recorded sha256")
     parser.set_defaults(func=evaluate_command)
@@ -134,27 +138,27 @@ def add_training_arguments(parser):
     --strategy / --tpu)."""
     group = add_strategy_arguments(parser)
     group.add_argument("--mixed-precision", "--precision", dest="mixed_precision",
-                       choices=["auto", *TRAINING_PRECISION_POLICIES], default="auto",
+                       choices=["auto", *TRAINING_PRECISION_POLICIES], default=FINETUNE.precision,
                        help="the training dtype policy. auto: bfloat16 on TPU, float16 with loss scaling on GPU, "
                        "float32 on CPU (--precision is the old spelling)")
     group.add_argument("--xla", choices=SWITCHES, default="auto",
                        help="compile train steps with XLA (jit_compile; auto: on GPU/TPU only, on CPUs the "
                        "compile time outweighs the gain)")
-    group.add_argument("--static-shapes", choices=SWITCHES, default="auto",
+    group.add_argument("--static-shapes", choices=SWITCHES, default=FINETUNE.static_shapes,
                        help="pad every batch to --max-seq-length and drop the last partial batch (auto: on TPU; "
                        "on a JAX GPU every batch padded to --max-seq-length, none dropped: one compiled step)")
-    group.add_argument("--micro-batches", default="auto", type=_auto_or_count,
+    group.add_argument("--micro-batches", default=FINETUNE.micro_batches, type=_auto_or_count,
                        help="run each replica's batch as this many micro-batches sorted by length, each padded "
                        "only to its own longest example, with one update from their summed gradients (the "
                        "whole batch's update, less padding computed; on JAX each part is padded to the length "
                        "bucket above it; auto: 4, or 1 with TensorFlow's XLA, static shapes, a JAX or PyTorch GPU/TPU, or several JAX hosts)")
-    group.add_argument("--steps-per-execution", type=int, default=1,
+    group.add_argument("--steps-per-execution", type=int, default=FINETUNE.steps_per_execution,
                        help="train steps per call into the compiled function (TPUs want tens to hundreds)")
-    group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    group.add_argument("--layer-decay", type=float, default=None,
+    group.add_argument("--optimizer", choices=OPTIMIZERS, default=FINETUNE.optimizer)
+    group.add_argument("--layer-decay", type=float, default=FINETUNE.layer_decay,
                        help="layer-wise learning-rate decay (ELECTRA fine-tuning: 0.8 base, 0.9 large)")
     group.add_argument("--clip-norm", type=float, default=None, help=CLIP_NORM_HELP)
-    group.add_argument("--checkpoint-every", type=int, default=None,
+    group.add_argument("--checkpoint-every", type=int, default=FINETUNE.checkpoint_every,
                        help="checkpoint every N steps into OUTPUT.checkpoints (last 3 kept; removed when the run "
                        "ends); re-running the same command resumes from the last one")
     group.add_argument("--deterministic", action="store_true",
@@ -177,13 +181,7 @@ def finetune_command(args):
     if not args.data:
         raise ValueError(f"finetune {args.kind} needs --data (a folder with train / dev / test files)")
     from biozoo._io import check_output
-    from biozoo.train.finetune import (
-        Hyperparameters,
-        check_hyperparameters,
-        check_seeds_output,
-        run_finetune,
-        run_seeds,
-    )
+    from biozoo.train.finetune import check_hyperparameters, check_seeds_output, run_finetune, run_seeds
     from biozoo.train.run import check_values
 
     def log(message):
@@ -194,34 +192,13 @@ def finetune_command(args):
         check_seeds_output(args.output, args.overwrite, [args.preset, args.data])
     else:
         check_output(args.output, args.overwrite, [args.preset, args.data], "--output")
-    defaults = {k: getattr(Hyperparameters, k) for k in ("epochs", "batch_size", "learning_rate")}
-    extra = {}
+    recipe = None
     if args.recipe == "biom":
         from biozoo.train.recipes import biom_recipe  # the BioM-Transformers hyperparameter table
 
         recipe = biom_recipe(args.preset, args.kind, dataset=os.path.basename(os.path.normpath(args.data)))
         log(f"recipe biom for {args.preset} / {args.kind}: {json.dumps(recipe)}")
-        defaults.update({k: recipe[k] for k in defaults if k in recipe})
-        for key in ("max_seq_length", "layer_decay", "optimizer", "warmup_ratio", "weight_decay", "clip_norm"):
-            if recipe.get(key) is not None:
-                extra[key] = recipe[key]
-    explicit = {k: getattr(args, k) for k in defaults if getattr(args, k) is not None}
-    values = {**defaults, **explicit}
-    hp = Hyperparameters(
-        epochs=values["epochs"], batch_size=values["batch_size"], learning_rate=values["learning_rate"],
-        max_seq_length=args.max_seq_length if args.max_seq_length is not None else extra.get("max_seq_length"),
-        seed=args.seed,
-        warmup_ratio=_given(args.warmup_ratio, extra.get("warmup_ratio"), Hyperparameters.warmup_ratio),
-        weight_decay=_given(args.weight_decay, extra.get("weight_decay"), Hyperparameters.weight_decay),
-        jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
-        optimizer=args.optimizer if args.optimizer != "adamw" else extra.get("optimizer", "adamw"),
-        layer_decay=args.layer_decay if args.layer_decay is not None else extra.get("layer_decay"),
-        clip_norm=args.clip_norm if args.clip_norm is not None else extra.get("clip_norm", Hyperparameters.clip_norm),
-        precision=args.mixed_precision, static_shapes=args.static_shapes,
-        steps_per_execution=args.steps_per_execution, checkpoint_every=args.checkpoint_every,
-        micro_batches=args.micro_batches,
-        deterministic=args.deterministic,
-    )
+    hp = finetune_hyperparameters(args, recipe)
     check_hyperparameters(hp)
     strategy = resolve_strategy_from(args, log)
     options = {"entity_type": args.entity_type} if args.kind == "ner" else {}
@@ -236,8 +213,33 @@ def finetune_command(args):
 
 
 def _given(*values):
-    """The first of `values` that is not None: an option given, else a recipe's value, else the default."""
-    return next(value for value in values if value is not None)
+    """The first of `values` that is not None (None if all are): an option given, else a recipe's
+    value, else the default."""
+    return next((value for value in values if value is not None), None)
+
+
+def finetune_hyperparameters(args, recipe=None):
+    """`biozoo finetune`'s options -> `Hyperparameters`: an option given wins, then the --recipe's
+    value (`recipe`, a row of `biozoo.train.recipes`), then the default (`FINETUNE`; the
+    sequence length: the task kind's)."""
+    recipe = recipe or {}
+
+    def value(name, given):
+        return _given(given, recipe.get(name), getattr(FINETUNE, name))
+
+    return Hyperparameters(
+        epochs=value("epochs", args.epochs), batch_size=value("batch_size", args.batch_size),
+        learning_rate=value("learning_rate", args.learning_rate),
+        max_seq_length=args.max_seq_length if args.max_seq_length is not None else recipe.get("max_seq_length"),
+        seed=args.seed,
+        warmup_ratio=value("warmup_ratio", args.warmup_ratio), weight_decay=value("weight_decay", args.weight_decay),
+        jit_compile={"auto": "auto", "on": True, "off": False}[args.xla],
+        optimizer=args.optimizer if args.optimizer != FINETUNE.optimizer else value("optimizer", None),
+        layer_decay=value("layer_decay", args.layer_decay), clip_norm=value("clip_norm", args.clip_norm),
+        precision=args.mixed_precision, static_shapes=args.static_shapes,
+        steps_per_execution=args.steps_per_execution, checkpoint_every=args.checkpoint_every,
+        micro_batches=args.micro_batches, deterministic=args.deterministic,
+    )
 
 
 # finetune's options that `finetune link` does not take: a link run given one (a value other
@@ -262,8 +264,9 @@ def _finetune_link(args):
     if args.epochs is not None and args.epochs != int(args.epochs):
         raise ValueError(f"--epochs {args.epochs:g}: finetune link trains whole epochs (each over every synonym pair)")
     check_output(args.output, args.overwrite, [args.preset], "--output")
-    settings = LinkTraining(epochs=int(args.epochs or 1), batch_pairs=args.batch_size or 64,
-                            learning_rate=args.learning_rate or 2e-5,
+    settings = LinkTraining(epochs=int(args.epochs or LinkTraining.epochs),
+                            batch_pairs=args.batch_size or LinkTraining.batch_pairs,
+                            learning_rate=args.learning_rate or LinkTraining.learning_rate,
                             weight_decay=_given(args.weight_decay, LinkTraining.weight_decay),
                             warmup_ratio=_given(args.warmup_ratio, LinkTraining.warmup_ratio), loss=args.loss, hard_negatives=args.hard_negatives,
                             max_length=args.max_seq_length, pooling=args.pooling, seed=args.seed)
@@ -276,7 +279,6 @@ def _finetune_link(args):
 
 
 def _evaluate_link(args):
-    from biozoo.documents import read_documents
     from biozoo.linking import Linker, NameEncoder, default_link_types, load_dictionary
     from biozoo.linking.evaluation import evaluate_linking
     from biozoo.linking.pipeline import ANY_TYPE

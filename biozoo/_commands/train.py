@@ -5,8 +5,12 @@ options -> their hyperparameter dataclasses -> `run_pretrain` / `run_distill`.""
 import json
 import sys
 
-from biozoo.choices import CLIP_NORM_HELP, DEFAULT_CLIP_NORM
+from biozoo.choices import CLIP_NORM_HELP
 from biozoo.train import DISTILL_METHODS, PRETRAIN_METHODS, STRATEGIES
+from biozoo.train.hyperparameters import DistillHyperparameters, PretrainHyperparameters
+
+# the defaults the options show and give (one definition: the hyperparameter dataclasses)
+PRETRAIN, DISTILL = PretrainHyperparameters(), DistillHyperparameters()
 
 
 def _per_method(name):
@@ -74,29 +78,29 @@ def add_pretrain_arguments(parser):
                         "when present, else a new one)")
     parser.add_argument("--output", required=True, help="where to write the pretrained preset")
     parser.add_argument("--overwrite", action="store_true", help="replace an earlier biozoo output at --output")
-    parser.add_argument("--max-seq-length", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=32, help="global batch size")
-    parser.add_argument("--steps", type=int, default=10000)
-    parser.add_argument("--learning-rate", type=float, default=1e-4)
-    parser.add_argument("--warmup-ratio", type=float, default=0.1)
-    parser.add_argument("--weight-decay", type=float, default=0.01)
-    parser.add_argument("--clip-norm", type=float, default=DEFAULT_CLIP_NORM, help=CLIP_NORM_HELP)
-    parser.add_argument("--masking", choices=["wwm", "token"], default="wwm",
+    parser.add_argument("--max-seq-length", type=int, default=PRETRAIN.max_seq_length)
+    parser.add_argument("--batch-size", type=int, default=PRETRAIN.batch_size, help="global batch size")
+    parser.add_argument("--steps", type=int, default=PRETRAIN.steps)
+    parser.add_argument("--learning-rate", type=float, default=PRETRAIN.learning_rate)
+    parser.add_argument("--warmup-ratio", type=float, default=PRETRAIN.warmup_ratio)
+    parser.add_argument("--weight-decay", type=float, default=PRETRAIN.weight_decay)
+    parser.add_argument("--clip-norm", type=float, default=PRETRAIN.clip_norm, help=CLIP_NORM_HELP)
+    parser.add_argument("--masking", choices=["wwm", "token"], default=PRETRAIN.masking,
                         help="wwm: whole-word masking (default); token: single pieces")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--nsp", dest="sentence_task", action="store_const", const="nsp",
                        help="mlm: add BERT's next-sentence prediction")
     group.add_argument("--sop", dest="sentence_task", action="store_const", const="sop",
                        help="mlm: add ALBERT's sentence-order prediction")
-    parser.add_argument("--generator-fraction", type=float, default=0.25,
+    parser.add_argument("--generator-fraction", type=float, default=PRETRAIN.generator_fraction,
                         help="electra: generator size as a fraction of the discriminator's hidden size")
-    parser.add_argument("--rtd-weight", type=float, default=50.0, help="electra: discriminator loss weight")
-    parser.add_argument("--dupe-factor", type=int, default=1,
+    parser.add_argument("--rtd-weight", type=float, default=PRETRAIN.rtd_weight, help="electra: discriminator loss weight")
+    parser.add_argument("--dupe-factor", type=int, default=PRETRAIN.dupe_factor,
                         help="pack each corpus this many times (masks are drawn anew every epoch anyway)")
     parser.add_argument("--records", help="keep the packed shards here (reused by later runs with the same settings); "
                         "default: OUTPUT.records, removed after a successful run")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--checkpoint-every", type=int, default=None,
+    parser.add_argument("--seed", type=int, default=PRETRAIN.seed)
+    parser.add_argument("--checkpoint-every", type=int, default=PRETRAIN.checkpoint_every,
                         help="checkpoint every N steps to OUTPUT.checkpoints; a rerun resumes from it")
     return parser
 
@@ -118,24 +122,24 @@ def add_distill_arguments(parser):
     parser.add_argument("--layer-map", help="teacher layer (1-based) for each student layer, e.g. 2,4,6,8,10,12 "
                         "(default: the method's released script, the first or last teacher layer of each of "
                         f"L_student equal blocks: {_per_method('layer_map')})")
-    parser.add_argument("--max-seq-length", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=32, help="global batch size")
-    parser.add_argument("--steps", type=int, default=10000)
-    parser.add_argument("--learning-rate", type=float, default=5e-4)
-    parser.add_argument("--warmup-ratio", type=float, default=None,
+    parser.add_argument("--max-seq-length", type=int, default=DISTILL.max_seq_length)
+    parser.add_argument("--batch-size", type=int, default=DISTILL.batch_size, help="global batch size")
+    parser.add_argument("--steps", type=int, default=DISTILL.steps)
+    parser.add_argument("--learning-rate", type=float, default=DISTILL.learning_rate)
+    parser.add_argument("--warmup-ratio", type=float, default=DISTILL.warmup_ratio,
                         help=f"share of the steps to warm up over (default: the method's, {_per_method('warmup_ratio')})")
-    parser.add_argument("--clip-norm", type=float, default=DEFAULT_CLIP_NORM, help=CLIP_NORM_HELP)
-    parser.add_argument("--temperature", type=float, default=None,
+    parser.add_argument("--clip-norm", type=float, default=DISTILL.clip_norm, help=CLIP_NORM_HELP)
+    parser.add_argument("--temperature", type=float, default=DISTILL.temperature,
                         help="softmax temperature of the output loss (default: 2 for distilbert, 1 otherwise)")
-    parser.add_argument("--masking", choices=["wwm", "token"], default=None,
+    parser.add_argument("--masking", choices=["wwm", "token"], default=DISTILL.masking,
                         help="wwm: whole-word masking; token: single pieces (default: the method's, "
                         f"{_per_method('masking')})")
     parser.add_argument("--eval-corpus", nargs="+", help="held-out text files for the agreement figures "
                         "(default: the first 2,000 training instances)")
     parser.add_argument("--records", help="keep the packed shards here (reused by later runs with the same settings); "
                         "default: OUTPUT.records, removed after a successful run")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--checkpoint-every", type=int, default=None,
+    parser.add_argument("--seed", type=int, default=DISTILL.seed)
+    parser.add_argument("--checkpoint-every", type=int, default=DISTILL.checkpoint_every,
                         help="checkpoint every N steps to OUTPUT.checkpoints; a rerun resumes from it")
     add_strategy_arguments(parser)
     return parser
@@ -155,8 +159,6 @@ def _run(args, command):
 
 def pretrain_hyperparameters(args):
     """`biozoo pretrain`'s options -> `PretrainHyperparameters`."""
-    from biozoo.train.pretrain import PretrainHyperparameters
-
     return PretrainHyperparameters(
         max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
         learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
@@ -177,8 +179,6 @@ def pretrain_from_args(args, strategy=None):
 
 def distill_hyperparameters(args):
     """`biozoo distill`'s options -> `DistillHyperparameters`."""
-    from biozoo.train.distill import DistillHyperparameters
-
     return DistillHyperparameters(
         layer_map=args.layer_map, max_seq_length=args.max_seq_length, batch_size=args.batch_size, steps=args.steps,
         learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio, clip_norm=args.clip_norm,

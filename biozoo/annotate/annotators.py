@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from biozoo.choices import CONFIDENCE_MEASURES
+from biozoo.choices import CONFIDENCE_MEASURES, DEFAULT_AGGREGATION, DEFAULT_CONFIDENCE_MEASURE, DEFAULT_PRECISION
 from biozoo.documents.sentences import split_sentences
 from biozoo.task_kinds import task_kind
 from biozoo.tasks.finetuned import load_task
@@ -72,7 +72,7 @@ class TaggerAnnotator:
 
     task: object
     name: str
-    aggregation: str = "first"
+    aggregation: str = DEFAULT_AGGREGATION
     batch_size: int = 64
 
     def annotate(self, documents):
@@ -122,7 +122,7 @@ class CascadeAnnotator:
     small: TaggerAnnotator
     large: TaggerAnnotator
     threshold: float
-    measure: str = "probability"
+    measure: str = DEFAULT_CONFIDENCE_MEASURE
     sentences: int = 0
     escalated: int = 0
 
@@ -197,7 +197,8 @@ ANNOTATORS = {
 }
 
 
-def load_annotator(handle, aggregation="first", batch_size=64, entity_types=("ALL",), precision="float32"):
+def load_annotator(handle, aggregation=DEFAULT_AGGREGATION, batch_size=64, entity_types=("ALL",),
+                   precision=DEFAULT_PRECISION):
     """The annotator of a model handle: a task preset of a kind that tags entities (`ANNOTATORS`): an
     AIONER model, a `biozoo finetune ner` output, or a token-classification checkpoint (registry task
     name, hf://..., local HF directory), running at inference `precision` (float32, bfloat16, int8)."""
@@ -210,7 +211,7 @@ def load_annotator(handle, aggregation="first", batch_size=64, entity_types=("AL
     return ANNOTATORS[kind](task, str(handle), options)
 
 
-def load_cascade(small, large, threshold, measure="probability", **options):
+def load_cascade(small, large, threshold, measure=DEFAULT_CONFIDENCE_MEASURE, **options):
     """A `CascadeAnnotator` of two token-classification model handles (`load_annotator`'s
     `options`); AIONER models have no per-word confidence and are refused."""
     if measure not in CONFIDENCE_MEASURES:

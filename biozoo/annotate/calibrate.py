@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from biozoo._io import atomic_binary_file
+from biozoo.choices import DEFAULT_CONFIDENCE_MEASURE
 
 GRID = (0.0, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.999)
 
@@ -53,7 +54,7 @@ def _f1(predicted, gold):
     return 100.0 * 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
-def calibrate(small, large, texts, target=0.99, measure="probability", gold=None, thresholds=None):
+def calibrate(small, large, texts, target=0.99, measure=DEFAULT_CONFIDENCE_MEASURE, gold=None, thresholds=None):
     """Agreement and expected speed-up of the cascade `small` -> `large` (`TaggerAnnotator`s)
     on `texts` for each threshold; `gold`: per text a set of `(start, end, type)`."""
     if not texts:

@@ -8,6 +8,7 @@ import sys
 
 from biozoo.annotate.annotators import load_annotator
 from biozoo.annotate.runner import AnnotationRun
+from biozoo.choices import DEFAULT_PRECISION
 from biozoo.documents import KEEP_MISMATCHED, read_documents
 from biozoo.metrics.documents import score_mentions
 
@@ -15,7 +16,7 @@ __all__ = ["score_documents"]
 
 
 def score_documents(model, paths, *, type_map=None, keep_types=None, model_types_only=False, entity_types=("ALL",),
-                    precision="float32", progress=True, strict=KEEP_MISMATCHED):
+                    precision=DEFAULT_PRECISION, progress=True, strict=KEEP_MISMATCHED):
     """Strict and approximate mention scores of `model` on the gold documents in `paths`.
 
     Args:

@@ -16,8 +16,18 @@ import os
 from biozoo._io import is_remote
 from biozoo.annotate.annotators import load_annotator, load_cascade
 from biozoo.annotate.runner import AnnotationRun
+from biozoo.choices import (
+    ANNOTATE_CHUNK_SIZE,
+    DEFAULT_AGGREGATION,
+    DEFAULT_CONFIDENCE_MEASURE,
+    DEFAULT_LINK_ENCODER,
+    DEFAULT_OVERLAP_RULE,
+    DEFAULT_PRECISION,
+)
 from biozoo.documents import iter_input_files
 from biozoo.linking import DocumentLinker, load_document_linker
+from biozoo.linking.abbreviations import DEFAULT_ENGINE
+from biozoo.linking.species import DEFAULT_TAXON_RULE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,26 +45,26 @@ class AnnotationJob:
     models: tuple = ()
     cascade: tuple | None = None
     escalate_below: float | None = None
-    escalate_measure: str = "probability"
+    escalate_measure: str = DEFAULT_CONFIDENCE_MEASURE
     input_format: str = "auto"
     output_format: str = "jsonl"
-    overlaps: str = "keep"
+    overlaps: str = DEFAULT_OVERLAP_RULE
     drop_existing: bool = False
     entity_types: tuple = ("ALL",)
-    aggregation: str = "first"
+    aggregation: str = DEFAULT_AGGREGATION
     batch_size: int = 64
-    precision: str = "float32"
-    chunk_size: int = 256
+    precision: str = DEFAULT_PRECISION
+    chunk_size: int = ANNOTATE_CHUNK_SIZE
     # concept ids (biozoo.linking): link specs (DICTIONARY or TYPE=DICTIONARY), the name encoder
     # (None: strings and char 3-grams only), threshold, char 3-gram TF-IDF weight, abbreviations
     # engine (None: none), whether abbreviations are written, the genes' taxon rule
     link: tuple = ()
-    link_encoder: str | None = "sapbert_pubmedbert_fulltext"
+    link_encoder: str | None = DEFAULT_LINK_ENCODER
     link_threshold: float | None = None
     link_sparse_weight: float = 0.0
-    abbreviations: str | None = "schwartz-hearst"
+    abbreviations: str | None = DEFAULT_ENGINE
     write_abbreviations: bool = False
-    taxon_rule: str = "preceding"
+    taxon_rule: str = DEFAULT_TAXON_RULE
     trust_unverified: bool = False
     strict: bool = False  # refuse a document whose input annotation's text differs from its own (else drop that one)
 
@@ -85,7 +95,7 @@ class AnnotationJob:
             return None
 
         if not self.link:
-            return DocumentLinker([], self.abbreviations or "schwartz-hearst", True, self.taxon_rule)
+            return DocumentLinker([], self.abbreviations or DEFAULT_ENGINE, True, self.taxon_rule)
         return load_document_linker(tuple(self.link), self.link_encoder, self.link_threshold, self.link_sparse_weight,
                                     self.abbreviations, self.write_abbreviations, self.taxon_rule,
                                     self.trust_unverified, progress)

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from biozoo.annotate._gc import collection_paused, heap_frozen
 from biozoo.annotate._workers import WAITS, can_run_in_workers, predictions_in_workers
-from biozoo.choices import OVERLAP_RULES
+from biozoo.choices import DEFAULT_OVERLAP_RULE, OVERLAP_RULES
 from biozoo.documents.model import Annotation
 from biozoo.linking.linker import count_link_methods
 
@@ -80,7 +80,7 @@ class AnnotationRun:
     """
 
     annotators: list
-    overlaps: str = "keep"
+    overlaps: str = DEFAULT_OVERLAP_RULE
     chunk_size: int = 64
     drop_existing: bool = False
     progress: bool = True

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from biozoo import presets, registry
 from biozoo._io import atomic_write_json, read_json
+from biozoo.annotate.evaluation import score_documents
 from biozoo.benchmark.report import cross_corpus_path, settings_differ, write_report
 from biozoo.benchmark.suites import load_suite, model_size
 from biozoo.data.ner import find_split
@@ -418,8 +419,6 @@ def _score_target(plan, cell, target):
     documents = os.path.join(plan.data, target.documents) if target.documents else None
     sentences = os.path.join(plan.data, target.data)
     if documents and os.path.isfile(documents):
-        from biozoo.annotate.evaluation import score_documents
-
         scores = score_documents(cell.directory, [documents], type_map=target.type_map, model_types_only=True,
                                  progress=False)
         return {"level": "documents", "documents": documents, "f1": scores["strict"]["f1"], "scores": scores}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 
 from biozoo._io import check_output, read_json
 from biozoo.convert.core import convert_tensors
@@ -142,8 +143,6 @@ def _tokenizer_json_arguments(path, specials, sentencepiece, bert_tokenizer):
         directory = os.path.dirname(path)
         if not any(os.path.exists(os.path.join(directory, f)) for f in ("vocab.txt", *SENTENCEPIECE_FILES)):
             raise
-        import warnings
-
         warnings.warn(f"{error}; the vocabulary file beside it is used instead.", stacklevel=3)
         return None
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from biozoo.data.embedded import packaged_names_hint, resolve_data_path
 from biozoo.data.files import text_lines
 from biozoo.errors import DataFormatError, DataWarning
+from biozoo.task_kinds import task_kind
 
 __all__ = ["Sentence", "read_ner", "find_split", "infer_entity_type", "tag_kind", "FOLDER_ENTITY_TYPES",
            "NER_FORMATS"]
@@ -278,7 +279,7 @@ _SPLIT_NAMES = {
 }
 
 
-def find_split(data_dir, split, extensions=(".tsv", ".txt")) -> Path:
+def find_split(data_dir, split, extensions=task_kind("ner").data_extensions) -> Path:
     """The file of ``split`` in ``data_dir``: ``<name>.tsv`` or ``<name>.txt`` (or other
     ``extensions``, e.g. ``(".json",)`` for QA), each also gzip-compressed (``<name>.tsv.gz``).
     ``data_dir`` may name an embedded corpus (``"ncbi-disease"``; see ``biozoo.data.embedded``).

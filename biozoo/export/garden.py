@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-import biozoo
+from biozoo import api
 from biozoo._io import atomic_directory, atomic_write_json, check_output, read_json
 from biozoo.errors import BiozooError
 from biozoo.models import FAMILIES, family_for_backbone
@@ -122,7 +122,7 @@ def export_garden(preset, out_dir, overwrite=False):
     import tensorflow as tf
 
     check_output(out_dir, overwrite, [preset])
-    backbone = biozoo.from_preset(preset)
+    backbone = api.from_preset(preset)
     family = family_for_backbone(backbone)
     class_name, kwargs, layer_prefix = _encoder_spec(family, backbone.get_config())
     encoder = build_garden_encoder(class_name, kwargs)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from typing import NamedTuple
 
 import numpy as np
 from tokenizers import Tokenizer, decoders, processors
 
-import biozoo
-from biozoo import presets
+from biozoo import api, presets
 from biozoo._io import atomic_directory, atomic_write_text, check_output
 from biozoo.errors import BiozooError, CheckpointError
 from biozoo.export.card import model_card, plot_parameters_f1
@@ -106,8 +106,8 @@ def export_hf(preset, out_dir, overwrite=False):
     its head would be dropped (`export_hf_task` writes it, as `biozoo export hf --model`)."""
     check_output(out_dir, overwrite, [preset])
     check_backbone_preset(preset, "hf")
-    backbone = biozoo.from_preset(preset)
-    tokenizer = biozoo.Tokenizer.from_preset(preset)
+    backbone = api.from_preset(preset)
+    tokenizer = api.Tokenizer.from_preset(preset)
     family, state = hf_state_dict(backbone)
     config = family.config_to_hf(backbone.get_config())
     config["pad_token_id"] = int(tokenizer.pad_token_id)
@@ -140,6 +140,22 @@ def registry_card(preset, out_dir, export, after=""):
     return name
 
 
+class HfTaskLayout(NamedTuple):
+    """What a transformers task class holds beyond its base model."""
+
+    pooler: bool  # the base model's pooler (only sequence classification builds one: add_pooling_layer)
+    labels: bool  # id2label / label2id in its config
+    head: tuple  # (the head's name in the family's HF table under heads/, the biozoo task's layer attribute)
+
+
+# the transformers task classes, by the `hf_class_suffix` of the biozoo task exported as one
+HF_TASK_LAYOUTS = {
+    "ForTokenClassification": HfTaskLayout(pooler=False, labels=True, head=("classifier/dense", "output_dense")),
+    "ForSequenceClassification": HfTaskLayout(pooler=True, labels=True, head=("classifier/dense", "output_dense")),
+    "ForQuestionAnswering": HfTaskLayout(pooler=False, labels=False, head=("qa/dense", "span_dense")),
+}
+
+
 def export_hf_task(task, out_dir, overwrite=False, inputs=()):
     """Write a biozoo task (a model from `biozoo finetune`, or any TokenClassifier /
     SequenceClassifier / QuestionAnswerer) as the matching transformers class, e.g.
@@ -150,29 +166,28 @@ def export_hf_task(task, out_dir, overwrite=False, inputs=()):
 
     family, state = hf_state_dict(task.backbone)
     config = family.config_to_hf(task.backbone.get_config())
-    kind = type(task).__name__
     suffix = getattr(task, "hf_class_suffix", None)
     if suffix is None:
-        raise CheckpointError(f"{kind} has no transformers task class; export its backbone with --preset.")
+        raise CheckpointError(f"{type(task).__name__} has no transformers task class; export its backbone with --preset.")
+    layout = HF_TASK_LAYOUTS[suffix]
     base = config["architectures"][0][:-len("Model")]
     config["architectures"] = [base + suffix]
     prefix = family.hf_table.strip_prefixes[0]
     hidden = getattr(task, "cls_dense", None)
     pooler = None  # a classifier's new pooler, on a backbone without one, as transformers builds it
-    if kind == "SequenceClassifier" and hidden is not None and reverse_lookup(family.hf_table, "heads/classifier/hidden/kernel") is None:
+    if layout.pooler and hidden is not None and reverse_lookup(family.hf_table, "heads/classifier/hidden/kernel") is None:
         if task.head_activation != "tanh" or task.dropout_before_dense:
             raise CheckpointError(f"{config['architectures'][0]} reads the pooled output; this classifier has a "
                                   f"{task.head_activation} dense layer on the first token instead (saved before biozoo's "
                                   "head followed transformers'): fine-tune it again to export it")
         pooler, hidden = hidden, None
-    # the task classes save no pooler except sequence classification (HF: add_pooling_layer=False)
-    state = {(prefix + name): value for name, value in state.items()
-             if kind == "SequenceClassifier" or not name.startswith("pooler")}
+    state = {(prefix + name): value for name, value in state.items() if layout.pooler or not name.startswith("pooler")}
     if pooler is not None:
         for variable, value in zip(("kernel", "bias"), pooler.get_weights()):
             name, transform = reverse_lookup(family.hf_table, f"pooled_dense/{variable}")
             state[prefix + name] = np.ascontiguousarray(INVERSE[transform](np.asarray(value, np.float32)))
-    heads = {"qa/dense": task.span_dense} if kind == "QuestionAnswerer" else {"classifier/dense": task.output_dense}
+    head, attribute = layout.head
+    heads = {head: getattr(task, attribute)}
     if hidden is not None:
         heads = {"classifier/hidden": hidden, "classifier/output": task.output_dense}
         if reverse_lookup(family.hf_table, "heads/classifier/output/kernel") is None:
@@ -181,10 +196,10 @@ def export_hf_task(task, out_dir, overwrite=False, inputs=()):
         for variable, value in zip(("kernel", "bias"), layer.get_weights()):
             name, transform = reverse_lookup(family.hf_table, f"heads/{head}/{variable}")
             state[name] = np.ascontiguousarray(INVERSE[transform](np.asarray(value, np.float32)))
-    if kind != "QuestionAnswerer":
+    if layout.labels:
         config["id2label"] = {str(i): name for i, name in enumerate(task.label_names)}
         config["label2id"] = {name: i for i, name in enumerate(task.label_names)}
-    if kind == "SequenceClassifier" and task.problem_type is not None:
+    if getattr(task, "problem_type", None) is not None:  # sequence classification's
         config["problem_type"] = task.problem_type
     tokenizer = task.preprocessor.tokenizer
     config["pad_token_id"] = int(tokenizer.pad_token_id)

@@ -24,7 +24,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-import biozoo
+from biozoo import api
 from biozoo._io import atomic_directory, check_output
 from biozoo.errors import BiozooError
 from biozoo.export.hf import registry_card
@@ -322,8 +322,8 @@ def export_hub(preset, out_dir, seq_length=128, overwrite=False):
     (an earlier biozoo output there is replaced only with `overwrite`)."""
     require_tensorflow_backend("export tfhub")
     check_output(out_dir, overwrite, [preset])
-    backbone = biozoo.from_preset(preset)
-    tokenizer = biozoo.Tokenizer.from_preset(preset)
+    backbone = api.from_preset(preset)
+    tokenizer = api.Tokenizer.from_preset(preset)
     _check_seq_length(backbone, seq_length)
     preset_info = {"source": str(preset), "family": type(backbone).__name__, "seq_length": seq_length}
     encoder, serve, info = build_encoder(backbone, preset_info)

@@ -30,6 +30,7 @@ import warnings
 from biozoo.documents.sentences import split_sentences
 
 ENGINES = ("schwartz-hearst", "ab3p")
+DEFAULT_ENGINE = "schwartz-hearst"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +51,7 @@ class Abbreviation:
     long_end: int
 
 
-def find_abbreviations(text, engine="schwartz-hearst", offset=0):
+def find_abbreviations(text, engine=DEFAULT_ENGINE, offset=0):
     """Every abbreviation definition in `text`, in text order (offsets shifted by `offset`)."""
     if engine == "schwartz-hearst":
         found = [a for start, end in split_sentences(text) for a in _schwartz_hearst(text, start, end)]

@@ -23,8 +23,7 @@ import keras
 import numpy as np
 from tqdm.auto import tqdm
 
-import biozoo
-from biozoo import presets, registry
+from biozoo import api, presets, registry
 from biozoo.preset_files import read_provenance
 
 POOLINGS = ("cls", "mean")
@@ -99,8 +98,8 @@ class NameEncoder:
         max_length = max_length or max_length_of(handle) or max_length_of(preset_dir) or DEFAULT_MAX_LENGTH
         weights = read_provenance(preset_dir).get("files_sha256") or {"path": os.path.abspath(preset_dir)}
         identity = hashlib.sha256(json.dumps([weights, pooling, max_length], sort_keys=True).encode()).hexdigest()[:16]
-        backbone = biozoo.from_preset(preset_dir)
-        tokenizer = biozoo.Tokenizer.from_preset(preset_dir)
+        backbone = api.from_preset(preset_dir)
+        tokenizer = api.Tokenizer.from_preset(preset_dir)
         return cls(backbone, tokenizer, pooling, max_length, identity=f"{os.path.basename(os.fspath(handle).rstrip('/'))}-{identity}")
 
     @property

@@ -21,9 +21,9 @@ import re
 from collections import Counter, defaultdict
 
 from biozoo.documents.sentences import split_sentences
-from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
+from biozoo.linking.abbreviations import DEFAULT_ENGINE, expand, expansions, find_abbreviations
 from biozoo.linking.concepts import Concept, Dictionary, clean_name
-from biozoo.linking.species import HUMAN, TAXON_RULES, assign_taxa, gene_taxa
+from biozoo.linking.species import DEFAULT_TAXON_RULE, HUMAN, TAXON_RULES, assign_taxa, gene_taxa
 from biozoo.metrics.linking import accuracy_at_1, ids_of
 
 
@@ -60,8 +60,8 @@ def dictionary_from_documents(documents, name, types=None, version="gold"):
     return Dictionary(concepts, name, version)
 
 
-def evaluate_linking(linker, documents, types=None, abbreviations="schwartz-hearst", details=False,
-                     taxon_rule="preceding"):
+def evaluate_linking(linker, documents, types=None, abbreviations=DEFAULT_ENGINE, details=False,
+                     taxon_rule=DEFAULT_TAXON_RULE):
     """Accuracy@1 of `linker` on the gold mentions of `documents` of `types` (default: the entity
     types of the linker's dictionary; every type when some concept has none): accuracy_at_1's
     result (the ids the linker gives, its threshold applied, as annotation writes them; a

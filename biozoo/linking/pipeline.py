@@ -22,13 +22,14 @@ import dataclasses
 import functools
 import warnings
 
+from biozoo.choices import DEFAULT_LINK_ENCODER
 from biozoo.documents.model import ABBREVIATION_TYPES, LONG_FORM_SPAN, Annotation
 from biozoo.errors import DataWarning
-from biozoo.linking.abbreviations import expand, expansions, find_abbreviations
+from biozoo.linking.abbreviations import DEFAULT_ENGINE, expand, expansions, find_abbreviations
 from biozoo.linking.encoder import NameEncoder
 from biozoo.linking.linker import Linker
 from biozoo.linking.sources import dictionary_table, load_dictionary, parse_dictionary_handle
-from biozoo.linking.species import HUMAN, SPECIES_TYPES, TAXON_RULES, gene_taxa
+from biozoo.linking.species import DEFAULT_TAXON_RULE, HUMAN, SPECIES_TYPES, TAXON_RULES, gene_taxa
 
 ANY_TYPE = "*"
 
@@ -69,9 +70,9 @@ class DocumentLinker:
     """
 
     linkers: list
-    abbreviations: str | None = "schwartz-hearst"
+    abbreviations: str | None = DEFAULT_ENGINE
     write_abbreviations: bool = False
-    taxon_rule: str = "preceding"
+    taxon_rule: str = DEFAULT_TAXON_RULE
     mentions: int = 0
     linked: int = 0
     _warned: bool = dataclasses.field(default=False, repr=False)
@@ -188,8 +189,8 @@ def _record(annotation, link):
 
 
 @functools.lru_cache(maxsize=4)
-def load_document_linker(specs, encoder="sapbert_pubmedbert_fulltext", threshold=None, sparse_weight=0.0,
-                         abbreviations="schwartz-hearst", write_abbreviations=False, taxon_rule="preceding",
+def load_document_linker(specs, encoder=DEFAULT_LINK_ENCODER, threshold=None, sparse_weight=0.0,
+                         abbreviations=DEFAULT_ENGINE, write_abbreviations=False, taxon_rule=DEFAULT_TAXON_RULE,
                          trust_unverified=False, progress=True):
     """A `DocumentLinker` of link specs (a tuple of `DICTIONARY` / `TYPE=DICTIONARY`), built once
     per process for the same arguments (Beam workers reuse it). `encoder`: a biozoo handle, or

@@ -27,6 +27,7 @@ from biozoo.documents.sentences import split_sentences
 
 SPECIES_TYPES = ("Species", "Organism")  # the entity types whose mentions give genes their taxon
 TAXON_RULES = ("nearest", "preceding", "frequent", "human")
+DEFAULT_TAXON_RULE = "preceding"
 HUMAN = "9606"
 GENE_TAXON = {"4932": "559292", "562": "511145"}  # S. cerevisiae -> S288C; E. coli -> K-12 MG1655
 
@@ -47,7 +48,7 @@ def most_frequent(species):
     return max(counts, key=lambda t: (counts[t], -first[t]))
 
 
-def assign_taxa(genes, species, rule="preceding", sentences=None, default=HUMAN):
+def assign_taxa(genes, species, rule=DEFAULT_TAXON_RULE, sentences=None, default=HUMAN):
     """Per gene span `(start, end)`, its taxon under `rule`, from species mentions
     `(start, end, taxon)` (taxon None: not linked, ignored); `sentences`: `(start, end)` spans
     for the `preceding` rule."""
@@ -72,7 +73,7 @@ def assign_taxa(genes, species, rule="preceding", sentences=None, default=HUMAN)
     return out
 
 
-def gene_taxa(genes, annotations, text, rule="preceding", default=HUMAN):
+def gene_taxa(genes, annotations, text, rule=DEFAULT_TAXON_RULE, default=HUMAN):
     """The taxon NCBI Gene lists each gene span `(start, end)` of a document under, from the
     species mentions among `annotations` that carry an id (the first, where a mention lists
     several: "10090|9606"; the document's `text` gives the sentences of the `preceding` rule);

@@ -11,6 +11,7 @@ import shutil
 
 from biozoo import registry
 from biozoo._io import atomic_write_json, scratch_directory
+from biozoo.convert.archives import extract_archive, fetch_archive
 from biozoo.errors import CheckpointError
 from biozoo.presets.cache import cached, offline
 from biozoo.presets.handles import safe_key
@@ -33,8 +34,6 @@ def resolve_archive_preset(name, source, trust_unverified=False):
     archive = archives[0]
 
     def build(target):
-        from biozoo.convert.archives import extract_archive, fetch_archive
-
         what = f"{name}'s {source} archive ({archive['url']})"
         scratch = scratch_directory(target, "partial")  # beside the preset; a killed run's is removed next time
         try:

@@ -30,9 +30,16 @@ def cache_root():
     return root
 
 
+OFFLINE_VARIABLES = ("BIOZOO_OFFLINE", "HF_HUB_OFFLINE")  # either set to a true value forbids network access
+
+
+def offline_variables():
+    """The names of `OFFLINE_VARIABLES` set to a true value (1, true, yes, on)."""
+    return [v for v in OFFLINE_VARIABLES if os.environ.get(v, "").strip().lower() in {"1", "true", "yes", "on"}]
+
+
 def offline():
-    truthy = {"1", "true", "yes", "on"}
-    return any(os.environ.get(v, "").strip().lower() in truthy for v in ("BIOZOO_OFFLINE", "HF_HUB_OFFLINE"))
+    return bool(offline_variables())
 
 
 def is_complete(preset_dir):

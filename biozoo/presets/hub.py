@@ -14,7 +14,7 @@ from huggingface_hub.utils import filter_repo_objects
 
 from biozoo import registry
 from biozoo.errors import CheckpointError, NetworkError, OfflineError
-from biozoo.presets.cache import cache_root, offline
+from biozoo.presets.cache import cache_root, offline, offline_variables
 from biozoo.presets.handles import parse_handle
 
 TOKENIZER_FILES = (
@@ -46,11 +46,6 @@ def _short_timeout():
         session.timeout = hub_timeout()
 
 
-def _offline_variables():
-    truthy = {"1", "true", "yes", "on"}
-    return [v for v in ("BIOZOO_OFFLINE", "HF_HUB_OFFLINE") if os.environ.get(v, "").strip().lower() in truthy]
-
-
 def _causes(error):
     chain = []
     while error is not None and error not in chain:
@@ -76,7 +71,7 @@ def hub_error(error, handle, what=None):
         or any(isinstance(e, ConnectionError) for e in chain)
     if "OfflineModeIsEnabled" in names or (offline() and (
             "LocalEntryNotFoundError" in names or timeout or unreachable or status is not None)):
-        variables = " and ".join(f"{v}=1" for v in _offline_variables()) or "huggingface_hub's own setting"
+        variables = " and ".join(f"{v}=1" for v in offline_variables()) or "huggingface_hub's own setting"
         return OfflineError(f"{what} is not in biozoo's cache ({cache_root()}) nor in the HuggingFace cache, and "
                             f"offline mode is on ({variables}), so {handle} cannot be downloaded: run once with "
                             "network access, or point BIOZOO_CACHE at a cache that has it")

@@ -14,10 +14,12 @@ import os
 from biozoo import registry
 from biozoo._io import read_json
 from biozoo.preset_files import HEADS_CONFIG_FILE, read_provenance, read_task_kind, weights_format
+from biozoo.presets.aioner import aioner_build
 from biozoo.presets.cache import cached
 from biozoo.presets.digests import check_source_files
 from biozoo.presets.handles import hf_key, local_key, parse_handle, safe_key
 from biozoo.presets.hub import hf_snapshot, registry_snapshot, registry_source
+from biozoo.presets.remote import resolve_remote
 from biozoo.task_kinds import kind_of_hf_class
 
 
@@ -122,8 +124,6 @@ def _directory(form, info, entry, accept):
     if form == "registry":
         repo, revision, weights = registry_source(entry)
         if "aioner" in entry.get("task", {}):
-            from biozoo.presets.aioner import aioner_build
-
             return cached(safe_key(f"{entry['name']}@{revision}"), aioner_build(entry, repo, revision, weights))
 
         def build(target):
@@ -145,7 +145,5 @@ def _directory(form, info, entry, accept):
     if form == "hf_dir":
         return cached(local_key(info["path"]), _convert(info["path"], None, {}, accept))
     if form == "remote":
-        from biozoo.presets.remote import resolve_remote
-
         return resolve_remote(info["url"], lambda source, provenance: _convert(source, None, provenance, accept))
     raise AssertionError(form)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from biozoo.choices import AGGREGATION_STRATEGIES
+from biozoo.choices import AGGREGATION_STRATEGIES, DEFAULT_AGGREGATION
 
 
 class Piece(NamedTuple):
@@ -108,7 +108,7 @@ def _group(entities):
              "start": g[0]["start"], "end": g[-1]["end"]} for g in groups]
 
 
-def aggregate(pieces, probs, label_names, strategy="first", ignore=("O",)):
+def aggregate(pieces, probs, label_names, strategy=DEFAULT_AGGREGATION, ignore=("O",)):
     """Entities `{"start", "end", "type", "score"}`; for "none", "type" is the token's label and
     "index" its position in the model input ([CLS] is 0), as the pipeline gives them."""
     if strategy not in AGGREGATION_STRATEGIES:

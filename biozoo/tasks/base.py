@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import keras
 import numpy as np
 
 from biozoo import presets
 from biozoo._keras_internals import check_file_exists, get_preset_loader
+from biozoo.choices import DEFAULT_PRECISION
 from biozoo.errors import CheckpointError
 from biozoo.models import family_for_backbone
 from biozoo.preset_files import HEADS_FILE, read_heads
@@ -38,7 +40,7 @@ class PresetTaskMixin:
     hf_class_suffix = None
     # Whether the head reads the backbone's pooler (BERT's pooled_dense); fine-tuning keeps an unread one as it is.
     reads_pooled_output = True
-    _precision = "float32"
+    _precision = DEFAULT_PRECISION
 
     @property
     def precision(self):
@@ -78,7 +80,7 @@ class PresetTaskMixin:
         return self
 
     @classmethod
-    def from_preset(cls, preset, load_weights=True, precision="float32", **kwargs):
+    def from_preset(cls, preset, load_weights=True, precision=DEFAULT_PRECISION, **kwargs):
         new_head = cls._new_head_requested(kwargs)
         preset_dir = presets.resolve_preset(preset, accept=None if new_head else cls._accept_checkpoint)
         loader = get_preset_loader(preset_dir)
@@ -164,8 +166,6 @@ class ClassifierHeadMixin:
             return kwargs
         names = head["label_names"]
         if head.get("problem_type") != "regression" and names == [f"LABEL_{i}" for i in range(len(names))]:
-            import warnings
-
             warnings.warn(f"{preset}: the checkpoint names no labels (no id2label, or only LABEL_0 ... "
                           f"LABEL_{len(names) - 1}); predictions carry those names.", stacklevel=3)
         return {"label_names": names, **cls._problem_arguments(head), **kwargs}

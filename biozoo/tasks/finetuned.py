@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from biozoo import presets
+from biozoo.choices import DEFAULT_PRECISION
 from biozoo.task_kinds import task_kind
 
 
@@ -31,7 +32,7 @@ class FinetunedTask(NamedTuple):
     task: object
 
 
-def load_task(model, precision="float32"):
+def load_task(model, precision=DEFAULT_PRECISION):
     """A task preset -> FinetunedTask(kind, adapter options, task), the task at inference `precision`.
 
     `model` is a directory written by `biozoo finetune`, an AIONER preset (`aioner_bioformer`...), or

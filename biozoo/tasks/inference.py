@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from biozoo._keras_internals import attention_without_dropout, layer_norm_replaced
 from biozoo._xla import compile_all
-from biozoo.choices import PRECISIONS
+from biozoo.choices import DEFAULT_PRECISION, PRECISIONS
 
 _PROGRESS = contextvars.ContextVar("biozoo_prediction_progress", default=None)
 
@@ -231,7 +231,7 @@ def _torch_predict_function(model):
     return run
 
 
-def predict_function(model, precision="float32"):
+def predict_function(model, precision=DEFAULT_PRECISION):
     """`x -> logits` (numpy-convertible) for `model` at `precision`, under the Keras backend."""
     check_precision(precision)
     if precision == "int8":
@@ -257,7 +257,7 @@ def predict_function(model, precision="float32"):
 def compiled_predict(task):
     """`x -> logits` for `task` at its inference precision (`task.precision`, float32 unless
     set), built once per precision (float32 reads the current weights at each call)."""
-    precision = getattr(task, "precision", "float32")
+    precision = getattr(task, "precision", DEFAULT_PRECISION)
     if getattr(task, "_compiled_predict", None) is None or getattr(task, "_compiled_precision", None) != precision:
         task._compiled_predict = predict_function(task.ids_model() if hasattr(task, "ids_model") else task, precision)
         task._compiled_precision = precision

@@ -8,7 +8,7 @@ import keras
 import keras_hub
 import numpy as np
 
-from biozoo.choices import CONFIDENCE_MEASURES
+from biozoo.choices import CONFIDENCE_MEASURES, DEFAULT_AGGREGATION, DEFAULT_CONFIDENCE_MEASURE
 from biozoo.data import IGNORE_LABEL
 from biozoo.data.pipeline import MODEL_INPUTS, model_input_batches
 from biozoo.errors import CheckpointError
@@ -292,7 +292,7 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
             scores.append([float(p[i]) for p, i in zip(probs, best)])
         return tags, scores
 
-    def annotate(self, texts, batch_size=64, aggregation="first", truncate=False):
+    def annotate(self, texts, batch_size=64, aggregation=DEFAULT_AGGREGATION, truncate=False):
         """Raw texts in, `{"text", "entities": [{"start", "end", "type", "text", "score"}]}` out,
         with character offsets into each text.
 
@@ -314,11 +314,11 @@ class TokenClassifier(GlobalBatchLossMixin, ClassifierHeadMixin, PresetTaskMixin
         spans, windows = token_windows(self.preprocessor, texts, truncate)
         return list(zip(spans, self._unit_probabilities(windows, [len(row) for row in spans], batch_size)))
 
-    def group(self, texts, token_probabilities, aggregation="first"):
+    def group(self, texts, token_probabilities, aggregation=DEFAULT_AGGREGATION):
         """`annotate`'s results from `token_probabilities(texts)`, grouped by `aggregation`."""
         return group_entities(self.preprocessor.tokenizer, self.label_names, texts, token_probabilities, aggregation)
 
-    def confidence(self, texts, token_probabilities, measure="probability"):
+    def confidence(self, texts, token_probabilities, measure=DEFAULT_CONFIDENCE_MEASURE):
         """Per text, the model's least confident word: the lowest over its words (their first
         tokens, as `aggregation="first"` reads them) of the top label's probability
         (`measure="probability"`) or of its lead over the second label (`"margin"`); 1.0 for a
@@ -384,7 +384,7 @@ def unit_probabilities(owner, word_positions, counts, window_logits, num_labels)
     return out
 
 
-def group_entities(tokenizer, label_names, texts, token_probabilities, aggregation="first"):
+def group_entities(tokenizer, label_names, texts, token_probabilities, aggregation=DEFAULT_AGGREGATION):
     """`TokenClassifier.group`: per text, `{"text", "entities"}` from its `(tokens, probabilities)`."""
     pieces = piece_reader(tokenizer)
     results = []

@@ -11,14 +11,15 @@ from unittest import mock
 import keras
 import numpy as np
 
-import biozoo
-from biozoo import presets
+from biozoo import api, presets
+from biozoo import tasks as task_classes
 from biozoo._keras_internals import count_attention_paths
+from biozoo.choices import DEFAULT_AGGREGATION
 from biozoo.documents.sentences import split_sentences
 from biozoo.export.formats import IDS_FORMATS
 from biozoo.models import FAMILIES, never
 from biozoo.preset_files import read_heads
-from biozoo.tasks import inference
+from biozoo.tasks import SequenceClassifier, inference
 from biozoo.tasks.inference import compiled_predict
 from biozoo.testing.cases import (
     CONVERTED_HEADS,
@@ -98,7 +99,7 @@ def run_parity_test(name, hf_class, fmt, directory, spiece_model=None):
     max |diff| <= 1e-4 (sequence and pooled output); ELECTRA and DistilBERT invent no pooler."""
     case = get_case(name)
     model, hf_dir = save_case(case, hf_class, directory, fmt, spiece_model)
-    backbone = biozoo.from_preset(str(hf_dir))
+    backbone = api.from_preset(str(hf_dir))
     inputs = case_inputs(model)
     outputs = _numpy(backbone(inputs))
     _assert_matches_transformers(outputs, model, inputs, f"{case.name} {hf_class} {fmt}")
@@ -143,7 +144,7 @@ def run_backbone_test(name, directory, spiece_model=None, sequence_lengths=(8, 2
     case = get_case(name)
     directory = Path(directory)
     model, hf_dir = save_case(case, case.model_class, directory, "safetensors", spiece_model)
-    backbone = biozoo.from_preset(str(hf_dir))
+    backbone = api.from_preset(str(hf_dir))
     longest = max(sequence_lengths)
     inputs = case_inputs(model, length=longest)
     mask = inputs["padding_mask"]
@@ -256,7 +257,7 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     import torch
 
     case = get_case(name)
-    task_cls = getattr(biozoo, TASKS[kind])
+    task_cls = getattr(task_classes, TASKS[kind])
     what = f"{case.name} {hf_class} ({TASKS[kind]})"
     labels = ["a", "b", "c"]
     overrides = {"num_labels": len(labels)} if kind in ("ner", "re") else {}
@@ -266,7 +267,7 @@ def run_task_test(name, kind, hf_class, directory, spiece_model=None):
     if converted:
         task = task_cls.from_preset(str(hf_dir))
     else:
-        task = task_cls(biozoo.from_preset(str(hf_dir)), label_names=labels)
+        task = task_cls(api.from_preset(str(hf_dir)), label_names=labels)
         dense, output, _ = _task_head_modules(model, kind)
         ours = getattr(task, "cls_dense", None)
         assert (dense is None) == (ours is None), (
@@ -334,7 +335,7 @@ def _check_classifier_without_pooler(case, model, directory, spiece_model, label
     without = type(base)(base.config, add_pooling_layer=False).eval()
     without.load_state_dict({k: v for k, v in base.state_dict().items() if not k.startswith("pooler")})
     hf_dir = save_hf_directory(without, directory / "hf", "safetensors", case.tokenizer, spiece_model)
-    task = biozoo.SequenceClassifier.from_preset(str(hf_dir), label_names=labels)
+    task = SequenceClassifier.from_preset(str(hf_dir), label_names=labels)
     what = f"{what} on an encoder without a pooler"
     assert "pooled_output" not in task.backbone.output and task.cls_dense is not None, what
     _copy_linear(task.cls_dense, _pooler_linear(base))
@@ -382,7 +383,7 @@ def _check_compiled_prediction(task, inputs, eager, mask, what, unpadded, unpadd
         f"{what}: a batch without padding still attends through a mask")
 
 
-def annotate_by_sentence(task, texts, model, aggregation="first"):
+def annotate_by_sentence(task, texts, model, aggregation=DEFAULT_AGGREGATION):
     """What `biozoo annotate` must write for one-line documents: `task.annotate` of their
     sentences (split_sentences; all in one call, batched as the command batches them), shifted to
     each line's offsets, named by the model."""

@@ -34,7 +34,7 @@ def registry_entry_describes(monkeypatch, name, source_dir):
     config = json.loads((Path(source_dir) / "config.json").read_text())
     keep = ("id2label", "label2id", "architectures", "torch_dtype", "transformers_version")
     config = {k: v for k, v in config.items() if k not in keep}
-    entry = registry._load_registry()["checkpoints"][name]
+    entry = registry.shared_entry(name)
     monkeypatch.setitem(entry, "config", config)
     # the digests the registry records are the real weights', not this small model's
     monkeypatch.delitem(entry["sources"]["hf"], "integrity", raising=False)

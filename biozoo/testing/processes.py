@@ -4,9 +4,11 @@ biozoo and TensorFlow (what an exported model must serve without)."""
 from __future__ import annotations
 
 import os
+import signal
 import site
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -84,9 +86,6 @@ def run_exported_without_keras(fmt, model_path, feed, directory):
 def kill_after_first_checkpoint(argv, checkpoints, env, timeout=600):
     """Start the command `argv`, SIGKILL it once `checkpoints` (a folder) holds a `.npz`
     checkpoint, and wait for it: what a preempted training run leaves behind."""
-    import signal
-    import time
-
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     checkpoints = Path(checkpoints)
     deadline = time.time() + timeout

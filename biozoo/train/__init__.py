@@ -2,6 +2,8 @@
 
 * `finetune` — `biozoo finetune` / `biozoo evaluate`: `Hyperparameters`, `run_finetune`,
   `run_seeds`, `run_evaluate`; the task adapters are in `biozoo.tasks.adapters`.
+* `hyperparameters` — the drivers' hyperparameter dataclasses and their defaults, free of Keras:
+  the command line takes its option defaults from them.
 * `run` — the run scaffold: strategy and batch split, seeding, dtype policy, the timed loop,
   the atomic write of OUTPUT and the clean-up (`TrainingRun`).
 * `recipes` — published fine-tuning recipes (the BioM-Transformers table, `--recipe biom`).

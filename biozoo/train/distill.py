@@ -37,9 +37,9 @@ import os
 import keras
 import numpy as np
 
-from biozoo import Tokenizer, presets
+from biozoo import presets
 from biozoo._io import read_json
-from biozoo.choices import DEFAULT_CLIP_NORM
+from biozoo.api import Tokenizer
 from biozoo.data import IGNORE_LABEL, pretraining
 from biozoo.errors import BiozooError
 from biozoo.optim import adamw
@@ -47,31 +47,11 @@ from biozoo.preset_files import METRICS_FILE
 from biozoo.tasks.inference import compiled_predict
 from biozoo.tasks.pretraining import MaskedLM
 from biozoo.train import DISTILL_METHODS
+from biozoo.train.hyperparameters import DistillHyperparameters
 from biozoo.train.loss_history import TENSORFLOW, LabelsInInputs, LossHistoryStep, freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second, resume_settings
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
-
-
-@dataclasses.dataclass
-class DistillHyperparameters:
-    """How `run_distill` trains (the options of `biozoo distill`); None: the method's default."""
-
-    layer_map: str | list | None = None  # teacher layer g(l) per student layer ("2,4,6")
-    max_seq_length: int = 128
-    batch_size: int = 32  # the global batch, split over the replicas
-    steps: int = 10000
-    learning_rate: float = 5e-4
-    warmup_ratio: float | None = None
-    weight_decay: float | None = None
-    clip_norm: float | None = DEFAULT_CLIP_NORM  # 0 or None: off
-    temperature: float | None = None
-    loss_weights: dict | None = None
-    layer_weights: list | None = None
-    masking: str | None = None  # "wwm": whole words, or "token": single pieces
-    seed: int = 42
-    checkpoint_every: int | None = None  # steps; a rerun resumes from the last checkpoint
-    log_every: int | None = None  # steps per loss-curve point (default: steps // 20)
 
 
 # ---- layer map and student ----------------------------------------------------------

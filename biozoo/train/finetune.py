@@ -21,7 +21,7 @@ import numpy as np
 
 from biozoo import presets
 from biozoo._io import atomic_write_json, check_output, read_json, write_marker
-from biozoo.choices import DEFAULT_CLIP_NORM, FINETUNE_WARMUP_RATIO, FINETUNE_WEIGHT_DECAY
+from biozoo.choices import DEFAULT_PRECISION
 from biozoo.errors import CheckpointError
 from biozoo.metrics.seeds import mean_std
 from biozoo.optim import make_optimizer
@@ -30,40 +30,12 @@ from biozoo.task_kinds import task_kind
 from biozoo.tasks.adapters import adapter_for, load_with_adapter
 from biozoo.tasks.inference import showing_progress
 from biozoo.train.distribution import accelerators, has_gpu, process_count
+from biozoo.train.hyperparameters import Hyperparameters
 from biozoo.train.loss_history import freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second, precision_policy, resume_settings, set_seed
 
 __all__ = ["Hyperparameters", "check_hyperparameters", "run_finetune", "run_seeds", "check_seeds_output",
            "run_evaluate", "micro_batches", "checkpoint_directory", "precision_policy", "set_seed"]
-
-
-@dataclasses.dataclass
-class Hyperparameters:
-    """How `run_finetune` trains: the options of `biozoo finetune`, with its defaults.
-
-    Example:
-        >>> hp = Hyperparameters(epochs=1, batch_size=16, learning_rate=3e-5)
-        >>> check_hyperparameters(hp)
-        >>> metrics = run_finetune("ner", "bioformer_8l", "data/ner/NCBI-disease", "out/ncbi", hp)
-    """
-
-    epochs: float = 3.0
-    batch_size: int = 8  # the global batch, split over the replicas (the HF Trainer's default)
-    learning_rate: float = 5e-5  # for the global batch
-    max_seq_length: int | None = None  # None: the task kind's `sequence_length`, capped at the model's positions
-    seed: int = 42
-    warmup_ratio: float = FINETUNE_WARMUP_RATIO
-    weight_decay: float = FINETUNE_WEIGHT_DECAY
-    jit_compile: str = "auto"  # "auto": XLA on GPU/TPU, not on CPU
-    optimizer: str = "adamw"  # or "lamb"
-    layer_decay: float | None = None  # layer-wise learning-rate decay (ELECTRA: 0.8 base, 0.9 large)
-    clip_norm: float | None = DEFAULT_CLIP_NORM  # 0 or None: off
-    precision: str = "auto"  # float32 | bfloat16 | float16 | auto (bf16 on TPU, fp16 on GPU)
-    static_shapes: str = "auto"  # pad to max length, drop the remainder ("auto": `training_padding`)
-    steps_per_execution: int = 1
-    micro_batches: int | str = "auto"  # per replica batch, by length; "auto": 4 on CPUs without XLA or static shapes
-    checkpoint_every: int | None = None  # steps; resume from OUTPUT.checkpoints
-    deterministic: bool = False
 
 
 def check_hyperparameters(hp):
@@ -314,7 +286,7 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
     return summary
 
 
-def run_evaluate(model_dir, data_dir, split="test", precision="float32", kind=None, progress=False):
+def run_evaluate(model_dir, data_dir, split="test", precision=DEFAULT_PRECISION, kind=None, progress=False):
     """Score a model written by `run_finetune` on `data_dir`'s `split` with its task's metric, at
     inference `precision`. `kind`: the task kind the caller expects; a model of another kind is
     refused before the data is read. `progress`: a bar of the model's batches on stderr."""

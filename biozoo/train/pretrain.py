@@ -40,7 +40,6 @@ import numpy as np
 from biozoo import presets
 from biozoo._io import atomic_write_json, read_json
 from biozoo.api import Tokenizer
-from biozoo.choices import DEFAULT_CLIP_NORM
 from biozoo.data import IGNORE_LABEL
 from biozoo.data.pretraining import MaskedBatches, count_instances, write_instance_shards
 from biozoo.errors import CheckpointError
@@ -57,33 +56,9 @@ from biozoo.preset_files import (
 )
 from biozoo.tasks.pretraining import MaskedLM, MaskedLMHead, ReplacedTokenDetector
 from biozoo.train import PRETRAIN_METHODS
+from biozoo.train.hyperparameters import PretrainHyperparameters
 from biozoo.train.loss_history import LabelsInInputs, LossHistoryStep, freeze_unused_pooler
 from biozoo.train.run import TrainingRun, check_values, examples_per_second, resume_settings
-
-
-@dataclasses.dataclass
-class PretrainHyperparameters:
-    """How `run_pretrain` trains (the options of `biozoo pretrain`)."""
-
-    max_seq_length: int = 128
-    batch_size: int = 32  # the global batch, split over the replicas
-    steps: int = 10000
-    learning_rate: float = 1e-4
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    clip_norm: float | None = DEFAULT_CLIP_NORM  # 0 or None: off
-    masking: str = "wwm"  # whole words, or "token": single pieces
-    sentence_task: str | None = None  # mlm: None, "nsp" or "sop"
-    generator_fraction: float = 0.25  # electra: generator size as a fraction of the discriminator's
-    rtd_weight: float = 50.0  # electra: weight of the discriminator loss
-    mask_rate: float = 0.15
-    dupe_factor: int = 1  # pack each corpus this many times
-    short_seq_prob: float = 0.1
-    seed: int = 42
-    checkpoint_every: int | None = None  # steps; a rerun resumes from the last checkpoint
-    log_every: int | None = None  # steps per loss-curve point (default: steps // 100)
-    jit_compile: str = "auto"  # "auto": XLA on GPU/TPU, not on CPU
-
 
 # What ELECTRA's generator shares with a discriminator (a family with `electra_discriminator`):
 # token + position + segment embeddings, then a LayerNorm (ALBERT adds its projection after them).
