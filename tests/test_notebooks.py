@@ -45,6 +45,175 @@ def test_notebook_is_colab_ready(name):
     assert "biozoo(\"finetune\"" in text or "biozoo(\"distill\"" in text  # drives the CLI
 
 
+def _cell(name, index):
+    return "".join(json.loads((COLAB / name).read_text(encoding="utf-8"))["cells"][index]["source"])
+
+
+def _setup_jax_range():
+    """setup.py's jax extra's version range, read here on its own (the generator writes it into the notebooks)."""
+    return re.search(r'^JAX = "jax([^"]+)"', (REPO / "setup.py").read_text(encoding="utf-8"), re.M)[1]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_metadata_is_the_documented_runtime(name):
+    """Colab opens the notebooks on one TPU v5e chip ("V5E1"), the runtime colab/README.md describes (not
+    "V28", the 8-core TPU v2)."""
+    metadata = json.loads((COLAB / name).read_text(encoding="utf-8"))["metadata"]
+    assert metadata["accelerator"] == "TPU" and metadata["colab"]["gpuType"] == "V5E1"
+    assert "(a v5e chip)" in (COLAB / "README.md").read_text(encoding="utf-8")
+
+
+DEFAULT_SPEC = "biozoo[colab] @ git+https://github.com/biozoo/biozoo.git"
+
+
+def _install(monkeypatch, name, backend, tpu, jax="0.10.2", spec=DEFAULT_SPEC, tpu_build_fails=False):
+    """Run notebook NAME's install cell (cell 3) with pip, the device files and jax's version stubbed; the
+    `pip install` argument lists it ran."""
+    import glob
+    import importlib.metadata
+
+    source = _cell(name, 3)
+    assert "pip" in source and "INSTALL" in source  # the install cell
+    installs = []
+
+    def run(args, check=False, **kwargs):
+        args = [str(a) for a in args]
+        failed = tpu_build_fails and any(a.startswith("tensorflow-tpu") for a in args)
+        if args[1:4] == ["-m", "pip", "install"]:
+            installs.append([a for a in args[4:] if a != "-q"])
+        if failed and check:
+            raise subprocess.CalledProcessError(1, args)
+        return subprocess.CompletedProcess(args, 1 if failed else 0)
+
+    real_version = importlib.metadata.version
+
+    def version(distribution):
+        if distribution == "jax":
+            if jax is None:
+                raise importlib.metadata.PackageNotFoundError(distribution)
+            return jax
+        return real_version(distribution)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(glob, "glob", lambda pattern: [pattern.replace("*", "0")] if tpu and "accel" in pattern else [])
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    exec(source, {"os": os, "INSTALL": True, "BACKEND": backend, "PIP_SPEC": spec})
+    return installs
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_install_cell_installs_jaxs_tpu_build_on_a_tpu(monkeypatch, name):
+    jax_range = _setup_jax_range()
+    installs = _install(monkeypatch, name, "jax", tpu=True)
+    assert ["jax[tpu]" + jax_range] in installs
+    assert not any(a.startswith("tensorflow") for args in installs for a in args)
+    assert ["--no-deps", "keras-hub>=0.32,<0.33", "biozoo @ git+https://github.com/biozoo/biozoo.git"] in installs
+    assert not any(a.startswith("jax") for args in _install(monkeypatch, name, "jax", tpu=False) for a in args)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_install_cell_stops_on_a_jax_outside_setup_pys_range(monkeypatch, name):
+    jax_range = _setup_jax_range()
+    for jax, has in (("0.4.30", "jax 0.4.30"), (None, "no jax")):
+        with pytest.raises(RuntimeError, match=re.escape(f"biozoo needs jax{jax_range}") + ".*" + re.escape(has)):
+            _install(monkeypatch, name, "jax", tpu=False, jax=jax)
+    _install(monkeypatch, name, "torch", tpu=False, jax=None)  # no JAX check off JAX
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_install_cell_puts_tensorflows_tpu_build_alone_on_a_tpu(monkeypatch, name):
+    """On a TPU VM the TensorFlow path installs tensorflow-tpu and not PyPI's tensorflow (both own the
+    tensorflow/ package): nothing installed with its dependencies declares tensorflow."""
+    installs = _install(monkeypatch, name, "tensorflow", tpu=True)
+    assert installs[0][0] == "-r" and installs[0][1].endswith("/main/requirements/without-tensorflow.txt")
+    assert any(args[0] == "tensorflow-tpu>=2.20,<2.21" for args in installs)
+    with_deps = [args for args in installs if "--no-deps" not in args]
+    assert not any(a.startswith(("tensorflow>", "tensorflow=", "tensorflow-text", "keras-hub", "biozoo"))
+                   for args in with_deps for a in args), installs
+    assert ["--no-deps", "tensorflow-text==2.20.1", "keras-hub>=0.32,<0.33",
+            "biozoo @ git+https://github.com/biozoo/biozoo.git"] in installs
+    fallback = _install(monkeypatch, name, "tensorflow", tpu=True, tpu_build_fails=True)
+    assert ["tensorflow>=2.20,<2.21"] in fallback  # no TPU build: PyPI's TensorFlow, the CPU/GPU fallback
+    assert _install(monkeypatch, name, "tensorflow", tpu=False) == [[DEFAULT_SPEC]]
+
+
+@pytest.mark.parametrize("spec, requirements, no_deps", [
+    ("biozoo[colab] @ git+https://github.com/biozoo/biozoo.git@v0.1.0",
+     "https://raw.githubusercontent.com/biozoo/biozoo/v0.1.0/requirements/without-tensorflow.txt",
+     "biozoo @ git+https://github.com/biozoo/biozoo.git@v0.1.0"),
+    ("biozoo[colab,jax] @ git+https://github.com/someone/biozoo@abc123#egg=biozoo",
+     "https://raw.githubusercontent.com/someone/biozoo/abc123/requirements/without-tensorflow.txt",
+     "biozoo @ git+https://github.com/someone/biozoo@abc123#egg=biozoo"),
+])
+def test_install_cell_reads_the_requirements_of_the_spec_it_installs(monkeypatch, spec, requirements, no_deps):
+    installs = _install(monkeypatch, NOTEBOOKS[0], "jax", tpu=False, spec=spec)
+    assert installs == [["-r", requirements], ["--no-deps", "keras-hub>=0.32,<0.33", no_deps]]
+
+
+def _run_data_cell(monkeypatch, tmp_path, name, index, **namespace):
+    """Run notebook NAME's data cell with `biozoo data download` stubbed (it writes the files
+    data_sources.json names, small stand-ins) and any other download refused; the biozoo commands run."""
+    import tarfile
+    import urllib.request
+
+    sources = json.loads((REPO / "biozoo" / "benchmark" / "data_sources.json").read_text(encoding="utf-8"))["datasets"]
+    qa = {"data": [{"paragraphs": [{"context": "c", "qas": [{"id": f"{'a' * 24}:{i}", "question": "q",
+                                                             "answers": []}]} for i in range(2)]}]}
+    commands = []
+
+    def biozoo(*args):
+        commands.append([str(a) for a in args])
+        assert args[:2] == ("data", "download") and args[3] == "--output"
+        for file in sources[args[2]]["files"]:
+            path = Path(args[4]) / args[2] / file["name"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(qa) if path.suffix == ".json" else
+                            ("sentence\tlabel\nA b.\tFalse\n" if args[2].startswith("re/") else "A\tO\nb\tO\n\n"))
+        return [{"complete": True}]
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    archive = tmp_path / "biobert.tar.gz"
+    train = {"data": [{"paragraphs": [{"context": "c", "qas": [{"id": "a" * 24 + "_1", "question": "q", "answers": []},
+                                                               {"id": "b" * 24 + "_1", "question": "q", "answers": []}]}]}]}
+    (tmp_path / "BioASQ-train-factoid-7b.json").write_text(json.dumps(train), encoding="utf-8")
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tmp_path / "BioASQ-train-factoid-7b.json", arcname="datasets/QA/BioASQ/BioASQ-train-factoid-7b.json")
+
+    def urlretrieve(url, path):
+        assert url.startswith("http://nlp.dmis.korea.edu/"), f"{url}: not through `biozoo data download`"
+        Path(path).write_bytes(archive.read_bytes())
+
+    monkeypatch.setattr(urllib.request, "urlretrieve", urlretrieve)
+    data = tmp_path / "data"
+    exec(_cell(name, index), {"os": os, "json": json, "biozoo": biozoo, "DATA": str(data), **namespace})
+    return commands, data
+
+
+def test_data_cells_download_through_biozoo_data_download(monkeypatch, tmp_path):
+    """The data cells fetch what data_sources.json records (pinned, sha256-checked) with `biozoo data download`:
+    no data set from a mutable branch or another commit; only BioBERT's BioASQ training questions directly."""
+    datasets = ["NCBI-disease", "BC5CDR-chem"]
+    commands, data = _run_data_cell(monkeypatch, tmp_path / "01", NOTEBOOKS[0], 8, NER_DATASETS=datasets)
+    assert [c[2] for c in commands] == ["ner/NCBI-disease", "ner/BC5CDR-chem", "re/chemprot"]
+    assert sorted(p.name for p in (data / "ner" / "BC5CDR-chem").iterdir()) == ["devel.tsv", "test.tsv", "train.tsv"]
+    assert sorted(p.name for p in (data / "re" / "chemprot").iterdir()) == ["dev.tsv", "test.tsv", "train.tsv"]
+    assert _run_data_cell(monkeypatch, tmp_path / "01", NOTEBOOKS[0], 8, NER_DATASETS=datasets)[0] == []  # present
+
+    commands, data = _run_data_cell(monkeypatch, tmp_path / "02", NOTEBOOKS[1], 8, PRESET="x", SQUAD2="1")
+    assert commands == [["data", "download", "qa/squad2", "--output", commands[0][4], "--trust-unverified"],
+                        ["data", "download", "qa/bioasq", "--output", commands[1][4]]]
+    assert sorted(p.name for p in (data / "qa" / "squad2").iterdir()) == ["dev.json", "train.json"]
+    assert sorted(p.name for p in (data / "qa" / "bioasq").iterdir()) == ["dev.json", "train.json"]
+    train = json.loads((data / "qa" / "bioasq" / "train.json").read_text(encoding="utf-8"))
+    assert [qa["id"] for qa in train["data"][0]["paragraphs"][0]["qas"]] == ["b" * 24 + "_1"]  # held out: dropped
+
+    commands, data = _run_data_cell(monkeypatch, tmp_path / "03", NOTEBOOKS[2], 8, CORPUS="",
+                                    OUTPUT=str(tmp_path / "03" / "runs"))
+    assert [c[2] for c in commands] == ["ner/NCBI-disease", "re/chemprot"]
+    for name in NOTEBOOKS:
+        assert "raw.githubusercontent.com" not in _cell(name, 8)
+
+
 # ---- tiny data -----------------------------------------------------------------------------
 
 

@@ -14,8 +14,10 @@ by setting those variables; nothing in the notebooks is specific to the test.
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -73,29 +75,142 @@ def parameters(specific):
                 + textwrap.dedent(PARAMETERS_COMMON).strip("\n"), tags=["parameters"])
 
 
-INSTALL = code('''
+# Colab's metadata key for the runtime the notebooks are written for: one TPU v5e chip ("v5e-1"), what
+# colab/README.md and the README describe (one JAX device: one replica). "V28" would be the 8-core TPU v2.
+COLAB_TPU = "V5E1"
+
+
+def _literal(node, names):
+    """The value of a setup.py expression made of literals, lists, dicts, *spreads and names of earlier
+    literal assignments (setup.py is read, not run: it needs setuptools and the README)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if isinstance(node, ast.List):
+        values = []
+        for element in node.elts:
+            values += _literal(element.value, names) if isinstance(element, ast.Starred) else [_literal(element, names)]
+        return values
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        return {_literal(k, names): _literal(v, names) for k, v in zip(node.keys, node.values)}
+    raise ValueError(ast.dump(node))
+
+
+def setup_py():
+    """setup.py's module-level literal assignments (INSTALL_REQUIRES, EXTRAS, JAX, ...)."""
+    names = {}
+    for node in ast.parse((REPO / "setup.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                names[node.targets[0].id] = _literal(node.value, names)
+            except (ValueError, KeyError, TypeError):
+                pass
+    return names
+
+
+def requirement(name, requirements):
+    """The requirement string for distribution `name` in `requirements` (setup.py's spelling)."""
+    found = [r for r in requirements if re.match(r"[A-Za-z0-9._-]+", r)[0].lower().replace("_", "-") == name]
+    if len(found) != 1:
+        raise KeyError(f"setup.py: {len(found)} requirements for {name}")
+    return found[0]
+
+
+def specifier(text):
+    """The version specifier of a requirement string ("jax>=0.10,<0.12" -> ">=0.10,<0.12")."""
+    return re.sub(r"^[A-Za-z0-9._-]+(\[[^\]]*\])?", "", text.split(";")[0]).strip()
+
+
+def install_cell():
+    """The install cell, with setup.py's versions of what it installs written in."""
+    setup = setup_py()
+    required = setup["INSTALL_REQUIRES"]
+    versions = {
+        "@JAX_RANGE@": specifier(requirement("jax", setup["EXTRAS"]["jax"])),
+        "@KERAS_HUB@": requirement("keras-hub", required),
+        "@TENSORFLOW@": requirement("tensorflow", required),
+        "@TENSORFLOW_TEXT@": requirement("tensorflow-text", required),
+        "@LITERT@": requirement("ai-edge-litert", required),
+    }
+    versions["@TENSORFLOW_TPU@"] = "tensorflow-tpu" + specifier(versions["@TENSORFLOW@"])
+    text = INSTALL_TEMPLATE
+    for key, value in versions.items():
+        text = text.replace(key, value)
+    assert not re.search(r"@[A-Z_]+@", text), "a placeholder without a value"
+    return code(text)
+
+
+INSTALL_TEMPLATE = """
+    import glob
+    import re
     import subprocess
     import sys
 
-    REQUIREMENTS = "https://raw.githubusercontent.com/biozoo/biozoo/main/requirements/without-tensorflow.txt"
+    # setup.py's versions of what this cell installs (written in by tools/make_notebooks.py)
+    JAX_RANGE = "@JAX_RANGE@"  # setup.py's "jax" extra
+    KERAS_HUB = "@KERAS_HUB@"
+    TENSORFLOW = "@TENSORFLOW@"
+    TENSORFLOW_TPU = "@TENSORFLOW_TPU@"  # TensorFlow's TPU build, at biozoo's TensorFlow version
+    TENSORFLOW_TEXT = "@TENSORFLOW_TEXT@"
+    LITERT = "@LITERT@"
+    ON_TPU = bool(glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"))  # a TPU VM runtime
+
+    # biozoo without its extras (with --no-deps they add nothing), and requirements/without-tensorflow.txt
+    # of the same source: the @ref of a GitHub git URL (main without one), or a local checkout's file.
+    BIOZOO = re.sub(r"\\[[^\\]]*\\](?=\\s*(@|$))", "", PIP_SPEC.strip(), count=1)
+    GIT = re.search(r"git\\+https://github\\.com/([\\w.-]+/[\\w.-]+?)(?:\\.git)?(?:@([^#\\s]+))?(?=[#\\s]|$)", PIP_SPEC)
+    REQUIREMENTS = os.path.join(BIOZOO, "requirements", "without-tensorflow.txt")
+    if GIT or not os.path.isfile(REQUIREMENTS):
+        REPOSITORY, REF = (GIT[1], GIT[2] or "main") if GIT else ("biozoo/biozoo", "main")
+        REQUIREMENTS = f"https://raw.githubusercontent.com/{REPOSITORY}/{REF}/requirements/without-tensorflow.txt"
+
+
+    def pip(*args, check=True):
+        return subprocess.run([sys.executable, "-m", "pip", "install", "-q", *args], check=check).returncode
+
+
     if INSTALL and BACKEND != "tensorflow":
         # Colab's runtimes ship JAX (with its TPU or CUDA build) and torch: biozoo runs there without
-        # TensorFlow (README: "A machine without TensorFlow"). KerasHub goes in without its
+        # TensorFlow (README: "A machine without TensorFlow"). KerasHub and biozoo go in without their
         # dependencies, which would pull TensorFlow.
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", REQUIREMENTS], check=True)
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "keras-hub>=0.32,<0.33",
-                        PIP_SPEC.replace("[colab]", "")], check=True)
+        pip("-r", REQUIREMENTS)
+        if ON_TPU and BACKEND == "jax":  # JAX's TPU build (with libtpu) at the versions biozoo supports
+            pip("jax[tpu]" + JAX_RANGE)
+        pip("--no-deps", KERAS_HUB, BIOZOO)
+    elif INSTALL and ON_TPU:
+        # A TPU VM runtime: TensorFlow reaches the TPU through its TPU build (libtpu), which provides the
+        # same `tensorflow` package as PyPI's tensorflow, so that one must not be installed beside it:
+        # biozoo's dependencies without TensorFlow, the TPU build, then what declares PyPI's tensorflow
+        # (tensorflow-text, KerasHub, biozoo) without its dependencies.
+        pip("-r", REQUIREMENTS)
+        if pip(TENSORFLOW_TPU, "-f", "https://storage.googleapis.com/libtpu-tf-releases/index.html", check=False):
+            print("could not install TensorFlow's TPU build: installing TensorFlow instead (the TPU will not be "
+                  "found: GPU/CPU fallback)")
+            pip(TENSORFLOW)
+        pip(LITERT)
+        pip("--no-deps", TENSORFLOW_TEXT, KERAS_HUB, BIOZOO)
     elif INSTALL:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", PIP_SPEC], check=True)
-        import glob
-        if glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"):
-            # A TPU VM runtime: TensorFlow reaches the TPU through its TPU build (libtpu).
-            tpu_build = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "tensorflow-tpu==2.20.*",
-                                        "-f", "https://storage.googleapis.com/libtpu-tf-releases/index.html"])
-            if tpu_build.returncode:
-                print("could not install TensorFlow's TPU build: the TPU will not be found (GPU/CPU fallback)")
+        pip(PIP_SPEC)
+    if BACKEND == "jax":  # stop here, not in the strategy probe, on a JAX biozoo does not support
+        from importlib.metadata import PackageNotFoundError, version
+        from packaging.specifiers import SpecifierSet
+        try:
+            JAX_VERSION = version("jax")
+        except PackageNotFoundError:
+            JAX_VERSION = None
+        if JAX_VERSION is None or not SpecifierSet(JAX_RANGE).contains(JAX_VERSION, prereleases=True):
+            raise RuntimeError(
+                f"biozoo needs jax{JAX_RANGE} (setup.py's jax extra); this runtime has "
+                + (f"jax {JAX_VERSION}" if JAX_VERSION else "no jax")
+                + f'. Install it (pip install "jax[tpu]{JAX_RANGE}" on a TPU, "jax[cuda13]{JAX_RANGE}" on a '
+                f'GPU, "jax{JAX_RANGE}" on the CPU), restart the runtime and run again; or set '
+                'BIOZOO_NB_BACKEND to "torch" or "tensorflow"')
+        print("jax", JAX_VERSION)
     subprocess.run([sys.executable, "-m", "biozoo", "--version"], check=True)
-''')
+"""
+
+INSTALL = install_cell()
 
 HELPERS = code('''
     import json
@@ -192,6 +307,33 @@ def hyperparameter_options():
     ''')
 
 
+DATA_DOWNLOAD = """
+    import shutil
+    import tempfile
+
+
+    def data_download(folder, *options):
+        \"\"\"`biozoo data download FOLDER` into a scratch folder; the data set's folder there. biozoo's data
+        sources (biozoo/benchmark/data_sources.json) pin each file to a commit and check it against its
+        recorded sha256.\"\"\"
+        scratch = tempfile.mkdtemp(prefix="biozoo-data-")
+        biozoo("data", "download", folder, "--output", scratch, *options)
+        return os.path.join(scratch, folder)
+
+
+    def put(fetched, folder):
+        \"\"\"Move a fetched data set to DATA/FOLDER whole: a failed download leaves no half folder there,
+        which a later run would take as downloaded.\"\"\"
+        os.makedirs(os.path.dirname(os.path.join(DATA, folder)), exist_ok=True)
+        shutil.move(fetched, os.path.join(DATA, folder))
+"""
+
+
+def data_cell(text):
+    """A data cell: the download helpers, then `text`."""
+    return code(textwrap.dedent(DATA_DOWNLOAD).strip("\n") + "\n\n\n" + textwrap.dedent(text).strip("\n"))
+
+
 # ---- 01: NER + ChemProt --------------------------------------------------------------------
 
 
@@ -230,31 +372,15 @@ def notebook_01():
 
             NER: the MTL-Bioinformatics-2016 release of NCBI-disease and BC5CDR (`token<TAB>tag`,
             IOB2, CC BY 4.0). ChemProt: the BioCreative VI corpus as preprocessed for ELECTRA
-            fine-tuning by SciCrunch/bio_electra (header `sentence<TAB>label`, research use). Skipped
-            when `DATA` already exists.
+            fine-tuning by SciCrunch/bio_electra (header `sentence<TAB>label`, research use). Each comes
+            from `biozoo data download` (biozoo's data sources: every file at a pinned commit, checked
+            against its recorded sha256) and is skipped when its folder under `DATA` already exists.
         """),
-        code('''
-            import urllib.request
-
-            MTL = "https://raw.githubusercontent.com/cambridgeltl/MTL-Bioinformatics-2016/master/data"
-            BIO_ELECTRA = ("https://raw.githubusercontent.com/SciCrunch/bio_electra/"
-                           "6fd4b0c5df3133fb454e13ac530aaacf22b6536d/electra/data/finetuning_data")
-
-
-            def fetch(url, path):
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                print("downloading", url)
-                urllib.request.urlretrieve(url, path)
-
-
-            if not os.path.exists(DATA):
-                for dataset in NER_DATASETS:
-                    for split in ("train", "devel", "test"):
-                        fetch(f"{MTL}/{dataset}-IOB/{split}.tsv", f"{DATA}/ner/{dataset}/{split}.tsv")
-                for split in ("train", "dev", "test"):
-                    fetch(f"{BIO_ELECTRA}/chemprot/{split}.tsv", f"{DATA}/re/chemprot/{split}.tsv")
+        data_cell('''
             for folder in [f"ner/{d}" for d in NER_DATASETS] + ["re/chemprot"]:
-                print(folder, sorted(os.listdir(os.path.join(DATA, folder))))
+                if not os.path.exists(f"{DATA}/{folder}"):
+                    put(data_download(folder), folder)
+                print(folder, sorted(os.listdir(f"{DATA}/{folder}")))
         '''),
         md("## Fine-tune NER"),
         hyperparameter_options(),
@@ -344,48 +470,47 @@ def notebook_02():
         md("""
             ## Data
 
-            * SQuAD2.0 train/dev from the SQuAD site (only when the SQuAD2.0 stage runs).
-            * BioASQ 7b factoid, in SQuAD v1.1 format: training questions from the BioBERT data
-              release (`BioASQ-train-factoid-7b.json`), evaluation questions (one paragraph per
-              snippet, ids `<question id>:<n>`) from SciCrunch/bio_electra; training questions whose
-              id also appears in the evaluation file are dropped.
+            * SQuAD2.0 train/dev from the SQuAD site (only when the SQuAD2.0 stage runs), through
+              `biozoo data download qa/squad2 --trust-unverified` (no checksum is recorded for them).
+            * BioASQ 7b factoid, in SQuAD v1.1 format: evaluation questions (one paragraph per snippet,
+              ids `<question id>:<n>`) from SciCrunch/bio_electra through `biozoo data download
+              qa/bioasq` (pinned commit, sha256 checked); training questions from the BioBERT data
+              release (`BioASQ-train-factoid-7b.json`), without those whose id also appears in the
+              evaluation file.
+
+            A data set is skipped when its folder under `DATA` already exists.
 
             `biozoo finetune qa` reads `train.json` and `dev.json` (and `test.json` if present) from a folder.
         """),
-        code('''
+        data_cell('''
             import tarfile
             import urllib.request
 
             RUN_SQUAD2 = SQUAD2 == "1" or (SQUAD2 == "auto" and not PRESET.rstrip("/").lower().endswith("squad2"))
-            SQUAD_SITE = "https://rajpurkar.github.io/SQuAD-explorer/dataset"
             BIOBERT_DATA = "http://nlp.dmis.korea.edu/projects/biobert-2020-checkpoints/datasets.tar.gz"
-            BIOASQ_DEV = ("https://raw.githubusercontent.com/SciCrunch/bio_electra/"
-                          "6fd4b0c5df3133fb454e13ac530aaacf22b6536d/electra/data/finetuning_data/bioasq/dev.json")
-
-
-            def fetch(url, path):
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                print("downloading", url)
-                urllib.request.urlretrieve(url, path)
-
 
             if RUN_SQUAD2 and not os.path.exists(f"{DATA}/qa/squad2"):
-                fetch(f"{SQUAD_SITE}/train-v2.0.json", f"{DATA}/qa/squad2/train.json")
-                fetch(f"{SQUAD_SITE}/dev-v2.0.json", f"{DATA}/qa/squad2/dev.json")
+                # the SQuAD site records no checksum: --trust-unverified takes the files and prints their sha256
+                squad2 = data_download("qa/squad2", "--trust-unverified")
+                os.replace(f"{squad2}/test.json", f"{squad2}/dev.json")  # SQuAD's dev set: biozoo's layout names it test.json
+                put(squad2, "qa/squad2")
             if not os.path.exists(f"{DATA}/qa/bioasq"):
-                fetch(BIOASQ_DEV, f"{DATA}/qa/bioasq/dev.json")
-                fetch(BIOBERT_DATA, "/tmp/biobert-datasets.tar.gz")
+                bioasq = data_download("qa/bioasq")  # bio_electra's files; its train.json is replaced below
+                os.replace(f"{bioasq}/test.json", f"{bioasq}/dev.json")  # the evaluation questions (biozoo: test.json)
+                print("downloading", BIOBERT_DATA)
+                urllib.request.urlretrieve(BIOBERT_DATA, "/tmp/biobert-datasets.tar.gz")
                 with tarfile.open("/tmp/biobert-datasets.tar.gz") as archive:
                     member = next(m for m in archive.getmembers() if m.name.endswith("BioASQ-train-factoid-7b.json"))
                     train = json.load(archive.extractfile(member))
-                with open(f"{DATA}/qa/bioasq/dev.json", encoding="utf-8") as handle:
+                with open(f"{bioasq}/dev.json", encoding="utf-8") as handle:
                     held_out = {qa["id"][:24] for article in json.load(handle)["data"]
                                 for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
                 for article in train["data"]:
                     for paragraph in article["paragraphs"]:
                         paragraph["qas"] = [qa for qa in paragraph["qas"] if qa["id"][:24] not in held_out]
-                with open(f"{DATA}/qa/bioasq/train.json", "w", encoding="utf-8") as handle:
+                with open(f"{bioasq}/train.json", "w", encoding="utf-8") as handle:
                     json.dump(train, handle)
+                put(bioasq, "qa/bioasq")
             for folder in (["qa/squad2"] if RUN_SQUAD2 else []) + ["qa/bioasq"]:
                 print(folder, sorted(os.listdir(os.path.join(DATA, folder))))
         '''),
@@ -459,24 +584,10 @@ def notebook_03():
         md("## Detect the accelerator"),
         DETECT,
         md("## Data: an unlabelled corpus and NCBI-disease"),
-        code('''
-            import urllib.request
-
-            MTL = "https://raw.githubusercontent.com/cambridgeltl/MTL-Bioinformatics-2016/master/data"
-            BIO_ELECTRA = ("https://raw.githubusercontent.com/SciCrunch/bio_electra/"
-                           "6fd4b0c5df3133fb454e13ac530aaacf22b6536d/electra/data/finetuning_data")
-
-
-            def fetch(url, path):
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                print("downloading", url)
-                urllib.request.urlretrieve(url, path)
-
-
-            if not os.path.exists(DATA):
-                for split in ("train", "devel", "test"):
-                    fetch(f"{MTL}/NCBI-disease-IOB/{split}.tsv", f"{DATA}/ner/NCBI-disease/{split}.tsv")
-                fetch(f"{BIO_ELECTRA}/chemprot/train.tsv", f"{DATA}/re/chemprot/train.tsv")
+        data_cell('''
+            for folder in ("ner/NCBI-disease", "re/chemprot"):
+                if not os.path.exists(f"{DATA}/{folder}"):
+                    put(data_download(folder), folder)
 
             if not CORPUS:  # one sentence per line from the training sets
                 sentences, words = [], []
@@ -554,7 +665,7 @@ def build(cells, stem, accelerator="TPU"):
         "cells": cells,
         "metadata": {
             "accelerator": accelerator,
-            "colab": {"provenance": [], "gpuType": "V28", "toc_visible": True},
+            "colab": {"provenance": [], "gpuType": COLAB_TPU, "toc_visible": True},
             "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
             "language_info": {"name": "python"},
         },

@@ -8,6 +8,8 @@ import pathlib
 import re
 from importlib.metadata import requires
 
+from packaging.requirements import Requirement
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TENSORFLOW_ONLY = {"tensorflow", "tensorflow-text", "ai-edge-litert"}  # LiteRT: the int8 path, made by TensorFlow
 
@@ -35,6 +37,25 @@ def test_every_requirement_but_tensorflow_is_listed():
     assert biozoo_needs - TENSORFLOW_ONLY - listed == {"keras-hub"}  # installed after, without its dependencies
     assert keras_hub_needs - TENSORFLOW_ONLY - listed - {"keras-hub"} == set()
     assert listed & TENSORFLOW_ONLY == set()
+
+
+def _pins():
+    lines = (ROOT / "requirements" / "without-tensorflow.txt").read_text().splitlines()
+    return {_name(line): Requirement(line.strip()).specifier for line in lines
+            if line.strip() and not line.startswith("#")}
+
+
+def test_keras_hubs_pins_are_kept():
+    """KerasHub goes in --no-deps, so pip never sees its pins (kagglesdk==0.1.28, kagglehub!=1.0.1): the file
+    carries each of KerasHub's version constraints (the reference: KerasHub's own metadata)."""
+    pins = _pins()
+    for line in requires("keras-hub"):
+        requirement = Requirement(line)
+        if requirement.marker is not None and "extra" in str(requirement.marker) or _name(line) in TENSORFLOW_ONLY:
+            continue
+        listed = pins[_name(line)]
+        missing = [str(s) for s in requirement.specifier if s not in set(listed)]
+        assert not missing, f"{requirement.name}: keras-hub declares {requirement.specifier}, the file has {listed or 'none'}"
 
 
 def _setup_constant(name):
