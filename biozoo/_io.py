@@ -58,7 +58,7 @@ def _umask():
 
 
 OUTPUT_MARKER = ".biozoo-output"  # inside every folder biozoo writes: only such a folder is ever replaced
-SCRATCH_KINDS = ("partial", "old", "streamed")
+SCRATCH_KINDS = ("partial", "old", "streamed", "outdated")
 
 
 def _scratch_prefix(path, kind):
@@ -82,30 +82,45 @@ def _alive(pid):
     return True
 
 
-def remove_stale_scratch(path):
-    """Remove the temporary files and folders beside `path` that a write to it left when its
-    process was killed (kill -9, power loss): those of this host whose process is gone. Returns
-    their names."""
+def dead_scratch(path, kinds=SCRATCH_KINDS):
+    """The temporary files and folders beside `path` (of `kinds`) that a write to it left when its
+    process was killed (kill -9, power loss): those of this host whose process is gone."""
     path = os.path.abspath(os.fspath(path))
     parent, base = os.path.dirname(path), os.path.basename(path)
-    pattern = re.compile(rf"\.{re.escape(base)}\.(?:{'|'.join(SCRATCH_KINDS)})-(?P<host>[A-Za-z0-9]+)-(?P<pid>\d+)-")
+    pattern = re.compile(rf"\.{re.escape(base)}\.(?:{'|'.join(kinds)})-(?P<host>[A-Za-z0-9]+)-(?P<pid>\d+)-")
     try:
-        names = os.listdir(parent)
+        names = sorted(os.listdir(parent))
     except OSError:
         return []
-    removed, ours = [], f".{base}."
+    found, ours = [], f".{base}."
     for name in names:
         match = pattern.match(name) if name.startswith(ours) else None
-        if not match or match["host"] != _host_tag() or _alive(int(match["pid"])):
-            continue
-        stale = os.path.join(parent, name)
+        if match and match["host"] == _host_tag() and not _alive(int(match["pid"])):
+            found.append(os.path.join(parent, name))
+    return found
+
+
+def remove_stale_scratch(path):
+    """Remove the temporary files and folders beside `path` that a write to it left when its
+    process was killed (`dead_scratch`). Returns their names."""
+    removed = []
+    for stale in dead_scratch(path):
         if os.path.isdir(stale) and not os.path.islink(stale):
             shutil.rmtree(stale, ignore_errors=True)
         else:
             with contextlib.suppress(OSError):
                 os.unlink(stale)
-        removed.append(name)
+        removed.append(os.path.basename(stale))
     return removed
+
+
+def scratch_name(path, kind):
+    """A new, unused name beside `path` in the scratch scheme (`.NAME.KIND-HOST-PID-...`), for
+    something moved aside, so that one a killed process left is found (`dead_scratch`)."""
+    path = os.path.abspath(os.fspath(path))
+    name = tempfile.mkdtemp(prefix=_scratch_prefix(path, kind), dir=os.path.dirname(path))
+    os.rmdir(name)
+    return name
 
 
 def scratch_directory(path, kind):
@@ -203,8 +218,7 @@ def replace_directory(src, dst):
     if not os.path.exists(dst):
         os.rename(src, dst)
         return
-    old = tempfile.mkdtemp(prefix=_scratch_prefix(dst, "old"), dir=os.path.dirname(dst))
-    os.rmdir(old)
+    old = scratch_name(dst, "old")
     os.rename(dst, old)
     try:
         os.rename(src, dst)

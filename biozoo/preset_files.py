@@ -47,14 +47,20 @@ def write_preset(out_dir, backbone, tokenizer, heads=None, heads_config=None, pr
             atomic_write_json(os.path.join(tmp, HEADS_CONFIG_FILE), config)
         if task_kind is not None:
             atomic_write_json(os.path.join(tmp, TASK_KIND_FILE), task_kind_record(task_kind))
-        record = dict(provenance or {})
-        record["files_sha256"] = preset_digests(tmp)
-        stats = {name: os.stat(os.path.join(tmp, name)) for name in record["files_sha256"]}
-        record["files_bytes"] = {name: stat.st_size for name, stat in stats.items()}
-        # with the sizes, what tells a cached preset's file changed since it was written without reading it
-        record["files_mtime_ns"] = {name: stat.st_mtime_ns for name, stat in stats.items()}
-        atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), record)
+        write_provenance(tmp, provenance)
     return out_dir
+
+
+def write_provenance(preset_dir, provenance):
+    """Write `provenance` as the preset's biozoo.json, with the sha256, size and modification time
+    of each of its files (what the cache compares a cached entry with, `biozoo check-cache`)."""
+    record = dict(provenance or {})
+    record["files_sha256"] = preset_digests(preset_dir)
+    stats = {name: os.stat(os.path.join(preset_dir, name)) for name in record["files_sha256"]}
+    record["files_bytes"] = {name: stat.st_size for name, stat in stats.items()}
+    # with the sizes, what tells a cached preset's file changed since it was written without reading it
+    record["files_mtime_ns"] = {name: stat.st_mtime_ns for name, stat in stats.items()}
+    atomic_write_json(os.path.join(preset_dir, PROVENANCE_FILE), record)
 
 
 def preset_digests(preset_dir):

@@ -32,6 +32,7 @@ from biozoo._io import atomic_write_json
 from biozoo.errors import CheckpointError
 from biozoo.export.certificate import FIXED_SENTENCES, TOLERANCE, packed_fixed_inputs
 from biozoo.preset_files import PARITY_CERTIFICATE_FILE, read_heads, read_provenance, weights_format
+from biozoo.presets.hub import is_commit, snapshot_commit
 from biozoo.task_kinds import task_kind
 from biozoo.tasks import MaskedLM, ReplacedTokenDetector
 from biozoo.tasks.finetuned import load_task
@@ -109,6 +110,23 @@ def _hf_source(handle):
                          "counterpart)") from None
 
 
+def _same_commit(handle, hf_dir, preset_dir):
+    """Refuse to compare a conversion with a hub snapshot of another commit (a moving revision such
+    as main, converted before it moved and not converted again offline)."""
+    source = snapshot_commit(hf_dir)
+    provenance = read_provenance(preset_dir)
+    if source is None or not provenance.get("hf_repo"):
+        return
+    converted = provenance.get("commit") or (provenance["revision"] if is_commit(provenance.get("revision")) else None)
+    if converted != source:
+        raise CheckpointError(
+            f"{handle}: the cached conversion {preset_dir} was made from commit {converted or '(not recorded)'} of "
+            f"hf://{provenance['hf_repo']}@{provenance.get('revision')}, but the snapshot to compare it with, {hf_dir}, "
+            f"is commit {source}: the comparison would measure the difference between two commits. Run it online "
+            "(the conversion is then made again from the hub's current commit), or delete that folder and run again "
+            "(it is converted from the snapshot)")
+
+
 def _transformers_side(hf_dir, inputs, sentences, heads, lowercase, load_format="auto"):
     with tempfile.TemporaryDirectory(prefix="biozoo-verify-") as scratch:
         inputs_path = os.path.join(scratch, "inputs.npz")
@@ -137,6 +155,7 @@ def verify(handle, sentences=(), write=True):
     it into the converted preset as parity_certificate.json unless `write` is False)."""
     hf_dir, entry = _hf_source(handle)
     preset_dir = presets.resolve_preset(handle)
+    _same_commit(handle, hf_dir, preset_dir)
     tokenizer = api.Tokenizer.from_preset(handle)
     inputs = packed_fixed_inputs(tokenizer, sequence_length(preset_dir))
     mask = inputs["padding_mask"].astype(bool)

@@ -101,12 +101,22 @@ def test_an_unreadable_pointer_is_said_not_silently_passed(hub, downloaded):
         assert presets.check_source_files(folder, registry.get_entry(NAME), "Preset") == {}
 
 
-def test_offline_the_hub_is_not_asked(hub, downloaded, monkeypatch):
+def test_offline_the_hub_is_not_asked_and_the_file_is_said_unverified(hub, downloaded, monkeypatch):
     folder, data = downloaded
     _publish(hub, data)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert presets.check_source_files(folder, registry.get_entry(NAME), "Preset") == {}
+    with pytest.warns(UserWarning, match=r"Preset: pytorch_model.bin not verified: the registry records no sha256 "
+                                         r"and, offline, the hub's LFS pointer cannot be read"):
+        assert presets.check_source_files(folder, registry.get_entry(NAME), "Preset") == {}
     assert hub.requests == []
+
+
+def test_info_says_how_an_unrecorded_download_is_checked(capsys):
+    from biozoo.cli import main
+
+    assert main(["info", NAME]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("integrity"))
+    assert "checked against the hub's Git LFS pointer" in line and "not checked" not in line
 
 
 def _tool():

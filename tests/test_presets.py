@@ -1,13 +1,18 @@
 """Handles, the conversion cache, offline mode and errors for names (biozoo.presets / from_preset)."""
 
 import hashlib
+import http.server
 import json
 import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import warnings
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import huggingface_hub
 import keras_hub
@@ -21,6 +26,8 @@ from biozoo.errors import NetworkError, OfflineError
 from biozoo.preset_files import read_provenance
 from biozoo.presets.handles import hf_key
 from biozoo.presets.remote import resolve_remote
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -535,3 +542,209 @@ def test_hub_unreachable_a_cached_snapshot_without_weights_is_not_enough(tmp_pat
             biozoo.from_preset("bioformer_8l")
     finally:
         huggingface_hub.close_session()  # the next test's client gets its own timeout
+
+
+MOVING = "someone/moving-bert"
+
+
+class _MovingHub(http.server.BaseHTTPRequestHandler):
+    """The hub's metadata API for one repository whose branch `main` moves: repo info at a revision
+    (its commit) and the file tree of a commit. The files themselves are in the HuggingFace cache
+    (huggingface_hub's own download reads them there, at the commit the hub names)."""
+
+    branches = {}  # branch -> commit
+    trees = {}  # commit -> {file: size}
+    requests = []
+
+    def do_GET(self):
+        path = urlsplit(self.path).path
+        type(self).requests.append(path)
+        prefix = f"/api/models/{MOVING}/"
+        rest = unquote(path[len(prefix):]) if path.startswith(prefix) else ""
+        revision = rest[len("revision/"):] if rest.startswith("revision/") else None
+        if revision in self.branches or revision in self.trees:
+            commit = self.branches.get(revision, revision)
+            body = {"id": MOVING, "sha": commit, "siblings": [{"rfilename": f} for f in self.trees[commit]]}
+        elif rest.startswith("tree/") and rest[len("tree/"):] in self.trees:
+            body = [{"type": "file", "path": f, "size": size, "oid": "0" * 40}
+                    for f, size in self.trees[rest[len("tree/"):]].items()]
+        else:
+            self.send_error(404)
+            return
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def moving_hub(tmp_path, monkeypatch):
+    """A local hub on 127.0.0.1 (online, an empty HuggingFace cache); `publish(commit, source)`
+    moves `main` to `commit`, whose files `source` holds."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _MovingHub)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", f"http://127.0.0.1:{httpd.server_address[1]}")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("BIOZOO_OFFLINE", raising=False)
+    _MovingHub.branches, _MovingHub.trees, _MovingHub.requests = {}, {}, []
+
+    def publish(commit, source):
+        H.populate_hf_cache(tmp_path / "hf-cache", MOVING, commit, source)
+        _MovingHub.trees[commit] = {f.name: f.stat().st_size for f in Path(source).iterdir()}
+        _MovingHub.branches["main"] = commit
+
+    _MovingHub.publish = publish
+    yield _MovingHub
+    httpd.shutdown()
+    huggingface_hub.close_session()  # the next test's client gets its own timeout
+
+
+def test_an_unpinned_revision_is_converted_again_when_the_hub_moves_it(tmp_path, moving_hub, count_conversions):
+    """hf://org/repo (main): each load asks the hub once which commit main is; a conversion of
+    another commit is made again; a pinned commit is never asked about."""
+    first, second = (H.make_model("bert", "BertModel", seed=seed) for seed in (0, 1))
+    a, b = "a" * 40, "b" * 40
+    moving_hub.publish(a, H.save_hf_directory(first, tmp_path / "a"))
+    preset = presets.resolve(f"hf://{MOVING}")
+    assert (preset.provenance["revision"], preset.provenance["commit"]) == ("main", a)
+    moving_hub.requests.clear()
+    assert presets.resolve(f"hf://{MOVING}").directory == preset.directory
+    assert moving_hub.requests == [f"/api/models/{MOVING}/revision/main"] and len(count_conversions) == 1
+
+    moving_hub.publish(b, H.save_hf_directory(second, tmp_path / "b"))
+    with pytest.warns(UserWarning, match=rf"converted from commit {a} of hf://{MOVING}@main, which is now commit "
+                                         rf"{b}: converted again"):
+        moved = presets.resolve(f"hf://{MOVING}")
+    assert moved.directory == preset.directory and moved.provenance["commit"] == b and len(count_conversions) == 2
+    inputs = H.random_inputs()
+    sequence, _ = H.hf_outputs(second, inputs)  # transformers on the new commit's model
+    assert H.max_diff(biozoo.from_preset(moved.directory)(inputs)["sequence_output"], sequence,
+                      inputs["padding_mask"]) <= 1e-4
+
+    pinned = presets.resolve(f"hf://{MOVING}@{b}")
+    moving_hub.requests.clear()
+    assert presets.resolve(f"hf://{MOVING}@{b}").directory == pinned.directory
+    assert moving_hub.requests == []  # a commit sha never moves: nothing asked
+
+
+def test_offline_an_unpinned_conversion_is_used_with_a_warning_naming_its_commit(tmp_path, moving_hub, monkeypatch):
+    a = "a" * 40
+    moving_hub.publish(a, H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "a"))
+    directory = presets.resolve_preset(f"hf://{MOVING}")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    moving_hub.requests.clear()
+    with pytest.warns(UserWarning, match=rf"{directory} was converted from commit {a} of hf://{MOVING}@main; offline "
+                                         r"mode is on \(HF_HUB_OFFLINE=1\), so whether main has moved on"):
+        assert presets.resolve_preset(f"hf://{MOVING}") == directory
+    assert moving_hub.requests == []
+
+
+def test_verify_refuses_a_conversion_of_another_commit_than_the_snapshot(tmp_path, offline_hub):
+    """Offline, main moved in the HuggingFace cache after the conversion: comparing the two would
+    measure the difference between two commits, not the conversion."""
+    from biozoo.errors import CheckpointError
+    from biozoo.verification import verify
+
+    a, b = "a" * 40, "b" * 40
+    H.populate_hf_cache(offline_hub, MOVING, a, H.save_hf_directory(H.make_model("bert", "BertModel"), tmp_path / "a"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        directory = presets.resolve_preset(f"hf://{MOVING}")
+    assert read_provenance(directory)["commit"] == a
+    H.populate_hf_cache(offline_hub, MOVING, b,
+                        H.save_hf_directory(H.make_model("bert", "BertModel", seed=1), tmp_path / "b"))
+    snapshot = huggingface_hub.snapshot_download(MOVING, local_files_only=True, cache_dir=offline_hub)
+    assert os.path.basename(snapshot) == b  # huggingface_hub's own lookup: main is now b
+    with pytest.raises(CheckpointError, match=rf"{directory} was made from commit {a} of hf://{MOVING}@main, but "
+                                              rf"the snapshot to compare it with, .*{b}, is commit {b}"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            verify(f"hf://{MOVING}", write=False)
+
+
+def test_check_cache_reports_an_unreadable_provenance_record_and_removes_it(tiny_bert_dir, capsys):
+    from biozoo.cli import main
+
+    preset = Path(presets.resolve_preset(str(tiny_bert_dir)))
+    (preset / "biozoo.json").write_text("{not json")
+    assert main(["check-cache"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith("changed")] == [
+        f"changed    presets/{preset.relative_to(Path(os.environ['BIOZOO_CACHE']) / 'presets')}: biozoo.json"]
+    assert main(["check-cache", "--remove"]) == 0
+    assert not preset.exists()
+
+
+def test_check_cache_remove_keeps_an_entry_rebuilt_since_the_scan(tiny_bert_dir, capsys, monkeypatch):
+    """Another process converts the damaged entry again between the scan and the removal: the
+    removal checks it again under the entry's lock and keeps it."""
+    import biozoo.presets.cache as cache
+    from biozoo.cli import main
+
+    preset = Path(presets.resolve_preset(str(tiny_bert_dir)))
+    with open(preset / "model.weights.h5", "ab") as f:
+        f.write(b"junk")
+    scan = cache.check_cache
+
+    def scan_then_rebuilt_elsewhere(*args, **kwargs):
+        found = scan(*args, **kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            presets.resolve_preset(str(tiny_bert_dir))  # the damaged entry converted again
+        return found
+
+    monkeypatch.setattr(cache, "check_cache", scan_then_rebuilt_elsewhere)
+    monkeypatch.setattr(presets, "check_cache", scan_then_rebuilt_elsewhere)
+    assert main(["check-cache", "--remove"]) == 0
+    assert "(repaired meanwhile)" in capsys.readouterr().out
+    assert preset.exists() and [r["status"] for r in scan()] == ["ok"]
+
+
+def test_check_cache_checks_tokenizer_only_presets_too(tiny_bert_dir, capsys):
+    from biozoo.cli import main
+
+    tokenizer = Path(presets.resolve_tokenizer_preset(str(tiny_bert_dir)))
+    name = tokenizer.relative_to(Path(os.environ["BIOZOO_CACHE"]))
+    assert name.parts[0] == "tokenizers"
+    assert main(["check-cache"]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"ok         {name}"]
+    vocabulary = next(p for p in tokenizer.rglob("*") if p.is_file() and p.name.startswith("vocab"))
+    vocabulary.write_bytes(_flip_a_byte(vocabulary.read_bytes()))
+    assert main(["check-cache"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"changed    {name}: {vocabulary.relative_to(tokenizer).as_posix()}"]
+
+
+def test_an_entry_a_killed_rebuild_moved_aside_is_restored(tmp_path):
+    """SIGKILL while an outdated entry is being converted again: the next load puts the earlier
+    entry back (not converted again, nothing left beside it)."""
+    child = """
+import json, os, signal
+from pathlib import Path
+from biozoo import presets
+def write(target):
+    os.makedirs(target)
+    Path(target, "config.json").write_text(json.dumps({"version": 1}))
+    Path(target, "biozoo.json").write_text("{}")
+presets.cached("k", write)
+presets.cached("k", lambda target: os.kill(os.getpid(), signal.SIGKILL), outdated=lambda directory: "is old")
+"""
+    run = subprocess.run([sys.executable, "-c", child], env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == -signal.SIGKILL
+    section = Path(os.environ["BIOZOO_CACHE"]) / "presets"
+    assert not (section / "k").exists() and len(list(section.glob(".*"))) == 1  # only the copy moved aside
+
+    def never(target):
+        raise AssertionError("converted again")
+
+    with pytest.warns(UserWarning, match=r"was being converted again by a process that was killed: the earlier"):
+        entry = Path(presets.cached("k", never))
+    assert json.loads((entry / "config.json").read_text()) == {"version": 1}
+    assert sorted(p.name for p in section.iterdir()) == ["k", "k.lock"]

@@ -386,6 +386,15 @@ def test_files_are_those_of_the_pinned_revision(name):
     assert NOT_AT_THE_PIN[name] not in hf["files"]
 
 
+def test_files_lists_exclude_gitattributes_as_the_registry_comment_says():
+    """The registry's `$comment` says sources.hf.files excludes .gitattributes (every hub repo has one)."""
+    registry = json.loads(REGISTRY_PATH.read_text(encoding="utf-8"))
+    assert "excluding .gitattributes" in registry["$comment"]
+    listing = [name for name, entry in registry["checkpoints"].items()
+               if ".gitattributes" in entry["sources"]["hf"].get("files", [])]
+    assert listing == []
+
+
 def test_the_weights_file_is_one_the_pin_has():
     for name, entry in json.loads(REGISTRY_PATH.read_text(encoding="utf-8"))["checkpoints"].items():
         hf = entry["sources"]["hf"]

@@ -1,10 +1,7 @@
 """`biozoo list` and `biozoo info`."""
 
 import json
-import shutil
 import sys
-
-from filelock import FileLock
 
 from biozoo import registry
 from biozoo.task_kinds import TASK_KINDS
@@ -41,12 +38,14 @@ def register(subparsers):
     parser = subparsers.add_parser(
         "check-cache", aliases=["verify-cache"],
         help="re-check the cached presets' files against the digests recorded when they were written",
-        description="Recompute the sha256 of every file of every preset in biozoo's cache ($BIOZOO_CACHE) and "
-        "compare it with the digests recorded in the preset's biozoo.json when it was converted. Prints one line "
-        "per preset (ok, changed, missing, unrecorded); exits 1 when a preset's files changed or are missing.",
+        description="Recompute the sha256 of every file of every preset (and tokenizer-only preset) in biozoo's "
+        "cache ($BIOZOO_CACHE) and compare it with the digests recorded in its biozoo.json when it was written. "
+        "Prints one line per entry, prefixed with its section (presets/, tokenizers/): ok, changed, missing, "
+        "unrecorded (an unreadable biozoo.json is changed); exits 1 when an entry's files changed or are missing.",
     )
-    parser.add_argument("--remove", action="store_true", help="delete presets whose files changed or are missing "
-                        "(the next from_preset converts them again)")
+    parser.add_argument("--remove", action="store_true", help="delete entries whose files changed or are missing, "
+                        "each checked again under its lock (one another process rebuilt meanwhile is kept: "
+                        "'repaired meanwhile'); the next load converts them again")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=check_cache_command)
 
@@ -139,7 +138,8 @@ def info_command(args):
         f"heads         {', '.join(entry['heads']) or 'none'}",
         "integrity     " + (", ".join(f"{name} sha256 {record['sha256'][:12]}..."
                                        for name, record in hf.get("integrity", {}).items())
-                             or "no sha256 recorded: downloads are not checked"),
+                             or "no sha256 recorded: the weights are checked against the hub's Git LFS pointer "
+                                "when downloaded online (offline they are converted unverified, with a warning)"),
         f"source        hf://{hf['repo']}@{hf['revision']}"
         + ("" if hf.get("revision_pinned", True) else
            f"  (revision not pinned: {hf.get('revision_unpinned_reason', 'unknown').replace('_', ' ')}"
@@ -189,21 +189,24 @@ def _certificate_line(name):
 
 
 def check_cache_command(args):
-    from biozoo.presets import cache_root, check_cache
+    from biozoo.presets.cache import cache_root, check_cache, remove_if_damaged
 
     results = check_cache()
     bad = [r for r in results if r["status"] in ("changed", "missing")]
     if args.remove:
         for result in bad:
-            with FileLock(result["path"] + ".lock"):  # the lock a conversion of this preset holds
-                shutil.rmtree(result["path"])
-            result["removed"] = True
+            if remove_if_damaged(result["path"]):
+                result["removed"] = True
+            else:
+                result["repaired_meanwhile"] = True  # rebuilt (or removed) by another process since the scan
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         if not results:
-            print(f"no presets cached under {cache_root()}")
+            print(f"nothing cached under {cache_root()}")
         for r in results:
             detail = f": {', '.join(r['files'])}" if r["files"] else ""
-            print(f"{r['status']:<10} {r['preset']}{detail}" + ("  (removed)" if r.get("removed") else ""))
+            after = ("  (removed)" if r.get("removed") else
+                     "  (repaired meanwhile)" if r.get("repaired_meanwhile") else "")
+            print(f"{r['status']:<10} {r['section']}/{r['preset']}{detail}{after}")
     return 1 if bad and not args.remove else 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from biozoo.presets.digests import check_source_files
-from biozoo.presets.hub import hf_download
+from biozoo.presets.hub import hf_download, snapshot_commit
 
 
 def aioner_build(entry, repo, revision, archive):
@@ -19,7 +19,8 @@ def aioner_build(entry, repo, revision, archive):
         what = f"Preset '{entry['name']}'"
         source = hf_download(repo, revision, [archive], what)
         provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
-                      "archive": archive, "model_file": entry["task"]["aioner"]["model_file"],
+                      "commit": snapshot_commit(source), "archive": archive,
+                      "model_file": entry["task"]["aioner"]["model_file"],
                       "source_files_verified": check_source_files(source, entry, what)}
         convert_aioner_archive(os.path.join(source, archive), target, entry["task"], entry["name"], provenance)
 

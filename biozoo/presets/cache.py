@@ -16,7 +16,7 @@ import warnings
 from filelock import FileLock
 
 from biozoo import registry
-from biozoo._io import atomic_write_json, sha256_file
+from biozoo._io import atomic_write_json, dead_scratch, remove_stale_scratch, scratch_name, sha256_file
 from biozoo.errors import CacheError, CheckpointError
 from biozoo.preset_files import PROVENANCE_FILE, read_provenance
 from biozoo.presets.handles import safe_key
@@ -48,6 +48,10 @@ def is_complete(preset_dir):
     )
 
 
+# The folders of the cache that `cached` writes entries into (`check_cache` walks each).
+SECTIONS = ("presets", "tokenizers")
+
+
 def cached(key, build, section="presets", outdated=None):
     """The cache directory for `key`, created by `build(target)` under a lock if missing. An
     entry whose files no longer have the digests recorded when it was written (a truncated or
@@ -58,12 +62,15 @@ def cached(key, build, section="presets", outdated=None):
     file); only a file whose size or time differs is read and compared with its digest (`_unchanged`).
     A file damaged with its size and time kept (bit rot, a write that restores the time) is
     found by `biozoo check-cache`, which reads every file."""
+    if section not in SECTIONS:
+        raise ValueError(f"cache section {section!r}: expected one of {', '.join(SECTIONS)}")
     target = os.path.join(cache_root(), section, key)
     if is_complete(target) and _unchanged(target) and not (outdated and outdated(target)):
         return target
     with _writable_cache():
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with FileLock(target + ".lock"):
+            _restore_aside(target)
             if is_complete(target) and _damaged_files(target):
                 warnings.warn(f"the cached preset {target} is damaged ({', '.join(_damaged_files(target))} differ "
                               "from what was written): converting it again", stacklevel=3)
@@ -78,7 +85,7 @@ def cached(key, build, section="presets", outdated=None):
 def _rebuilt(target, build, reason):
     """`target` built again, the outdated entry kept aside until the new one is complete: where
     building fails (offline, the source gone) the outdated entry is used, with a warning."""
-    aside = os.path.join(os.path.dirname(target), f".outdated-{os.path.basename(target)}-{os.getpid()}")
+    aside = scratch_name(target, "outdated")  # a kill from here on leaves it for `_restore_aside`
     os.replace(target, aside)
     try:
         build(target)
@@ -91,6 +98,19 @@ def _rebuilt(target, build, reason):
     shutil.rmtree(aside, ignore_errors=True)
     warnings.warn(f"the cached preset {target} {reason}: converted again", stacklevel=4)
     return target
+
+
+def _restore_aside(target):
+    """Put back the entry a killed process moved aside to rebuild it (`_rebuilt`) when `target` is
+    missing; remove what killed processes left beside it otherwise. Called under the entry's lock."""
+    if not os.path.exists(target):
+        for aside in reversed(dead_scratch(target, ("outdated",))):
+            if is_complete(aside):
+                os.replace(aside, target)
+                warnings.warn(f"the cached preset {target} was being converted again by a process that was killed: "
+                              "the earlier conversion is restored", stacklevel=4)
+                break
+    remove_stale_scratch(target)
 
 
 @contextlib.contextmanager
@@ -194,26 +214,46 @@ def loading(preset_dir):
 
 
 def check_cache(root=None):
-    """Re-check every cached preset's files against the digests recorded when it was written:
-    [{"preset", "status": "ok" | "changed" | "missing" | "unrecorded", "files": [...]}]."""
+    """Re-check every cached entry's files (each section `cached` writes: presets, tokenizers)
+    against the digests recorded when it was written: [{"section", "preset", "path", "status":
+    "ok" | "changed" | "missing" | "unrecorded", "files": [...]}]; an unreadable provenance
+    record is a changed biozoo.json."""
     results = []
-    base = os.path.join(root or cache_root(), "presets")
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))  # .partial-* / .old-*: being written
-        if PROVENANCE_FILE not in filenames or "config.json" not in filenames:
-            continue
-        dirnames[:] = []  # a preset's own subfolders (assets) are its files, not presets
-        recorded = read_provenance(dirpath).get("files_sha256")
-        name = os.path.relpath(dirpath, base)
-        if not recorded:
-            results.append({"preset": name, "path": dirpath, "status": "unrecorded", "files": []})
-            continue
-        changed = [f for f, digest in recorded.items()
-                   if os.path.exists(os.path.join(dirpath, f)) and sha256_file(os.path.join(dirpath, f)) != digest]
-        missing = [f for f in recorded if not os.path.exists(os.path.join(dirpath, f))]
-        status = "changed" if changed else "missing" if missing else "ok"
-        results.append({"preset": name, "path": dirpath, "status": status, "files": changed + missing})
-    return sorted(results, key=lambda r: r["preset"])
+    for section in SECTIONS:
+        base = os.path.join(root or cache_root(), section)
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))  # .partial-* / .old-*: being written
+            if PROVENANCE_FILE not in filenames or "config.json" not in filenames:
+                continue
+            dirnames[:] = []  # a preset's own subfolders (assets) are its files, not presets
+            result = {"section": section, "preset": os.path.relpath(dirpath, base), "path": dirpath}
+            results.append({**result, **_check_entry(dirpath)})
+    return sorted(results, key=lambda r: (r["section"], r["preset"]))
+
+
+def _check_entry(path):
+    """{"status", "files"} of one cached entry (`check_cache`)."""
+    try:
+        recorded = read_provenance(path).get("files_sha256")
+    except CheckpointError:
+        return {"status": "changed", "files": [PROVENANCE_FILE]}
+    if not recorded:
+        return {"status": "unrecorded", "files": []}
+    changed = [f for f, digest in recorded.items()
+               if os.path.exists(os.path.join(path, f)) and sha256_file(os.path.join(path, f)) != digest]
+    missing = [f for f in recorded if not os.path.exists(os.path.join(path, f))]
+    return {"status": "changed" if changed else "missing" if missing else "ok", "files": changed + missing}
+
+
+def remove_if_damaged(path):
+    """Remove the cached entry `path` if, checked again under its lock (a conversion may have
+    rebuilt it since `check_cache` looked), its files still differ from those recorded: True
+    when removed, False when it is now as written (or gone)."""
+    with FileLock(path + ".lock"):  # the lock a conversion of this entry holds
+        if not os.path.isdir(path) or _check_entry(path)["status"] not in ("changed", "missing"):
+            return False
+        shutil.rmtree(path)
+        return True
 
 
 def cached_registry_preset(name):

@@ -11,6 +11,7 @@ from huggingface_hub import HfApi
 from biozoo._io import sha256_file
 from biozoo.errors import CheckpointError
 from biozoo.presets.cache import offline
+from biozoo.presets.hub import snapshot_commit
 
 
 def check_source_files(directory, entry, what):
@@ -23,15 +24,19 @@ def check_source_files(directory, entry, what):
     records = {name: (record, "the registry records") for name, record in hf.get("integrity", {}).items()}
     unrecorded = [name for name in weight_files(entry) if name not in records
                   and os.path.exists(os.path.join(directory, name))]
-    if unrecorded and not offline():
+    revision = snapshot_commit(directory) or hf["revision"]  # the commit downloaded, where a moving one
+    if unrecorded and offline():
+        warnings.warn(f"{what}: {', '.join(unrecorded)} not verified: the registry records no sha256 and, offline, "
+                      "the hub's LFS pointer cannot be read; run once online to check it", stacklevel=2)
+    elif unrecorded:
         try:
-            published = hub_lfs_records(hf["repo"], hf["revision"], unrecorded)
+            published = hub_lfs_records(hf["repo"], revision, unrecorded)
         except Exception as error:  # the hub answered the download but not this: say so, go on
             warnings.warn(f"{what}: {', '.join(unrecorded)} not verified: the registry records no sha256 and the "
                           f"hub's LFS pointer could not be read ({type(error).__name__}: {error})", stacklevel=2)
             published = {}
         for name, record in published.items():
-            records[name] = (record, f"the hub's LFS pointer at {hf['revision']} records")
+            records[name] = (record, f"the hub's LFS pointer at {revision} records")
     checked = {}
     for name, (record, origin) in sorted(records.items()):
         path = os.path.join(directory, name)

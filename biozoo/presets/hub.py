@@ -7,6 +7,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 
 from huggingface_hub import HfApi, constants, get_session, snapshot_download
 from huggingface_hub.errors import LocalEntryNotFoundError
@@ -27,6 +28,34 @@ TOKENIZER_FILES = (
     "added_tokens.json",
     "sentencepiece.bpe.model",
 )
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def is_commit(revision):
+    """Whether `revision` is a full commit sha (pinned: what it names never changes)."""
+    return bool(_COMMIT.fullmatch(revision or ""))
+
+
+def snapshot_commit(directory):
+    """The commit of an HF cache snapshot folder (`.../snapshots/<sha>`, what snapshot_download
+    returns), or None for another folder."""
+    path = os.path.normpath(os.fspath(directory))
+    name = os.path.basename(path)
+    return name if os.path.basename(os.path.dirname(path)) == "snapshots" and is_commit(name) else None
+
+
+def hub_commit(repo, revision):
+    """(the commit the hub's `revision` of `repo` is now, None) from one repo_info request; (None,
+    why) when offline or when the hub does not answer."""
+    if offline():
+        return None, "offline mode is on (" + " and ".join(f"{v}=1" for v in offline_variables()) + ")"
+    handle = f"hf://{repo}@{revision}"
+    try:
+        return _hub_call(handle, lambda: HfApi().repo_info(repo, revision=revision, timeout=hub_timeout())).sha, None
+    except (NetworkError, OfflineError) as error:
+        return None, f"the hub could not be asked: {error}"
 
 
 def hub_timeout():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 
 from biozoo import registry
 from biozoo._io import read_json
@@ -18,7 +19,7 @@ from biozoo.presets.aioner import aioner_build
 from biozoo.presets.cache import cached
 from biozoo.presets.digests import check_source_files
 from biozoo.presets.handles import hf_key, local_key, parse_handle, safe_key
-from biozoo.presets.hub import hf_snapshot, registry_snapshot, registry_source
+from biozoo.presets.hub import hf_snapshot, hub_commit, is_commit, registry_snapshot, registry_source, snapshot_commit
 from biozoo.presets.remote import resolve_remote
 from biozoo.task_kinds import kind_of_hf_class
 
@@ -118,30 +119,73 @@ def _converted_from_another_file(declared):
     return outdated
 
 
+_warned_unchecked = set()  # entries of unpinned revisions already said to be used unchecked
+
+
+def moved_on(repo, revision):
+    """`outdated(directory)` for a cache entry converted from `revision` of `repo` when it is not a
+    commit sha (a branch or tag such as main, which moves): the hub is asked once what commit it
+    is now, and an entry recording another commit is converted again. Offline, or when the hub
+    does not answer, the entry is used, with a warning naming the commit it was converted from.
+    None for a pinned (40-hex) revision: no request is made."""
+    if is_commit(revision):
+        return None
+    answer = []
+
+    def outdated(directory):
+        recorded = read_provenance(directory).get("commit")
+        if not answer:
+            answer.append(hub_commit(repo, revision))
+        current, why = answer[0]
+        if current is None:
+            if (directory, recorded) not in _warned_unchecked:
+                _warned_unchecked.add((directory, recorded))
+                warnings.warn(f"the cached preset {directory} was converted from commit {recorded or '(not recorded)'} "
+                              f"of hf://{repo}@{revision}; {why}, so whether {revision} has moved on since is not "
+                              "known: that conversion is used", stacklevel=5)
+            return None
+        if current != recorded:
+            return (f"was converted from commit {recorded or '(not recorded)'} of hf://{repo}@{revision}, which is "
+                    f"now commit {current}")
+        return None
+
+    return outdated
+
+
+def _either(*checks):
+    """`outdated(directory)`: the first reason one of `checks` (None ones skipped) gives."""
+    checks = [check for check in checks if check is not None]
+    return lambda directory: next((why for why in (check(directory) for check in checks) if why), None)
+
+
 def _directory(form, info, entry, accept):
     if form == "keras_dir":
         return info["path"]
     if form == "registry":
         repo, revision, weights = registry_source(entry)
         if "aioner" in entry.get("task", {}):
-            return cached(safe_key(f"{entry['name']}@{revision}"), aioner_build(entry, repo, revision, weights))
+            return cached(safe_key(f"{entry['name']}@{revision}"), aioner_build(entry, repo, revision, weights),
+                          outdated=moved_on(repo, revision))
 
         def build(target):
             source = registry_snapshot(entry)
             provenance = {"registry_name": entry["name"], "hf_repo": repo, "revision": revision,
+                          "commit": snapshot_commit(source),
                           "source_files_verified": check_source_files(source, entry, f"Preset '{entry['name']}'")}
             _convert(source, entry["tokenizer"], provenance, accept, entry["config"], weights)(target)
 
-        return cached(safe_key(f"{entry['name']}@{revision}"), build, outdated=_converted_from_another_file(weights))
+        return cached(safe_key(f"{entry['name']}@{revision}"), build,
+                      outdated=_either(_converted_from_another_file(weights), moved_on(repo, revision)))
     if form == "hf":
         repo, revision = info["repo"], info["revision"]
         casing = entry["tokenizer"] if entry else None
 
         def build(target):
             source = hf_snapshot(repo, revision)
-            _convert(source, casing, {"hf_repo": repo, "revision": revision}, accept)(target)
+            _convert(source, casing, {"hf_repo": repo, "revision": revision, "commit": snapshot_commit(source)},
+                     accept)(target)
 
-        return cached(hf_key(repo, revision), build)
+        return cached(hf_key(repo, revision), build, outdated=moved_on(repo, revision))
     if form == "hf_dir":
         return cached(local_key(info["path"]), _convert(info["path"], None, {}, accept))
     if form == "remote":

@@ -8,11 +8,11 @@ import os
 
 from biozoo import registry
 from biozoo._io import atomic_directory, atomic_write_json
-from biozoo.preset_files import PROVENANCE_FILE
+from biozoo.preset_files import write_provenance
 from biozoo.presets.cache import cache_root, cached, is_complete
 from biozoo.presets.handles import hf_key, local_key, parse_handle, safe_key
-from biozoo.presets.hub import TOKENIZER_FILES, hf_download, registry_source
-from biozoo.presets.resolve import resolve_preset
+from biozoo.presets.hub import TOKENIZER_FILES, hf_download, registry_source, snapshot_commit
+from biozoo.presets.resolve import moved_on, resolve_preset
 
 
 def resolve_tokenizer_preset(handle):
@@ -35,9 +35,10 @@ def resolve_tokenizer_preset(handle):
 
         def build(target):
             source = hf_download(repo, revision, TOKENIZER_FILES, f"The tokenizer of '{entry['name']}'")
-            _tokenizer_only(source, entry["tokenizer"], entry)(target)
+            _tokenizer_only(source, entry["tokenizer"], entry, {"hf_repo": repo, "revision": revision})(target)
 
-        return cached(safe_key(f"{entry['name']}@{revision}"), build, section="tokenizers")
+        return cached(safe_key(f"{entry['name']}@{revision}"), build, section="tokenizers",
+                      outdated=moved_on(repo, revision))
     if form == "hf":
         repo, revision = info["repo"], info["revision"]
         name = registry.find_by_hf_repo(repo)
@@ -45,13 +46,16 @@ def resolve_tokenizer_preset(handle):
 
         def build(target):
             source = hf_download(repo, revision, TOKENIZER_FILES, f"The tokenizer of hf://{repo}@{revision}")
-            _tokenizer_only(source, casing)(target)
+            _tokenizer_only(source, casing, None, {"hf_repo": repo, "revision": revision})(target)
 
-        return cached(hf_key(repo, revision), build, section="tokenizers")
+        return cached(hf_key(repo, revision), build, section="tokenizers", outdated=moved_on(repo, revision))
     return resolve_preset(handle)  # a remote handle: the whole preset
 
 
-def _tokenizer_only(source_dir, casing, entry=None):
+def _tokenizer_only(source_dir, casing, entry=None, hub=None):
+    """`build(target)`: a tokenizer-only preset of `source_dir`; `hub`: the {"hf_repo", "revision"}
+    it was downloaded from (its commit is recorded)."""
+
     def build(target):
         from biozoo.convert.hf import build_tokenizer, read_hf_config
         from biozoo.models import family_for_model_type
@@ -63,7 +67,9 @@ def _tokenizer_only(source_dir, casing, entry=None):
             tokenizer.save_to_preset(tmp)
             atomic_write_json(os.path.join(tmp, "config.json"),
                               backbone_config(family, config, os.path.join(source_dir, "config.json")))
-            atomic_write_json(os.path.join(tmp, PROVENANCE_FILE), {"format": "hf", "source": source_dir, "tokenizer_only": True})
+            commit = {"commit": snapshot_commit(source_dir)} if hub else {}
+            write_provenance(tmp, {"format": "hf", "source": source_dir, "tokenizer_only": True, **(hub or {}),
+                                   **commit})
 
     return build
 
