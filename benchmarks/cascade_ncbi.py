@@ -103,7 +103,7 @@ def build_random_base(directory):
     return directory
 
 
-def biozoo(*args):
+def run_biozoo(*args):
     done = subprocess.run([sys.executable, "-m", "biozoo", *args], capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"biozoo {' '.join(args)} failed:\n{done.stderr[-3000:]}")
@@ -113,7 +113,7 @@ def biozoo(*args):
 def finetune(preset, output, data, epochs, learning_rate=1e-4):
     if not (Path(output) / "metrics.json").exists():
         started = time.perf_counter()
-        biozoo("finetune", "ner", "--preset", str(preset), "--data", str(data), "--output", str(output),
+        run_biozoo("finetune", "ner", "--preset", str(preset), "--data", str(data), "--output", str(output),
                "--epochs", f"{epochs:g}", "--batch-size", "32", "--learning-rate", f"{learning_rate:g}")
         print(f"fine-tuned {output} in {time.perf_counter() - started:.0f} s", flush=True)
     return str(output)
@@ -166,7 +166,7 @@ def main():
         builders[args.large_kind](large_base)
     large = finetune(large_base, work / f"large-{kind}", data, args.epochs, args.large_learning_rate)
 
-    calibration = json.loads(biozoo("cascade-calibrate", "--small", small, "--large", large, "--data", str(data),
+    calibration = json.loads(run_biozoo("cascade-calibrate", "--small", small, "--large", large, "--data", str(data),
                                     "--split", "dev", "--target", str(args.target),
                                     "--plot", str(work / "calibration.png")).stdout.strip().splitlines()[-1])
     threshold = calibration["threshold"]

@@ -5,7 +5,9 @@ seeds) and training time, against TensorFlow (the anchor) measured in the same r
     .venv/bin/python benchmarks/finetune_backends.py                        # tensorflow, jax; 3 seeds, 1 epoch
     .venv/bin/python benchmarks/finetune_backends.py --backends tensorflow,jax,torch --epochs 3
 
-Each backend runs `biozoo finetune ner --seeds N` in its own process (KERAS_BACKEND set there).
+Each backend runs `biozoo finetune ner --seeds N` in its own process (KERAS_BACKEND set there),
+JAX with a fresh, empty compilation cache (`--keep-jax-cache`: $BIOZOO_CACHE's, as it is; the
+report's `jax_cache_cold` says whether JAX started cold).
 Target: JAX's mean test F1 within 1 point of TensorFlow's; its training time printed as a ratio
 to TensorFlow's.
 """
@@ -20,14 +22,15 @@ import sys
 import tempfile
 
 import numpy as np
-from _shared import minilm
+from _shared import jax_compilation_cache, minilm
 
 
-def run(backend, epochs, seeds, output):
+def run(backend, epochs, seeds, output, keep_jax_cache=False):
     argv = [sys.executable, "-m", "biozoo", "finetune", "ner", "--preset", minilm(), "--data", "ncbi-disease",
             "--epochs", str(epochs), "--seeds", str(seeds), "--output", output]
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    result = subprocess.run(argv, env=env, capture_output=True, text=True)
+    with jax_compilation_cache(keep_jax_cache) as (cache_env, cache):
+        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3", **cache_env}
+        result = subprocess.run(argv, env=env, capture_output=True, text=True)
     if result.returncode:
         raise SystemExit(f"{backend}: {result.stderr[-3000:]}")
     with open(os.path.join(output, "metrics.json"), encoding="utf-8") as f:
@@ -39,7 +42,8 @@ def run(backend, epochs, seeds, output):
             "test_f1_std": round(float(np.std(f1, ddof=1)), 2) if len(f1) > 1 else None,
             "test_f1": [round(x, 2) for x in f1], "micro_batches": runs[0].get("micro_batches"),
             "train_seconds": seconds, "train_seconds_mean": round(sum(seconds) / len(seconds), 1),
-            "examples_per_second": [r["train_examples_per_second"] for r in runs]}
+            "examples_per_second": [r["train_examples_per_second"] for r in runs],
+            **(cache if backend == "jax" else {})}
 
 
 def main():
@@ -47,12 +51,16 @@ def main():
     parser.add_argument("--backends", default="tensorflow,jax")
     parser.add_argument("--epochs", type=float, default=1)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--keep-jax-cache", action="store_true",
+                        help="JAX: use $BIOZOO_CACHE/jax-compilation as it is (default: a fresh, empty one, so "
+                             "that JAX compiles cold as TensorFlow does; the report records which)")
     args = parser.parse_args()
     backends = args.backends.split(",")
     report = {"recipe": "biozoo finetune defaults", "epochs": args.epochs, "seeds": args.seeds}
     with tempfile.TemporaryDirectory(prefix="biozoo-backends-") as scratch:
         for backend in backends:
-            report[backend] = run(backend, args.epochs, args.seeds, os.path.join(scratch, backend))
+            report[backend] = run(backend, args.epochs, args.seeds, os.path.join(scratch, backend),
+                                  args.keep_jax_cache)
             print(json.dumps({backend: report[backend]}), flush=True)
     anchor = report.get("tensorflow")
     if anchor:

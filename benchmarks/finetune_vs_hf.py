@@ -43,10 +43,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from _shared import jax_compilation_cache, minilm, shared_data
+
 import biozoo  # noqa: F401  (first: where triton is installed it must load before TensorFlow)
-
-from _shared import minilm, shared_data
-
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -199,9 +198,10 @@ def hf_re(train, test, labels, markers, hp):
 # ---- biozoo side ----------------------------------------------------------------------------
 
 
-def biozoo_run(kind, data_dir, hp, backend):
+def biozoo_run(kind, data_dir, hp, backend, keep_jax_cache=False):
     """`biozoo finetune` with the recipe under KERAS_BACKEND=`backend`, in its own process: its
-    metrics.json and output folder."""
+    metrics.json, output folder and JAX compilation cache record (a fresh, empty cache unless
+    `keep_jax_cache`: see _shared.jax_compilation_cache; {} for the other backends)."""
     output = tempfile.mkdtemp(prefix=f"biozoo-bench-{kind}-{backend}-")
     argv = [sys.executable, "-m", "biozoo", "finetune", kind, "--preset", minilm(), "--data", str(data_dir),
             "--output", output, "--overwrite", "--epochs", str(hp["epochs"]), "--batch-size", str(hp["batch"]),
@@ -209,12 +209,13 @@ def biozoo_run(kind, data_dir, hp, backend):
             "--warmup-ratio", str(hp["warmup"]), "--weight-decay", str(hp["wd"])]
     if hp["clip"]:
         argv += ["--clip-norm", str(hp["clip"])]
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    result = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=ROOT)
+    with jax_compilation_cache(keep_jax_cache) as (cache_env, cache):
+        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3", **cache_env}
+        result = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=ROOT)
     if result.returncode:
         raise SystemExit(f"biozoo on {backend}: {result.stderr[-3000:]}")
     with open(os.path.join(output, "metrics.json"), encoding="utf-8") as f:
-        return json.load(f), output
+        return json.load(f), output, (cache if backend == "jax" else {})
 
 
 def subset_relation_data(source, n, seed):
@@ -248,6 +249,8 @@ def summary(runs, units, unit_name, backends):
         out[f"{side}_train_seconds"] = round(seconds, 1)
         out[f"{side}_{unit_name}_per_second"] = round(units * len(runs) / seconds, 2)
     for side in sides[:-1]:
+        if any("jax_cache_cold" in r[side] for r in runs):  # one flag per seed: did JAX start from an empty cache
+            out[f"{side}_jax_cache_cold"] = [r[side].get("jax_cache_cold") for r in runs]
         out[f"{side}_f1_difference"] = round(out[f"{side}_test_f1"] - out["transformers_test_f1"], 2)
         out[f"{side}_throughput_ratio"] = round(out["transformers_train_seconds"] / out[f"{side}_train_seconds"], 2)
         if side != "biozoo_tensorflow" and "biozoo_tensorflow" in sides:
@@ -357,13 +360,18 @@ def main():
     parser.add_argument("--seeds", default="42",
                         help="comma list of seeds; both sides run once per seed, and several seeds report "
                         "the mean and sample standard deviation of each side's F1")
+    parser.add_argument("--keep-jax-cache", action="store_true",
+                        help="JAX: use $BIOZOO_CACHE/jax-compilation as it is (default: each biozoo run gets a "
+                        "fresh, empty one, so that its time does not depend on earlier runs; the report records "
+                        "whether each JAX run started cold)")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
     backends = args.backends.split(",")
     hp = {"epochs": args.epochs, "lr": 5e-5, "batch": 32, "max_len": 128, "warmup": 0.1, "wd": 0.01,
           "clip": args.clip_norm or None}
     data = shared_data()
-    report = {"recipe": hp}
+    report = {"recipe": hp, "jax_compilation_cache": "kept ($BIOZOO_CACHE/jax-compilation or "
+              "JAX_COMPILATION_CACHE_DIR)" if args.keep_jax_cache else "fresh and empty for each biozoo run"}
     import torch
 
     report["torch_threads"] = torch.get_num_threads()
@@ -376,8 +384,9 @@ def main():
         print(json.dumps(report, indent=2))
         return
 
-    def scores(values, seconds):
-        return {"f1": values["f1"], "precision": values["precision"], "recall": values["recall"], "seconds": seconds}
+    def scores(values, seconds, cache=None):
+        return {"f1": values["f1"], "precision": values["precision"], "recall": values["recall"], "seconds": seconds,
+                **({"jax_cache_cold": cache["jax_cache_cold"]} if cache else {})}
 
     if "ner" in args.tasks:
         from biozoo.data.ner import find_split, read_ner
@@ -391,8 +400,8 @@ def main():
             seeded = dict(hp, seed=seed)
             run = {"seed": seed}
             for backend in backends:
-                metrics, _ = biozoo_run("ner", folder, seeded, backend)
-                run[f"biozoo_{backend}"] = scores(metrics["test"], metrics["train_seconds"])
+                metrics, _, cache = biozoo_run("ner", folder, seeded, backend, args.keep_jax_cache)
+                run[f"biozoo_{backend}"] = scores(metrics["test"], metrics["train_seconds"], cache)
             hf_seconds, hf_tags = hf_ner(train, test, labels, seeded)
             run["transformers"] = scores(entity_scores([s.tags for s in test], hf_tags), hf_seconds)
             runs.append(run)
@@ -416,8 +425,8 @@ def main():
             seeded = dict(hp, seed=seed)
             run = {"seed": seed}
             for backend in backends:
-                metrics, output = biozoo_run("re", folder, seeded, backend)
-                run[f"biozoo_{backend}"] = scores(metrics["test"], metrics["train_seconds"])
+                metrics, output, cache = biozoo_run("re", folder, seeded, backend, args.keep_jax_cache)
+                run[f"biozoo_{backend}"] = scores(metrics["test"], metrics["train_seconds"], cache)
             markers = resolve(output).task_options["added_tokens"]  # the entity markers biozoo added
             hf_seconds, hf_labels = hf_re(train, test, labels, markers, seeded)
             run["transformers"] = scores(micro_prf([e.label for e in test], hf_labels, "False"), hf_seconds)

@@ -14,7 +14,9 @@ rest as wheels: `tools/device_wheels.sh`).
    entities bfloat16 finds against float32's, and the hours for 36M PubMed abstracts.
 3. `finetune`: NER fine-tuning examples/s at batch 8, 32 and 128 x 128 tokens, bf16 mixed
    precision, biozoo's AdamW with clipping at 1.0 (jitted JAX step), against transformers with
-   fused AdamW, clip_grad_norm_ and bf16 autocast.
+   fused AdamW, clip_grad_norm_ and bf16 autocast; both sides timed alike: the median over 3
+   blocks of --train-steps steps (after an untimed one) of block wall / steps, a biozoo block
+   being one keras fit() call (so its start-up counts), a transformers block plain steps.
 4. `scores` (not in the default parts): `biozoo finetune ner` on JAX, bf16, and transformers with
    bf16 autocast, the same recipe and steps on NCBI-disease from the same MiniLM-L6 weights
    (`--checkpoint`, written here beforehand by `--pack`): dev and test F1 and training time.
@@ -114,6 +116,20 @@ def timed_repeats(step, repeats, sync=lambda: None):
         step()
         sync()
         times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def timed_blocks(block, steps, blocks=3, sync=lambda: None):
+    """Median over `blocks` timed runs of `block()` (`steps` training steps back to back, waited
+    for once at its end) of the block's seconds / `steps`, after one untimed block (compiles)."""
+    block()
+    sync()
+    times = []
+    for _ in range(blocks):
+        start = time.perf_counter()
+        block()
+        sync()
+        times.append((time.perf_counter() - start) / steps)
     return statistics.median(times)
 
 
@@ -660,7 +676,12 @@ def in_workers(annotator, documents, workers, scratch, expected, repeat=4, model
 # ---- 3. fine-tuning -------------------------------------------------------------------------
 
 
-def finetune(shapes, batches, length, steps, scratch, report):
+FINETUNE_STATISTIC = ("seconds per step: median over {blocks} timed blocks of {steps} steps back to back (after one "
+                      "untimed block), each block's wall / {steps}, waited for once at its end; biozoo's block is one "
+                      "keras fit() call of {steps} steps (its start-up included), transformers' {steps} plain steps")
+
+
+def finetune(shapes, batches, length, steps, scratch, report, blocks=3):
     import jax
     import keras
     import torch
@@ -691,10 +712,8 @@ def finetune(shapes, batches, length, steps, scratch, report):
                 keras.Model.fit(task, ((x, labels) for _ in range(count)), steps_per_epoch=count, epochs=1, verbose=0)
                 jax.block_until_ready([variable.value for variable in task.trainable_variables])
 
-            biozoo_steps(2)  # compiles
-            start = time.perf_counter()
-            biozoo_steps(steps)
-            biozoo_seconds = (time.perf_counter() - start) / steps
+            # both sides timed alike (FINETUNE_STATISTIC): blocks of `steps` steps, the first untimed (compiles)
+            biozoo_seconds = timed_blocks(lambda: biozoo_steps(steps), steps, blocks)
 
             hf = transformers.BertForTokenClassification.from_pretrained(model_dir).to(torch_device()).train()
             optimizer = torch.optim.AdamW(hf.parameters(), lr=5e-5, weight_decay=0.01,
@@ -712,12 +731,17 @@ def finetune(shapes, batches, length, steps, scratch, report):
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
 
-            torch_seconds = timed_repeats(torch_step, steps, torch_sync)
+            def torch_steps():
+                for _ in range(steps):
+                    torch_step()
+
+            torch_seconds = timed_blocks(torch_steps, steps, blocks, torch_sync)
             rows[batch] = {"biozoo_examples_per_second": round(batch / biozoo_seconds, 1),
                            "transformers_examples_per_second": round(batch / torch_seconds, 1),
                            "ratio": round(torch_seconds / biozoo_seconds, 2)}
             # each batch size as it is measured (a run stopped at its time limit keeps what it had)
             log({f"finetune_{name}": {"length": length, "bf16": True, "clip_norm": 1.0,
+                                      "statistic": FINETUNE_STATISTIC.format(blocks=blocks, steps=steps),
                                       "xla_flags": os.environ.get("XLA_FLAGS", ""), "by_batch": rows}}, report)
             task = hf = optimizer = None  # the next batch size starts with free GPU memory
 
@@ -861,7 +885,9 @@ def finetune_scores(packed, scratch, report, epochs=3, batch=32, seed=1, limit=N
                          "train_examples_per_second": round(epochs * len(train) / transformers_seconds, 1)},
         "dev_f1_difference": round(biozoo_side["dev_f1"] - scores["dev_f1"], 2),
         "test_f1_difference": round(biozoo_side["test_f1"] - scores["test_f1"], 2),
-        "train_time_ratio": round(transformers_seconds / biozoo_side["train_seconds"], 2)}}, report)
+        # transformers' seconds / biozoo's, a speed ratio (> 1: biozoo faster); `train_time_ratio` in reports before
+        # 2026-11-29 (results/gpu_h100_2026-11-2*.json), the same quotient
+        "speed_ratio": round(transformers_seconds / biozoo_side["train_seconds"], 2)}}, report)
 
 
 def device_description():

@@ -17,9 +17,15 @@ measured in this run (tf.linalg.matmul, largest of 1024-4096 squared), and the i
 certificates (F1 drop on NCBI-disease test) of MiniLM and of a Bioformer-8L-shaped model
 (random init, fine-tuned briefly).
 
-    .venv/bin/python benchmarks/serving_ladder.py [--work DIR] [--threads 2] [--skip-certificates]
+    .venv/bin/python benchmarks/serving_ladder.py [--work DIR] [--threads 2] [--skip-certificates] [--rows KEYS]
 
-Fine-tuned models are kept in --work (default runs/serving_ladder) and reused.
+Fine-tuned models are kept in --work (default runs/serving_ladder) and reused. Each row's
+measure starts with one full untimed pass over the test set at batch 32 and one at batch 1, so
+that tracing and compiling (every length bucket, every batch shape) stay out of the timings.
+`--rows float32,float32-xla` runs only those rows (keys or full names, see ROW_KEYS) and the
+transformers eager anchor, skipping the GFLOP/s analysis, the targets and the certificates;
+the ratio to ONNX Runtime fp32 is printed only when that row (key hf-ort-fp32, which needs the
+`onnx` and `bench` extras) is among them.
 """
 
 from __future__ import annotations
@@ -41,6 +47,39 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._shared import ROOT, minilm, shared_data  # noqa: E402
 
 BATCH = 32
+# --rows keys -> row names (OpenVINO's fp32 name carries its version: matched by key only)
+ROW_KEYS = {
+    "hf-eager": "transformers (PyTorch eager)",
+    "hf-ort-fp32": "ONNX Runtime fp32 (transformers' model)",
+    "hf-ort-int8": "ONNX Runtime int8 (transformers' model)",
+    "openvino-fp32": "OpenVINO fp32",
+    "openvino-int8": "OpenVINO int8 (the int8 ONNX)",
+    "float32": "biozoo float32",
+    "float32-xla": "biozoo float32 + XLA",
+    "bfloat16": "biozoo bfloat16",
+    "int8": "biozoo int8 (LiteRT dynamic-range)",
+    "onnx-fp32": "biozoo ONNX export on ONNX Runtime fp32",
+    "onnx-int8": "biozoo ONNX export on ONNX Runtime int8",
+    "litert-fp32": "biozoo LiteRT export fp32",
+    "litert-int8": "biozoo LiteRT export int8",
+}
+ANCHOR = "hf-eager"  # every run has it: the "x transformers eager" column
+ORT_ANCHOR = "hf-ort-fp32"  # the "x ONNX Runtime fp32" column, when run (optional extras)
+
+
+def selected_rows(text):
+    """The row keys `--rows` names (keys or full names, comma-separated), with the eager anchor;
+    every row when `text` is None."""
+    if text is None:
+        return set(ROW_KEYS)
+    by_name = {name.lower(): key for key, name in ROW_KEYS.items()}
+    keys = {ANCHOR}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key = item if item in ROW_KEYS else by_name.get(item.lower())
+        if key is None:
+            raise SystemExit(f"--rows: unknown row {item!r}; the keys: {', '.join(ROW_KEYS)}")
+        keys.add(key)
+    return keys
 
 
 def run(command):
@@ -69,16 +108,17 @@ def entity_f1(gold, predicted):
 
 
 class Row:
-    def __init__(self, name, tag, note=""):
+    def __init__(self, name, tag, note="", check=None):
         self.name, self.tag, self.note = name, tag, note  # tag(list of word lists, batch) -> tags
+        self.check = check  # called after the timings: raises if the row did not run what its name says
 
     def measure(self, sentences, gold):
-        self.tag(sentences[:BATCH], BATCH)  # warm
+        self.tag(sentences, BATCH)  # warm: one full untimed pass, so that every length bucket is traced/compiled
         start = time.perf_counter()
         tags = self.tag(sentences, BATCH)
         self.rate = len(sentences) / (time.perf_counter() - start)
         self.f1 = entity_f1(gold, tags)
-        for words in sentences[:8]:  # warm batch-1 shapes
+        for words in sentences:  # warm batch 1: one full untimed pass (every sentence length)
             self.tag([words], 1)
         latencies = []
         for words in sentences:
@@ -86,6 +126,8 @@ class Row:
             self.tag([words], 1)
             latencies.append(time.perf_counter() - start)
         self.p50, self.p99 = (1000 * float(q) for q in np.percentile(latencies, [50, 99]))
+        if self.check is not None:
+            self.check()
         print(f"  {self.name}: {self.rate:.1f} sentences/s, p50 {self.p50:.1f} ms, F1 {self.f1:.2f}", flush=True)
         return self
 
@@ -102,12 +144,10 @@ def first_piece_tags(enc, logits, labels, count):
     return tags
 
 
-def hf_rows(hf_dir, labels, work, threads):
-    """transformers eager, and ONNX Runtime / OpenVINO on its torch.onnx export."""
-    import onnxruntime
-    import torch
+def hf_rows(hf_dir, labels, work, threads, wanted):
+    """transformers eager, and ONNX Runtime / OpenVINO on its torch.onnx export: the rows whose
+    keys are in `wanted`."""
     import transformers
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
     model = transformers.AutoModelForTokenClassification.from_pretrained(hf_dir).eval()
@@ -125,7 +165,12 @@ def hf_rows(hf_dir, labels, work, threads):
                 tags += first_piece_tags(enc, logits, labels, len(sentences[i:i + batch]))
         return tags
 
-    rows = [Row("transformers (PyTorch eager)", eager)]
+    rows = [Row(ROW_KEYS["hf-eager"], eager)]
+    if not wanted & {"hf-ort-fp32", "hf-ort-int8", "openvino-fp32", "openvino-int8"}:
+        return rows
+    import onnxruntime
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
     onnx_path = work / "hf-onnx" / "model.onnx"
     if not onnx_path.exists():
         onnx_path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,8 +202,12 @@ def hf_rows(hf_dir, labels, work, threads):
 
         return tag
 
-    rows += [Row("ONNX Runtime fp32 (transformers' model)", ort_tagger(onnx_path)),
-             Row("ONNX Runtime int8 (transformers' model)", ort_tagger(onnx_path.with_suffix(".int8.onnx")))]
+    if "hf-ort-fp32" in wanted:
+        rows.append(Row(ROW_KEYS["hf-ort-fp32"], ort_tagger(onnx_path)))
+    if "hf-ort-int8" in wanted:
+        rows.append(Row(ROW_KEYS["hf-ort-int8"], ort_tagger(onnx_path.with_suffix(".int8.onnx"))))
+    if not wanted & {"openvino-fp32", "openvino-int8"}:
+        return rows
     try:
         import openvino
     except ImportError:
@@ -180,20 +229,33 @@ def hf_rows(hf_dir, labels, work, threads):
 
         return tag
 
-    rows.append(Row(f"OpenVINO {openvino.__version__.split('-')[0]} fp32", ov_tagger(onnx_path)))
-    rows.append(Row("OpenVINO int8 (the int8 ONNX)", ov_tagger(onnx_path.with_suffix(".int8.onnx"))))
+    if "openvino-fp32" in wanted:
+        rows.append(Row(f"OpenVINO {openvino.__version__.split('-')[0]} fp32", ov_tagger(onnx_path)))
+    if "openvino-int8" in wanted:
+        rows.append(Row(ROW_KEYS["openvino-int8"], ov_tagger(onnx_path.with_suffix(".int8.onnx"))))
     return rows
 
 
-def biozoo_rows(model_dir, work):
-    from biozoo.export.ids_models import export_ids_model
-    from biozoo.export.onnx import OnnxRunner
-    from biozoo.tasks.inference import predicting_with
-    from biozoo.tasks.tf_inference import LiteRtRunner
+def jit_compile_of(task):
+    """Whether `task`'s compiled predict function (a tf.function) compiles with XLA."""
+    return getattr(getattr(task, "_compiled_predict", None), "_jit_compile", None)
+
+
+def biozoo_rows(model_dir, work, wanted):
+    """biozoo's rows whose keys are in `wanted`, and the float32 task (None when not run)."""
+    from biozoo.tasks.inference import compiled_predict, predicting_with
 
     def task_tagger(precision, xla=False, runner=None):
         os.environ["BIOZOO_XLA"] = "on" if xla else "off"
-        task = biozoo.TokenClassifier.from_preset(str(model_dir), precision=precision)
+        try:
+            task = biozoo.TokenClassifier.from_preset(str(model_dir), precision=precision)
+            if runner is None:
+                # the predict function is a tf.function whose jit_compile is read from BIOZOO_XLA when it is built:
+                # build it now, while the variable holds this row's choice (left alone, the first predict_tags
+                # would build it at measure time, under whatever the variable says then)
+                compiled_predict(task)
+        finally:
+            os.environ["BIOZOO_XLA"] = "off"
 
         def tag(sentences, batch):
             if runner is None:
@@ -203,26 +265,42 @@ def biozoo_rows(model_dir, work):
 
         return task, tag
 
-    rows = []
-    for name, precision, xla in (("biozoo float32", "float32", False), ("biozoo float32 + XLA", "float32", True),
-                                 ("biozoo bfloat16", "bfloat16", False), ("biozoo int8 (LiteRT dynamic-range)", "int8", False)):
+    def expect_jit(task, name, expected):
+        def check():
+            if jit_compile_of(task) is not expected:
+                raise AssertionError(f"{name}: the predict function it timed has jit_compile {jit_compile_of(task)}, "
+                                     f"not {expected}")
+        check()  # as built
+        return check  # and after the timings (Row.measure): the function the row timed
+
+    rows, float32_task = [], None
+    for key, precision, xla in (("float32", "float32", False), ("float32-xla", "float32", True),
+                                ("bfloat16", "bfloat16", False), ("int8", "int8", False)):
+        if key not in wanted:
+            continue
+        name = ROW_KEYS[key]
         task, tag = task_tagger(precision, xla)
-        if xla:
-            rows.append(Row(name, tag, "XLA: every new batch shape compiles (batch 1: each sentence length)"))
-        else:
-            rows.append(Row(name, tag))
-        if name == "biozoo float32":
+        check = expect_jit(task, name, xla) if precision != "int8" else None  # int8 runs on LiteRT, no tf.function
+        note = "XLA: every new batch shape compiles, in the untimed warm-up passes (batch 1: each length)" if xla else ""
+        rows.append(Row(name, tag, note, check))
+        if key == "float32":
             float32_task = task
-    os.environ["BIOZOO_XLA"] = "off"
-    for fmt, quantize in (("onnx", None), ("onnx", "int8"), ("litert", None), ("litert", "int8")):
+    exports = [(f"{fmt}-{quantize or 'fp32'}", fmt, quantize)
+               for fmt, quantize in (("onnx", None), ("onnx", "int8"), ("litert", None), ("litert", "int8"))]
+    if any(key in wanted for key, _, _ in exports):
+        from biozoo.export.ids_models import export_ids_model
+        from biozoo.export.onnx import OnnxRunner
+        from biozoo.tasks.tf_inference import LiteRtRunner
+    for key, fmt, quantize in exports:
+        if key not in wanted:
+            continue
         out = work / f"export-{fmt}-{quantize or 'float32'}"
         if not (out / "certificate.json").exists():
             export_ids_model(fmt, out, model=str(model_dir), quantize=quantize)
         blob = (out / ("model.onnx" if fmt == "onnx" else "model.tflite")).read_bytes()
         runner = OnnxRunner(blob) if fmt == "onnx" else LiteRtRunner(blob)
         _, tag = task_tagger("float32", runner=runner)
-        label = {"onnx": "biozoo ONNX export on ONNX Runtime", "litert": "biozoo LiteRT export"}[fmt]
-        rows.append(Row(f"{label} {quantize or 'fp32'}", tag))
+        rows.append(Row(ROW_KEYS[key], tag))
     return rows, float32_task
 
 
@@ -288,7 +366,7 @@ def model_gflops(task, sentences, runner=None):
         return out
 
     with predicting_with(task, timed):
-        task.predict_tags(sentences[:BATCH], batch_size=BATCH)
+        task.predict_tags(sentences, batch_size=BATCH)  # warm: one full untimed pass
         spent[0] = flops[0] = 0.0
         shapes.clear()
         start = time.perf_counter()
@@ -339,9 +417,12 @@ def main():
     parser.add_argument("--work", default=str(ROOT / "runs" / "serving_ladder"))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-certificates", action="store_true")
+    parser.add_argument("--rows", default=None,
+                        help="comma-separated row keys or names (" + ", ".join(ROW_KEYS) + "): only those rows and "
+                        "the transformers eager anchor; skips the GFLOP/s analysis, targets and certificates")
     args = parser.parse_args()
+    wanted = selected_rows(args.rows)
     import tensorflow as tf
-    import torch
 
     torch.set_num_threads(args.threads)
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -358,22 +439,26 @@ def main():
     print(f"NCBI-disease test: {len(sentences)} sentences, {sum(map(len, sentences))} words; {args.threads} threads; "
           f"batch {BATCH} for throughput, 1 for latency", flush=True)
 
-    rows = hf_rows(hf_dir, labels, work, args.threads)
-    ours, float32_task = biozoo_rows(model_dir, work)
+    rows = hf_rows(hf_dir, labels, work, args.threads, wanted)
+    ours, float32_task = biozoo_rows(model_dir, work, wanted)
     rows += ours
     for row in rows:
         row.measure(sentences, gold)
-    eager = rows[0].rate
-    ort = next(r.rate for r in rows if r.name.startswith("ONNX Runtime fp32"))
+    eager = next(r.rate for r in rows if r.name == ROW_KEYS[ANCHOR])
+    ort = next((r.rate for r in rows if r.name == ROW_KEYS[ORT_ANCHOR]), None)
+    ort_header, ort_rule = (" x ONNX Runtime fp32 |", "---:|") if ort else ("", "")
     print("\n| path | sentences/s (batch 32) | p50 ms (batch 1) | p99 ms (batch 1) | entity F1 | x transformers eager "
-          "| x ONNX Runtime fp32 |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+          f"|{ort_header}")
+    print(f"|---|---:|---:|---:|---:|---:|{ort_rule}")
     for row in rows:
-        print(f"| {row.name} | {row.rate:.1f} | {row.p50:.1f} | {row.p99:.1f} | {row.f1:.2f} | {row.rate / eager:.2f} | "
-              f"{row.rate / ort:.2f} |")
+        print(f"| {row.name} | {row.rate:.1f} | {row.p50:.1f} | {row.p99:.1f} | {row.f1:.2f} | {row.rate / eager:.2f} |"
+              + (f" {row.rate / ort:.2f} |" if ort else ""))
     for row in rows:
         if row.note:
             print(f"note: {row.name}: {row.note}")
+    if wanted != set(ROW_KEYS):
+        print(f"--rows: {len(rows)} of the ladder's rows; no GFLOP/s analysis, targets or certificates")
+        return
 
     by_name = {row.name: row for row in rows}
     float32_paths = [r for r in rows if r.name.startswith("biozoo") and "int8" not in r.name and "bfloat16" not in r.name]
