@@ -15,6 +15,7 @@ import pytest
 
 from biozoo import presets, registry
 from biozoo.errors import CheckpointError
+from biozoo.testing.mirrors import send_json
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "biobert_v1_1"
@@ -39,12 +40,7 @@ class _PathsInfo(http.server.BaseHTTPRequestHandler):
             return
         answer = [{"type": "file", "path": p, "size": 134, "oid": "0" * 40,
                    "lfs": {"oid": files[p][0], "size": files[p][1], "pointerSize": 134}} for p in asked if p in files]
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, answer)
 
     def log_message(self, *args):
         pass

@@ -26,6 +26,7 @@ from biozoo.errors import NetworkError, OfflineError
 from biozoo.preset_files import read_provenance
 from biozoo.presets.handles import hf_key
 from biozoo.presets.remote import resolve_remote
+from biozoo.testing.mirrors import send_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -571,12 +572,7 @@ class _MovingHub(http.server.BaseHTTPRequestHandler):
         else:
             self.send_error(404)
             return
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, body)
 
     def log_message(self, *args):
         pass

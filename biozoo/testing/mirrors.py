@@ -10,6 +10,16 @@ from biozoo import registry
 from biozoo.testing.checkpoints import make_model, populate_hf_cache, save_hf_directory
 
 
+def send_json(handler, body, status=200):
+    """Answer an `http.server` request with `body` as JSON (the fake hubs of the tests)."""
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 def offline_registry_mirror(monkeypatch, directory, name, model=None):
     """An offline HF cache under `directory` holding registry checkpoint `name` as the small
     `model` (default: a random tiny BERT) at the entry's pinned revision, with the entry made to
