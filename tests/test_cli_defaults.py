@@ -80,3 +80,18 @@ def test_the_check_can_fail():
     from biozoo.train.hyperparameters import Hyperparameters
 
     assert differences(Hyperparameters(seed=1), Hyperparameters()) == {"seed": (1, 42)}
+
+
+def test_finetune_defaults_are_the_documented_recipe():
+    """The values themselves, as the README's defaults table states them (batch 8, 5e-5, 3 epochs,
+    10 % warmup, weight decay 0.01, clipping at 1.0, AdamW, seed 42; the length the task kind's),
+    and as `--help` shows them: a default changed in the one place both read fails here."""
+    from biozoo._commands.tasks import finetune_hyperparameters
+
+    hp = finetune_hyperparameters(parse("finetune", "ner", "--preset", "p", "--data", "d", "--output", "o"))
+    got = (hp.epochs, hp.batch_size, hp.learning_rate, hp.max_seq_length, hp.seed, hp.warmup_ratio,
+           hp.weight_decay, hp.clip_norm, hp.optimizer)
+    assert got == (3.0, 8, 5e-5, None, 42, 0.1, 0.01, 1.0, "adamw")
+    shown = " ".join(build_parser()._subparsers._group_actions[0].choices["finetune"].format_help().split())
+    for text in ("default 3 (or the --recipe's)", "default 8, as the HF Trainer", "default 5e-05, or the --recipe's"):
+        assert text in shown, text

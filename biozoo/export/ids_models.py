@@ -23,8 +23,8 @@ import os
 import keras
 import numpy as np
 
-from biozoo import Tokenizer, from_preset
 from biozoo._io import atomic_directory, atomic_write_json, atomic_write_text, check_output, read_json
+from biozoo.api import Tokenizer, from_preset
 from biozoo.errors import BiozooError
 from biozoo.export.certificate import ACCURACY_CERTIFICATE_FILE, TOLERANCE, make_certificate
 from biozoo.export.formats import IDS_FORMATS, OPSET, QUANTIZATIONS

@@ -250,6 +250,8 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
     `overwrite` starts again: an earlier OUTPUT, finished or not, is removed first."""
     check_hyperparameters(hp)
     check_seeds_output(output, overwrite, [preset, data_dir])
+    if hp.max_seq_length is None:  # recorded as the length it is, so a rerun that names it resumes
+        hp = dataclasses.replace(hp, max_seq_length=default_sequence_length(kind, presets.resolve_preset(preset), log))
     settings = json.loads(json.dumps(resume_settings(hp, task=kind, preset=str(preset), data=_where(data_dir),
                                                      task_options=dict(task_options or {})), default=str))
     resuming = not overwrite and _unfinished_seeds(output)

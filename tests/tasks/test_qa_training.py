@@ -131,6 +131,20 @@ def test_a_saved_stride_that_cannot_overlap_warns_at_inference_and_steps_as_the_
     assert got.spans == expected.spans
 
 
+def test_finetuning_a_model_saved_with_a_stride_too_long_for_the_new_length_takes_the_default(tmp_path,
+                                                                                               tiny_bert_real_vocab):
+    """`biozoo finetune` has no --doc-stride: a QA preset saved with 128 (the old default) is
+    trained further at 64 with the default step, and says so, instead of being refused."""
+    task = biozoo.QuestionAnswerer.from_preset(str(tiny_bert_real_vocab))
+    task.preprocessor.doc_stride = 128
+    task.save_to_preset(str(tmp_path / "old"))
+    with pytest.warns(DataWarning, match="doc_stride 128 leaves no overlap between windows at --max-seq-length 64"):
+        rebuilt = QuestionAnsweringAdapter().build_task(str(tmp_path / "old"), {}, Hyperparameters(max_seq_length=64))
+    assert rebuilt.preprocessor.doc_stride is None and rebuilt.preprocessor.sequence_length == 64
+    kept = QuestionAnsweringAdapter().build_task(str(tmp_path / "old"), {}, Hyperparameters(max_seq_length=384))
+    assert kept.preprocessor.doc_stride == 128
+
+
 def squad_file(path, qas_per_paragraph, version="1.1"):
     paragraphs = [{"context": context, "qas": qas} for context, qas in qas_per_paragraph]
     path.write_text(json.dumps({"version": version, "data": [{"title": "t", "paragraphs": paragraphs}]}))

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
 from biozoo.data.pipeline import model_input_batches
 from biozoo.data.qa import read_squad
-from biozoo.errors import DataFormatError
+from biozoo.errors import DataFormatError, DataWarning
 from biozoo.metrics.bioasq import snippet_factoid_scores
 from biozoo.metrics.squad import answer_scores
 from biozoo.task_kinds import task_kind
@@ -36,8 +37,17 @@ class QuestionAnsweringAdapter(TaskAdapter):
                            train_reader=functools.partial(read_squad, unique_ids=False, answers_required=True))
 
     def build_task(self, preset, splits, hp):
+        """The preset's QA task at `hp.max_seq_length`; a saved `doc_stride` that some question's
+        windows could not overlap with (128, the default before None, at a short length) gives
+        way to the default step, as `biozoo finetune` has no option to set it."""
         task = self.task_cls.from_preset(preset)
-        task.preprocessor.sequence_length = hp.max_seq_length
+        pre = task.preprocessor
+        pre.sequence_length = hp.max_seq_length
+        if pre.doc_stride is not None and pre.doc_stride >= hp.max_seq_length - pre.max_query_length - 3:
+            warnings.warn(f"{preset}: its doc_stride {pre.doc_stride} leaves no overlap between windows at "
+                          f"--max-seq-length {hp.max_seq_length}: windows step min(128, half a window) instead",
+                          DataWarning, stacklevel=2)
+            pre.doc_stride = None
         if self.version == "auto":
             impossible = any(e.is_impossible for examples in splits.values() for e in examples)
             self.version = "2.0" if impossible else "1.1"
