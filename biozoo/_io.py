@@ -343,14 +343,15 @@ def read_text(path, error_class):
         return decode_utf8(f.read(), path, error_class)
 
 
-def read_json(path, what="file", error_class=None, allow_nan=False):
+def read_json(path, what="file", error_class=None, allow_nan=True):
     """Parse a JSON file (gzip when named .gz); errors name the file (and line/column for syntax
     errors, the line of bytes that are not UTF-8).
 
     `error_class`: what a malformed file raises; `CheckpointError` (checkpoints, presets)
     unless a reader of data or predictions passes `DataFormatError`. A missing file raises
-    `FileNotFoundError`. NaN, Infinity and floats too large to hold are refused unless
-    `allow_nan` (a results file biozoo wrote may hold a NaN score)."""
+    `FileNotFoundError`. With `allow_nan=False` (the configs of checkpoints biozoo converts),
+    NaN, Infinity and floats too large to hold are refused; a results file biozoo wrote may hold
+    a NaN score."""
     error_class = error_class or CheckpointError
     try:
         text = remote_files(path).read_text(path) if is_remote(path) else read_text(path, error_class)

@@ -44,7 +44,7 @@ def _load_json(path, what):
     path = _local(path, what)
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
-    return read_json(path, what, DataFormatError, allow_nan=True)
+    return read_json(path, what, DataFormatError)
 
 
 def _read_lines(path, what):

@@ -110,7 +110,7 @@ class Cell:
         path = os.path.join(self.directory, METRICS_FILE)
         if not os.path.isfile(path):
             return None
-        differs = settings_differ(read_json(path, "cell metrics", error_class=ValueError, allow_nan=True), dataclasses.asdict(self))
+        differs = settings_differ(read_json(path, "cell metrics", error_class=ValueError), dataclasses.asdict(self))
         return f"{path} was trained with {differs}" if differs else None
 
     def command(self):

@@ -36,7 +36,7 @@ def mean_sd(values):
 
 
 def _read(path):
-    return read_json(path, "benchmark file", error_class=ValueError, allow_nan=True)
+    return read_json(path, "benchmark file", error_class=ValueError)
 
 
 def settings_differ(metrics, cell):

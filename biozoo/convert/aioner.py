@@ -144,7 +144,7 @@ def convert_aioner(h5_path, base_dir, out_dir, label_names, decoder, lowercase, 
     embedding = next((a for n, a in tensors.items() if re.search(r"word_embeddings/weight(:\d+)?$", n)), None)
     if embedding is None:
         raise CheckpointError(f"{h5_path}: no word_embeddings tensor; not an AIONER (TFBertModel) .h5.")
-    config = dict(read_json(os.path.join(base_dir, "config.json"), "base model config"))
+    config = dict(read_json(os.path.join(base_dir, "config.json"), "base model config", allow_nan=False))
     tokenizer = wordpiece_tokenizer(family, os.path.join(base_dir, "vocab.txt"), lowercase=lowercase)
     base_size = tokenizer.vocabulary_size()
     if embedding.shape[0] != base_size + len(MARKER_TOKENS):

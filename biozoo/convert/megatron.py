@@ -187,7 +187,7 @@ def _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercas
     if yaml_config:
         hf_config.update(_config_from_yaml(yaml_config, f"{path} (model_config.yaml)"))
     if config:
-        hf_config.update(_config_from_yaml(config) if config.endswith((".yaml", ".yml")) else read_json(config, "config"))
+        hf_config.update(_config_from_yaml(config) if config.endswith((".yaml", ".yml")) else read_json(config, "config", allow_nan=False))
     unreadable = [value for value in hf_config.values() if isinstance(value, _Unreadable)]
     if unreadable:
         raise CheckpointError(unreadable[0])

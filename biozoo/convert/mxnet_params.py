@@ -510,7 +510,7 @@ def read_gluon_vocab(path) -> List[str]:
     special token must be one of ``all_tokens``.
     """
     try:
-        data = read_json(path, "GluonNLP vocab")
+        data = read_json(path, "GluonNLP vocab", allow_nan=False)
     except FileNotFoundError as exc:
         raise _err(path, f"cannot open: {exc}") from None
     if not isinstance(data, dict) or "all_tokens" not in data:

@@ -242,7 +242,7 @@ def find_weight_files(directory, declared=None):
 
 def _shard_paths(directory, index_path):
     """The shard files a shard index names, each a relative path inside `directory`."""
-    index = read_json(index_path, "shard index")
+    index = read_json(index_path, "shard index", allow_nan=False)
     if not isinstance(index, dict) or not isinstance(index.get("weight_map"), dict):
         raise CheckpointError(f"{index_path}: unreadable shard index (no 'weight_map' mapping).")
     values = list(index["weight_map"].values())

@@ -181,7 +181,7 @@ def aggregate_factoid(nbest_by_qid, top_k: int = 5) -> dict:
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive number of answers, got {top_k!r}")
     if isinstance(nbest_by_qid, (str, Path)):
-        nbest_by_qid = read_json(nbest_by_qid, "n-best predictions", DataFormatError, allow_nan=True)
+        nbest_by_qid = read_json(nbest_by_qid, "n-best predictions", DataFormatError)
     if not isinstance(nbest_by_qid, dict):
         raise ValueError("n-best predictions must be a dict {question id: [entries]}")
     groups: dict[str, list] = {}

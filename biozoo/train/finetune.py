@@ -232,7 +232,7 @@ def _unfinished_seeds(output):
 
 
 def _check_same_seeds_run(output, settings):
-    before = read_json(os.path.join(output, SEEDS_FILE), "a --seeds run's settings", allow_nan=True)
+    before = read_json(os.path.join(output, SEEDS_FILE), "a --seeds run's settings")
     changed = [key for key in sorted(before.keys() | settings.keys()) if before.get(key) != settings.get(key)]
     if changed:
         raise CheckpointError(
@@ -273,7 +273,7 @@ def run_seeds(kind, preset, data_dir, output, hp, seeds, task_options=None, verb
         seed_dir = os.path.join(output, f"seed-{seeded.seed}")
         if resuming and not several_hosts and os.path.isfile(os.path.join(seed_dir, METRICS_FILE)):
             log(f"seed {seeded.seed} ({offset + 1} of {seeds}): finished earlier, read from {seed_dir}")
-            runs.append(read_json(os.path.join(seed_dir, METRICS_FILE), "a seed's metrics", allow_nan=True))
+            runs.append(read_json(os.path.join(seed_dir, METRICS_FILE), "a seed's metrics"))
             continue
         log(f"seed {seeded.seed} ({offset + 1} of {seeds})")
         runs.append(run_finetune(kind, preset, data_dir, seed_dir, seeded, task_options, verbose, log, strategy,

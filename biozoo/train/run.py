@@ -167,7 +167,7 @@ def check_resume_settings(checkpoint_dir, settings, write=True):
     else:
         listed = os.listdir(checkpoint_dir) if os.path.isdir(checkpoint_dir) else []
     if RESUME_SETTINGS_FILE in listed:
-        before = read_json(path, "checkpoint settings", allow_nan=True)
+        before = read_json(path, "checkpoint settings")
         changed = [key for key in sorted(before.keys() | settings.keys()) if before.get(key) != settings.get(key)]
         if changed and len(listed) > 1:  # checkpoints beside it
             raise CheckpointError(

@@ -175,12 +175,22 @@ def test_a_json_file_python_cannot_hold_is_named(tmp_path, case):
     text, message = BAD_JSON[case]
     (tmp_path / "config.json").write_bytes(text)
     with pytest.raises(DataFormatError, match=rf"config\.json: invalid JSON in model config \({message}"):
-        read_json(tmp_path / "config.json", "model config", DataFormatError)
+        read_json(tmp_path / "config.json", "model config", DataFormatError, allow_nan=False)
 
 
-def test_a_results_file_may_hold_nan_where_asked(tmp_path):
+def test_a_results_file_may_hold_nan(tmp_path):
+    """biozoo's own results (json.dumps' defaults) may hold a NaN score: read by default."""
     (tmp_path / "metrics.json").write_text('{"f1": NaN}')
-    assert np.isnan(read_json(tmp_path / "metrics.json", "metrics", allow_nan=True)["f1"])
+    assert np.isnan(read_json(tmp_path / "metrics.json", "metrics")["f1"])
+
+
+def test_a_checkpoint_config_with_nan_is_refused_naming_it(tmp_path):
+    """A HuggingFace config.json is read with allow_nan=False by the converter."""
+    from biozoo.convert.hf import read_hf_config
+
+    (tmp_path / "config.json").write_text('{"model_type": "bert", "layer_norm_eps": NaN}')
+    with pytest.raises(CheckpointError, match=r"config\.json: invalid JSON in model config \(NaN is not a finite"):
+        read_hf_config(tmp_path)
 
 
 @pytest.mark.parametrize("case", sorted(BAD_JSON))
