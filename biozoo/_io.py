@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import http.client
 import json
+import math
 import os
 import re
 import shutil
@@ -342,21 +343,54 @@ def read_text(path, error_class):
         return decode_utf8(f.read(), path, error_class)
 
 
-def read_json(path, what="file", error_class=None):
+def read_json(path, what="file", error_class=None, allow_nan=True):
     """Parse a JSON file (gzip when named .gz); errors name the file (and line/column for syntax
     errors, the line of bytes that are not UTF-8).
 
     `error_class`: what a malformed file raises; `CheckpointError` (checkpoints, presets)
     unless a reader of data or predictions passes `DataFormatError`. A missing file raises
-    `FileNotFoundError`."""
+    `FileNotFoundError`. With `allow_nan=False` (the configs of checkpoints biozoo converts),
+    NaN, Infinity and floats too large to hold are refused; a results file biozoo wrote may hold
+    a NaN score."""
     error_class = error_class or CheckpointError
     try:
-        if is_remote(path):
-            return json.loads(remote_files(path).read_text(path))
-        return json.loads(read_text(path, error_class))
+        text = remote_files(path).read_text(path) if is_remote(path) else read_text(path, error_class)
     except FileNotFoundError:
         raise
-    except json.JSONDecodeError as error:
-        raise error_class(f"{path}: invalid JSON in {what} (line {error.lineno}, column {error.colno}: {error.msg}).") from None
     except (OSError, UnicodeDecodeError) as error:
         raise error_class(f"{path}: unreadable {what} ({error}).") from None
+    try:
+        return loads_json(text, allow_nan)
+    except json.JSONDecodeError as error:
+        raise error_class(f"{path}: invalid JSON in {what} (line {error.lineno}, column {error.colno}: {error.msg}).") from None
+    except (ValueError, RecursionError) as error:
+        raise error_class(f"{path}: invalid JSON in {what} ({json_error_text(error)}).") from None
+
+
+def loads_json(text, allow_nan=False):
+    """`json.loads(text)`; NaN, Infinity and floats that overflow to infinity raise ValueError unless
+    `allow_nan`."""
+    if allow_nan:
+        return json.loads(text)
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def json_error_text(error):
+    """A short reason for what `loads_json` raised beyond JSONDecodeError (a number of too many
+    digits, nesting too deep for the parser, a refused constant)."""
+    if isinstance(error, RecursionError):
+        return "nested too deeply"
+    return str(error).split(";")[0]
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
+
+

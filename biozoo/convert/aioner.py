@@ -45,6 +45,9 @@ HEAD_RENAMES = (
     (r"^(?:[^/]+/)*?crf_layer/(?:[^/]+/)*?(kernel|bias)$", r"aioner/output/\1"),
     (r"^(?:[^/]+/)*?crf_layer/(?:[^/]+/)*?(chain_kernel|left_boundary|right_boundary)$", r"aioner/crf/\1"),
 )
+# deflate's best ratio is about 1032:1: a dataset cannot hold more bytes than this times what the
+# file stores of it (unwritten chunks store nothing)
+MAX_COMPRESSION = 1100
 HEAD_RULES = [Rule(f"aioner/{name}", f"heads/aioner/{name}") for name in (
     "dense2/kernel", "dense2/bias", "output/kernel", "output/bias",
     "crf/chain_kernel", "crf/left_boundary", "crf/right_boundary")]
@@ -66,12 +69,13 @@ def read_keras_h5(path):
         raise CheckpointError(f"{path}: not a readable HDF5 (Keras .h5) file ({error}).") from None
     tensors = {}
     with handle:
-        root = handle["model_weights"] if "model_weights" in handle else handle
+        has_weights = handle.get("model_weights", getlink=True) is not None
+        root = _own_group(path, handle, "model_weights") if has_weights else handle
         layers = [_text(n) for n in root.attrs.get("layer_names", [])]
         if not layers:
             raise CheckpointError(f"{path}: no 'layer_names' attribute; not a Keras weights file.")
         for layer in layers:
-            group = root[layer]
+            group = _own_group(path, root, layer)
             for name in (_text(n) for n in group.attrs.get("weight_names", [])):
                 if name in tensors:
                     raise CheckpointError(f"{path}: weight '{name}' appears twice (layers share a name).")
@@ -79,19 +83,39 @@ def read_keras_h5(path):
     return tensors
 
 
-def _own_dataset(path, group, name):
-    """`group[name]`, refusing links and data stored outside the file (external or virtual
-    datasets): a weights file must hold its own numbers."""
+def _own_node(path, group, name):
+    """`group[name]`, every step of the path a hard link: a soft link, or a link to another file, is
+    refused at a group as at a dataset (its numbers would not be this file's)."""
     node, parts = group, name.split("/")
+    where = group.name.rstrip("/")
     for i, part in enumerate(parts):
         link = node.get(part, getlink=True)
         if link is None:
-            raise CheckpointError(f"{path}: no dataset '{group.name}/{name}'.")
+            raise CheckpointError(f"{path}: no '{where}/{name}'.")
         if not isinstance(link, h5py.HardLink):
-            raise CheckpointError(f"{path}: '{group.name}/{'/'.join(parts[:i + 1])}' is a link; refused.")
+            raise CheckpointError(f"{path}: '{where}/{'/'.join(parts[:i + 1])}' is a link; refused.")
         node = node[part]
+    return node
+
+
+def _own_group(path, group, name):
+    node = _own_node(path, group, name)
+    if not isinstance(node, h5py.Group):
+        raise CheckpointError(f"{path}: '{node.name}' is not a group.")
+    return node
+
+
+def _own_dataset(path, group, name):
+    """`group[name]`, refusing links, data stored outside the file (external or virtual datasets)
+    and a shape declaring more bytes than `MAX_COMPRESSION` times what the file stores of it:
+    a weights file must hold its own numbers."""
+    node = _own_node(path, group, name)
     if not isinstance(node, h5py.Dataset) or node.external or node.is_virtual:
-        raise CheckpointError(f"{path}: '{group.name}/{name}' is not a dataset stored in the file; refused.")
+        raise CheckpointError(f"{path}: '{node.name}' is not a dataset stored in the file; refused.")
+    stored = node.id.get_storage_size()
+    if node.nbytes > MAX_COMPRESSION * stored:
+        raise CheckpointError(f"{path}: dataset '{node.name}' declares shape {node.shape} ({node.nbytes} bytes), "
+                              f"the file stores {stored} bytes of it; refused.")
     return node
 
 
@@ -120,7 +144,7 @@ def convert_aioner(h5_path, base_dir, out_dir, label_names, decoder, lowercase, 
     embedding = next((a for n, a in tensors.items() if re.search(r"word_embeddings/weight(:\d+)?$", n)), None)
     if embedding is None:
         raise CheckpointError(f"{h5_path}: no word_embeddings tensor; not an AIONER (TFBertModel) .h5.")
-    config = dict(read_json(os.path.join(base_dir, "config.json"), "base model config"))
+    config = dict(read_json(os.path.join(base_dir, "config.json"), "base model config", allow_nan=False))
     tokenizer = wordpiece_tokenizer(family, os.path.join(base_dir, "vocab.txt"), lowercase=lowercase)
     base_size = tokenizer.vocabulary_size()
     if embedding.shape[0] != base_size + len(MARKER_TOKENS):
@@ -162,11 +186,18 @@ def _decoder_of(path, tensors, decoder=None):
     return found
 
 
+def _member_of(name, relatives):
+    """Whether archive member `name` is one of `relatives` (files or folders) at any depth, or inside one."""
+    name = "/" + name.replace("\\", "/").strip("/")
+    return any(name.endswith(r) or f"{r}/" in name for r in ("/" + x.strip("/") for x in relatives))
+
+
 def convert_aioner_archive(archive, out_dir, task, name, provenance=None, progress=True):
     """The model a registry entry's `task` names inside AIONER's `pretrained_models.zip`."""
     spec = task["aioner"]
     with tempfile.TemporaryDirectory(prefix="biozoo-aioner-") as scratch:
-        root = extract_archive(archive, scratch)
+        wanted = (spec["model_file"], spec["base_dir"])
+        root = extract_archive(archive, scratch, wanted=lambda name: _member_of(name, wanted))
         return convert_aioner(find_in_archive(root, spec["model_file"]), find_in_archive(root, spec["base_dir"]),
                               out_dir, task["label_names"], spec["decoder"], spec["lowercase"], spec["max_length"],
                               name, provenance, progress)

@@ -30,7 +30,7 @@ def read_hf_config(directory, registry_config=None, registry_name=None):
     path = os.path.join(directory, "config.json")
     if not os.path.exists(path):
         raise CheckpointError(f"{directory}: no config.json; not a HuggingFace model directory.")
-    config = read_json(path, "model config")
+    config = read_json(path, "model config", allow_nan=False)
     if registry_config is not None:
         config = reconcile_config(config, registry_config, path, registry_name)
     if "model_type" not in config:
@@ -73,7 +73,7 @@ def _tokenizer_settings(directory):
     settings = {}
     config_path = os.path.join(directory, "tokenizer_config.json")
     if os.path.exists(config_path):
-        config = read_json(config_path, "tokenizer config")
+        config = read_json(config_path, "tokenizer config", allow_nan=False)
         for key in ("do_lower_case", "strip_accents", "keep_accents", "tokenize_chinese_chars", "tokenizer_class"):
             if config.get(key) is not None:
                 settings[key] = config[key]
@@ -155,11 +155,11 @@ def _declared_added_tokens(directory, vocabulary):
     entries = {}
     config_path = os.path.join(directory, "tokenizer_config.json")
     if os.path.exists(config_path):
-        for key, entry in (read_json(config_path, "tokenizer config").get("added_tokens_decoder") or {}).items():
+        for key, entry in (read_json(config_path, "tokenizer config", allow_nan=False).get("added_tokens_decoder") or {}).items():
             entries[int(key)] = {**entry, "id": int(key)}
     added_path = os.path.join(directory, "added_tokens.json")
     if os.path.exists(added_path):
-        added = read_json(added_path, "added tokens")
+        added = read_json(added_path, "added tokens", allow_nan=False)
         if not isinstance(added, dict) or not all(isinstance(i, int) for i in added.values()):
             raise CheckpointError(f"{added_path}: expected {{token: id}}, got {json.dumps(added)[:200]}")
         for token, index in added.items():

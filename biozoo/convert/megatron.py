@@ -29,13 +29,15 @@ def _flatten(tree, prefix=""):
             yield name, value
 
 
-def load_state(path):
+def load_state(path, name=None):
     """(flat {name: tensor}, checkpoint_version or None, Megatron-LM args as a dict) from a
-    Megatron-LM / NeMo file."""
+    Megatron-LM / NeMo file. Errors name `name` (what the user gave, e.g. `x.nemo!model_weights.ckpt`)
+    when given, else `path`."""
+    name = name or path
     try:
         import torch
     except ImportError:
-        raise CheckpointError(f"{path}: reading Megatron checkpoints needs PyTorch: pip install 'biozoo[torch]'.") from None
+        raise CheckpointError(f"{name}: reading Megatron checkpoints needs PyTorch: pip install 'biozoo[torch]'.") from None
 
     try:
         # Megatron-LM stores its argparse Namespace beside the weights: plain data, allowed.
@@ -43,11 +45,11 @@ def load_state(path):
             state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CheckpointError(f"{path}: refused to load: objects other than tensors and plain data ({first}).") from None
-    except (RuntimeError, EOFError, OSError) as error:
-        raise CheckpointError(f"{path}: unreadable PyTorch checkpoint ({error}).") from None
+        raise CheckpointError(f"{name}: refused to load: objects other than tensors and plain data ({first}).") from None
+    except Exception as error:  # junk bytes raise what torch's unpickler meets: KeyError, ValueError, ...
+        raise CheckpointError(f"{name}: unreadable PyTorch checkpoint ({type(error).__name__}: {error}).") from None
     if not isinstance(state, dict):
-        raise CheckpointError(f"{path}: expected a dict, found {type(state).__name__}.")
+        raise CheckpointError(f"{name}: expected a dict, found {type(state).__name__}.")
     version = state.get("checkpoint_version")
     args = vars(state["args"]) if isinstance(state.get("args"), argparse.Namespace) else {}
     if "model" in state and isinstance(state["model"], dict):
@@ -162,19 +164,20 @@ def convert_megatron(path, out_dir, config=None, vocab=None, num_heads=None, low
 
 def _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercase, checkpoint_version, provenance,
                       progress, overwrite):
-    weights, yaml_config, found_vocab = path, None, None
+    weights, shown, yaml_config, found_vocab = path, path, None, None
     if workdir:
         files = [os.path.join(d, f) for d, _, fs in os.walk(workdir) for f in fs]
         weights = next((f for f in files if os.path.basename(f) == "model_weights.ckpt"), None)
         if weights is None:
             raise CheckpointError(f"{path}: no model_weights.ckpt inside the .nemo archive.")
+        shown = f"{path}!{os.path.relpath(weights, workdir).replace(os.sep, '/')}"
         yaml_config = next((f for f in files if f.endswith("model_config.yaml")), None)
         found_vocab = next((f for f in files if re.search(r"vocab\.txt$", f)), None)
     else:
         directory = os.path.dirname(os.path.abspath(path))
         candidate = os.path.join(directory, "vocab.txt")
         found_vocab = candidate if os.path.exists(candidate) else None
-    flat, version, args = load_state(weights)
+    flat, version, args = load_state(weights, shown)
     if checkpoint_version is not None:
         version = float(checkpoint_version)
     elif version is None:
@@ -184,7 +187,7 @@ def _convert_megatron(path, workdir, out_dir, config, vocab, num_heads, lowercas
     if yaml_config:
         hf_config.update(_config_from_yaml(yaml_config, f"{path} (model_config.yaml)"))
     if config:
-        hf_config.update(_config_from_yaml(config) if config.endswith((".yaml", ".yml")) else read_json(config, "config"))
+        hf_config.update(_config_from_yaml(config) if config.endswith((".yaml", ".yml")) else read_json(config, "config", allow_nan=False))
     unreadable = [value for value in hf_config.values() if isinstance(value, _Unreadable)]
     if unreadable:
         raise CheckpointError(unreadable[0])

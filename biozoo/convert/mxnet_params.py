@@ -30,6 +30,7 @@ file. Pickled (object) arrays are never loaded.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 import zipfile
@@ -331,9 +332,26 @@ def _iter_legacy(path, fh, size: int) -> Iterator[Tuple[str, np.ndarray]]:
 # --------------------------------------------------------------------------------------
 
 
-def _read_npy(fh, path, what: str) -> np.ndarray:
+def _check_declared_size(fh, path, what: str, size: int) -> None:
+    """Refuse a .npy whose header declares more data than its `size` bytes hold, before numpy
+    allocates the array; `fh` is left where it was."""
+    start = fh.tell()
+    version = np.lib.format.read_magic(fh)
+    header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = header(fh)
+    held = size - (fh.tell() - start)
+    if not dtype.hasobject and math.prod(shape) * dtype.itemsize > held:
+        raise _err(path, f"{what} declares shape {shape} ({dtype}, {math.prod(shape) * dtype.itemsize} bytes) "
+                         f"but holds {held} bytes of data")
+    fh.seek(start)
+
+
+def _read_npy(fh, path, what: str, size: int) -> np.ndarray:
     try:
+        _check_declared_size(fh, path, what, size)
         arr = np.lib.format.read_array(fh, allow_pickle=False)
+    except CheckpointError:
+        raise
     except ValueError as exc:
         if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
             raise _err(path, f"{what} holds an object (pickled) array; refusing to unpickle") from None
@@ -374,7 +392,7 @@ def _iter_npz(path) -> Iterator[Tuple[str, np.ndarray]]:
             except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
                 raise _err(path, f"{what} cannot be opened: {exc}") from None
             with member:
-                arr = _read_npy(member, path, what)
+                arr = _read_npy(member, path, what, info.file_size)
                 try:
                     rest = member.read(1)  # also verifies the CRC at the end of the entry
                 except (zipfile.BadZipFile, OSError, EOFError) as exc:
@@ -384,8 +402,8 @@ def _iter_npz(path) -> Iterator[Tuple[str, np.ndarray]]:
             yield name, arr
 
 
-def _iter_npy(path, fh) -> Iterator[Tuple[str, np.ndarray]]:
-    arr = _read_npy(fh, path, "the .npy array")
+def _iter_npy(path, fh, size: int) -> Iterator[Tuple[str, np.ndarray]]:
+    arr = _read_npy(fh, path, "the .npy array", size)
     if fh.read(1):
         raise _err(path, "trailing bytes after the .npy array data")
     yield "0", arr
@@ -417,7 +435,7 @@ def iter_params(path) -> Iterator[Tuple[str, np.ndarray]]:
             return
         if head.startswith(_NPY_MAGIC):
             fh.seek(0)
-            yield from _iter_npy(path, fh)
+            yield from _iter_npy(path, fh, size)
             return
         if len(head) < 8:
             raise _err(
@@ -492,7 +510,7 @@ def read_gluon_vocab(path) -> List[str]:
     special token must be one of ``all_tokens``.
     """
     try:
-        data = read_json(path, "GluonNLP vocab")
+        data = read_json(path, "GluonNLP vocab", allow_nan=False)
     except FileNotFoundError as exc:
         raise _err(path, f"cannot open: {exc}") from None
     if not isinstance(data, dict) or "all_tokens" not in data:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import mmap
 import os
 import pickle
@@ -19,7 +20,7 @@ import zipfile
 
 import numpy as np
 
-from biozoo._io import read_json
+from biozoo._io import json_error_text, loads_json, read_json
 from biozoo.errors import CheckpointError
 
 SAFETENSORS_DTYPES = {
@@ -66,9 +67,11 @@ class SafetensorsReader:
                     f"declared, file has {size})."
                 )
             try:
-                header = json.loads(f.read(header_len))
+                header = loads_json(f.read(header_len))
             except (UnicodeDecodeError, json.JSONDecodeError) as error:
                 raise CheckpointError(f"{path}: corrupt safetensors header ({error}).") from None
+            except (ValueError, RecursionError) as error:
+                raise CheckpointError(f"{path}: corrupt safetensors header ({json_error_text(error)}).") from None
         if not isinstance(header, dict):
             raise CheckpointError(f"{path}: corrupt safetensors header (not a JSON object).")
         data_start = 8 + header_len
@@ -86,7 +89,7 @@ class SafetensorsReader:
             if dtype not in SAFETENSORS_DTYPES:
                 raise CheckpointError(f"{path}: tensor '{name}' has unsupported dtype {dtype}.")
             itemsize = np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
-            nbytes = int(np.prod(shape, dtype=np.int64)) * itemsize
+            nbytes = math.prod(shape) * itemsize  # Python ints: no overflow to a small size
             if end - begin != nbytes or begin < 0:
                 raise CheckpointError(
                     f"{path}: tensor '{name}' declares shape {shape} ({dtype}) but "
@@ -239,7 +242,7 @@ def find_weight_files(directory, declared=None):
 
 def _shard_paths(directory, index_path):
     """The shard files a shard index names, each a relative path inside `directory`."""
-    index = read_json(index_path, "shard index")
+    index = read_json(index_path, "shard index", allow_nan=False)
     if not isinstance(index, dict) or not isinstance(index.get("weight_map"), dict):
         raise CheckpointError(f"{index_path}: unreadable shard index (no 'weight_map' mapping).")
     values = list(index["weight_map"].values())

@@ -92,7 +92,7 @@ def _read_config(family, path, config_path):
     ]
     for candidate in candidates:
         if candidate and tf.io.gfile.exists(candidate):
-            return read_json(candidate, "model config"), candidate
+            return read_json(candidate, "model config", allow_nan=False), candidate
     if config_path:
         raise CheckpointError(f"{config_path}: no such config file.")
     return None, None

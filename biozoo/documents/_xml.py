@@ -8,11 +8,20 @@ from lxml import etree
 
 from biozoo.errors import DataFormatError
 
+# libxml2 before 2.11 turns its entity-amplification check off for a huge tree (billion laughs)
+LIBXML_VERSION = etree.LIBXML_VERSION
+
+
+def parser_options():
+    """The options every `iterparse` gets: huge trees (a text node over 10 MB) only where libxml2
+    keeps its entity-expansion limit for them (2.11 and later)."""
+    return {"huge_tree": LIBXML_VERSION >= (2, 11), "resolve_entities": "internal", "no_network": True,
+            "load_dtd": False, "remove_comments": True, "remove_pis": True}
+
 
 def iterparse(stream, **options):
     """lxml's `iterparse` of `stream` at each element's end, as the readers need it."""
-    return etree.iterparse(stream, events=("end",), huge_tree=True, resolve_entities="internal", no_network=True,
-                           load_dtd=False, remove_comments=True, remove_pis=True, **options)
+    return etree.iterparse(stream, events=("end",), **parser_options(), **options)
 
 
 def syntax_error(name, error):

@@ -3,6 +3,7 @@ transformers MegatronBert models, convert to matching presets; unsafe archives a
 
 import argparse
 import io
+import re
 import tarfile
 
 import numpy as np
@@ -177,3 +178,17 @@ def test_unsafe_archives_are_refused(model, tmp_path, member, kind, link):
     with pytest.raises(CheckpointError, match="refused"):
         convert_megatron(str(archive), tmp_path / "preset", progress=False)
     assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "preset").exists()
+
+
+@pytest.mark.parametrize("payload, message", [("code", "refused to load"), ("junk", "unreadable PyTorch checkpoint")])
+def test_a_refused_nemo_weights_file_is_named_inside_the_archive(tmp_path, payload, message):
+    """Not the scratch folder's copy, which is gone when the error is read; junk bytes included."""
+    data = io.BytesIO()
+    torch.save({"model": print}, data)
+    data = data.getvalue() if payload == "code" else b"junk!"
+    with tarfile.open(tmp_path / "evil.nemo", "w") as tar:
+        info = tarfile.TarInfo("./model_weights.ckpt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(str(tmp_path))}/evil\.nemo!model_weights\.ckpt: {message}"):
+        convert_megatron(str(tmp_path / "evil.nemo"), tmp_path / "preset", progress=False)

@@ -4,11 +4,12 @@ that its own reader reads them back (each case failed before the fix it tests)."
 import json
 import re
 import sys
+import time
 
 import pytest
 
 import biozoo
-from biozoo.documents import Annotation, Document, Passage, Relation, read_documents, write_documents
+from biozoo.documents import Annotation, Document, Passage, Relation, _xml, read_documents, write_documents
 from biozoo.errors import BiozooError, DataFormatError
 
 
@@ -262,3 +263,28 @@ def test_a_remote_input_without_tensorflow_is_one_error_naming_it(monkeypatch, g
     monkeypatch.delattr(biozoo, "tf_gfile", raising=False)
     with pytest.raises(BiozooError, match=rf"^{re.escape(given)}: remote paths are read through TensorFlow"):
         list(read_documents([given]))
+
+
+@pytest.mark.parametrize("fmt", ["bioc-xml", "pubmed-xml"])
+def test_a_billion_laughs_file_is_refused_at_once(tmp_path, fmt):
+    """libxml2's entity-amplification limit holds (10**10 bytes declared in a 1 KB file)."""
+    root, inner = (("collection", bioc_xml("", "<passage><offset>0</offset><text>&lol9;</text></passage>"))
+                   if fmt == "bioc-xml" else
+                   ("PubmedArticleSet", "<PubmedArticleSet><PubmedArticle><MedlineCitation><PMID>1</PMID><Article>"
+                    "<ArticleTitle>&lol9;</ArticleTitle></Article></MedlineCitation></PubmedArticle>"
+                    "</PubmedArticleSet>"))
+    entities = ['<!ENTITY lol0 "lollollollollollollollollollol">'] + [
+        f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10)]
+    body = inner.split("\n", 1)[1] if inner.startswith("<?xml") else inner
+    path = tmp_path / "bomb.xml"
+    path.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE {root} [\n' + "\n".join(entities) + "\n]>\n" + body)
+    started = time.monotonic()
+    with pytest.raises(DataFormatError, match=r"bomb\.xml:\d+: unparsable XML: .*amplification"):
+        list(read_documents([str(path)], fmt))
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("version, huge", [((2, 10, 3), False), ((2, 11, 0), True), ((2, 14, 6), True)])
+def test_huge_trees_only_where_libxml2_limits_entity_expansion_in_them(monkeypatch, version, huge):
+    monkeypatch.setattr(_xml, "LIBXML_VERSION", version)
+    assert _xml.parser_options()["huge_tree"] is huge
