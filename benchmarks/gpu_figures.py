@@ -105,9 +105,9 @@ def build_hf_model(directory, shape, vocabulary, seed=0, lowercase=False, lean=3
     return directory
 
 
-def timed_repeats(step, repeats, sync=lambda: None):
-    """Median seconds of `step()` over `repeats` runs, after two untimed ones."""
-    for _ in range(2):
+def timed_repeats(step, repeats, sync=lambda: None, warmups=2):
+    """Median seconds of `step()` over `repeats` runs, after `warmups` untimed ones."""
+    for _ in range(warmups):
         step()
     sync()
     times = []
@@ -122,15 +122,7 @@ def timed_repeats(step, repeats, sync=lambda: None):
 def timed_blocks(block, steps, blocks=3, sync=lambda: None):
     """Median over `blocks` timed runs of `block()` (`steps` training steps back to back, waited
     for once at its end) of the block's seconds / `steps`, after one untimed block (compiles)."""
-    block()
-    sync()
-    times = []
-    for _ in range(blocks):
-        start = time.perf_counter()
-        block()
-        sync()
-        times.append((time.perf_counter() - start) / steps)
-    return statistics.median(times)
+    return timed_repeats(block, blocks, sync, warmups=1) / steps
 
 
 def timed_pipelined(step, repeats, sync):
