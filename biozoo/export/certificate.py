@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime
 import time
-from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
@@ -83,14 +82,12 @@ def _rate(predict, x, rows):
     return rows / float(np.median(times))
 
 
-def make_certificate(model, tokenizer, runner, what, evaluation=None, batch_dependence=None, decode=None):
+def make_certificate(model, tokenizer, runner, what, evaluation=None, batch_dependence=None):
     """The certificate of `runner` (x -> outputs by name) against `model`'s float32 outputs.
 
     what: {"format", "quantize", "source", "task"}; evaluation: None, or (adapter, task, examples,
     data description) to score both on a dev split (`model` is the task's network);
-    batch_dependence: None, or why the runner's outputs for a row depend on the rest of its batch;
-    decode: None, or (emissions -> label ids, what it is): how the export's user decodes a CRF task's
-    output (the task's own decoder is replaced by it for the export's dev score).
+    batch_dependence: None, or why the runner's outputs for a row depend on the rest of its batch.
     """
     import tensorflow as tf
 
@@ -119,8 +116,7 @@ def make_certificate(model, tokenizer, runner, what, evaluation=None, batch_depe
         "float32": round(reference_rate, 2), "export": round(export_rate, 2),
         "ratio": round(export_rate / reference_rate, 3),
     }
-    certificate["dev"] = None if evaluation is None else dev_scores(runner, *evaluation, output=output_names(model)[0],
-                                                                    decode=decode)
+    certificate["dev"] = None if evaluation is None else dev_scores(runner, *evaluation, output=output_names(model)[0])
     certificate["batch_dependent"] = batch_dependence is not None
     certificate["batching"] = {
         **({"why": batch_dependence} if batch_dependence else {}),
@@ -134,29 +130,15 @@ def make_certificate(model, tokenizer, runner, what, evaluation=None, batch_depe
     return certificate
 
 
-def dev_scores(runner, adapter, task, examples, data, output="logits", decode=None):
-    """The task metric of the float32 task and of `runner` (its `output`) on `examples`; `decode`:
-    None, or (emissions -> label ids, what it is) the export's CRF decoding, used for the export."""
+def dev_scores(runner, adapter, task, examples, data, output="logits"):
+    """The task metric of the float32 task and of `runner` (its `output`) on `examples`; a CRF
+    task decodes both with its own `crf_decode`, the code and parameters its export ships."""
     reference = adapter.evaluate(task, examples)
-    with predicting_with(task, lambda x: runner(x)[output]), _crf_decoding(task, decode):
+    with predicting_with(task, lambda x: runner(x)[output]):
         exported = adapter.evaluate(task, examples)
     f1, f1_export = adapter.headline_f1(reference), adapter.headline_f1(exported)
     return {**data, "metric": adapter.headline_metric, "float32": reference, "export": exported,
-            "f1_float32": f1, "f1_export": f1_export, "f1_drop": round(f1 - f1_export, 6),
-            **({"export_decoding": decode[1]} if decode else {})}
-
-
-@contextmanager
-def _crf_decoding(task, decode):
-    """`task.crf_paths` (a CRF task's decoding) replaced by `decode`'s function while inside."""
-    if decode is None:
-        yield
-        return
-    task.crf_paths = decode[0]  # an instance attribute hides the method
-    try:
-        yield
-    finally:
-        del task.crf_paths
+            "f1_float32": f1, "f1_export": f1_export, "f1_drop": round(f1 - f1_export, 6)}
 
 
 def versions(fmt):

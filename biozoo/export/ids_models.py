@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 
@@ -31,6 +32,7 @@ from biozoo.export.formats import IDS_FORMATS, OPSET, QUANTIZATIONS
 from biozoo.export.hf import check_backbone_preset, tokenizer_files, transformers_tokenizer_class
 from biozoo.export.onnx import INT8_BATCH_DEPENDENCE, require_onnx
 from biozoo.export.tfhub import require_tensorflow_backend
+from biozoo.tasks.aioner import crf_decode
 from biozoo.tasks.tf_inference import INPUT_NAMES
 from biozoo.tokenizers import SentencePieceTokenizer
 
@@ -40,35 +42,13 @@ FORMATS = {name: fmt.file for name, fmt in IDS_FORMATS.items()}  # format -> its
 TOLERANCE_ROWS = {"logits": "task_logits", "emissions": "task_logits", "sequence_output": "sequence_output",
                   "pooled_output": "pooled_output"}
 CRF_FILE = "crf.npz"  # beside a CRF task's model: transitions [from, to], start and end [labels]
-# The README's decoding of a CRF export, AIONER's (tf_crf2: boundary energies at the first and last
-# position, padding included; crf_decode: Viterbi, first maximum on ties). The certificate's dev F1
-# of the export decodes with this very text and the parameters written to CRF_FILE.
+# The README's decoding of a CRF export: the tagger's own (AIONER's tf_crf2 boundary energies at the
+# first and last position, padding included; crf_decode's Viterbi, first maximum on ties), shown as its
+# source, with the parameters written to CRF_FILE.
 README_CRF_LOAD = f"""import numpy as np
 crf = dict(np.load("{CRF_FILE}"))  # transitions [from, to], start [labels], end [labels]
 """
-README_CRF_DECODE = '''def crf_decode(emissions, crf):
-    """Label ids [batch, seq] of `emissions` [batch, seq, labels], every row padded to the same seq."""
-    scores = np.array(emissions, np.float32)
-    scores[:, 0] += crf["start"]
-    scores[:, -1] += crf["end"]
-    best, back = scores[:, 0], []
-    for t in range(1, scores.shape[1]):
-        total = best[:, :, None] + crf["transitions"][None]
-        back.append(total.argmax(1))
-        best = scores[:, t] + total.max(1)
-    path = [best.argmax(-1)]
-    for pointers in reversed(back):
-        path.insert(0, np.take_along_axis(pointers, path[0][:, None], 1)[:, 0])
-    return np.stack(path, 1)
-'''
-
-
-def readme_crf_decoder(crf):
-    """`emissions -> label ids`: README_CRF_DECODE run as written, with the CRF parameters `crf`."""
-    namespace = {"np": np}
-    exec(README_CRF_DECODE, namespace)  # biozoo's own constant: the text the README shows
-    decode = namespace["crf_decode"]
-    return lambda emissions: decode(emissions, crf)
+README_CRF_DECODE = inspect.getsource(crf_decode)
 
 
 def float_tolerance(diffs):
@@ -158,9 +138,7 @@ def export_ids_model(fmt, output, model=None, preset=None, quantize=None, data=N
     what = {"format": fmt, "quantize": quantize, "source": str(model or preset), "task": kind,
             "max_sequence_length": max_length, **({"opset": opset} if fmt == "onnx" else {})}
     batch_dependence = INT8_BATCH_DEPENDENCE if (fmt, quantize) == ("onnx", "int8") else None
-    decode = None if not crf else (readme_crf_decoder(crf), "the README's numpy Viterbi (crf_decode) with "
-                                   f"{CRF_FILE}, every input padded to {max_length}")
-    certificate = make_certificate(target, tokenizer, runner, what, evaluation, batch_dependence, decode)
+    certificate = make_certificate(target, tokenizer, runner, what, evaluation, batch_dependence)
     certificate["max_f1_drop"] = max_f1_drop
     # float32: each output within its tolerance; a quantized export is held to --max-f1-drop instead
     diffs = certificate["fixed_inputs"]["max_abs_diff"]

@@ -175,23 +175,21 @@ def restore_offsets(text, blocks, document="the text", errors=None):
     return found
 
 
-def viterbi(potentials, transitions):
-    """Best tag path of each row of `potentials` [batch, length, tags] (tensorflow-addons'
-    crf_decode: first maximum on ties)."""
-    potentials = np.asarray(potentials, np.float32)
-    transitions = np.asarray(transitions, np.float32)
-    batch, length, tags = potentials.shape
-    state = potentials[:, 0]
-    pointers = np.zeros((batch, length, tags), np.int32)
-    for t in range(1, length):
-        scores = state[:, :, None] + transitions[None]
-        pointers[:, t] = scores.argmax(1)
-        state = potentials[:, t] + scores.max(1)
-    path = np.zeros((batch, length), np.int32)
-    path[:, -1] = state.argmax(-1)
-    for t in range(length - 1, 0, -1):
-        path[:, t - 1] = pointers[np.arange(batch), t, path[:, t]]
-    return path
+def crf_decode(emissions, crf):
+    """Label ids [batch, seq] of `emissions` [batch, seq, labels], every row padded to the same seq
+    (AIONER's CRF: boundary energies at the first and last position, then Viterbi)."""
+    scores = np.array(emissions, np.float32)
+    scores[:, 0] += crf["start"]
+    scores[:, -1] += crf["end"]
+    best, back = scores[:, 0], []
+    for t in range(1, scores.shape[1]):
+        total = best[:, :, None] + crf["transitions"][None]
+        back.append(total.argmax(1))
+        best = scores[:, t] + total.max(1)
+    path = [best.argmax(-1)]
+    for pointers in reversed(back):
+        path.insert(0, np.take_along_axis(pointers, path[0][:, None], 1)[:, 0])
+    return np.stack(path, 1)
 
 
 class AionerTagger:
@@ -216,10 +214,9 @@ class AionerTagger:
         self.model = keras.Model(inputs, logits)
         dense.set_weights([head["dense2/kernel"], head["dense2/bias"]])
         output.set_weights([head["output/kernel"], head["output/bias"]])
-        if decoder == "crf":
-            self.transitions = np.asarray(head["crf/chain_kernel"], np.float32)
-            self.left_boundary = np.asarray(head["crf/left_boundary"], np.float32)
-            self.right_boundary = np.asarray(head["crf/right_boundary"], np.float32)
+        self.crf = None if decoder != "crf" else {  # transitions [from, to], start and end energies [labels]
+            name: np.asarray(head[f"crf/{key}"], np.float32)
+            for name, key in (("transitions", "chain_kernel"), ("start", "left_boundary"), ("end", "right_boundary"))}
         vocabulary = tokenizer.get_vocabulary()
         self.marker_ids = {token: vocabulary.index(token) for token in MARKER_TOKENS}
         self.precision = check_precision(precision)
@@ -231,21 +228,12 @@ class AionerTagger:
         """The Keras model from token ids to the label scores (before the CRF)."""
         return self.model
 
-    def crf_paths(self, emissions):
-        """AIONER's CRF decoding of `emissions` [batch, sequence_length, labels] (tf_crf2's boundary
-        energies added at the first and last position, padding included, then crf_decode): label ids."""
-        scores = np.array(emissions, np.float32)
-        scores[:, 0] += self.left_boundary
-        scores[:, -1] += self.right_boundary
-        return viterbi(scores, self.transitions)
-
     def export_decoding(self):
         """What an ids-in export writes beside the network: the decoder, its output's name (a CRF's
         inputs are `emissions`, not labels), the length AIONER runs at, the CRF's parameters (or None)."""
-        crf = None if self.decoder != "crf" else {
-            "transitions": self.transitions, "start": self.left_boundary, "end": self.right_boundary}
-        return {"decoder": self.decoder, "output": "emissions" if crf else "logits",
-                "sequence_length": self.sequence_length, "crf": crf, "reference": "biozoo.tasks.aioner.AionerTagger"}
+        return {"decoder": self.decoder, "output": "emissions" if self.crf else "logits",
+                "sequence_length": self.sequence_length, "crf": self.crf,
+                "reference": "biozoo.tasks.aioner.AionerTagger"}
 
     @classmethod
     def from_preset(cls, handle, precision="float32"):
@@ -305,7 +293,7 @@ class AionerTagger:
             logits = np.array(predict({"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
                                        "padding_mask": mask}), np.float32)[:len(rows)]
             if self.decoder == "crf":
-                labels, scores = self.crf_paths(logits), None
+                labels, scores = crf_decode(logits, self.crf), None
             else:
                 probs = np.exp(logits - logits.max(-1, keepdims=True))
                 probs /= probs.sum(-1, keepdims=True)

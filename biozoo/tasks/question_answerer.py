@@ -78,8 +78,10 @@ class QuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
     each question, budget being the context tokens its window holds (`sequence_length` - question
     - 3): BERT's 128 at 384, and windows that overlap at any `sequence_length`. A `doc_stride`
     at or above the budget of a context that needs several windows, or above
-    `sequence_length` - 2 for any context, is refused (ValueError), as transformers' tokenizer
-    refuses such a `stride`: windows that only touch lose every answer across their border. Every context token keeps its character span (the HF tokenizer's
+    `sequence_length` - 2 for any context, is refused for training (ValueError), as transformers'
+    tokenizer refuses such a `stride` (windows that only touch lose every answer across their
+    border); at inference it warns and the default step is taken. Every context token keeps its
+    character span (the HF tokenizer's
     `offset_mapping`, `Tokenizer.token_spans`), so answers map back to the original text exactly,
     also inside a word.
 

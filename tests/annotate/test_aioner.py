@@ -151,7 +151,7 @@ def test_softmax_scores_are_probabilities(taggers):
 
 def test_scheme_pieces():
     """AIONER's decoding rules on hand-made cases (NN_BIO_tag_entity, generate_label_list)."""
-    from biozoo.tasks.aioner import entity_word_spans, first_piece_positions, pre_token, viterbi
+    from biozoo.tasks.aioner import crf_decode, entity_word_spans, first_piece_positions, pre_token
 
     assert pre_token("IL-2/CD25 (n=3)") == "IL - 2 / CD25 ( n = 3 ) "
     # an I- after O starts an entity; I- after B- of another type continues the B-'s type
@@ -162,8 +162,10 @@ def test_scheme_pieces():
     assert first_piece_positions([None, 0, 0, 1, 3, 4, None]) == [1, 3]
     potentials = np.array([[[0, 1], [2, 0], [0, 0]]], np.float32)
     transitions = np.array([[0, -5], [-5, 0]], np.float32)
-    assert viterbi(potentials, transitions).tolist() == [[0, 0, 0]]  # one switch costs more than it gains
-    assert viterbi(potentials, np.zeros((2, 2), np.float32)).tolist() == [[1, 0, 0]]  # ties: the first label
+    no_boundary = {"start": np.zeros(2, np.float32), "end": np.zeros(2, np.float32)}
+    # one switch costs more than it gains; on ties the first label
+    assert crf_decode(potentials, {**no_boundary, "transitions": transitions}).tolist() == [[0, 0, 0]]
+    assert crf_decode(potentials, {**no_boundary, "transitions": np.zeros((2, 2), np.float32)}).tolist() == [[1, 0, 0]]
 
 
 def test_registry_name_downloads_the_archive_and_converts_once(tmp_path, monkeypatch):
@@ -349,11 +351,18 @@ def test_a_crf_export_decoded_as_its_readme_says_gives_aioners_entities(tmp_path
                                                                         monkeypatch):
     """The ONNX export of AIONER's CRF model writes `emissions`, crf.npz and a README whose code (transformers'
     tokenizer, onnxruntime, its numpy Viterbi over inputs padded to 256) gives AIONER's own entities; the
-    certificate's dev F1 decodes the export that way."""
+    certificate's dev F1 decodes the export with the same code and the parameters written."""
     from biozoo.convert.aioner import convert_aioner
     from biozoo.documents import read_documents
     from biozoo.export.ids_models import export_ids_model
-    from biozoo.tasks.aioner import conll_blocks, conll_input, entity_word_spans, first_piece_positions, restore_offsets
+    from biozoo.tasks.aioner import (
+        AionerTagger,
+        conll_blocks,
+        conll_input,
+        entity_word_spans,
+        first_piece_positions,
+        restore_offsets,
+    )
 
     model_file, base_dir, lowercase = MODELS["crf"]
     root = FIXTURES / "pretrained_models"
@@ -370,7 +379,10 @@ def test_a_crf_export_decoded_as_its_readme_says_gives_aioners_entities(tmp_path
     assert info["max_sequence_length"] == 256  # AIONER's, recorded by the conversion (the positions are 512)
     assert json.loads((out / "tokenizer" / "tokenizer_config.json").read_text())["model_max_length"] == 256
     dev = certificate["dev"]
-    assert "crf.npz" in dev["export_decoding"] and dev["export"]["counts"] == dev["float32"]["counts"], dev
+    assert dev["export"]["counts"] == dev["float32"]["counts"], dev
+    written, tagger = np.load(out / "crf.npz"), AionerTagger.from_preset(str(preset))
+    assert sorted(written) == ["end", "start", "transitions"]
+    assert all(np.array_equal(written[k], tagger.crf[k]) for k in written)
     assert dev["float32"]["counts"]["pred"] > 0
 
     documents = list(read_documents([example_pubtator]))
@@ -403,7 +415,7 @@ def test_the_readme_crf_decode_finds_the_best_path():
     """The export README's Viterbi against every path of a small CRF (start + emissions + transitions + end)."""
     import itertools
 
-    from biozoo.export.ids_models import readme_crf_decoder
+    from biozoo.tasks.aioner import crf_decode
 
     rng = np.random.default_rng(0)
     emissions = rng.normal(size=(6, 5, 3)).astype(np.float32)
@@ -415,7 +427,7 @@ def test_the_readme_crf_decode_finds_the_best_path():
                 + sum(crf["transitions"][a, b] for a, b in zip(path, path[1:])))
 
     best = [max(itertools.product(range(3), repeat=5), key=lambda p: score(row, p)) for row in range(6)]
-    assert readme_crf_decoder(crf)(emissions).tolist() == [list(p) for p in best]
+    assert crf_decode(emissions, crf).tolist() == [list(p) for p in best]
 
 
 def test_a_crf_h5_converted_as_softmax_is_refused(tmp_path):
